@@ -1,0 +1,246 @@
+#include "agent/collectors/cpu/cpu_sampler.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/perf_event.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+#include "base/cpu_list.h"
+#include "base/logging.h"
+#include "cpu_sampler.skel.h"
+
+namespace warpscope {
+namespace {
+
+// How long user space waits after a flip for programs that read the old
+// buffer index to finish. A perf_event program runs for microseconds with
+// preemption off, so this is generous.
+constexpr std::chrono::milliseconds kFlipGrace{5};
+
+std::string CString(const char* s, size_t max) { return std::string(s, strnlen(s, max)); }
+
+int OpenCpuClock(uint32_t cpu, uint64_t period_ns) {
+  perf_event_attr attr{};
+  attr.size = sizeof(attr);
+  attr.type = PERF_TYPE_SOFTWARE;
+  attr.config = PERF_COUNT_SW_CPU_CLOCK;
+  attr.sample_period = period_ns;  // cpu-clock counts nanoseconds: an exact rate
+  attr.freq = 0;
+  return static_cast<int>(syscall(__NR_perf_event_open, &attr, -1, static_cast<int>(cpu), -1, PERF_FLAG_FD_CLOEXEC));
+}
+
+// Reads every (key, value) of a hash map and deletes them, in batches.
+template <typename K, typename V>
+Status DrainHashMap(int fd, uint32_t max_entries, std::vector<K>* keys, std::vector<V>* values) {
+  keys->clear();
+  values->clear();
+  std::vector<K> kbuf(max_entries);
+  std::vector<V> vbuf(max_entries);
+  uint64_t in_batch = 0, out_batch = 0;
+  bool first = true;
+  for (;;) {
+    __u32 count = max_entries;
+    LIBBPF_OPTS(bpf_map_batch_opts, opts);
+    int err = bpf_map_lookup_and_delete_batch(fd, first ? nullptr : &in_batch, &out_batch, kbuf.data(),
+                                              vbuf.data(), &count, &opts);
+    const int e = err ? errno : 0;
+    if (err && e != ENOENT) return ErrnoError(e, "draining BPF map");
+    keys->insert(keys->end(), kbuf.begin(), kbuf.begin() + count);
+    values->insert(values->end(), vbuf.begin(), vbuf.begin() + count);
+    if (e == ENOENT) break;
+    in_batch = out_batch;
+    first = false;
+  }
+  return Status::Ok();
+}
+
+int HandleProcEvent(void* ctx, void* data, size_t size) {
+  if (size < sizeof(ws_proc_event)) return 0;
+  auto* on_event = static_cast<std::function<void(const ws_proc_event&)>*>(ctx);
+  if (*on_event) (*on_event)(*static_cast<const ws_proc_event*>(data));
+  return 0;
+}
+
+}  // namespace
+
+const char* CpuSamplerStatName(ws_cpu_sampler_stat stat) {
+  switch (stat) {
+    case WS_STAT_SAMPLES: return "bpf_samples";
+    case WS_STAT_IDLE: return "bpf_idle_samples";
+    case WS_STAT_FILTERED: return "bpf_filtered_samples";
+    case WS_STAT_RECORDED: return "bpf_recorded_samples";
+    case WS_STAT_DROP_COUNTS_FULL: return "drop_counts_map_full";
+    case WS_STAT_DROP_STACKS_FULL: return "drop_stacks_map_full";
+    case WS_STAT_USER_STACK_ERROR: return "user_stack_errors";
+    case WS_STAT_KERNEL_STACK_ERROR: return "kernel_stack_errors";
+    case WS_STAT_USER_TRUNCATED: return "user_stacks_truncated";
+    case WS_STAT_DROP_PROC_EVENTS: return "drop_process_events";
+    case WS_STAT_NEW_PROCESSES: return "processes_seen";
+    case WS_STAT_MAX: break;
+  }
+  return "unknown";
+}
+
+CpuSampler::CpuSampler(const CpuSamplerOptions& options) : options_(options) {}
+
+CpuSampler::~CpuSampler() {
+  Stop();
+  ring_buffer__free(proc_events_);
+  cpu_sampler_bpf__destroy(skel_);
+}
+
+StatusOr<std::unique_ptr<CpuSampler>> CpuSampler::Create(const CpuSamplerOptions& options) {
+  if (options.frequency_hz == 0 || options.frequency_hz > 10000) {
+    return InvalidArgumentError("frequency must be between 1 and 10000 Hz, got " +
+                                std::to_string(options.frequency_hz));
+  }
+  ASSIGN_OR_RETURN(std::vector<uint32_t> cpus, OnlineCpus());
+  std::unique_ptr<CpuSampler> sampler(new CpuSampler(options));
+  sampler->sizes_ = ComputeCpuSamplerMapSizes(options.frequency_hz, static_cast<uint32_t>(cpus.size()),
+                                              options.drain_interval, static_cast<uint32_t>(options.pids.size()));
+  const CpuSamplerMapSizes& sizes = sampler->sizes_;
+
+  cpu_sampler_bpf* skel = cpu_sampler_bpf__open();
+  if (!skel) return ErrnoError(errno, "opening the cpu_sampler BPF object");
+  sampler->skel_ = skel;
+  skel->rodata->filter_pids = !options.pids.empty();
+  for (bpf_map* map : {skel->maps.counts_0, skel->maps.counts_1}) bpf_map__set_max_entries(map, sizes.counts_entries);
+  for (bpf_map* map : {skel->maps.stacks_0, skel->maps.stacks_1}) bpf_map__set_max_entries(map, sizes.stacks_entries);
+  bpf_map__set_max_entries(skel->maps.seen_pids, sizes.seen_pids_entries);
+  bpf_map__set_max_entries(skel->maps.target_pids, sizes.target_pids_entries);
+
+  if (int err = cpu_sampler_bpf__load(skel); err) {
+    const int e = -err;
+    if (e == EPERM || e == EACCES) {
+      return PermissionDeniedError("the kernel refused to load the BPF program (" + std::string(strerror(e)) +
+                                   "); run as root with CAP_BPF and CAP_PERFMON");
+    }
+    return ErrnoError(e, "loading the cpu_sampler BPF program (run with -v for the verifier log)");
+  }
+  const uint8_t one = 1;
+  for (uint32_t pid : options.pids) {
+    if (bpf_map__update_elem(skel->maps.target_pids, &pid, sizeof(pid), &one, sizeof(one), BPF_ANY)) {
+      return ErrnoError(errno, "adding pid " + std::to_string(pid) + " to the BPF filter");
+    }
+  }
+  sampler->proc_events_ = ring_buffer__new(bpf_map__fd(skel->maps.proc_events), HandleProcEvent,
+                                           &sampler->on_event_, nullptr);
+  if (!sampler->proc_events_) return ErrnoError(errno, "creating the process-event ring buffer");
+  LOG_DEBUG() << "cpu sampler maps: counts " << sizes.counts_entries << " x2, stacks " << sizes.stacks_entries
+              << " x2, drain every " << sizes.drain_interval.count() << " ms, ~"
+              << sizes.approx_kernel_bytes / 1024 << " KiB kernel memory";
+  return sampler;
+}
+
+Status CpuSampler::Start() {
+  ASSIGN_OR_RETURN(std::vector<uint32_t> cpus, OnlineCpus());
+  const uint64_t period_ns = 1'000'000'000ull / options_.frequency_hz;
+  for (uint32_t cpu : cpus) {
+    int fd = OpenCpuClock(cpu, period_ns);
+    if (fd < 0) {
+      if (errno == ENODEV) continue;  // went offline since we read the list
+      const int e = errno;
+      if (e == EACCES || e == EPERM) {
+        return PermissionDeniedError("perf_event_open refused on CPU " + std::to_string(cpu) +
+                                     ": need CAP_PERFMON (or root), or lower kernel.perf_event_paranoid");
+      }
+      return ErrnoError(e, "perf_event_open on CPU " + std::to_string(cpu));
+    }
+    perf_fds_.push_back(fd);
+    bpf_link* link = bpf_program__attach_perf_event(skel_->progs.ws_cpu_sample, fd);
+    if (!link) return ErrnoError(errno, "attaching the sampler to CPU " + std::to_string(cpu));
+    links_.push_back(link);
+  }
+  if (perf_fds_.empty()) return UnavailableError("no online CPU accepted a perf event");
+  for (bpf_program* prog : {skel_->progs.ws_process_exec, skel_->progs.ws_process_exit}) {
+    bpf_link* link = bpf_program__attach(prog);
+    if (!link) return ErrnoError(errno, std::string("attaching ") + bpf_program__name(prog));
+    links_.push_back(link);
+  }
+  return Status::Ok();
+}
+
+void CpuSampler::Stop() {
+  for (bpf_link* link : links_) bpf_link__destroy(link);
+  links_.clear();
+  for (int fd : perf_fds_) close(fd);
+  perf_fds_.clear();
+}
+
+Status CpuSampler::PollProcessEvents(std::chrono::milliseconds timeout,
+                                     const std::function<void(const ws_proc_event&)>& on_event) {
+  on_event_ = on_event;
+  int n = ring_buffer__poll(proc_events_, static_cast<int>(timeout.count()));
+  on_event_ = nullptr;
+  if (n < 0 && n != -EINTR) return ErrnoError(-n, "polling process events");
+  return Status::Ok();
+}
+
+Status CpuSampler::DrainBuffer(uint32_t buffer, CpuSampleBatch* batch) {
+  bpf_map* counts = buffer ? skel_->maps.counts_1 : skel_->maps.counts_0;
+  bpf_map* stacks = buffer ? skel_->maps.stacks_1 : skel_->maps.stacks_0;
+  std::vector<ws_sample_key> keys;
+  std::vector<uint64_t> values;
+  RETURN_IF_ERROR(DrainHashMap(bpf_map__fd(counts), sizes_.counts_entries, &keys, &values));
+  std::vector<uint64_t> hashes;
+  std::vector<ws_stack> stack_values;
+  RETURN_IF_ERROR(DrainHashMap(bpf_map__fd(stacks), sizes_.stacks_entries, &hashes, &stack_values));
+
+  for (size_t i = 0; i < hashes.size(); ++i) {
+    const ws_stack& s = stack_values[i];
+    RawStack raw;
+    const uint32_t len = std::min<uint32_t>(s.len, WS_MAX_STACK_FRAMES);
+    raw.frames.assign(s.frames, s.frames + len);
+    raw.truncated = s.flags & WS_STACK_TRUNCATED;
+    batch->stacks.emplace(hashes[i], std::move(raw));
+  }
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const ws_sample_key& k = keys[i];
+    RawSample sample;
+    sample.pid = k.pid;
+    sample.tid = k.tid;
+    sample.comm = CString(k.comm, sizeof(k.comm));
+    sample.process_comm = CString(k.process_comm, sizeof(k.process_comm));
+    sample.user_stack_hash = k.user_stack_hash;
+    sample.kernel_stack_hash = k.kernel_stack_hash;
+    sample.count = values[i];
+    for (uint64_t h : {k.user_stack_hash, k.kernel_stack_hash}) {
+      if (h && !batch->stacks.count(h)) ++batch->missing_stacks;
+    }
+    batch->samples.push_back(std::move(sample));
+  }
+  return Status::Ok();
+}
+
+Status CpuSampler::Drain(CpuSampleBatch* batch) {
+  const uint32_t old = __atomic_load_n(&skel_->bss->active_buffer, __ATOMIC_SEQ_CST) & 1;
+  __atomic_store_n(&skel_->bss->active_buffer, old ^ 1, __ATOMIC_SEQ_CST);
+  std::this_thread::sleep_for(kFlipGrace);
+  return DrainBuffer(old, batch);
+}
+
+Status CpuSampler::DrainAll(CpuSampleBatch* batch) {
+  RETURN_IF_ERROR(Drain(batch));
+  return Drain(batch);
+}
+
+CpuSamplerStats CpuSampler::ReadStats() const {
+  CpuSamplerStats stats;
+  const int ncpus = libbpf_num_possible_cpus();
+  if (ncpus <= 0) return stats;
+  std::vector<uint64_t> per_cpu(static_cast<size_t>(ncpus));
+  for (uint32_t i = 0; i < WS_STAT_MAX; ++i) {
+    if (bpf_map__lookup_elem(skel_->maps.stats, &i, sizeof(i), per_cpu.data(), per_cpu.size() * sizeof(uint64_t), 0)) {
+      continue;
+    }
+    for (uint64_t v : per_cpu) stats.values[i] += v;
+  }
+  return stats;
+}
+
+}  // namespace warpscope

@@ -1,0 +1,104 @@
+// CpuSampler owns the cpu_sampler BPF skeleton: it sizes and loads the maps,
+// opens one cpu-clock perf event per online CPU, and hands user space the
+// aggregated samples and process lifecycle events.
+//
+// Threading: one owner thread calls every method (the recorder's loop). The
+// BPF side runs concurrently in the kernel; the double-buffer flip in Drain()
+// is the only synchronisation with it.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "agent/collectors/cpu/map_sizing.h"
+#include "base/status.h"
+#include "bpf/intf/cpu_sampler.h"
+
+struct cpu_sampler_bpf;
+struct ring_buffer;
+struct bpf_link;
+
+namespace warpscope {
+
+struct CpuSamplerOptions {
+  uint32_t frequency_hz = 99;
+  std::vector<uint32_t> pids;  // empty: every process on the machine
+  std::chrono::milliseconds drain_interval{1000};
+};
+
+struct RawStack {
+  std::vector<uint64_t> frames;  // leaf first
+  bool truncated = false;
+};
+
+struct RawSample {
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+  std::string comm;          // thread name
+  std::string process_comm;  // thread-group leader's name
+  uint64_t user_stack_hash = 0;
+  uint64_t kernel_stack_hash = 0;
+  uint64_t count = 0;
+};
+
+// One drained buffer: samples reference stacks by hash.
+struct CpuSampleBatch {
+  std::vector<RawSample> samples;
+  std::unordered_map<uint64_t, RawStack> stacks;
+  uint64_t missing_stacks = 0;  // a sample's stack hash with no entry (should stay 0)
+};
+
+// Sums over CPUs of the BPF program's counters (bpf/intf/cpu_sampler.h), since Start().
+struct CpuSamplerStats {
+  uint64_t values[WS_STAT_MAX] = {};
+  uint64_t operator[](ws_cpu_sampler_stat s) const { return values[s]; }
+};
+const char* CpuSamplerStatName(ws_cpu_sampler_stat stat);
+
+class CpuSampler {
+ public:
+  ~CpuSampler();
+  CpuSampler(const CpuSampler&) = delete;
+  CpuSampler& operator=(const CpuSampler&) = delete;
+
+  // Loads and verifies the BPF program with maps sized for this machine.
+  static StatusOr<std::unique_ptr<CpuSampler>> Create(const CpuSamplerOptions& options);
+
+  // Opens the perf events on every online CPU and attaches the programs.
+  Status Start();
+
+  // Detaches from the perf events (samples stop); the maps stay readable.
+  void Stop();
+
+  // Waits up to `timeout` for process events and delivers each to `on_event`.
+  Status PollProcessEvents(std::chrono::milliseconds timeout,
+                           const std::function<void(const ws_proc_event&)>& on_event);
+
+  // Flips the buffers and returns everything recorded in the previous one.
+  Status Drain(CpuSampleBatch* batch);
+  // Drains both buffers (used once at the end of a recording).
+  Status DrainAll(CpuSampleBatch* batch);
+
+  CpuSamplerStats ReadStats() const;
+  const CpuSamplerMapSizes& map_sizes() const { return sizes_; }
+  size_t num_cpus() const { return perf_fds_.size(); }
+
+ private:
+  explicit CpuSampler(const CpuSamplerOptions& options);
+  Status DrainBuffer(uint32_t buffer, CpuSampleBatch* batch);
+
+  CpuSamplerOptions options_;
+  CpuSamplerMapSizes sizes_;
+  cpu_sampler_bpf* skel_ = nullptr;
+  ring_buffer* proc_events_ = nullptr;
+  std::vector<int> perf_fds_;
+  std::vector<bpf_link*> links_;
+  std::function<void(const ws_proc_event&)> on_event_;  // valid during PollProcessEvents only
+};
+
+}  // namespace warpscope

@@ -1,0 +1,44 @@
+// Command-line parsing for warpscope-agent. Pure functions over argv so every
+// error message is unit-tested; nothing here touches the system.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace warpscope {
+
+// Process exit codes, documented in `warpscope-agent help` and docs/getting-started.md.
+enum ExitCode : int {
+  kExitOk = 0,
+  kExitError = 1,         // a runtime failure (BPF load, I/O, ...)
+  kExitUsage = 2,         // bad flags or arguments, unwritable output path
+  kExitPermission = 3,    // not root / missing CAP_BPF, CAP_PERFMON
+  kExitUnsupported = 4,   // kernel without BTF or BPF features we need
+  kExitNoSuchProcess = 5, // a --pid that does not exist
+};
+
+enum class OutputFormat { kPprof, kCollapsed };
+
+struct RecordOptions {
+  std::vector<uint32_t> pids;  // empty with all == true: the whole machine
+  bool all = false;
+  std::chrono::nanoseconds duration = std::chrono::seconds(10);
+  uint32_t frequency_hz = 99;
+  std::string output;          // defaults by format: cpu.pb.gz or cpu.folded
+  OutputFormat format = OutputFormat::kPprof;
+  size_t top = 10;             // functions printed after recording; 0 prints none
+  std::chrono::milliseconds drain_interval{1000};
+  bool verbose = false;
+};
+
+// argv excludes the program name and the "record" subcommand.
+StatusOr<RecordOptions> ParseRecordArgs(const std::vector<std::string>& args);
+
+std::string RecordUsage();
+std::string MainUsage();
+
+}  // namespace warpscope

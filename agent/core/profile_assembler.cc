@@ -1,0 +1,81 @@
+#include "agent/core/profile_assembler.h"
+
+namespace warpscope {
+
+ProfileAssembler::ProfileAssembler(Symbolizer* symbolizer, ProfileBuilder* builder, int64_t period_nanos)
+    : symbolizer_(symbolizer), builder_(builder), period_nanos_(period_nanos) {}
+
+uint64_t ProfileAssembler::InternFrame(const SymbolizedFrame& frame, FrameKind kind) {
+  const uint64_t mapping_id = frame.has_mapping ? builder_->InternMapping(frame.mapping) : 0;
+  std::vector<ProfileLine> lines;
+  lines.reserve(frame.functions.size());
+  for (const SymbolizedFunction& fn : frame.functions) {
+    lines.push_back({builder_->InternFunction(fn.name, fn.system_name, fn.filename), fn.line});
+  }
+  return builder_->InternLocation(mapping_id, frame.address, kind, lines);
+}
+
+uint64_t ProfileAssembler::UserLocation(uint32_t pid, uint64_t address, bool is_return_address) {
+  auto key = std::make_tuple(pid, address, is_return_address);
+  auto it = user_memo_.find(key);
+  if (it != user_memo_.end()) return it->second;
+  const uint64_t id = InternFrame(symbolizer_->SymbolizeUser(pid, address, is_return_address), FrameKind::kNative);
+  user_memo_.emplace(key, id);
+  return id;
+}
+
+uint64_t ProfileAssembler::KernelLocation(uint64_t address, bool is_return_address) {
+  auto key = std::make_pair(address, is_return_address);
+  auto it = kernel_memo_.find(key);
+  if (it != kernel_memo_.end()) return it->second;
+  const uint64_t id = InternFrame(symbolizer_->SymbolizeKernel(address, is_return_address), FrameKind::kKernel);
+  kernel_memo_.emplace(key, id);
+  return id;
+}
+
+void ProfileAssembler::AddBatch(const CpuSampleBatch& batch) {
+  user_memo_.clear();
+  std::vector<uint64_t> locations;
+  for (const RawSample& sample : batch.samples) {
+    locations.clear();
+    // pprof wants leaf first: the kernel part of the stack sits below the user part.
+    if (sample.kernel_stack_hash) {
+      auto it = batch.stacks.find(sample.kernel_stack_hash);
+      if (it == batch.stacks.end()) {
+        ++stats_.missing_stack_refs;
+      } else {
+        const auto& frames = it->second.frames;
+        for (size_t i = 0; i < frames.size(); ++i) locations.push_back(KernelLocation(frames[i], i > 0));
+      }
+    }
+    if (sample.user_stack_hash) {
+      auto it = batch.stacks.find(sample.user_stack_hash);
+      if (it == batch.stacks.end()) {
+        ++stats_.missing_stack_refs;
+      } else {
+        const auto& frames = it->second.frames;
+        if (it->second.truncated) stats_.truncated_user_stacks += sample.count;
+        // When the sample hit kernel mode, frames[0] is where user code entered
+        // the kernel: a return address like every other caller frame.
+        const bool entered_kernel = sample.kernel_stack_hash != 0;
+        for (size_t i = 0; i < frames.size(); ++i) {
+          locations.push_back(UserLocation(sample.pid, frames[i], i > 0 || entered_kernel));
+        }
+      }
+    }
+    if (locations.empty()) {
+      // Both stacks failed: keep the sample visible rather than drop its time.
+      const uint64_t fn = builder_->InternFunction("[no stack]", "[no stack]");
+      locations.push_back(builder_->InternLocation(0, 0, FrameKind::kNative, {{fn, 0}}));
+    }
+    SampleLabels labels;
+    labels.pid = sample.pid;
+    labels.tid = sample.tid;
+    labels.comm = sample.process_comm;
+    labels.thread_name = sample.comm;
+    builder_->AddSample(locations, static_cast<int64_t>(sample.count), labels);
+    stats_.samples += sample.count;
+  }
+}
+
+}  // namespace warpscope

@@ -1,0 +1,45 @@
+// ProfileAssembler turns drained BPF sample batches into the symbolized
+// Profile: each raw address becomes a Location (through the Symbolizer), each
+// aggregated key a Sample. One per recording; owned by the recorder thread.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <unordered_map>
+#include <utility>
+
+#include "agent/collectors/cpu/cpu_sampler.h"
+#include "agent/export/profile.h"
+#include "agent/symbolize/symbolizer.h"
+
+namespace warpscope {
+
+struct AssemblerStats {
+  uint64_t samples = 0;             // sample counts added to the profile
+  uint64_t missing_stack_refs = 0;  // keys whose stack was not in the batch
+  uint64_t truncated_user_stacks = 0;
+};
+
+class ProfileAssembler {
+ public:
+  ProfileAssembler(Symbolizer* symbolizer, ProfileBuilder* builder, int64_t period_nanos);
+
+  void AddBatch(const CpuSampleBatch& batch);
+  const AssemblerStats& stats() const { return stats_; }
+
+ private:
+  uint64_t UserLocation(uint32_t pid, uint64_t address, bool is_return_address);
+  uint64_t KernelLocation(uint64_t address, bool is_return_address);
+  uint64_t InternFrame(const SymbolizedFrame& frame, FrameKind kind);
+
+  Symbolizer* symbolizer_;
+  ProfileBuilder* builder_;
+  int64_t period_nanos_;
+  AssemblerStats stats_;
+  // User addresses are memoised per batch only: a pid can exec or be reused
+  // between batches. Kernel text does not move, so its memo lives for the run.
+  std::map<std::tuple<uint32_t, uint64_t, bool>, uint64_t> user_memo_;
+  std::map<std::pair<uint64_t, bool>, uint64_t> kernel_memo_;
+};
+
+}  // namespace warpscope

@@ -1,0 +1,242 @@
+#include "agent/core/record.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+
+#include "agent/collectors/cpu/cpu_sampler.h"
+#include "agent/core/preflight.h"
+#include "agent/core/profile_assembler.h"
+#include "agent/export/collapsed_writer.h"
+#include "agent/export/pprof_writer.h"
+#include "agent/export/top_functions.h"
+#include "agent/symbolize/symbolizer.h"
+#include "base/duration.h"
+#include "base/file_util.h"
+#include "base/logging.h"
+
+namespace warpscope {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int Fail(int code, const Status& status) {
+  std::cerr << "warpscope-agent: " << status.message() << "\n";
+  return code;
+}
+
+// The target processes of --pid, watched through pidfds so the recording ends
+// when the last one exits (like `perf record -p`).
+class TargetWatch {
+ public:
+  ~TargetWatch() {
+    for (int fd : fds_) close(fd);
+  }
+  Status Add(uint32_t pid) {
+    int fd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+    if (fd < 0) {
+      if (errno == ESRCH) return NotFoundError("no process with pid " + std::to_string(pid));
+      return ErrnoError(errno, "watching pid " + std::to_string(pid));
+    }
+    fds_.push_back(fd);
+    pids_.push_back(pid);
+    return Status::Ok();
+  }
+  bool empty() const { return fds_.empty(); }
+  // True once every watched process has exited.
+  bool AllExited() {
+    if (fds_.empty()) return false;
+    std::vector<pollfd> p;
+    for (int fd : fds_) p.push_back({fd, POLLIN, 0});
+    if (poll(p.data(), p.size(), 0) < 0) return false;
+    return std::all_of(p.begin(), p.end(), [](const pollfd& x) { return x.revents & (POLLIN | POLLHUP); });
+  }
+
+ private:
+  std::vector<int> fds_;
+  std::vector<uint32_t> pids_;
+};
+
+// SIGINT/SIGTERM end the recording gracefully; read through a signalfd so no
+// handler or global flag is needed.
+class StopSignals {
+ public:
+  StopSignals() {
+    sigemptyset(&mask_);
+    sigaddset(&mask_, SIGINT);
+    sigaddset(&mask_, SIGTERM);
+    sigprocmask(SIG_BLOCK, &mask_, &old_);
+    fd_ = signalfd(-1, &mask_, SFD_NONBLOCK | SFD_CLOEXEC);
+  }
+  ~StopSignals() {
+    if (fd_ >= 0) close(fd_);
+    sigprocmask(SIG_SETMASK, &old_, nullptr);
+  }
+  bool Received() {
+    signalfd_siginfo info;
+    return fd_ >= 0 && read(fd_, &info, sizeof(info)) == sizeof(info);
+  }
+
+ private:
+  sigset_t mask_{};
+  sigset_t old_{};
+  int fd_ = -1;
+};
+
+int64_t UnixNanosNow() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+void AddCounters(const CpuSamplerStats& stats, const CpuSampleBatch& totals, const AssemblerStats& assembled,
+                 const SymbolizerStats& sym, ProfileBuilder* builder) {
+  for (uint32_t i = 0; i < WS_STAT_MAX; ++i) {
+    builder->SetCounter(CpuSamplerStatName(static_cast<ws_cpu_sampler_stat>(i)), stats.values[i]);
+  }
+  builder->SetCounter("missing_stack_refs", totals.missing_stacks + assembled.missing_stack_refs);
+  builder->SetCounter("user_frames", sym.user_frames);
+  builder->SetCounter("user_frames_symbolized", sym.user_symbolized);
+  builder->SetCounter("user_frames_no_mapping", sym.user_no_mapping);
+  builder->SetCounter("user_frames_no_symbol", sym.user_no_symbol);
+  builder->SetCounter("kernel_frames", sym.kernel_frames);
+  builder->SetCounter("kernel_frames_symbolized", sym.kernel_symbolized);
+  builder->SetCounter("elf_load_errors", sym.elf_load_errors);
+}
+
+}  // namespace
+
+int RunRecord(const RecordOptions& options) {
+  if (Status s = CheckCanProfile(ReadPreflightFacts()); !s.ok()) {
+    return Fail(s.code() == StatusCode::kPermissionDenied ? kExitPermission : kExitUnsupported, s);
+  }
+  if (Status s = CheckWritable(options.output); !s.ok()) return Fail(kExitUsage, s);
+
+  TargetWatch targets;
+  for (uint32_t pid : options.pids) {
+    if (Status s = targets.Add(pid); !s.ok()) {
+      return Fail(s.code() == StatusCode::kNotFound ? kExitNoSuchProcess : kExitError, s);
+    }
+  }
+
+  Symbolizer symbolizer{ProcFs()};
+  if (Status s = symbolizer.Init(); !s.ok()) {
+    LOG_WARNING() << "kernel frames will not be symbolized: " << s.message();
+  }
+  for (uint32_t pid : options.pids) symbolizer.OnProcessSeen(pid);
+
+  CpuSamplerOptions sampler_options;
+  sampler_options.frequency_hz = options.frequency_hz;
+  sampler_options.pids = options.pids;
+  sampler_options.drain_interval = options.drain_interval;
+  auto sampler_or = CpuSampler::Create(sampler_options);
+  if (!sampler_or.ok()) {
+    const Status& s = sampler_or.status();
+    return Fail(s.code() == StatusCode::kPermissionDenied ? kExitPermission : kExitError, s);
+  }
+  std::unique_ptr<CpuSampler> sampler = std::move(sampler_or).value();
+
+  const int64_t period_nanos = 1'000'000'000 / options.frequency_hz;
+  ProfileBuilder builder(UnixNanosNow(), period_nanos, options.frequency_hz);
+  // pprof tools name a profile after its first mapping: make it the target's executable.
+  if (!options.pids.empty()) {
+    if (auto main_binary = symbolizer.MainExecutableMapping(options.pids[0])) builder.InternMapping(*main_binary);
+  }
+  ProfileAssembler assembler(&symbolizer, &builder, period_nanos);
+  StopSignals stop_signals;
+
+  if (Status s = sampler->Start(); !s.ok()) {
+    return Fail(s.code() == StatusCode::kPermissionDenied ? kExitPermission : kExitError, s);
+  }
+  const size_t num_cpus = sampler->num_cpus();
+  const auto start = Clock::now();
+  const auto deadline = start + options.duration;
+  const auto drain_interval = sampler->map_sizes().drain_interval;
+  auto next_drain = start + drain_interval;
+  std::cerr << "warpscope-agent: recording "
+            << (options.all ? std::string("all processes") : "pid " + std::to_string(options.pids[0]) +
+                                                                (options.pids.size() > 1 ? " and others" : ""))
+            << " at " << options.frequency_hz << " Hz on " << num_cpus << " CPUs for "
+            << FormatDuration(options.duration) << " (Ctrl-C stops early)\n";
+
+  auto on_event = [&](const ws_proc_event& event) {
+    switch (event.type) {
+      case WS_PROC_SEEN: symbolizer.OnProcessSeen(event.pid); break;
+      case WS_PROC_EXEC: symbolizer.OnExec(event.pid); break;
+      case WS_PROC_EXIT: symbolizer.OnExit(event.pid); break;
+      default: break;
+    }
+  };
+  CpuSampleBatch totals;  // only the counters are accumulated here
+  auto drain = [&](bool final_drain) -> Status {
+    CpuSampleBatch batch;
+    symbolizer.BeginEpoch();
+    RETURN_IF_ERROR(final_drain ? sampler->DrainAll(&batch) : sampler->Drain(&batch));
+    assembler.AddBatch(batch);
+    totals.missing_stacks += batch.missing_stacks;
+    // Processes that exited before this drain's flip have no samples left in
+    // the kernel, so their maps can go now.
+    symbolizer.EndEpoch();
+    return Status::Ok();
+  };
+
+  std::string stop_reason = "duration reached";
+  for (;;) {
+    const auto now = Clock::now();
+    if (now >= deadline) break;
+    if (stop_signals.Received()) {
+      stop_reason = "interrupted";
+      break;
+    }
+    if (!targets.empty() && targets.AllExited()) {
+      stop_reason = options.pids.size() == 1 ? "process exited" : "all processes exited";
+      break;
+    }
+    const auto wait = std::min({deadline, next_drain, now + std::chrono::milliseconds(100)}) - now;
+    if (Status s = sampler->PollProcessEvents(std::chrono::duration_cast<std::chrono::milliseconds>(wait), on_event);
+        !s.ok()) {
+      return Fail(kExitError, s);
+    }
+    if (Clock::now() >= next_drain) {
+      if (Status s = drain(false); !s.ok()) return Fail(kExitError, s);
+      next_drain += drain_interval;
+    }
+  }
+  const auto elapsed = Clock::now() - start;
+  sampler->Stop();
+  // Deliver the last process events before the final drain so new processes get maps.
+  (void)sampler->PollProcessEvents(std::chrono::milliseconds(0), on_event);
+  if (Status s = drain(true); !s.ok()) return Fail(kExitError, s);
+
+  const CpuSamplerStats stats = sampler->ReadStats();
+  AddCounters(stats, totals, assembler.stats(), symbolizer.stats(), &builder);
+  builder.AddComment("warpscope-agent record, " + std::to_string(options.frequency_hz) + " Hz, stop: " + stop_reason);
+  Profile profile =
+      builder.Finish(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count());
+
+  StatusOr<std::string> encoded = options.format == OutputFormat::kPprof ? EncodePprofGzip(profile)
+                                                                         : StatusOr<std::string>(EncodeCollapsed(profile));
+  if (!encoded.ok()) return Fail(kExitError, encoded.status());
+  if (Status s = WriteFileAtomically(options.output, *encoded); !s.ok()) return Fail(kExitError, s);
+
+  const uint64_t drops = stats[WS_STAT_DROP_COUNTS_FULL] + stats[WS_STAT_DROP_STACKS_FULL] +
+                         stats[WS_STAT_DROP_PROC_EVENTS];
+  std::cerr << "warpscope-agent: " << stop_reason << " after " << FormatDuration(elapsed) << "; "
+            << assembler.stats().samples << " samples written to " << options.output << " ("
+            << profile.samples.size() << " distinct stacks, " << drops << " dropped";
+  if (drops) {
+    std::cerr << ": counts map full " << stats[WS_STAT_DROP_COUNTS_FULL] << ", stacks map full "
+              << stats[WS_STAT_DROP_STACKS_FULL] << ", process events " << stats[WS_STAT_DROP_PROC_EVENTS];
+  }
+  std::cerr << ")\n";
+  if (options.top > 0 && !profile.samples.empty()) std::cout << FormatTopFunctions(profile, options.top);
+  return kExitOk;
+}
+
+}  // namespace warpscope

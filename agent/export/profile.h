@@ -1,0 +1,132 @@
+// The agent's in-memory profile: a symbolized, deduplicated model shaped like
+// pprof (mappings, functions, locations, samples) that every exporter reads
+// (pprof, collapsed stacks, the top-functions summary, later the uploader).
+//
+// Owned by one thread (the recorder's drain thread); not thread-safe.
+// Ids are 1-based and dense, as pprof requires.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+namespace warpscope {
+
+struct ProfileMapping {
+  uint64_t id = 0;
+  uint64_t memory_start = 0;
+  uint64_t memory_limit = 0;
+  uint64_t file_offset = 0;
+  std::string filename;  // path as the process saw it, or "[kernel.kallsyms]", "[vdso]"
+  std::string build_id;  // lowercase hex; empty when the binary has none
+  bool is_kernel = false;
+};
+
+struct ProfileFunction {
+  uint64_t id = 0;
+  std::string name;         // demangled, what people read
+  std::string system_name;  // as in the symbol table (mangled)
+  std::string filename;     // source file when known, else empty
+};
+
+struct ProfileLine {
+  uint64_t function_id = 0;
+  int64_t line = 0;  // 0 when unknown
+};
+
+enum class FrameKind : uint8_t { kNative = 0, kKernel = 1 };
+
+struct ProfileLocation {
+  uint64_t id = 0;
+  uint64_t mapping_id = 0;  // 0 when the address is in no known mapping
+  uint64_t address = 0;     // the process's virtual address (kernel address for kernel frames)
+  FrameKind kind = FrameKind::kNative;
+  // Innermost (inlined) function first, as pprof orders Location.line.
+  std::vector<ProfileLine> lines;
+};
+
+struct SampleLabels {
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+  std::string comm;         // process name (the thread-group leader's comm)
+  std::string thread_name;  // the sampled thread's comm
+  bool operator<(const SampleLabels& o) const {
+    return std::tie(pid, tid, comm, thread_name) < std::tie(o.pid, o.tid, o.comm, o.thread_name);
+  }
+};
+
+struct ProfileSample {
+  std::vector<uint64_t> location_ids;  // leaf first
+  int64_t count = 0;                   // number of samples
+  int64_t cpu_nanos = 0;               // count * sampling period
+  SampleLabels labels;
+};
+
+// A named counter reported with the profile: drops, truncations, idle samples.
+struct ProfileCounter {
+  std::string name;
+  uint64_t value = 0;
+};
+
+struct Profile {
+  int64_t time_nanos = 0;       // start of the recording, Unix epoch
+  int64_t duration_nanos = 0;
+  int64_t period_nanos = 0;     // one sample stands for this much CPU time
+  uint32_t frequency_hz = 0;
+  std::vector<ProfileMapping> mappings;    // mappings[i].id == i + 1
+  std::vector<ProfileFunction> functions;  // functions[i].id == i + 1
+  std::vector<ProfileLocation> locations;  // locations[i].id == i + 1
+  std::vector<ProfileSample> samples;
+  std::vector<ProfileCounter> counters;
+  std::vector<std::string> comments;       // free text kept in the pprof comment field
+
+  const ProfileMapping& mapping(uint64_t id) const { return mappings.at(id - 1); }
+  const ProfileFunction& function(uint64_t id) const { return functions.at(id - 1); }
+  const ProfileLocation& location(uint64_t id) const { return locations.at(id - 1); }
+};
+
+// Builds a Profile incrementally, deduplicating mappings, functions, locations
+// and identical samples (same stack and labels are merged by adding counts).
+class ProfileBuilder {
+ public:
+  ProfileBuilder(int64_t time_nanos, int64_t period_nanos, uint32_t frequency_hz);
+
+  // Dedup key: every field of the mapping except id.
+  uint64_t InternMapping(const ProfileMapping& mapping);
+  // Dedup key: (name, system_name, filename).
+  uint64_t InternFunction(const std::string& name, const std::string& system_name,
+                          const std::string& filename = "");
+  // Dedup key: (mapping_id, address, kind). `lines` is used only on first insertion.
+  uint64_t InternLocation(uint64_t mapping_id, uint64_t address, FrameKind kind,
+                          const std::vector<ProfileLine>& lines);
+  bool HasLocation(uint64_t mapping_id, uint64_t address, FrameKind kind) const;
+
+  void AddSample(const std::vector<uint64_t>& location_ids_leaf_first, int64_t count,
+                 const SampleLabels& labels);
+  void SetCounter(const std::string& name, uint64_t value);
+  void AddComment(std::string comment);
+
+  // Finishes the profile; the builder must not be used afterwards.
+  Profile Finish(int64_t duration_nanos);
+
+ private:
+  struct LocationKey {
+    uint64_t mapping_id;
+    uint64_t address;
+    FrameKind kind;
+    bool operator<(const LocationKey& o) const {
+      return std::tie(mapping_id, address, kind) < std::tie(o.mapping_id, o.address, o.kind);
+    }
+  };
+
+  Profile profile_;
+  std::map<std::tuple<uint64_t, uint64_t, uint64_t, std::string, std::string, bool>, uint64_t> mapping_ids_;
+  std::map<std::tuple<std::string, std::string, std::string>, uint64_t> function_ids_;
+  std::map<LocationKey, uint64_t> location_ids_;
+  std::map<std::pair<std::vector<uint64_t>, SampleLabels>, size_t> sample_index_;
+};
+
+}  // namespace warpscope

@@ -1,0 +1,45 @@
+// ProcFs: the one seam between the agent and /proc (STYLE.md rule 5). Tests
+// point it at a fixture directory laid out like /proc; production uses "/proc".
+// Stateless apart from the root path, so copies are cheap and any thread may
+// use its own copy.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "base/status.h"
+
+namespace warpscope {
+
+class ProcFs {
+ public:
+  explicit ProcFs(std::string root = "/proc");
+
+  // A vanished process reads as a NotFound status; callers treat that as an
+  // ordinary outcome.
+  StatusOr<std::string> ReadMaps(uint32_t pid) const;
+  // The thread-group leader's comm, without the trailing newline.
+  StatusOr<std::string> ReadComm(uint32_t pid) const;
+  // Target of /proc/PID/exe, without a " (deleted)" suffix.
+  StatusOr<std::string> ReadExeLink(uint32_t pid) const;
+  // Reads len bytes of the process's memory at addr through /proc/PID/mem
+  // (needs ptrace access, i.e. root). Used for the [vdso] image.
+  StatusOr<std::string> ReadMemory(uint32_t pid, uint64_t addr, size_t len) const;
+  bool Exists(uint32_t pid) const;
+
+  // root + "/PID/root" + path: reaches files of processes in other mount
+  // namespaces (containers). `path` should start with '/' (or be empty).
+  std::string RootPath(uint32_t pid, const std::string& path) const;
+  // root + "/PID/map_files/<start>-<end>" in lowercase hex without 0x, as the
+  // kernel names them; opens the mapped file even after it was deleted.
+  std::string MapFilesPath(uint32_t pid, uint64_t start, uint64_t end) const;
+
+  const std::string& root() const { return root_; }
+
+ private:
+  std::string PidPath(uint32_t pid) const;
+
+  std::string root_;
+};
+
+}  // namespace warpscope

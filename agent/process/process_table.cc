@@ -1,0 +1,99 @@
+#include "agent/process/process_table.h"
+
+#include <algorithm>
+
+namespace warpscope {
+namespace {
+
+const MemoryMapping* Search(const std::vector<MemoryMapping>& mappings, uint64_t addr) {
+  auto it = std::upper_bound(mappings.begin(), mappings.end(), addr,
+                             [](uint64_t a, const MemoryMapping& m) { return a < m.start; });
+  if (it == mappings.begin()) return nullptr;
+  --it;
+  return it->Contains(addr) ? &*it : nullptr;
+}
+
+}  // namespace
+
+ProcessTable::ProcessTable(ProcFs procfs) : procfs_(std::move(procfs)) {}
+
+bool ProcessTable::ReadMaps(Entry& entry) {
+  const uint32_t pid = entry.info.pid;
+  StatusOr<std::string> text = procfs_.ReadMaps(pid);
+  if (!text.ok()) {
+    entry.info.exited = true;
+    return false;
+  }
+  std::vector<MemoryMapping> all = ParseProcMaps(*text);
+  std::vector<MemoryMapping> exec;
+  for (MemoryMapping& m : all) {
+    if (m.executable && m.end > m.start) exec.push_back(std::move(m));
+  }
+  std::sort(exec.begin(), exec.end(),
+            [](const MemoryMapping& a, const MemoryMapping& b) { return a.start < b.start; });
+  entry.info.mappings = std::move(exec);
+  entry.info.generation = next_generation_++;
+  StatusOr<std::string> exe = procfs_.ReadExeLink(pid);
+  if (exe.ok()) entry.info.exe_path = std::move(*exe);
+  return true;
+}
+
+ProcessTable::Entry* ProcessTable::Load(uint32_t pid) {
+  if (auto it = processes_.find(pid); it != processes_.end()) return &it->second;
+  if (auto it = gone_.find(pid); it != gone_.end() && it->second == epoch_) return nullptr;
+  Entry entry;
+  entry.info.pid = pid;
+  if (!ReadMaps(entry)) {
+    gone_[pid] = epoch_;
+    return nullptr;
+  }
+  gone_.erase(pid);
+  return &processes_.emplace(pid, std::move(entry)).first->second;
+}
+
+const ProcessInfo* ProcessTable::OnProcessSeen(uint32_t pid) {
+  Entry* entry = Load(pid);
+  return entry == nullptr ? nullptr : &entry->info;
+}
+
+void ProcessTable::OnExec(uint32_t pid) {
+  gone_.erase(pid);
+  auto it = processes_.find(pid);
+  if (it == processes_.end()) {
+    Load(pid);
+    return;
+  }
+  Entry& entry = it->second;
+  entry.info.mappings.clear();
+  entry.info.exe_path.clear();
+  entry.info.exited = false;
+  if (!ReadMaps(entry)) entry.info.generation = next_generation_++;  // the old image's maps are gone either way
+}
+
+void ProcessTable::OnExit(uint32_t pid) {
+  if (auto it = processes_.find(pid); it != processes_.end()) it->second.info.exited = true;
+}
+
+const MemoryMapping* ProcessTable::FindMapping(uint32_t pid, uint64_t addr) {
+  Entry* entry = Load(pid);
+  if (entry == nullptr) return nullptr;
+  if (const MemoryMapping* m = Search(entry->info.mappings, addr)) return m;
+  if (entry->info.exited || entry->miss_reread_epoch == epoch_) return nullptr;
+  entry->miss_reread_epoch = epoch_;
+  if (!ReadMaps(*entry)) return nullptr;
+  return Search(entry->info.mappings, addr);
+}
+
+const ProcessInfo* ProcessTable::Find(uint32_t pid) const {
+  auto it = processes_.find(pid);
+  return it == processes_.end() ? nullptr : &it->second.info;
+}
+
+void ProcessTable::BeginEpoch() { ++epoch_; }
+
+void ProcessTable::CollectExited() {
+  std::erase_if(processes_, [](const auto& kv) { return kv.second.info.exited; });
+  gone_.clear();
+}
+
+}  // namespace warpscope

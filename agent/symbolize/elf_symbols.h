@@ -1,0 +1,88 @@
+// ElfSymbols: the function symbols, GNU build id and load segments of one ELF
+// file, read with libelf and stored compactly (16 bytes per symbol plus one
+// string pool), because libraries such as libtorch_cuda.so carry hundreds of
+// thousands of symbols and a profiler holds many of them at once.
+//
+// Immutable after Load(), so one table may be shared (by build id) and read
+// from any thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+
+namespace warpscope {
+
+struct ElfSymbol {
+  std::string_view name;  // raw (mangled, maybe versioned); points into the ElfSymbols
+  uint64_t start = 0;     // ELF virtual address
+  uint64_t size = 0;      // inferred for size-0 symbols (to the next symbol or section end)
+};
+
+struct ElfLoadOptions {
+  // Path the process saw, whose directory anchors the .gnu_debuglink search;
+  // empty means the path passed to Load(). Differs when the file is opened
+  // through /proc/PID/map_files or /proc/PID/root.
+  std::string logical_path;
+  // Prefix such as "/proc/PID/root" under which debug files are looked for
+  // first (containers); the host's own paths are tried after it.
+  std::string root_prefix;
+  std::string debug_dir = "/usr/lib/debug";
+  bool search_debug_files = true;
+};
+
+class ElfSymbols {
+ public:
+  // Reads .symtab and .dynsym. When there is no .symtab, a separate debug file
+  // is searched, in order: <debug_dir>/.build-id/xx/rest.debug,
+  // <dir>/.debug/<debuglink>, <debug_dir>/<dir>/<debuglink>; it is accepted
+  // only if its build id (or, lacking one, the debuglink CRC) matches.
+  static StatusOr<std::unique_ptr<ElfSymbols>> Load(const std::string& path, const ElfLoadOptions& options = {});
+  // An ELF image already in memory (the [vdso] read out of a process).
+  static StatusOr<std::unique_ptr<ElfSymbols>> LoadFromMemory(std::string image);
+  // Only the build id (lowercase hex, "" when absent): cheap, lets callers
+  // share an already loaded table before paying for the symbols.
+  static StatusOr<std::string> ReadBuildId(const std::string& path);
+
+  // The symbol whose [start, start + size) holds vaddr.
+  std::optional<ElfSymbol> Lookup(uint64_t vaddr) const;
+  // vaddr = file_offset - p_offset + p_vaddr of the (executable) PT_LOAD
+  // segment holding the offset; nullopt when no segment does.
+  std::optional<uint64_t> FileOffsetToVaddr(uint64_t file_offset) const;
+
+  const std::string& build_id() const { return build_id_; }
+  // The separate debug file whose .symtab was merged; empty if none.
+  const std::string& debug_file() const { return debug_file_; }
+  size_t size() const { return symbols_.size(); }
+  size_t MemoryBytes() const;
+
+ private:
+  friend class ElfSymbolsBuilder;
+
+  struct Symbol {
+    uint64_t start;
+    uint32_t size;
+    uint32_t name_offset;  // into names_, NUL-terminated
+  };
+  struct Segment {
+    uint64_t offset;
+    uint64_t vaddr;
+    uint64_t filesz;
+    bool executable;
+  };
+
+  ElfSymbols() = default;
+
+  std::vector<Symbol> symbols_;  // sorted by start, one per address
+  std::string names_;
+  std::vector<Segment> segments_;
+  std::string build_id_;
+  std::string debug_file_;
+};
+
+}  // namespace warpscope

@@ -1,0 +1,235 @@
+#include "agent/symbolize/symbolizer.h"
+
+#include <cstdio>
+
+#include "agent/symbolize/demangle.h"
+#include "base/logging.h"
+
+namespace warpscope {
+namespace {
+
+std::string OffsetName(std::string_view base, uint64_t value) {
+  char hex[24];
+  std::snprintf(hex, sizeof(hex), "+0x%llx", static_cast<unsigned long long>(value));
+  std::string out(base);
+  out += hex;
+  return out;
+}
+
+std::string_view BaseName(std::string_view path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
+void SetSynthesizedName(SymbolizedFrame& frame, std::string name) {
+  frame.functions.push_back(SymbolizedFunction{name, name, "", 0});
+}
+
+}  // namespace
+
+Symbolizer::Symbolizer(ProcFs procfs, std::string kallsyms_path)
+    : processes_(std::move(procfs)), kallsyms_path_(std::move(kallsyms_path)) {}
+
+void Symbolizer::SetSymbolName(SymbolizedFrame& frame, std::string_view raw) {
+  auto [it, inserted] = demangled_.try_emplace(raw.data());
+  if (inserted) it->second = Demangle(raw);
+  frame.functions.push_back(SymbolizedFunction{it->second, std::string(raw), "", 0});
+}
+
+Status Symbolizer::Init() {
+  demangled_.clear();  // keys may point into the kernel table being replaced
+  StatusOr<KernelSymbols> kernel = KernelSymbols::Load(kallsyms_path_);
+  if (!kernel.ok()) return kernel.status();
+  kernel_ = std::move(*kernel);
+  stats_.symbol_bytes += kernel_.MemoryBytes();
+  return Status::Ok();
+}
+
+void Symbolizer::OnProcessSeen(uint32_t pid) {
+  const ProcessInfo* info = processes_.OnProcessSeen(pid);
+  if (info != nullptr) Warm(*info);
+}
+
+void Symbolizer::OnExec(uint32_t pid) {
+  process_state_.erase(pid);
+  processes_.OnExec(pid);
+  if (const ProcessInfo* info = processes_.Find(pid); info != nullptr && !info->exited) Warm(*info);
+}
+
+void Symbolizer::OnExit(uint32_t pid) { processes_.OnExit(pid); }
+
+void Symbolizer::BeginEpoch() { processes_.BeginEpoch(); }
+
+void Symbolizer::EndEpoch() {
+  processes_.CollectExited();
+  std::erase_if(process_state_, [this](const auto& kv) { return processes_.Find(kv.first) == nullptr; });
+}
+
+void Symbolizer::Warm(const ProcessInfo& info) {
+  ProcessState& state = process_state_[info.pid];
+  if (state.warmed_generation == info.generation) return;
+  state.warmed_generation = info.generation;
+  for (const MemoryMapping& m : info.mappings) {
+    if (m.IsFileBacked()) {
+      BinaryFor(info.pid, m);
+    } else if (m.path == "[vdso]") {
+      VdsoFor(info.pid, m);
+    }
+  }
+}
+
+void Symbolizer::AddTable(const std::shared_ptr<const ElfSymbols>& table) {
+  ++stats_.binaries_loaded;
+  stats_.symbol_bytes += table->MemoryBytes();
+}
+
+const ElfSymbols* Symbolizer::BinaryFor(uint32_t pid, const MemoryMapping& m) {
+  const FileKey key{m.dev_major, m.dev_minor, m.inode};
+  if (auto it = by_file_.find(key); it != by_file_.end()) return it->second.get();
+  std::shared_ptr<const ElfSymbols> table = LoadBinary(pid, m);
+  by_file_.emplace(key, table);
+  return table.get();
+}
+
+std::shared_ptr<const ElfSymbols> Symbolizer::LoadBinary(uint32_t pid, const MemoryMapping& m) {
+  const ProcFs& procfs = processes_.procfs();
+  // map_files reaches deleted files and other mount namespaces; the other two
+  // are fallbacks for when it is not accessible. A deleted file's path may
+  // now name a different file, so only map_files is trusted for it.
+  std::vector<std::string> paths = {procfs.MapFilesPath(pid, m.start, m.end)};
+  if (!m.deleted) {
+    paths.push_back(procfs.RootPath(pid, m.path));
+    paths.push_back(m.path);
+  }
+  ElfLoadOptions options;
+  options.logical_path = m.path;
+  options.root_prefix = procfs.RootPath(pid, "");
+  Status last_error;
+  for (const std::string& path : paths) {
+    StatusOr<std::string> build_id = ElfSymbols::ReadBuildId(path);
+    if (!build_id.ok()) {
+      last_error = build_id.status();
+      continue;
+    }
+    if (!build_id->empty()) {
+      if (auto it = by_build_id_.find(*build_id); it != by_build_id_.end()) return it->second;
+    }
+    StatusOr<std::unique_ptr<ElfSymbols>> loaded = ElfSymbols::Load(path, options);
+    if (!loaded.ok()) {
+      last_error = loaded.status();
+      continue;
+    }
+    std::shared_ptr<const ElfSymbols> table = std::move(*loaded);
+    AddTable(table);
+    if (!table->build_id().empty()) by_build_id_.emplace(table->build_id(), table);
+    return table;
+  }
+  ++stats_.elf_load_errors;
+  LOG_DEBUG() << "no symbols for " << m.path << " (pid " << pid << "): " << last_error.ToString();
+  return nullptr;
+}
+
+const ElfSymbols* Symbolizer::VdsoFor(uint32_t pid, const MemoryMapping& m) {
+  ProcessState& state = process_state_[pid];
+  if (state.vdso_read) return state.vdso.get();
+  state.vdso_read = true;
+  StatusOr<std::string> image = processes_.procfs().ReadMemory(pid, m.start, m.end - m.start);
+  if (!image.ok()) return nullptr;
+  if (auto it = vdso_by_image_.find(*image); it != vdso_by_image_.end()) {
+    state.vdso = it->second;
+    return state.vdso.get();
+  }
+  StatusOr<std::unique_ptr<ElfSymbols>> loaded = ElfSymbols::LoadFromMemory(*image);
+  if (!loaded.ok()) return nullptr;
+  state.vdso = std::move(*loaded);
+  AddTable(state.vdso);
+  vdso_by_image_.emplace(std::move(*image), state.vdso);
+  return state.vdso.get();
+}
+
+SymbolizedFrame Symbolizer::SymbolizeUser(uint32_t pid, uint64_t address, bool is_return_address) {
+  ++stats_.user_frames;
+  SymbolizedFrame frame;
+  frame.address = address;
+  const uint64_t lookup = is_return_address && address > 0 ? address - 1 : address;
+  const MemoryMapping* m = processes_.FindMapping(pid, lookup);
+  if (m == nullptr || (!m->IsFileBacked() && !m->IsPseudo())) {
+    ++stats_.user_no_mapping;
+    SetSynthesizedName(frame, OffsetName(m == nullptr ? "[unknown]" : "[anon]", address));
+    return frame;
+  }
+  frame.has_mapping = true;
+  frame.mapping.memory_start = m->start;
+  frame.mapping.memory_limit = m->end;
+  frame.mapping.file_offset = m->offset;
+  frame.mapping.filename = m->path;
+
+  const ElfSymbols* table = nullptr;
+  if (m->IsFileBacked()) {
+    table = BinaryFor(pid, *m);
+  } else if (m->path == "[vdso]") {
+    table = VdsoFor(pid, *m);
+  }
+  const uint64_t file_offset = address - m->start + m->offset;
+  std::optional<uint64_t> vaddr;
+  if (table != nullptr) {
+    frame.mapping.build_id = table->build_id();
+    vaddr = table->FileOffsetToVaddr(lookup - m->start + m->offset);
+    if (vaddr) {
+      if (std::optional<ElfSymbol> sym = table->Lookup(*vaddr)) {
+        ++stats_.user_symbolized;
+        SetSymbolName(frame, sym->name);
+        return frame;
+      }
+      *vaddr += address - lookup;  // name the sampled address, not the lookup one
+    }
+  }
+  ++stats_.user_no_symbol;
+  if (m->IsPseudo()) {
+    SetSynthesizedName(frame, OffsetName(m->path, address - m->start));
+  } else {
+    SetSynthesizedName(frame, OffsetName(BaseName(m->path), vaddr ? *vaddr : file_offset));
+  }
+  return frame;
+}
+
+std::optional<ProfileMapping> Symbolizer::MainExecutableMapping(uint32_t pid) {
+  const ProcessInfo* info = processes_.Find(pid);
+  if (info == nullptr || info->exe_path.empty()) return std::nullopt;
+  for (const MemoryMapping& m : info->mappings) {  // executable mappings, sorted by start
+    if (m.path != info->exe_path || !m.IsFileBacked()) continue;
+    ProfileMapping mapping;
+    mapping.memory_start = m.start;
+    mapping.memory_limit = m.end;
+    mapping.file_offset = m.offset;
+    mapping.filename = m.path;
+    if (const ElfSymbols* table = BinaryFor(pid, m)) mapping.build_id = table->build_id();
+    return mapping;
+  }
+  return std::nullopt;
+}
+
+SymbolizedFrame Symbolizer::SymbolizeKernel(uint64_t address, bool is_return_address) {
+  ++stats_.kernel_frames;
+  SymbolizedFrame frame;
+  frame.address = address;
+  frame.has_mapping = true;
+  frame.mapping.is_kernel = true;
+  const uint64_t lookup = is_return_address && address > 0 ? address - 1 : address;
+  KernelTextRange range;
+  if (std::optional<KernelSymbol> sym = kernel_.Lookup(lookup)) {
+    ++stats_.kernel_symbolized;
+    frame.mapping.filename = sym->module.empty() ? "[kernel.kallsyms]" : "[" + std::string(sym->module) + "]";
+    range = sym->module_range;
+    SetSymbolName(frame, sym->name);
+  } else {
+    frame.mapping.filename = "[kernel.kallsyms]";
+    range = kernel_.Range("");
+    SetSynthesizedName(frame, OffsetName("[kernel]", address));
+  }
+  frame.mapping.memory_start = range.start;
+  frame.mapping.memory_limit = range.limit;
+  return frame;
+}
+
+}  // namespace warpscope

@@ -1,0 +1,134 @@
+// Symbolizer: turns sampled user and kernel addresses into named frames for
+// the profile. The facade the recorder calls; single-thread owned (the
+// recorder's drain thread), not thread-safe.
+//
+// Naming conventions — addresses are never dropped, every frame gets a name:
+//   symbol found                     name = demangled symbol, system_name = raw symbol
+//   file mapping, no symbol          "<basename>+0x<ELF virtual address>"; when the ELF
+//                                    cannot be read: "<basename>+0x<file offset>"
+//   [vdso] (or other [pseudo]) map   vdso symbol if readable, else "[vdso]+0x<offset in mapping>"
+//   anonymous executable memory      has_mapping false, "[anon]+0x<address>" (JIT code, [anon:name])
+//   in no executable mapping         has_mapping false, "[unknown]+0x<address>" (exited before
+//                                    its maps were read, corrupt unwind)
+//   kernel, not in kallsyms          "[kernel]+0x<address>"
+// Hex is lowercase without leading zeros; the address shown is the sampled one
+// even when the lookup used address-1.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "agent/export/profile.h"
+#include "agent/process/proc_fs.h"
+#include "agent/process/process_table.h"
+#include "agent/symbolize/elf_symbols.h"
+#include "agent/symbolize/kernel_symbols.h"
+#include "base/status.h"
+
+namespace warpscope {
+
+struct SymbolizedFunction {
+  std::string name;
+  std::string system_name;
+  std::string filename;
+  int64_t line = 0;
+};
+
+struct SymbolizedFrame {
+  // false: the address is in no known file mapping (anon memory, JIT, exited before we read maps).
+  bool has_mapping = false;
+  // id left 0; memory_start/limit/file_offset are the process's mapping; filename is the path the
+  // process saw ("[vdso]", "[kernel.kallsyms]", "[<module>]" for pseudo files); build_id; is_kernel.
+  ProfileMapping mapping;
+  uint64_t address = 0;      // the sampled address (unchanged)
+  std::vector<SymbolizedFunction> functions;  // innermost first; ALWAYS at least one entry
+};
+
+struct SymbolizerStats {
+  uint64_t user_frames = 0;
+  uint64_t user_symbolized = 0;
+  uint64_t user_no_mapping = 0;
+  uint64_t user_no_symbol = 0;
+  uint64_t kernel_frames = 0;
+  uint64_t kernel_symbolized = 0;
+  uint64_t elf_load_errors = 0;  // distinct binaries that could not be read (each counted once)
+  uint64_t binaries_loaded = 0;  // distinct symbol tables read (shared ones counted once)
+  size_t symbol_bytes = 0;       // memory held by all symbol tables, kernel included
+};
+
+class Symbolizer {
+ public:
+  explicit Symbolizer(ProcFs procfs, std::string kallsyms_path = "/proc/kallsyms");
+
+  // Loads kernel symbols. A kptr_restrict failure is returned so the caller can
+  // warn once and continue; kernel frames are then named "[kernel]+0x...".
+  Status Init();
+
+  // Reads maps and loads (or finds cached) the symbols of every executable
+  // file mapping now, while the process is alive, so that samples of processes
+  // that exit later still get symbols. Cheap when nothing changed.
+  void OnProcessSeen(uint32_t pid);
+  void OnExec(uint32_t pid);
+  void OnExit(uint32_t pid);
+  void BeginEpoch();  // forwards to ProcessTable
+  void EndEpoch();    // forgets exited processes
+
+  // is_return_address: true for every frame except the leaf of a stack; the
+  // lookup then uses address-1 so the call site, not the next line, is named.
+  SymbolizedFrame SymbolizeUser(uint32_t pid, uint64_t address, bool is_return_address);
+  SymbolizedFrame SymbolizeKernel(uint64_t address, bool is_return_address);
+
+  // The mapping of the process's main executable (its lowest executable
+  // mapping of /proc/PID/exe), shaped exactly like SymbolizeUser's mappings so
+  // a profile can list it first (pprof tools treat mapping 1 as the main binary).
+  std::optional<ProfileMapping> MainExecutableMapping(uint32_t pid);
+
+  SymbolizerStats stats() const { return stats_; }
+  const ProcessTable& processes() const { return processes_; }
+
+ private:
+  struct FileKey {
+    uint32_t dev_major;
+    uint32_t dev_minor;
+    uint64_t inode;
+    bool operator==(const FileKey&) const = default;
+  };
+  struct FileKeyHash {
+    size_t operator()(const FileKey& k) const {
+      return std::hash<uint64_t>()(k.inode * 0x9e3779b97f4a7c15ull ^ (uint64_t{k.dev_major} << 32 | k.dev_minor));
+    }
+  };
+  struct ProcessState {
+    uint64_t warmed_generation = 0;
+    bool vdso_read = false;
+    std::shared_ptr<const ElfSymbols> vdso;
+  };
+
+  void Warm(const ProcessInfo& info);
+  const ElfSymbols* BinaryFor(uint32_t pid, const MemoryMapping& m);
+  std::shared_ptr<const ElfSymbols> LoadBinary(uint32_t pid, const MemoryMapping& m);
+  const ElfSymbols* VdsoFor(uint32_t pid, const MemoryMapping& m);
+  void AddTable(const std::shared_ptr<const ElfSymbols>& table);
+  void SetSymbolName(SymbolizedFrame& frame, std::string_view raw);
+
+  ProcessTable processes_;
+  std::string kallsyms_path_;
+  KernelSymbols kernel_;
+  // Tables live as long as the Symbolizer: binaries are few compared with
+  // processes, and a null entry remembers a binary that could not be read.
+  std::unordered_map<FileKey, std::shared_ptr<const ElfSymbols>, FileKeyHash> by_file_;
+  std::unordered_map<std::string, std::shared_ptr<const ElfSymbols>> by_build_id_;
+  // Keyed by the whole image (a few KiB): there are one or two distinct vdsos per host.
+  std::unordered_map<std::string, std::shared_ptr<const ElfSymbols>> vdso_by_image_;
+  std::unordered_map<uint32_t, ProcessState> process_state_;
+  // Demangling costs microseconds per call; names are keyed by their address
+  // in the (never evicted) symbol tables' string pools.
+  std::unordered_map<const char*, std::string> demangled_;
+  SymbolizerStats stats_;
+};
+
+}  // namespace warpscope

@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* cpu_sampler: CPU-time sampling of every process on the node.
+ *
+ * Design: user space opens one perf_event (software cpu-clock, a fixed period)
+ * per online CPU and attaches ws_cpu_sample to each. Every sample captures the
+ * user stack (through the replaceable unwinder in ws_stack.h) and the kernel
+ * stack, stores each stack once in a stacks map keyed by a hash of its frames,
+ * and counts the sample in a counts map keyed by (pid, tid, names, stack
+ * hashes). Aggregating in the kernel keeps user-space work proportional to the
+ * number of distinct stacks, not samples.
+ *
+ * Double buffering: there are two (counts, stacks) pairs. `active_buffer`
+ * (.bss, written by user space) selects the one samples go to; user space
+ * flips it, waits for in-flight programs to finish, then drains and clears the
+ * other pair with no concurrent writer. A stack hash in counts_N always refers
+ * to stacks_N, so clearing never orphans a count.
+ *
+ * Every place that can lose data increments a per-CPU counter in `stats`.
+ * Process lifecycle events (first sample of a pid, exec, exit) go to user space
+ * through `proc_events` so /proc/PID/maps is read while the process lives. */
+#include "vmlinux.h"
+
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "bpf/intf/cpu_sampler.h"
+#include "ws_stack.h"
+
+#define WS_PF_KTHREAD 0x00200000 /* include/linux/sched.h */
+#define WS_USER_STACK_SEED 0x75736572ULL
+#define WS_KERNEL_STACK_SEED 0x6b65726eULL
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Read-only configuration, set by user space before load. */
+const volatile bool filter_pids = false;
+
+/* Written by user space through the mmaped .bss: which buffer samples go to. */
+__u32 active_buffer = 0;
+
+/* max_entries of every map below is set by user space from ComputeCpuSamplerMapSizes()
+ * (agent/collectors/cpu/map_sizing.h); the values here are placeholders. */
+struct counts_map {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 1024);
+  __type(key, struct ws_sample_key);
+  __type(value, __u64);
+};
+struct counts_map counts_0 SEC(".maps");
+struct counts_map counts_1 SEC(".maps");
+
+struct stacks_map {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 1024);
+  __type(key, __u64);
+  __type(value, struct ws_stack);
+};
+struct stacks_map stacks_0 SEC(".maps");
+struct stacks_map stacks_1 SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, __u8);
+} target_pids SEC(".maps");
+
+/* Pids already announced with WS_PROC_SEEN. LRU: a forgotten pid is announced
+ * again, which costs one /proc read, never a wrong answer. */
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 1024);
+  __type(key, __u32);
+  __type(value, __u8);
+} seen_pids SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_RINGBUF);
+  __uint(max_entries, 256 * 1024);
+} proc_events SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, WS_STAT_MAX);
+  __type(key, __u32);
+  __type(value, __u64);
+} stats SEC(".maps");
+
+/* Scratch space for the two stacks of one sample (too big for the BPF stack). */
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 2);
+  __type(key, __u32);
+  __type(value, struct ws_stack);
+} stack_scratch SEC(".maps");
+
+static __always_inline void stat_inc(__u32 index) {
+  __u64 *value = bpf_map_lookup_elem(&stats, &index);
+  if (value) *value += 1; /* per-CPU: no atomics needed */
+}
+
+static __always_inline void emit_proc_event(__u32 type, __u32 pid) {
+  struct ws_proc_event *event = bpf_ringbuf_reserve(&proc_events, sizeof(*event), 0);
+  if (!event) {
+    stat_inc(WS_STAT_DROP_PROC_EVENTS);
+    return;
+  }
+  event->type = type;
+  event->pid = pid;
+  bpf_ringbuf_submit(event, 0);
+}
+
+static __always_inline void note_process(__u32 pid) {
+  if (bpf_map_lookup_elem(&seen_pids, &pid)) return;
+  __u8 one = 1;
+  /* NOEXIST: when two CPUs race on a new pid only one announces it. */
+  if (bpf_map_update_elem(&seen_pids, &pid, &one, BPF_NOEXIST) != 0) return;
+  stat_inc(WS_STAT_NEW_PROCESSES);
+  emit_proc_event(WS_PROC_SEEN, pid);
+}
+
+/* Stores `stack` once in `stacks` and returns its hash, or 0 when it could not be stored. */
+static __always_inline __u64 store_stack(void *stacks, struct ws_stack *stack, __u64 seed) {
+  __u64 hash = ws_stack_hash(stack, seed);
+  if (bpf_map_lookup_elem(stacks, &hash)) return hash;
+  long err = bpf_map_update_elem(stacks, &hash, stack, BPF_NOEXIST);
+  if (err != 0 && err != -17 /* EEXIST: another CPU stored it first */) {
+    stat_inc(WS_STAT_DROP_STACKS_FULL);
+    return 0;
+  }
+  return hash;
+}
+
+static __always_inline int record_sample(struct bpf_perf_event_data *ctx, __u32 pid, __u32 tid,
+                                         struct task_struct *task, void *counts, void *stacks) {
+  __u32 user_slot = 0, kernel_slot = 1;
+  struct ws_stack *user_stack = bpf_map_lookup_elem(&stack_scratch, &user_slot);
+  struct ws_stack *kernel_stack = bpf_map_lookup_elem(&stack_scratch, &kernel_slot);
+  if (!user_stack || !kernel_stack) return 0;
+
+  struct ws_sample_key key = {};
+  key.pid = pid;
+  key.tid = tid;
+  bpf_get_current_comm(&key.comm, sizeof(key.comm));
+  BPF_CORE_READ_STR_INTO(&key.process_comm, task, group_leader, comm);
+
+  const bool kernel_thread = BPF_CORE_READ(task, flags) & WS_PF_KTHREAD;
+  if (!kernel_thread) {
+    if (ws_capture_user_stack(ctx, user_stack) < 0) {
+      stat_inc(WS_STAT_USER_STACK_ERROR);
+    } else if (user_stack->len > 0) {
+      if (user_stack->flags & WS_STACK_TRUNCATED) stat_inc(WS_STAT_USER_TRUNCATED);
+      key.user_stack_hash = store_stack(stacks, user_stack, WS_USER_STACK_SEED);
+    }
+  }
+  if (ws_capture_kernel_stack(ctx, kernel_stack) < 0) {
+    stat_inc(WS_STAT_KERNEL_STACK_ERROR);
+  } else if (kernel_stack->len > 0) {
+    key.kernel_stack_hash = store_stack(stacks, kernel_stack, WS_KERNEL_STACK_SEED);
+  }
+
+  __u64 *count = bpf_map_lookup_elem(counts, &key);
+  if (count) {
+    __sync_fetch_and_add(count, 1);
+  } else {
+    __u64 one = 1;
+    long err = bpf_map_update_elem(counts, &key, &one, BPF_NOEXIST);
+    if (err == -17 /* EEXIST: inserted by another CPU meanwhile */) {
+      count = bpf_map_lookup_elem(counts, &key);
+      if (count) __sync_fetch_and_add(count, 1);
+    } else if (err != 0) {
+      stat_inc(WS_STAT_DROP_COUNTS_FULL);
+      return 0;
+    }
+  }
+  stat_inc(WS_STAT_RECORDED);
+  return 0;
+}
+
+SEC("perf_event")
+int ws_cpu_sample(struct bpf_perf_event_data *ctx) {
+  stat_inc(WS_STAT_SAMPLES);
+  const __u64 pid_tgid = bpf_get_current_pid_tgid();
+  const __u32 pid = pid_tgid >> 32;
+  const __u32 tid = (__u32)pid_tgid;
+  if (tid == 0) { /* the idle task */
+    stat_inc(WS_STAT_IDLE);
+    return 0;
+  }
+  if (filter_pids && !bpf_map_lookup_elem(&target_pids, &pid)) {
+    stat_inc(WS_STAT_FILTERED);
+    return 0;
+  }
+  struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+  if (!(BPF_CORE_READ(task, flags) & WS_PF_KTHREAD)) note_process(pid);
+
+  if (*(volatile __u32 *)&active_buffer & 1) return record_sample(ctx, pid, tid, task, &counts_1, &stacks_1);
+  return record_sample(ctx, pid, tid, task, &counts_0, &stacks_0);
+}
+
+/* tp_btf programs attach without tracefs, which is often not mounted. */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(ws_process_exec, struct task_struct *p) {
+  __u32 pid = BPF_CORE_READ(p, tgid);
+  if (filter_pids && !bpf_map_lookup_elem(&target_pids, &pid)) return 0;
+  /* Forget the pid so its next sample announces it again with the new image. */
+  if (bpf_map_delete_elem(&seen_pids, &pid) == 0) emit_proc_event(WS_PROC_EXEC, pid);
+  return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(ws_process_exit, struct task_struct *p) {
+  /* signal->live reaches 0 when the last thread of the group exits (it is
+   * decremented before this tracepoint on every kernel we support). */
+  if (BPF_CORE_READ(p, signal, live.counter) != 0) return 0;
+  __u32 pid = BPF_CORE_READ(p, tgid);
+  if (bpf_map_delete_elem(&seen_pids, &pid) == 0) emit_proc_event(WS_PROC_EXIT, pid);
+  return 0;
+}

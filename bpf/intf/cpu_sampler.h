@@ -1,0 +1,76 @@
+/* Kernel <-> user contract of bpf/cpu_sampler.bpf.c.
+ *
+ * Included by the BPF program (with vmlinux.h types) and by the agent (with
+ * linux/types.h). Only fixed-width types; sizes are checked at compile time on
+ * both sides so a layout change cannot go unnoticed. */
+#ifndef WARPSCOPE_BPF_INTF_CPU_SAMPLER_H_
+#define WARPSCOPE_BPF_INTF_CPU_SAMPLER_H_
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+#define WS_MAX_STACK_FRAMES 127
+#define WS_COMM_LEN 16
+
+/* Aggregation key: one entry per (thread, user stack, kernel stack). */
+struct ws_sample_key {
+  __u32 pid; /* thread-group id (what users call the pid) */
+  __u32 tid;
+  __u64 user_stack_hash;   /* key into the stacks map; 0 = no user stack */
+  __u64 kernel_stack_hash; /* key into the stacks map; 0 = no kernel stack */
+  char comm[WS_COMM_LEN];        /* the sampled thread's name */
+  char process_comm[WS_COMM_LEN]; /* the thread-group leader's name */
+};
+
+/* ws_stack.flags */
+#define WS_STACK_KERNEL 0x1u    /* frames are kernel addresses */
+#define WS_STACK_TRUNCATED 0x2u /* the walk hit WS_MAX_STACK_FRAMES */
+
+/* Value of the stacks map. Frames are leaf first; frames[0] is the sampled IP. */
+struct ws_stack {
+  __u32 len;
+  __u32 flags;
+  __u64 frames[WS_MAX_STACK_FRAMES];
+};
+
+/* Indexes of the per-CPU `stats` array. Every place that can lose data has one. */
+enum ws_cpu_sampler_stat {
+  WS_STAT_SAMPLES = 0,        /* perf events handled */
+  WS_STAT_IDLE,               /* samples of the idle task (not recorded) */
+  WS_STAT_FILTERED,           /* samples of processes outside the pid filter */
+  WS_STAT_RECORDED,           /* samples counted in the counts map */
+  WS_STAT_DROP_COUNTS_FULL,   /* counts map full: the sample is lost */
+  WS_STAT_DROP_STACKS_FULL,   /* stacks map full: the sample is recorded without that stack */
+  WS_STAT_USER_STACK_ERROR,   /* bpf_get_stack failed for the user stack */
+  WS_STAT_KERNEL_STACK_ERROR, /* bpf_get_stack failed for the kernel stack */
+  WS_STAT_USER_TRUNCATED,     /* user stack deeper than WS_MAX_STACK_FRAMES */
+  WS_STAT_DROP_PROC_EVENTS,   /* process-event ring buffer full */
+  WS_STAT_NEW_PROCESSES,      /* process-seen events emitted */
+  WS_STAT_MAX,
+};
+
+/* Process lifecycle events sent to user space so it reads /proc/PID/maps while
+ * the process is alive (a process that exits before the drain still gets symbols). */
+enum ws_proc_event_type {
+  WS_PROC_SEEN = 1, /* first sample of this pid (since start or since its exec) */
+  WS_PROC_EXEC = 2, /* the process replaced its image */
+  WS_PROC_EXIT = 3, /* the last thread of the process exited */
+};
+
+struct ws_proc_event {
+  __u32 type;
+  __u32 pid;
+};
+
+#ifdef __cplusplus
+static_assert(sizeof(struct ws_sample_key) == 56, "ws_sample_key layout");
+static_assert(sizeof(struct ws_stack) == 8 + 8 * WS_MAX_STACK_FRAMES, "ws_stack layout");
+static_assert(sizeof(struct ws_proc_event) == 8, "ws_proc_event layout");
+#else
+_Static_assert(sizeof(struct ws_sample_key) == 56, "ws_sample_key layout");
+_Static_assert(sizeof(struct ws_stack) == 8 + 8 * WS_MAX_STACK_FRAMES, "ws_stack layout");
+_Static_assert(sizeof(struct ws_proc_event) == 8, "ws_proc_event layout");
+#endif
+
+#endif /* WARPSCOPE_BPF_INTF_CPU_SAMPLER_H_ */

@@ -1,0 +1,28 @@
+// Test helper: start programs and collect their exit status and output.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace warpscope::testing {
+
+struct ProcessResult {
+  int exit_code = -1;  // -1 when killed by a signal
+  int signal = 0;
+  std::string out;
+  std::string err;
+};
+
+// Runs argv to completion (killed after timeout_s), capturing stdout and stderr.
+ProcessResult RunProcess(const std::vector<std::string>& argv, int timeout_s = 120);
+
+// Starts argv in the background with stdout/stderr sent to /dev/null.
+pid_t StartProcess(const std::vector<std::string>& argv);
+// Waits for a background process; returns its exit code (-1 on signal).
+int WaitProcess(pid_t pid);
+
+std::string MakeTempDir();
+
+}  // namespace warpscope::testing
