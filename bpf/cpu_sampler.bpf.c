@@ -147,7 +147,8 @@ static __always_inline int record_sample(struct bpf_perf_event_data *ctx, __u32 
 
   const bool kernel_thread = BPF_CORE_READ(task, flags) & WS_PF_KTHREAD;
   if (!kernel_thread) {
-    if (ws_capture_user_stack(ctx, user_stack) < 0) {
+    struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+    if (ws_capture_user_stack(ctx, regs, pid, user_stack) < 0) {
       stat_inc(WS_STAT_USER_STACK_ERROR);
     } else if (user_stack->len > 0) {
       if (user_stack->flags & WS_STACK_TRUNCATED) stat_inc(WS_STAT_USER_TRUNCATED);

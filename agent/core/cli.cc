@@ -57,6 +57,8 @@ StatusOr<RecordOptions> ParseRecordArgs(const std::vector<std::string>& args) {
       o.all = true;
     } else if (flag == "--verbose" || flag == "-v") {
       o.verbose = true;
+    } else if (flag == "--frame-pointers") {
+      o.frame_pointers_only = true;
     } else if (flag == "--pid" || flag == "-p") {
       ASSIGN_OR_RETURN(std::string v, take_value());
       RETURN_IF_ERROR(AddPids(v, &o.pids));
@@ -116,6 +118,7 @@ Samples CPU stacks (user and kernel) with eBPF and writes a profile.
                            default: from the output name (.folded/.collapsed), else pprof
       --top N              print the N hottest functions when done (default 10, 0 = none)
       --drain-interval D   how often samples are read from the kernel (default 1s)
+      --frame-pointers     walk user stacks with frame pointers only, not .eh_frame
   -v, --verbose            debug logging
 
 Recording stops early when every --pid has exited, or on Ctrl-C; what was
@@ -131,9 +134,10 @@ std::string MainUsage() {
   return R"(Usage: warpscope-agent <command> [options]
 
 Commands:
-  record    record CPU profiles of processes or the whole machine (see: record --help)
-  version   print the version
-  help      print this help
+  record        record CPU profiles of processes or the whole machine (see: record --help)
+  unwind-table  build the .eh_frame unwind table of binaries and print its size and build time
+  version       print the version
+  help          print this help
 )";
 }
 

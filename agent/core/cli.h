@@ -33,6 +33,7 @@ struct RecordOptions {
   size_t top = 10;             // functions printed after recording; 0 prints none
   std::chrono::milliseconds drain_interval{1000};
   bool verbose = false;
+  bool frame_pointers_only = false;  // skip .eh_frame unwinding (for comparisons)
 };
 
 // argv excludes the program name and the "record" subcommand.

@@ -2,6 +2,19 @@
 
 namespace warpscope {
 
+const char* StackEndName(uint32_t end) {
+  switch (end) {
+    case WS_END_KERNEL_FP: return "frame_pointers";
+    case WS_END_ROOT: return "root";
+    case WS_END_TRUNCATED: return "too_deep";
+    case WS_END_NO_MAPPING: return "no_mapping";
+    case WS_END_ANON: return "jit_or_anonymous";
+    case WS_END_INVALID_RULE: return "unsupported_cfi";
+    case WS_END_READ_ERROR: return "read_error";
+    default: return "unknown";
+  }
+}
+
 ProfileAssembler::ProfileAssembler(Symbolizer* symbolizer, ProfileBuilder* builder, int64_t period_nanos)
     : symbolizer_(symbolizer), builder_(builder), period_nanos_(period_nanos) {}
 
@@ -55,6 +68,10 @@ void ProfileAssembler::AddBatch(const CpuSampleBatch& batch) {
       } else {
         const auto& frames = it->second.frames;
         if (it->second.truncated) stats_.truncated_user_stacks += sample.count;
+        UnwindOutcome& outcome = stats_.unwind_by_pid[sample.pid];
+        if (outcome.comm.empty()) outcome.comm = sample.process_comm;
+        outcome.samples += sample.count;
+        if (it->second.end < WS_END_MAX) outcome.by_end[it->second.end] += sample.count;
         // When the sample hit kernel mode, frames[0] is where user code entered
         // the kernel: a return address like every other caller frame.
         const bool entered_kernel = sample.kernel_stack_hash != 0;

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <string>
 #include <unordered_map>
 #include <utility>
 
@@ -14,10 +15,20 @@
 
 namespace warpscope {
 
+// How the user stacks of one process ended (bpf/intf/cpu_sampler.h ws_stack_end).
+struct UnwindOutcome {
+  std::string comm;
+  uint64_t samples = 0;               // samples with a user stack
+  uint64_t by_end[WS_END_MAX] = {};   // indexed by ws_stack_end
+  double RootShare() const { return samples ? static_cast<double>(by_end[WS_END_ROOT]) / samples : 0; }
+};
+const char* StackEndName(uint32_t end);
+
 struct AssemblerStats {
   uint64_t samples = 0;             // sample counts added to the profile
   uint64_t missing_stack_refs = 0;  // keys whose stack was not in the batch
   uint64_t truncated_user_stacks = 0;
+  std::map<uint32_t, UnwindOutcome> unwind_by_pid;
 };
 
 class ProfileAssembler {

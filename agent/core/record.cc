@@ -9,7 +9,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <iomanip>
 #include <iostream>
+#include <sstream>
 
 #include "agent/collectors/cpu/cpu_sampler.h"
 #include "agent/core/preflight.h"
@@ -18,6 +20,7 @@
 #include "agent/export/pprof_writer.h"
 #include "agent/export/top_functions.h"
 #include "agent/symbolize/symbolizer.h"
+#include "agent/unwind/unwind_table_loader.h"
 #include "base/duration.h"
 #include "base/file_util.h"
 #include "base/logging.h"
@@ -110,6 +113,42 @@ void AddCounters(const CpuSamplerStats& stats, const CpuSampleBatch& totals, con
   builder->SetCounter("elf_load_errors", sym.elf_load_errors);
 }
 
+// One line per process (most samples first) into the profile's comments, and
+// a short summary for stderr: how many user stacks reached their root, and why
+// the others stopped.
+std::string SummarizeUnwinding(const AssemblerStats& stats, ProfileBuilder* builder) {
+  std::vector<std::pair<uint32_t, const UnwindOutcome*>> procs;
+  uint64_t total = 0, root = 0;
+  for (const auto& [pid, outcome] : stats.unwind_by_pid) {
+    procs.emplace_back(pid, &outcome);
+    total += outcome.samples;
+    root += outcome.by_end[WS_END_ROOT];
+  }
+  std::sort(procs.begin(), procs.end(),
+            [](const auto& a, const auto& b) { return a.second->samples > b.second->samples; });
+  std::ostringstream summary;
+  if (total > 0) {
+    summary << "warpscope-agent: " << std::fixed << std::setprecision(1) << 100.0 * root / total
+            << "% of user stacks reached their root";
+  }
+  for (size_t i = 0; i < procs.size(); ++i) {
+    const auto& [pid, o] = procs[i];
+    std::ostringstream line;
+    line << "unwind pid=" << pid << " comm=" << o->comm << " samples=" << o->samples;
+    for (uint32_t end = 0; end < WS_END_MAX; ++end) {
+      if (o->by_end[end]) line << " " << StackEndName(end) << "=" << o->by_end[end];
+    }
+    builder->AddComment(line.str());
+    if (i < 3) {
+      summary << (i == 0 ? " (" : ", ") << o->comm << "[" << pid << "] " << std::fixed << std::setprecision(1)
+              << 100.0 * o->RootShare() << "%";
+      if (i + 1 == std::min<size_t>(procs.size(), 3)) summary << ")";
+    }
+  }
+  if (total > 0) summary << "; details: go tool pprof -comments\n";
+  return summary.str();
+}
+
 }  // namespace
 
 int RunRecord(const RecordOptions& options) {
@@ -129,8 +168,6 @@ int RunRecord(const RecordOptions& options) {
   if (Status s = symbolizer.Init(); !s.ok()) {
     LOG_WARNING() << "kernel frames will not be symbolized: " << s.message();
   }
-  for (uint32_t pid : options.pids) symbolizer.OnProcessSeen(pid);
-
   CpuSamplerOptions sampler_options;
   sampler_options.frequency_hz = options.frequency_hz;
   sampler_options.pids = options.pids;
@@ -141,6 +178,20 @@ int RunRecord(const RecordOptions& options) {
     return Fail(s.code() == StatusCode::kPermissionDenied ? kExitPermission : kExitError, s);
   }
   std::unique_ptr<CpuSampler> sampler = std::move(sampler_or).value();
+
+  // Processes are described to the symbolizer and to the BPF unwinder when
+  // first seen; targets of --pid before sampling starts, so that every sample
+  // of theirs gets a whole stack.
+  UnwindTableLoader unwinder(sampler->unwind_map_fds(), sampler_options.unwind_maps, ProcFs());
+  auto describe = [&](uint32_t pid) {
+    symbolizer.OnProcessSeen(pid);
+    if (!options.frame_pointers_only) {
+      if (const ProcessInfo* info = symbolizer.processes().Find(pid)) {
+        if (Status s = unwinder.Describe(*info); !s.ok()) LOG_WARNING() << "unwinder: " << s.message();
+      }
+    }
+  };
+  for (uint32_t pid : options.pids) describe(pid);
 
   const int64_t period_nanos = 1'000'000'000 / options.frequency_hz;
   ProfileBuilder builder(UnixNanosNow(), period_nanos, options.frequency_hz);
@@ -167,9 +218,16 @@ int RunRecord(const RecordOptions& options) {
 
   auto on_event = [&](const ws_proc_event& event) {
     switch (event.type) {
-      case WS_PROC_SEEN: symbolizer.OnProcessSeen(event.pid); break;
-      case WS_PROC_EXEC: symbolizer.OnExec(event.pid); break;
-      case WS_PROC_EXIT: symbolizer.OnExit(event.pid); break;
+      case WS_PROC_SEEN: describe(event.pid); break;
+      case WS_PROC_EXEC:
+        symbolizer.OnExec(event.pid);
+        unwinder.Forget(event.pid);
+        describe(event.pid);
+        break;
+      case WS_PROC_EXIT:
+        symbolizer.OnExit(event.pid);
+        unwinder.Forget(event.pid);
+        break;
       default: break;
     }
   };
@@ -180,6 +238,15 @@ int RunRecord(const RecordOptions& options) {
     RETURN_IF_ERROR(final_drain ? sampler->DrainAll(&batch) : sampler->Drain(&batch));
     assembler.AddBatch(batch);
     totals.missing_stacks += batch.missing_stacks;
+    // Maps re-read during symbolization (dlopen) get a new generation: publish it.
+    if (!options.frame_pointers_only) {
+      uint32_t last_pid = 0;
+      for (const RawSample& sample : batch.samples) {
+        if (sample.pid == last_pid) continue;
+        last_pid = sample.pid;
+        if (const ProcessInfo* info = symbolizer.processes().Find(sample.pid)) (void)unwinder.Describe(*info);
+      }
+    }
     // Processes that exited before this drain's flip have no samples left in
     // the kernel, so their maps can go now.
     symbolizer.EndEpoch();
@@ -217,6 +284,15 @@ int RunRecord(const RecordOptions& options) {
   const CpuSamplerStats stats = sampler->ReadStats();
   AddCounters(stats, totals, assembler.stats(), symbolizer.stats(), &builder);
   builder.AddComment("warpscope-agent record, " + std::to_string(options.frequency_hz) + " Hz, stop: " + stop_reason);
+  const std::string unwind_summary = SummarizeUnwinding(assembler.stats(), &builder);
+  if (!options.frame_pointers_only) {
+    const UnwindLoaderStats& u = unwinder.stats();
+    builder.SetCounter("unwind_tables_built", u.tables_built);
+    builder.SetCounter("unwind_tables_failed", u.tables_failed);
+    builder.SetCounter("unwind_tables_no_space", u.tables_no_space);
+    builder.SetCounter("unwind_rows_used", u.rows_used);
+    builder.SetCounter("unwind_table_build_ms_total", static_cast<uint64_t>(u.build_ms_total));
+  }
   Profile profile =
       builder.Finish(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count());
 
@@ -235,6 +311,7 @@ int RunRecord(const RecordOptions& options) {
               << stats[WS_STAT_DROP_STACKS_FULL] << ", process events " << stats[WS_STAT_DROP_PROC_EVENTS];
   }
   std::cerr << ")\n";
+  if (!unwind_summary.empty()) std::cerr << unwind_summary;
   if (options.top > 0 && !profile.samples.empty()) std::cout << FormatTopFunctions(profile, options.top);
   return kExitOk;
 }

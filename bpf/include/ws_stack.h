@@ -1,9 +1,9 @@
 /* Stack capture shared by every BPF stack source (CPU samples now; uprobe
  * launch stacks of the GPU collectors later).
  *
- * ws_capture_user_stack() is the replaceable unwinder: today it asks the
- * kernel for a frame-pointer walk (bpf_get_stack with BPF_F_USER_STACK); the
- * .eh_frame unwinder replaces its body without changing callers. Stacks are
+ * ws_capture_user_stack() walks the user stack with the .eh_frame unwinder
+ * (ws_unwind.h) when user space has described the process, and falls back to
+ * the kernel's frame-pointer walk (bpf_get_stack) when it has not. Stacks are
  * deduplicated by a 64-bit hash of their frames so that callers store a hash in
  * their aggregation keys and the frames once in a stacks map. */
 #ifndef WARPSCOPE_BPF_WS_STACK_H_
@@ -13,6 +13,7 @@
 #include <bpf/bpf_helpers.h>
 
 #include "bpf/intf/cpu_sampler.h"
+#include "ws_unwind.h"
 
 /* A 64-bit mix over the frames (splitmix-style finalizer per frame). Never
  * returns 0, which callers use for "no stack". Collisions between different
@@ -29,9 +30,11 @@ static __always_inline __u64 ws_stack_hash(const struct ws_stack *stack, __u64 s
   return h ? h : 1;
 }
 
-/* Fills `stack` with the user stack of the current task, leaf first.
- * Returns 0 on success, a negative errno otherwise (stack->len is then 0). */
-static __always_inline int ws_capture_user_stack(void *ctx, struct ws_stack *stack) {
+/* Fills `stack` with the user stack of the current task, leaf first, from the
+ * user registers `regs`. Returns 0 on success, a negative errno otherwise
+ * (stack->len is then 0). */
+static __always_inline int ws_capture_user_stack(void *ctx, struct pt_regs *regs, __u32 pid, struct ws_stack *stack) {
+  if (ws_unwind_user(regs, pid, stack) == 0) return 0;
   long bytes = bpf_get_stack(ctx, stack->frames, sizeof(stack->frames), BPF_F_USER_STACK);
   stack->flags = 0;
   if (bytes < 0) {

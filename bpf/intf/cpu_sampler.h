@@ -27,6 +27,24 @@ struct ws_sample_key {
 #define WS_STACK_KERNEL 0x1u    /* frames are kernel addresses */
 #define WS_STACK_TRUNCATED 0x2u /* the walk hit WS_MAX_STACK_FRAMES */
 
+/* Why a user stack walk ended, in bits 8..15 of ws_stack.flags. */
+enum ws_stack_end {
+  WS_END_KERNEL_FP = 0,    /* walked by the kernel's frame-pointer walker: the end is not known */
+  WS_END_ROOT = 1,         /* reached the outermost frame (_start / thread entry): a whole stack */
+  WS_END_TRUNCATED = 2,    /* more than WS_MAX_STACK_FRAMES frames */
+  WS_END_NO_MAPPING = 3,   /* a pc in no executable mapping we know */
+  WS_END_ANON = 4,         /* a pc in anonymous executable memory (JIT code) */
+  WS_END_INVALID_RULE = 5, /* CFI we cannot follow */
+  WS_END_READ_ERROR = 6,   /* reading the user stack failed (bad frame pointer, paged out) */
+  WS_END_MAX = 7,
+};
+#define WS_STACK_END_SHIFT 8
+#define WS_STACK_END_MASK 0xff00u
+static inline __u32 ws_stack_set_end(__u32 flags, __u32 end) {
+  return (flags & ~WS_STACK_END_MASK) | ((end << WS_STACK_END_SHIFT) & WS_STACK_END_MASK);
+}
+static inline __u32 ws_stack_end(__u32 flags) { return (flags & WS_STACK_END_MASK) >> WS_STACK_END_SHIFT; }
+
 /* Value of the stacks map. Frames are leaf first; frames[0] is the sampled IP. */
 struct ws_stack {
   __u32 len;

@@ -113,6 +113,10 @@ StatusOr<std::unique_ptr<CpuSampler>> CpuSampler::Create(const CpuSamplerOptions
   for (bpf_map* map : {skel->maps.stacks_0, skel->maps.stacks_1}) bpf_map__set_max_entries(map, sizes.stacks_entries);
   bpf_map__set_max_entries(skel->maps.seen_pids, sizes.seen_pids_entries);
   bpf_map__set_max_entries(skel->maps.target_pids, sizes.target_pids_entries);
+  bpf_map__set_max_entries(skel->maps.unwind_entries, options.unwind_maps.entries);
+  bpf_map__set_max_entries(skel->maps.unwind_pages, options.unwind_maps.pages);
+  bpf_map__set_max_entries(skel->maps.exec_mappings, options.unwind_maps.exec_mappings);
+  bpf_map__set_max_entries(skel->maps.proc_info, options.unwind_maps.processes);
 
   if (int err = cpu_sampler_bpf__load(skel); err) {
     const int e = -err;
@@ -197,6 +201,7 @@ Status CpuSampler::DrainBuffer(uint32_t buffer, CpuSampleBatch* batch) {
     const uint32_t len = std::min<uint32_t>(s.len, WS_MAX_STACK_FRAMES);
     raw.frames.assign(s.frames, s.frames + len);
     raw.truncated = s.flags & WS_STACK_TRUNCATED;
+    raw.end = ws_stack_end(s.flags);
     batch->stacks.emplace(hashes[i], std::move(raw));
   }
   for (size_t i = 0; i < keys.size(); ++i) {
@@ -227,6 +232,11 @@ Status CpuSampler::Drain(CpuSampleBatch* batch) {
 Status CpuSampler::DrainAll(CpuSampleBatch* batch) {
   RETURN_IF_ERROR(Drain(batch));
   return Drain(batch);
+}
+
+UnwindMapFds CpuSampler::unwind_map_fds() const {
+  return {bpf_map__fd(skel_->maps.unwind_entries), bpf_map__fd(skel_->maps.unwind_pages),
+          bpf_map__fd(skel_->maps.exec_mappings), bpf_map__fd(skel_->maps.proc_info)};
 }
 
 CpuSamplerStats CpuSampler::ReadStats() const {

@@ -16,6 +16,8 @@
 #include <vector>
 
 #include "agent/collectors/cpu/map_sizing.h"
+#include "agent/unwind/unwind_map_sizing.h"
+#include "agent/unwind/unwind_table_loader.h"
 #include "base/status.h"
 #include "bpf/intf/cpu_sampler.h"
 
@@ -29,11 +31,13 @@ struct CpuSamplerOptions {
   uint32_t frequency_hz = 99;
   std::vector<uint32_t> pids;  // empty: every process on the machine
   std::chrono::milliseconds drain_interval{1000};
+  UnwindMapSizes unwind_maps = ComputeUnwindMapSizes();
 };
 
 struct RawStack {
   std::vector<uint64_t> frames;  // leaf first
   bool truncated = false;
+  uint32_t end = WS_END_KERNEL_FP;  // enum ws_stack_end: why a user stack walk stopped
 };
 
 struct RawSample {
@@ -86,6 +90,8 @@ class CpuSampler {
 
   CpuSamplerStats ReadStats() const;
   const CpuSamplerMapSizes& map_sizes() const { return sizes_; }
+  // The unwinder's maps inside this skeleton, for UnwindTableLoader.
+  UnwindMapFds unwind_map_fds() const;
   size_t num_cpus() const { return perf_fds_.size(); }
 
  private:

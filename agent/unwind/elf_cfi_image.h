@@ -1,0 +1,58 @@
+// ElfCfiImage: the call-frame sections (.eh_frame, then .debug_frame) of one
+// x86-64 ELF file or in-memory image, read through libelf on an mmap of the
+// file, plus the address ranges that hold code (executable PT_LOAD segments,
+// or SHF_EXECINSTR sections when there are no program headers).
+//
+// The CfiSection views point into the mapping (or into a decompressed copy
+// libelf owns) and stay valid as long as the image. Movable, single-threaded.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "agent/unwind/cfi_parser.h"
+#include "base/file_util.h"
+#include "base/status.h"
+
+typedef struct Elf Elf;  // libelf's opaque handle; <libelf.h> stays out of this header
+
+namespace warpscope {
+
+struct CodeRange {
+  uint64_t begin;  // ELF virtual addresses, [begin, end)
+  uint64_t end;
+};
+
+class ElfCfiImage {
+ public:
+  // InvalidArgument for non-ELF input and for ELF files other than
+  // little-endian 64-bit x86-64 executables and shared objects.
+  static StatusOr<ElfCfiImage> Open(const std::string& path);
+  static StatusOr<ElfCfiImage> FromMemory(std::string image);
+
+  ElfCfiImage(ElfCfiImage&& other) noexcept;
+  ElfCfiImage& operator=(ElfCfiImage&&) = delete;
+  ~ElfCfiImage();
+
+  const std::vector<CfiSection>& sections() const { return sections_; }
+  const std::vector<CodeRange>& code_ranges() const { return code_ranges_; }  // sorted by begin
+  // CFI sections present but unreadable (compressed with an unknown scheme, bad offsets).
+  uint64_t unreadable_sections() const { return unreadable_sections_; }
+
+ private:
+  ElfCfiImage() = default;
+  Status Begin(Elf* elf, const std::string& what);
+  void CollectSections();
+  void CollectCodeRanges();
+
+  std::unique_ptr<std::string> image_;  // FromMemory: pinned, libelf points into it
+  ScopedFd fd_;
+  Elf* elf_ = nullptr;
+  std::vector<CfiSection> sections_;
+  std::vector<CodeRange> code_ranges_;
+  uint64_t unreadable_sections_ = 0;
+};
+
+}  // namespace warpscope

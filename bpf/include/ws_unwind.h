@@ -1,0 +1,234 @@
+/* The .eh_frame unwinder, shared by every BPF stack source (CPU samples now,
+ * uprobe-captured CUDA launch stacks later): include this header, call
+ * ws_unwind_user() with the user registers, get frames leaf first.
+ *
+ * Design: user space (agent/unwind) turns each binary's CFI into sorted
+ * ws_unwind_entry rows in `unwind_entries`, indexed per 64 KiB page in
+ * `unwind_pages`, and publishes each process's executable mappings as a sorted
+ * slice of `exec_mappings` found through `proc_info`. One frame step: find the
+ * mapping (binary search, <= WS_MAPPING_SEARCH_STEPS), find the page and the
+ * row (binary search, <= WS_UNWIND_MAX_SEARCH_STEPS), compute the CFA, read
+ * the return address at CFA-8 and the saved rbp if the row says so. Binaries
+ * without CFI fall back to frame pointers; processes user space has not
+ * described yet use the kernel's frame-pointer walk. Frames are walked in a
+ * bpf_loop (kernel >= 5.17), so the verifier checks one step, not 128.
+ *
+ * The maps are defined here, so every BPF object that includes this header
+ * has its own copy; the agent creates them once and shares them between
+ * objects with bpf_map__reuse_fd. */
+#ifndef WARPSCOPE_BPF_WS_UNWIND_H_
+#define WARPSCOPE_BPF_WS_UNWIND_H_
+
+#include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+
+#include "bpf/intf/cpu_sampler.h"
+#include "bpf/intf/unwind.h"
+
+/* Sizes are set by user space (agent/unwind/unwind_map_sizing.h); placeholders here. */
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct ws_unwind_entry);
+} unwind_entries SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 1);
+  __type(key, struct ws_unwind_page_key);
+  __type(value, struct ws_unwind_page);
+} unwind_pages SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct ws_exec_mapping);
+} exec_mappings SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct ws_proc_info);
+} proc_info SEC(".maps");
+
+struct ws_unwind_ctx {
+  __u64 pc;
+  __u64 sp;
+  __u64 bp;
+  struct ws_stack *stack;
+  const struct ws_proc_info *proc;
+  __u32 end; /* WS_END_* once the walk stops */
+};
+
+static __always_inline const struct ws_exec_mapping *ws_find_mapping(const struct ws_proc_info *proc, __u64 pc) {
+  __u32 lo = proc->first, n = proc->count;
+  if (n == 0 || n > WS_MAX_PROC_MAPPINGS) return NULL;
+  /* Invariant: the answer, if any, is in [lo, lo + n). Find the last mapping with start <= pc. */
+  for (int i = 0; i < WS_MAPPING_SEARCH_STEPS; i++) {
+    if (n <= 1) break;
+    __u32 half = n / 2;
+    __u32 mid = lo + half;
+    const struct ws_exec_mapping *m = bpf_map_lookup_elem(&exec_mappings, &mid);
+    if (!m) return NULL;
+    if (m->start <= pc) {
+      lo = mid;
+      n -= half;
+    } else {
+      n = half;
+    }
+  }
+  const struct ws_exec_mapping *m = bpf_map_lookup_elem(&exec_mappings, &lo);
+  if (!m || pc < m->start || pc >= m->end) return NULL;
+  return m;
+}
+
+static __always_inline const struct ws_unwind_entry *ws_find_row(__u32 table_id, __u64 offset) {
+  if (offset >> 32) return NULL;
+  struct ws_unwind_page_key key = {.table_id = table_id, .page = (__u32)(offset >> WS_UNWIND_PAGE_BITS)};
+  const struct ws_unwind_page *page = bpf_map_lookup_elem(&unwind_pages, &key);
+  if (!page) return NULL;
+  __u32 lo = page->first, n = page->count;
+  if (n == 0) return NULL;
+  const __u32 pc = (__u32)offset;
+  for (int i = 0; i < WS_UNWIND_MAX_SEARCH_STEPS + 1; i++) {
+    if (n <= 1) break;
+    __u32 half = n / 2;
+    __u32 mid = lo + half;
+    const struct ws_unwind_entry *e = bpf_map_lookup_elem(&unwind_entries, &mid);
+    if (!e) return NULL;
+    if (e->pc <= pc) {
+      lo = mid;
+      n -= half;
+    } else {
+      n = half;
+    }
+  }
+  const struct ws_unwind_entry *e = bpf_map_lookup_elem(&unwind_entries, &lo);
+  if (!e || e->pc > pc) return NULL;
+  return e;
+}
+
+/* Frame-pointer step: the caller's rbp at [bp], the return address at [bp+8]. */
+static __always_inline int ws_fp_step(struct ws_unwind_ctx *c) {
+  __u64 saved[2];
+  if (c->bp == 0 || bpf_probe_read_user(saved, sizeof(saved), (void *)c->bp) != 0) return -1;
+  c->sp = c->bp + 16;
+  c->bp = saved[0];
+  c->pc = saved[1];
+  return 0;
+}
+
+/* One frame: record pc, then compute the caller's registers. Returns 1 to stop. */
+static long ws_unwind_step(__u32 index, void *data) {
+  struct ws_unwind_ctx *c = data;
+  struct ws_stack *stack = c->stack;
+  __u32 len = stack->len;
+  if (len >= WS_MAX_STACK_FRAMES) {
+    c->end = WS_END_TRUNCATED;
+    return 1;
+  }
+  stack->frames[len] = c->pc;
+  stack->len = len + 1;
+
+  /* Return addresses point after the call; look up the call instruction's row. */
+  const __u64 lookup = len > 0 ? c->pc - 1 : c->pc;
+  const struct ws_exec_mapping *m = ws_find_mapping(c->proc, lookup);
+  if (!m) {
+    c->end = WS_END_NO_MAPPING;
+    return 1;
+  }
+  if (m->table_id == WS_MAPPING_ANON) {
+    c->end = WS_END_ANON;
+    return 1;
+  }
+  __u8 type = WS_CFA_NONE;
+  __u16 cfa_offset = 0;
+  __s8 fp_offset = 0;
+  if (m->table_id != WS_TABLE_NONE) {
+    const struct ws_unwind_entry *e = ws_find_row(m->table_id, lookup - m->table_base);
+    if (e) {
+      type = e->cfa_type;
+      cfa_offset = e->cfa_offset;
+      fp_offset = e->fp_offset;
+    }
+  }
+  __u64 cfa;
+  switch (type) {
+    case WS_CFA_SP: cfa = c->sp + cfa_offset; break;
+    case WS_CFA_FP: cfa = c->bp + cfa_offset; break;
+    case WS_CFA_PLT: cfa = c->sp + 8 + (((c->pc & 15) >= cfa_offset) ? 8 : 0); break;
+    case WS_CFA_END: c->end = WS_END_ROOT; return 1;
+    case WS_CFA_SIGNAL: {
+      /* x86-64 rt_sigframe: SP points at the ucontext; uc_mcontext starts at
+       * offset 40 and holds rbp, rsp, rip at gregs 10, 15, 16. */
+      __u64 regs[7];
+      if (bpf_probe_read_user(regs, sizeof(regs), (void *)(c->sp + 40 + 10 * 8)) != 0) {
+        c->end = WS_END_READ_ERROR;
+        return 1;
+      }
+      c->bp = regs[0];
+      c->sp = regs[5];
+      c->pc = regs[6];
+      return 0;
+    }
+    case WS_CFA_NONE:
+      if (ws_fp_step(c) != 0) {
+        c->end = WS_END_READ_ERROR;
+        return 1;
+      }
+      goto next;
+    default: c->end = WS_END_INVALID_RULE; return 1;
+  }
+  {
+    __u64 ra;
+    if (bpf_probe_read_user(&ra, sizeof(ra), (void *)(cfa - 8)) != 0) {
+      c->end = WS_END_READ_ERROR;
+      return 1;
+    }
+    if (fp_offset != 0) {
+      __u64 bp;
+      if (bpf_probe_read_user(&bp, sizeof(bp), (void *)(cfa + (__s64)fp_offset * 8)) != 0) {
+        c->end = WS_END_READ_ERROR;
+        return 1;
+      }
+      c->bp = bp;
+    }
+    c->sp = cfa;
+    c->pc = ra;
+  }
+next:
+  if (c->pc == 0) {
+    c->end = WS_END_ROOT; /* a zero return address ends the chain (thread entry points) */
+    return 1;
+  }
+  return 0;
+}
+
+/* Walks the user stack of the current task from `regs` (user-mode registers:
+ * bpf_task_pt_regs() in a perf_event program, the uprobe's ctx in a uprobe).
+ * Returns 1 when the process has no unwind description yet (the caller then
+ * uses the kernel's frame-pointer walk), 0 otherwise; stack->flags carries the
+ * WS_END_* reason in its end bits. */
+static __always_inline int ws_unwind_user(struct pt_regs *regs, __u32 pid, struct ws_stack *stack) {
+  const struct ws_proc_info *proc = bpf_map_lookup_elem(&proc_info, &pid);
+  if (!proc) return 1;
+  struct ws_unwind_ctx c = {};
+  c.pc = BPF_CORE_READ(regs, ip);
+  c.sp = BPF_CORE_READ(regs, sp);
+  c.bp = BPF_CORE_READ(regs, bp);
+  c.stack = stack;
+  c.proc = proc;
+  c.end = WS_END_TRUNCATED;
+  stack->len = 0;
+  stack->flags = 0;
+  bpf_loop(WS_MAX_STACK_FRAMES + 1, ws_unwind_step, &c, 0);
+  stack->flags = ws_stack_set_end(stack->flags, c.end);
+  if (c.end == WS_END_TRUNCATED) stack->flags |= WS_STACK_TRUNCATED;
+  return 0;
+}
+
+#endif /* WARPSCOPE_BPF_WS_UNWIND_H_ */

@@ -1,0 +1,198 @@
+// End-to-end tests of the .eh_frame unwinder: programs built without frame
+// pointers, Debian's python3, and binaries that are deleted or corrupt while
+// mapped. Real agent, real BPF; needs root; labelled `bpf`.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <regex>
+#include <thread>
+
+#include "tests/integration/pprof_reader.h"
+#include "tests/integration/subprocess.h"
+
+namespace warpscope::testing {
+namespace {
+
+const std::string kAgent = WS_AGENT_BIN;
+const std::string kProgs = WS_TESTPROGS_DIR;
+
+class UnwindTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root for BPF (CI runs as root)";
+    dir_ = MakeTempDir();
+  }
+
+  // Records `pid` for `seconds` and returns the decoded profile.
+  DecodedProfile Record(pid_t pid, const std::string& seconds, std::vector<std::string> extra = {}) {
+    const std::string out = dir_ + "/p" + std::to_string(pid) + ".pb.gz";
+    std::vector<std::string> argv = {kAgent, "record", "--pid", std::to_string(pid), "--duration", seconds,
+                                     "--output", out, "--top", "0"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    auto r = RunProcess(argv);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    last_err_ = r.err;
+    auto p = ReadPprofFile(out);
+    EXPECT_TRUE(p.ok()) << p.status().ToString();
+    return p.ok() ? *p : DecodedProfile{};
+  }
+
+  std::string dir_;
+  std::string last_err_;
+};
+
+double Share(const DecodedProfile& p, const std::string& fn) {
+  const int64_t total = p.TotalCount();
+  return total ? static_cast<double>(p.CountContaining(fn)) / total : 0;
+}
+
+// Share of samples whose stacks contain every function in `fns`.
+double ShareWithAll(const DecodedProfile& p, const std::vector<std::string>& fns) {
+  int64_t n = 0;
+  for (const auto& s : p.samples) {
+    bool all = true;
+    for (const auto& f : fns) all &= s.Contains(f);
+    if (all) n += s.count;
+  }
+  return p.TotalCount() ? static_cast<double>(n) / p.TotalCount() : 0;
+}
+
+// The root share the agent reports in the pprof comments ("unwind pid=P ... root=N").
+double RootShare(const DecodedProfile& p, pid_t pid) {
+  const auto& st = p.raw.string_table();
+  std::regex line("unwind pid=" + std::to_string(pid) + " comm=\\S* samples=(\\d+).*");
+  std::regex root(" root=(\\d+)");
+  for (int64_t c : p.raw.comment()) {
+    std::smatch m;
+    const std::string text = st[static_cast<int>(c)];
+    if (!std::regex_match(text, m, line)) continue;
+    const double samples = std::stod(m[1]);
+    std::smatch r;
+    return std::regex_search(text, r, root) ? std::stod(r[1]) / samples : 0;
+  }
+  return -1;
+}
+
+TEST_F(UnwindTest, CProgramWithoutFramePointersUnwindsToMain) {
+  pid_t prog = StartProcess({kProgs + "/unwind_c", "6"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  DecodedProfile p = Record(prog, "4");
+  WaitProcess(prog);
+  printf("unwind_c: %lld samples, main %.4f, root %.4f, recursion %.3f, qsort %.3f, shlib %.3f\n",
+         static_cast<long long>(p.TotalCount()), Share(p, "main"), RootShare(p, prog),
+         ShareWithAll(p, {"recurse", "main"}), ShareWithAll(p, {"compare_slowly", "sort_things", "main"}),
+         ShareWithAll(p, {"lib_callback", "unwind_lib_apply", "through_library", "main"}));
+  ASSERT_GT(p.TotalCount(), 200);
+  EXPECT_GE(Share(p, "main"), 0.99);
+  EXPECT_GE(RootShare(p, prog), 0.99);
+  // Each path shows its whole chain, through libc's qsort and through the shared library.
+  EXPECT_GT(ShareWithAll(p, {"recurse", "main"}), 0.05);
+  EXPECT_GT(ShareWithAll(p, {"compare_slowly", "sort_things", "main"}), 0.05);
+  EXPECT_GT(ShareWithAll(p, {"lib_callback", "unwind_lib_apply", "through_library", "main"}), 0.05);
+  // 60 levels of recursion are all there.
+  for (const auto& s : p.samples) {
+    if (!s.Contains("burn") || !s.Contains("recurse")) continue;
+    int depth = 0;
+    for (const auto& f : s.frames) depth += f.function == "recurse";
+    EXPECT_EQ(depth, 61);
+  }
+}
+
+TEST_F(UnwindTest, FramePointerWalkIsWorseOnTheSameProgram) {
+  // The comparison that shows the unwinder is doing the work.
+  pid_t prog = StartProcess({kProgs + "/unwind_c", "4"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  DecodedProfile p = Record(prog, "2", {"--frame-pointers"});
+  WaitProcess(prog);
+  printf("unwind_c with --frame-pointers: main %.3f\n", Share(p, "main"));
+  EXPECT_LT(Share(p, "main"), 0.9);
+}
+
+TEST_F(UnwindTest, CppProgramWithoutFramePointersUnwindsToMain) {
+  pid_t prog = StartProcess({kProgs + "/unwind_cpp", "5"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  DecodedProfile p = Record(prog, "3");
+  WaitProcess(prog);
+  printf("unwind_cpp: %lld samples, main %.4f, root %.4f\n", static_cast<long long>(p.TotalCount()),
+         Share(p, "main"), RootShare(p, prog));
+  ASSERT_GT(p.TotalCount(), 150);
+  EXPECT_GE(Share(p, "main"), 0.99);
+  EXPECT_GE(RootShare(p, prog), 0.99);
+  EXPECT_GT(ShareWithAll(p, {"workload::Square::Area(unsigned long) const", "main"}), 0.05);
+}
+
+TEST_F(UnwindTest, DebianPython3UnwindsToInterpreterMain) {
+  if (access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "/usr/bin/python3 not installed";
+  pid_t prog = StartProcess({"/usr/bin/python3", "-c",
+                             "import time\nend = time.time() + 5\nx = 0\nwhile time.time() < end:\n    x += 1\n"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  DecodedProfile p = Record(prog, "3");
+  WaitProcess(prog);
+  // Debian's python3 is stripped: main itself has no symbol, but Py_BytesMain
+  // (exported) is its callee and __libc_start_call_main (libc6-dbg) its caller.
+  printf("python3: %lld samples, Py_BytesMain %.4f, root %.4f\n", static_cast<long long>(p.TotalCount()),
+         Share(p, "Py_BytesMain"), RootShare(p, prog));
+  ASSERT_GT(p.TotalCount(), 150);
+  EXPECT_GE(RootShare(p, prog), 0.99);
+  EXPECT_GE(Share(p, "Py_BytesMain"), 0.99);
+}
+
+TEST_F(UnwindTest, ExecutableDeletedWhileMapped) {
+  const std::string copy = dir_ + "/unwind_c_copy";
+  ASSERT_EQ(RunProcess({"/bin/cp", kProgs + "/unwind_c", copy}).exit_code, 0);
+  pid_t prog = StartProcess({copy, "4", "recursion"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ASSERT_EQ(unlink(copy.c_str()), 0);
+  DecodedProfile p = Record(prog, "2");
+  WaitProcess(prog);
+  printf("deleted executable: main %.4f\n", Share(p, "main"));
+  EXPECT_GE(Share(p, "main"), 0.99) << "tables come from /proc/PID/map_files";
+}
+
+TEST_F(UnwindTest, CorruptUnwindInfoFallsBackWithoutCrashing) {
+  // A copy of the program whose .eh_frame bytes are garbage: it still runs
+  // (nothing throws), the agent must neither crash nor hang on it.
+  const std::string copy = dir_ + "/unwind_c_corrupt";
+  ASSERT_EQ(RunProcess({"/bin/cp", kProgs + "/unwind_c", copy}).exit_code, 0);
+  auto sections = RunProcess({"/usr/bin/readelf", "-SW", copy});
+  std::smatch m;
+  std::regex eh("\\.eh_frame\\s+PROGBITS\\s+[0-9a-f]+\\s+([0-9a-f]+)\\s+([0-9a-f]+)");
+  ASSERT_TRUE(std::regex_search(sections.out, m, eh)) << sections.out;
+  const long offset = std::stol(m[1], nullptr, 16), size = std::stol(m[2], nullptr, 16);
+  {
+    std::fstream f(copy, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(offset);
+    uint32_t seed = 12345;
+    for (long i = 0; i < size; ++i) {
+      seed = seed * 1103515245 + 12345;
+      f.put(static_cast<char>(seed >> 16));
+    }
+  }
+  chmod(copy.c_str(), 0755);
+  pid_t prog = StartProcess({copy, "3", "recursion"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  DecodedProfile p = Record(prog, "1");
+  WaitProcess(prog);
+  EXPECT_GT(p.TotalCount(), 30) << "samples are still recorded";
+}
+
+TEST_F(UnwindTest, ProcessesExitingDuringTableLoadDoNotHurt) {
+  const std::string out = dir_ + "/churn.pb.gz";
+  pid_t agent = StartProcess({kAgent, "record", "--all", "--duration", "4", "--output", out});
+  // Many short-lived processes: some exit while their tables are being built.
+  for (int i = 0; i < 200; ++i) {
+    pid_t p = StartProcess({"/usr/bin/python3", "-c", "pass"});
+    if (i % 20 == 0) WaitProcess(p);
+    else std::thread([p] { WaitProcess(p); }).detach();
+  }
+  EXPECT_EQ(WaitProcess(agent), 0);
+  auto p = ReadPprofFile(out);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+}
+
+}  // namespace
+}  // namespace warpscope::testing
