@@ -10,7 +10,7 @@
 
 #include "agent/core/cli.h"
 #include "agent/core/record.h"
-#include "agent/unwind/unwind_table.h"
+#include "agent/unwind/unwind_table_loader.h"
 #include "base/logging.h"
 
 namespace {
@@ -43,7 +43,7 @@ int PrintUnwindTable(const std::vector<std::string>& paths) {
   int rc = kExitOk;
   for (const std::string& path : paths) {
     const auto t0 = std::chrono::steady_clock::now();
-    StatusOr<UnwindTable> table = BuildUnwindTable(path);
+    StatusOr<UnwindTable> table = BuildUnwindTable(path, AgentUnwindTableOptions());
     StatusOr<UnwindPageIndex> index = table.ok() ? BuildPageIndex(*table) : StatusOr<UnwindPageIndex>(table.status());
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (!index.ok()) {

@@ -19,7 +19,9 @@ namespace {
 
 constexpr uint32_t kUploadChunk = 1u << 16;
 
-UnwindTableOptions TableOptions() {
+}  // namespace
+
+UnwindTableOptions AgentUnwindTableOptions() {
   UnwindTableOptions o;
   // PLT rows carry their binutils threshold (11, 10, 9 or 5) in cfa_offset.
   o.rows.plt_threshold_in_cfa_offset = true;
@@ -29,6 +31,8 @@ UnwindTableOptions TableOptions() {
   o.max_padding_gap = 15;
   return o;
 }
+
+namespace {
 
 std::string FileKeyOf(const MemoryMapping& m) {
   return std::to_string(m.dev_major) + ":" + std::to_string(m.dev_minor) + ":" + std::to_string(m.inode);
@@ -60,9 +64,11 @@ UnwindTableLoader::UnwindTableLoader(UnwindMapFds fds, const UnwindMapSizes& siz
   stats_.rows_capacity = sizes.entries;
 }
 
-StatusOr<uint32_t> UnwindTableLoader::Upload(const std::string& key, const std::string& path) {
+StatusOr<uint32_t> UnwindTableLoader::Upload(const std::string& key, const std::string& path, std::string image) {
   const auto t0 = std::chrono::steady_clock::now();
-  StatusOr<UnwindTable> built = BuildUnwindTable(path, TableOptions());
+  const bool from_memory = !image.empty();
+  StatusOr<UnwindTable> built =
+      from_memory ? BuildUnwindTableFromMemory(image, AgentUnwindTableOptions()) : BuildUnwindTable(path, AgentUnwindTableOptions());
   if (!built.ok()) return built.status();
   StatusOr<std::vector<std::pair<uint32_t, ws_unwind_page>>> index = BuildPageIndex(*built);
   if (!index.ok()) return index.status();
@@ -114,9 +120,9 @@ StatusOr<uint32_t> UnwindTableLoader::Upload(const std::string& key, const std::
   }
   // Segments: read once here so mappings of this table can compute their bias.
   if (elf_version(EV_CURRENT) != EV_NONE) {
-    ScopedFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (fd.valid()) {
-      if (Elf* elf = elf_begin(fd.get(), ELF_C_READ_MMAP, nullptr)) {
+    ScopedFd fd(from_memory ? -1 : open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (fd.valid() || from_memory) {
+      if (Elf* elf = from_memory ? elf_memory(image.data(), image.size()) : elf_begin(fd.get(), ELF_C_READ_MMAP, nullptr)) {
         size_t phnum = 0;
         if (elf_getphdrnum(elf, &phnum) == 0) {
           for (size_t i = 0; i < phnum; ++i) {
@@ -167,7 +173,35 @@ uint32_t UnwindTableLoader::TableFor(uint32_t pid, const MemoryMapping& m, uint6
   if (known->second.empty()) return WS_TABLE_NONE;
   auto it = table_by_key_.find(known->second);
   if (it == table_by_key_.end()) return WS_TABLE_NONE;
-  Table& table = *tables_[it->second];
+  return Ref(*tables_[it->second], m, table_base);
+}
+
+uint32_t UnwindTableLoader::VdsoTableFor(uint32_t pid, const MemoryMapping& m, uint64_t* table_base) {
+  // The vdso exists only in memory; every process of one kernel maps the same image.
+  StatusOr<std::string> image = procfs_.ReadMemory(pid, m.start, m.end - m.start);
+  if (!image.ok() || image->empty()) return WS_TABLE_NONE;
+  auto known = vdso_key_by_image_.find(*image);
+  if (known == vdso_key_by_image_.end()) {
+    const std::string key = "vdso:" + std::to_string(vdso_key_by_image_.size());
+    known = vdso_key_by_image_.emplace(*image, key).first;
+    if (!table_by_key_.count(key)) {
+      StatusOr<uint32_t> id = Upload(key, "[vdso]", *image);
+      if (!id.ok()) {
+        LOG_DEBUG() << "no unwind table for [vdso]: " << id.status().ToString();
+        known->second.clear();
+      }
+    }
+  }
+  if (known->second.empty()) return WS_TABLE_NONE;
+  auto it = table_by_key_.find(known->second);
+  if (it == table_by_key_.end()) {
+    vdso_key_by_image_.erase(known);  // freed since: build again next time
+    return WS_TABLE_NONE;
+  }
+  return Ref(*tables_[it->second], m, table_base);
+}
+
+uint32_t UnwindTableLoader::Ref(Table& table, const MemoryMapping& m, uint64_t* table_base) {
   // The mapping's file offset lies in one PT_LOAD segment: that fixes the bias.
   for (const LoadSegment& seg : table.segments) {
     if (m.offset >= seg.offset && m.offset < seg.offset + std::max<uint64_t>(seg.filesz, 1)) {
@@ -197,8 +231,13 @@ Status UnwindTableLoader::Describe(const ProcessInfo& info) {
       e.table_id = TableFor(info.pid, m, &table_base);
       e.table_base = table_base;
       if (e.table_id != WS_TABLE_NONE) next.tables.push_back(e.table_id);
+    } else if (m.path == "[vdso]") {
+      uint64_t table_base = 0;
+      e.table_id = VdsoTableFor(info.pid, m, &table_base);
+      e.table_base = table_base;
+      if (e.table_id != WS_TABLE_NONE) next.tables.push_back(e.table_id);
     } else if (m.IsPseudo()) {
-      e.table_id = WS_TABLE_NONE;  // [vdso]: frame-pointer step
+      e.table_id = WS_TABLE_NONE;  // [vsyscall] and the like: frame-pointer step
     } else {
       e.table_id = WS_MAPPING_ANON;
     }

@@ -25,11 +25,15 @@
 #include "agent/process/proc_fs.h"
 #include "agent/process/process_table.h"
 #include "agent/unwind/range_allocator.h"
+#include "agent/unwind/unwind_table.h"
 #include "agent/unwind/unwind_map_sizing.h"
 #include "base/status.h"
 #include "bpf/intf/unwind.h"
 
 namespace warpscope {
+
+// The table options the agent builds with (also used by `warpscope-agent unwind-table`).
+UnwindTableOptions AgentUnwindTableOptions();
 
 struct UnwindMapFds {
   int entries = -1;
@@ -89,7 +93,11 @@ class UnwindTableLoader {
 
   // Returns the table id for a file mapping, building it if needed; WS_TABLE_NONE when unusable.
   uint32_t TableFor(uint32_t pid, const MemoryMapping& m, uint64_t* table_base);
-  StatusOr<uint32_t> Upload(const std::string& key, const std::string& path);
+  // Builds and uploads a table from a file (`path`) or, when `image` is not
+  // empty, from an in-memory ELF image (the [vdso]).
+  StatusOr<uint32_t> Upload(const std::string& key, const std::string& path, std::string image = "");
+  uint32_t VdsoTableFor(uint32_t pid, const MemoryMapping& m, uint64_t* table_base);
+  uint32_t Ref(Table& table, const MemoryMapping& m, uint64_t* table_base);
   void Unref(uint32_t id);
 
   UnwindMapFds fds_;
@@ -100,6 +108,7 @@ class UnwindTableLoader {
   std::vector<std::unique_ptr<Table>> tables_;  // index = table id; null = free id
   std::unordered_map<std::string, uint32_t> table_by_key_;  // build id or dev:inode
   std::unordered_map<std::string, std::string> key_by_file_;  // "dev:inode" -> table key ("" = unusable)
+  std::unordered_map<std::string, std::string> vdso_key_by_image_;  // one or two distinct vdsos per host
   std::unordered_map<uint32_t, Process> processes_;
   UnwindLoaderStats stats_;
 };
