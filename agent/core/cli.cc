@@ -135,6 +135,7 @@ std::string MainUsage() {
 
 Commands:
   record        record CPU profiles of processes or the whole machine (see: record --help)
+  probe-stack   whole user stacks at the entry of a function (a uprobe), e.g. cuLaunchKernel
   unwind-table  build the .eh_frame unwind table of binaries and print its size and build time
   version       print the version
   help          print this help

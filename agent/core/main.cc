@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "agent/core/cli.h"
+#include "agent/core/probe_stack.h"
 #include "agent/core/record.h"
 #include "agent/unwind/unwind_table_loader.h"
 #include "base/logging.h"
@@ -78,6 +79,10 @@ int main(int argc, char** argv) {
   if (args[0] == "version" || args[0] == "--version") {
     std::cout << "warpscope-agent " << WARPSCOPE_VERSION << "\n";
     return kExitOk;
+  }
+  if (args[0] == "probe-stack") {
+    libbpf_set_print(LibbpfPrint);
+    return RunProbeStack(std::vector<std::string>(args.begin() + 1, args.end()));
   }
   if (args[0] == "unwind-table") return PrintUnwindTable(std::vector<std::string>(args.begin() + 1, args.end()));
   if (args[0] != "record") {

@@ -196,3 +196,34 @@ TEST_F(UnwindTest, ProcessesExitingDuringTableLoadDoNotHurt) {
 
 }  // namespace
 }  // namespace warpscope::testing
+
+namespace warpscope::testing {
+namespace {
+
+TEST_F(UnwindTest, UprobeStacksUseTheSameUnwinder) {
+  // The entry point GPU launch stacks will use: a uprobe on a libc function
+  // called from code without frame pointers.
+  pid_t prog = StartProcess({kProgs + "/unwind_c", "5", "qsort"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  std::string libc;
+  for (const char* candidate : {"/usr/lib/x86_64-linux-gnu/libc.so.6", "/lib/x86_64-linux-gnu/libc.so.6"}) {
+    if (access(candidate, R_OK) == 0) {
+      libc = candidate;
+      break;
+    }
+  }
+  ASSERT_FALSE(libc.empty());
+  auto r = RunProcess({kAgent, "probe-stack", "--pid", std::to_string(prog), "--uprobe", libc + ":qsort",
+                       "--duration", "2s", "--top", "1"});
+  WaitProcess(prog);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  printf("%s", r.out.c_str());
+  EXPECT_NE(r.out.find("0 dropped"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("stack ends: root="), std::string::npos) << "every stack reached its root:\n" << r.out;
+  for (const char* fn : {"#0 qsort", "sort_things", "main", "_start"}) {
+    EXPECT_NE(r.out.find(fn), std::string::npos) << fn << " missing:\n" << r.out;
+  }
+}
+
+}  // namespace
+}  // namespace warpscope::testing

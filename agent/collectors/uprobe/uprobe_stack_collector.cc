@@ -1,0 +1,83 @@
+#include "agent/collectors/uprobe/uprobe_stack_collector.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "uprobe_stack.skel.h"
+
+namespace warpscope {
+namespace {
+
+int HandleStack(void* ctx, void* data, size_t size) {
+  if (size < sizeof(ws_uprobe_stack_event)) return 0;
+  auto* on_stack = static_cast<std::function<void(const ws_uprobe_stack_event&)>*>(ctx);
+  if (*on_stack) (*on_stack)(*static_cast<const ws_uprobe_stack_event*>(data));
+  return 0;
+}
+
+}  // namespace
+
+UprobeStackCollector::~UprobeStackCollector() {
+  for (bpf_link* link : links_) bpf_link__destroy(link);
+  ring_buffer__free(stacks_);
+  uprobe_stack_bpf__destroy(skel_);
+}
+
+StatusOr<std::unique_ptr<UprobeStackCollector>> UprobeStackCollector::Create(uint32_t sample_every,
+                                                                             const UnwindMapSizes& unwind) {
+  std::unique_ptr<UprobeStackCollector> c(new UprobeStackCollector());
+  c->skel_ = uprobe_stack_bpf__open();
+  if (!c->skel_) return ErrnoError(errno, "opening the uprobe_stack BPF object");
+  c->skel_->rodata->sample_every = sample_every == 0 ? 1 : sample_every;
+  bpf_map__set_max_entries(c->skel_->maps.unwind_entries, unwind.entries);
+  bpf_map__set_max_entries(c->skel_->maps.unwind_pages, unwind.pages);
+  bpf_map__set_max_entries(c->skel_->maps.exec_mappings, unwind.exec_mappings);
+  bpf_map__set_max_entries(c->skel_->maps.proc_info, unwind.processes);
+  if (int err = uprobe_stack_bpf__load(c->skel_); err) return ErrnoError(-err, "loading the uprobe_stack BPF program");
+  c->stacks_ = ring_buffer__new(bpf_map__fd(c->skel_->maps.uprobe_stacks), HandleStack, &c->on_stack_, nullptr);
+  if (!c->stacks_) return ErrnoError(errno, "creating the uprobe stack ring buffer");
+  return c;
+}
+
+Status UprobeStackCollector::Attach(uint32_t pid, const std::string& binary, const std::string& symbol) {
+  LIBBPF_OPTS(bpf_uprobe_opts, opts, .func_name = symbol.c_str());
+  bpf_link* link = bpf_program__attach_uprobe_opts(skel_->progs.ws_uprobe_stack, pid == 0 ? -1 : static_cast<int>(pid),
+                                                   binary.c_str(), 0, &opts);
+  if (!link) {
+    const int e = errno;
+    return ErrnoError(e, "attaching a uprobe to " + symbol + " in " + binary);
+  }
+  links_.push_back(link);
+  return Status::Ok();
+}
+
+Status UprobeStackCollector::Poll(std::chrono::milliseconds timeout,
+                                  const std::function<void(const ws_uprobe_stack_event&)>& on_stack) {
+  on_stack_ = on_stack;
+  const int n = ring_buffer__poll(stacks_, static_cast<int>(timeout.count()));
+  on_stack_ = nullptr;
+  if (n < 0 && n != -EINTR) return ErrnoError(-n, "polling uprobe stacks");
+  return Status::Ok();
+}
+
+UnwindMapFds UprobeStackCollector::unwind_map_fds() const {
+  return {bpf_map__fd(skel_->maps.unwind_entries), bpf_map__fd(skel_->maps.unwind_pages),
+          bpf_map__fd(skel_->maps.exec_mappings), bpf_map__fd(skel_->maps.proc_info)};
+}
+
+UprobeStackStats UprobeStackCollector::ReadStats() const {
+  UprobeStackStats stats;
+  const int ncpus = libbpf_num_possible_cpus();
+  if (ncpus <= 0) return stats;
+  std::vector<uint64_t> per_cpu(static_cast<size_t>(ncpus));
+  for (uint32_t i = 0; i < WS_UPROBE_STAT_MAX; ++i) {
+    if (bpf_map__lookup_elem(skel_->maps.uprobe_stats, &i, sizeof(i), per_cpu.data(), per_cpu.size() * 8, 0)) continue;
+    for (uint64_t v : per_cpu) stats.values[i] += v;
+  }
+  return stats;
+}
+
+}  // namespace warpscope

@@ -1,0 +1,57 @@
+// UprobeStackCollector owns the uprobe_stack BPF skeleton: whole user stacks
+// (through the .eh_frame unwinder) at the entry of a function in a binary,
+// e.g. cuLaunchKernel in libcuda. The CUDA launch collector will build on it.
+//
+// Threading: one owner thread calls every method.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "agent/unwind/unwind_map_sizing.h"
+#include "agent/unwind/unwind_table_loader.h"
+#include "base/status.h"
+#include "bpf/intf/uprobe_stack.h"
+
+struct uprobe_stack_bpf;
+struct ring_buffer;
+struct bpf_link;
+
+namespace warpscope {
+
+struct UprobeStackStats {
+  uint64_t values[WS_UPROBE_STAT_MAX] = {};
+};
+
+class UprobeStackCollector {
+ public:
+  ~UprobeStackCollector();
+  UprobeStackCollector(const UprobeStackCollector&) = delete;
+  UprobeStackCollector& operator=(const UprobeStackCollector&) = delete;
+
+  // sample_every: unwind one hit in N per CPU (1 = every hit).
+  static StatusOr<std::unique_ptr<UprobeStackCollector>> Create(uint32_t sample_every, const UnwindMapSizes& unwind);
+
+  // Attaches to `symbol` in `binary` (a path) for process `pid` (0: every process).
+  Status Attach(uint32_t pid, const std::string& binary, const std::string& symbol);
+
+  // Waits up to `timeout` and delivers each captured stack.
+  Status Poll(std::chrono::milliseconds timeout, const std::function<void(const ws_uprobe_stack_event&)>& on_stack);
+
+  UnwindMapFds unwind_map_fds() const;
+  UprobeStackStats ReadStats() const;
+
+ private:
+  UprobeStackCollector() = default;
+
+  uprobe_stack_bpf* skel_ = nullptr;
+  ring_buffer* stacks_ = nullptr;
+  std::vector<bpf_link*> links_;
+  std::function<void(const ws_uprobe_stack_event&)> on_stack_;  // valid during Poll only
+};
+
+}  // namespace warpscope

@@ -1,0 +1,22 @@
+/* Kernel <-> user contract of bpf/uprobe_stack.bpf.c. */
+#ifndef WARPSCOPE_BPF_INTF_UPROBE_STACK_H_
+#define WARPSCOPE_BPF_INTF_UPROBE_STACK_H_
+
+#include "bpf/intf/cpu_sampler.h"
+
+/* Indexes of the per-CPU uprobe_stats array. */
+enum ws_uprobe_stat {
+  WS_UPROBE_HITS = 0,         /* uprobe entries */
+  WS_UPROBE_SAMPLED,          /* stacks sent to user space */
+  WS_UPROBE_DROPPED,          /* ring buffer full: stack lost */
+  WS_UPROBE_NOT_DESCRIBED,    /* the process had no unwind description yet */
+  WS_UPROBE_STAT_MAX,
+};
+
+struct ws_uprobe_stack_event {
+  __u32 pid;
+  __u32 tid;
+  struct ws_stack stack;
+};
+
+#endif /* WARPSCOPE_BPF_INTF_UPROBE_STACK_H_ */

@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* uprobe_stack: user stacks captured at a function entry (a uprobe), through
+ * the same .eh_frame unwinder as CPU samples (ws_unwind.h). Today it backs
+ * `warpscope-agent probe-stack` (checking which code calls a function, e.g.
+ * cuLaunchKernel); the CUDA launch collector builds on the same entry point.
+ *
+ * Design: every `sample_every`-th hit per CPU is unwound from the uprobe's own
+ * registers (ctx is the user pt_regs) and sent whole through a ring buffer;
+ * the rest only count. A full ring buffer is counted, never waited on: the
+ * probed application must not slow down because the agent is behind. */
+#include "vmlinux.h"
+
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "bpf/intf/uprobe_stack.h"
+#include "ws_unwind.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+const volatile __u32 sample_every = 1;
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, WS_UPROBE_STAT_MAX);
+  __type(key, __u32);
+  __type(value, __u64);
+} uprobe_stats SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_RINGBUF);
+  __uint(max_entries, 1 << 20);
+} uprobe_stacks SEC(".maps");
+
+static __always_inline __u64 *uprobe_stat(__u32 i) { return bpf_map_lookup_elem(&uprobe_stats, &i); }
+
+SEC("uprobe")
+int ws_uprobe_stack(struct pt_regs *ctx) {
+  __u64 *hits = uprobe_stat(WS_UPROBE_HITS);
+  if (!hits) return 0;
+  *hits += 1;
+  if (sample_every > 1 && (*hits % sample_every) != 0) return 0;
+  struct ws_uprobe_stack_event *event = bpf_ringbuf_reserve(&uprobe_stacks, sizeof(*event), 0);
+  if (!event) {
+    __u64 *dropped = uprobe_stat(WS_UPROBE_DROPPED);
+    if (dropped) *dropped += 1;
+    return 0;
+  }
+  const __u64 pid_tgid = bpf_get_current_pid_tgid();
+  event->pid = pid_tgid >> 32;
+  event->tid = (__u32)pid_tgid;
+  if (ws_unwind_user(ctx, event->pid, &event->stack) != 0) {
+    __u64 *missing = uprobe_stat(WS_UPROBE_NOT_DESCRIBED);
+    if (missing) *missing += 1;
+    bpf_ringbuf_discard(event, 0);
+    return 0;
+  }
+  __u64 *sampled = uprobe_stat(WS_UPROBE_SAMPLED);
+  if (sampled) *sampled += 1;
+  bpf_ringbuf_submit(event, 0);
+  return 0;
+}
