@@ -8,52 +8,49 @@
 #     the BPF maps), from the profile's counters.
 #  3. Table build time and size for large binaries (warpscope-agent unwind-table).
 #
-#   sudo bench/unwind_bench.sh [ROUNDS=3] [SECONDS=8] [LARGE_BINARY...]
+#   sudo bench/unwind_bench.sh [ROUNDS=5] [SECONDS=8] [LARGE_BINARY...]
+# WS_BENCH_NO_BUILD=1 skips the bootstrap and build (to run an already built
+# tree on another machine, e.g. the GPU host).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-ROUNDS=${1:-3}
+ROUNDS=${1:-5}
 SECS=${2:-8}
 shift $(( $# >= 2 ? 2 : $# ))
-scripts/bootstrap.sh
-scripts/build.sh >/dev/null
+if [[ -z ${WS_BENCH_NO_BUILD:-} ]]; then
+  scripts/bootstrap.sh
+  scripts/build.sh >/dev/null
+fi
 AGENT=build/bin/warpscope-agent
 P=build/testprogs
 work=$(mktemp -d /tmp/ws_unwind_bench.XXXXXX)
-trap 'kill $(jobs -p) 2>/dev/null || true; sysctl -qw kernel.bpf_stats_enabled=0; rm -rf "$work"' EXIT
-DEPTH=16  # recurse() levels; with burn, main and libc's start frames: ~21 frames
+trap 'kill $(jobs -p) 2>/dev/null || true; echo 0 >/proc/sys/kernel/bpf_stats_enabled; rm -rf "$work"' EXIT
+DEPTH=16  # recurse() levels; with burn, main, __libc_start_call_main, __libc_start_main, _start: 21 user frames
 
-prog_stats() {  # prints "run_time_ns run_cnt" of ws_cpu_sample
-  bpftool prog show -j | tr '}' '\n' | grep '"name":"ws_cpu_sample"' |
-    sed -n 's/.*"run_time_ns":\([0-9]*\),"run_cnt":\([0-9]*\).*/\1 \2/p' | head -1
+counter() {  # $1 = agent log (-v), $2 = counter name
+  sed -n "s/.*\] counter $2=//p" "$1" | head -1
 }
 
-one_run() {  # $1 = label, $2 = agent flags, rest = workload; prints "ns_per_sample avg_user_frames"
+one_run() {  # $1 = label, $2 = agent flags, rest = workload; prints BPF ns per sample
   local label=$1 flags=$2
   shift 2
   "$@" >/dev/null &
   local prog=$!
-  sleep 0.3
+  sleep 0.5
   # shellcheck disable=SC2086
-  "$AGENT" record --pid "$prog" --duration "$SECS" -F 999 --top 0 $flags --output "$work/$label.pb.gz" 2>"$work/$label.log" &
+  "$AGENT" record --pid "$prog" --duration "$SECS" -F 999 --top 0 -v $flags --output "$work/$label.pb.gz" 2>"$work/$label.log" &
   local agent=$!
-  sleep 2
-  read -r t0 c0 < <(prog_stats)
-  sleep $((SECS - 3))
-  read -r t1 c1 < <(prog_stats)
   wait "$agent"
   kill "$prog" 2>/dev/null || true
   wait "$prog" 2>/dev/null || true
-  local frames
-  frames=$(HOME=$work GOCACHE=$work/go go tool pprof -traces "$work/$label.pb.gz" 2>/dev/null |
-    awk '/-----------/ { if (n) { s += n; k++ }; n = 0; next } /^ +[0-9.]+[mun]?s / { n = 1; next } NF { n++ }
-         END { if (n) { s += n; k++ }; printf "%.1f", k ? s / k : 0 }')
-  awk -v a="$t0" -v b="$t1" -v c="$c0" -v d="$c1" -v f="$frames" 'BEGIN { printf "%.0f %s\n", (b - a) / (d - c), f }'
+  # The agent reads its program's run_time_ns / run_cnt (kernel.bpf_stats_enabled).
+  awk -v t="$(counter "$work/$label.log" bpf_run_time_ns)" -v c="$(counter "$work/$label.log" bpf_run_count)" \
+    'BEGIN { printf "%.0f\n", c ? t / c : 0 }'
 }
 
 median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 
-sysctl -qw kernel.bpf_stats_enabled=1
-declare -A ns frames
+echo 1 >/proc/sys/kernel/bpf_stats_enabled
+declare -A ns
 labels=("fp" "eh_frame" "python3")
 for round in $(seq "$ROUNDS"); do
   for label in "${labels[@]}"; do
@@ -62,30 +59,28 @@ for round in $(seq "$ROUNDS"); do
       eh_frame) out=$(one_run eh_frame "" "$P/unwind_c" 60 recursion $DEPTH) ;;
       python3) out=$(one_run python3 "" /usr/bin/python3 -c "while True: pass") ;;
     esac
-    read -r n f <<<"$out"
-    echo "round $round: $label: $n ns/sample, $f frames/stack (incl. kernel)" >&2
-    ns[$label]+="$n "; frames[$label]+="$f "
+    echo "round $round: $label: $out ns/sample" >&2
+    ns[$label]+="$out "
   done
 done
 
 echo "Machine: $(nproc) CPUs, $(uname -r), $(date -u +%Y-%m-%d); $ROUNDS interleaved rounds of ${SECS}s at 999 Hz; medians."
 echo
-echo "| stack source | workload | BPF ns per sample (whole program) | frames per stack |"
+echo "| stack source | workload | BPF ns per sample (whole program: both stacks, hashing, maps) | all rounds |"
 echo "|---|---|---|---|"
 for label in "${labels[@]}"; do
   m=$(tr ' ' '\n' <<<"${ns[$label]}" | grep -v '^$' | median)
-  f=$(tr ' ' '\n' <<<"${frames[$label]}" | grep -v '^$' | median)
   case $label in
-    fp) what="kernel frame-pointer walk | unwind_c_fp (built with frame pointers)" ;;
-    eh_frame) what=".eh_frame unwinder | unwind_c (same code, -fomit-frame-pointer)" ;;
+    fp) what="kernel frame-pointer walk | unwind_c_fp, 21 user frames (built with frame pointers)" ;;
+    eh_frame) what=".eh_frame unwinder | unwind_c, 21 user frames (same code, -fomit-frame-pointer)" ;;
     python3) what=".eh_frame unwinder | /usr/bin/python3 busy loop" ;;
   esac
-  echo "| $what | $m | $f |"
+  echo "| $what | $m | ${ns[$label]} |"
 done
 echo
 echo "Unwind tables held for the profiled process (from the profile counters):"
 for label in eh_frame python3; do
-  rows=$(HOME=$work GOCACHE=$work/go go tool pprof -comments "$work/$label.pb.gz" 2>/dev/null | sed -n 's/^unwind_rows_used=//p')
+  rows=$(counter "$work/$label.log" unwind_rows_used)
   echo "- $label: ${rows:-?} rows = $(( ${rows:-0} * 8 / 1024 )) KiB of rows"
 done
 echo

@@ -282,6 +282,12 @@ int RunRecord(const RecordOptions& options) {
   if (Status s = drain(true); !s.ok()) return Fail(kExitError, s);
 
   const CpuSamplerStats stats = sampler->ReadStats();
+  uint64_t bpf_run_ns = 0, bpf_runs = 0;
+  sampler->ReadProgramRunStats(&bpf_run_ns, &bpf_runs);
+  if (bpf_runs > 0) {  // only with kernel.bpf_stats_enabled=1
+    builder.SetCounter("bpf_run_time_ns", bpf_run_ns);
+    builder.SetCounter("bpf_run_count", bpf_runs);
+  }
   AddCounters(stats, totals, assembler.stats(), symbolizer.stats(), &builder);
   builder.AddComment("warpscope-agent record, " + std::to_string(options.frequency_hz) + " Hz, stop: " + stop_reason);
   const std::string unwind_summary = SummarizeUnwinding(assembler.stats(), &builder);
@@ -295,6 +301,7 @@ int RunRecord(const RecordOptions& options) {
   }
   Profile profile =
       builder.Finish(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count());
+  for (const ProfileCounter& c : profile.counters) LOG_DEBUG() << "counter " << c.name << "=" << c.value;
 
   StatusOr<std::string> encoded = options.format == OutputFormat::kPprof ? EncodePprofGzip(profile)
                                                                          : StatusOr<std::string>(EncodeCollapsed(profile));

@@ -55,12 +55,38 @@ struct {
   __type(value, struct ws_proc_info);
 } proc_info SEC(".maps");
 
+/* Consecutive frames are often in the same mapping and the same 64 KiB page:
+ * the last ones found are kept per CPU to skip their searches. (Kept in a map,
+ * not in the loop context: values read from a map stay imprecise for the
+ * verifier, so the bpf_loop callback's states converge.) Page entries are
+ * keyed by global table ids, and the mapping by pid, so a walk interrupted by
+ * another on the same CPU only loses its cache, never uses a wrong one. */
+struct ws_unwind_cache {
+  __u64 start;
+  __u64 end; /* 0: no mapping cached */
+  __u64 table_base;
+  __u32 table_id;
+  __u32 page_table;
+  __u32 page;
+  __u32 page_first;
+  __u32 page_count; /* 0: no page cached */
+  __u32 pid;        /* whose mapping is cached: a program interrupting a walk on this CPU may reuse the cache */
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct ws_unwind_cache);
+} unwind_cache SEC(".maps");
+
 struct ws_unwind_ctx {
   __u64 pc;
   __u64 sp;
   __u64 bp;
   struct ws_stack *stack;
   const struct ws_proc_info *proc;
+  __u32 pid;
   __u32 end; /* WS_END_* once the walk stops */
 };
 
@@ -86,12 +112,20 @@ static __always_inline const struct ws_exec_mapping *ws_find_mapping(const struc
   return m;
 }
 
-static __always_inline const struct ws_unwind_entry *ws_find_row(__u32 table_id, __u64 offset) {
+static __always_inline const struct ws_unwind_entry *ws_find_row(struct ws_unwind_cache *cache, __u32 table_id,
+                                                                 __u64 offset) {
   if (offset >> 32) return NULL;
-  struct ws_unwind_page_key key = {.table_id = table_id, .page = (__u32)(offset >> WS_UNWIND_PAGE_BITS)};
-  const struct ws_unwind_page *page = bpf_map_lookup_elem(&unwind_pages, &key);
-  if (!page) return NULL;
-  __u32 lo = page->first, n = page->count;
+  const __u32 page_no = (__u32)(offset >> WS_UNWIND_PAGE_BITS);
+  if (cache->page_count == 0 || cache->page_table != table_id || cache->page != page_no) {
+    struct ws_unwind_page_key key = {.table_id = table_id, .page = page_no};
+    const struct ws_unwind_page *page = bpf_map_lookup_elem(&unwind_pages, &key);
+    if (!page) return NULL;
+    cache->page_table = table_id;
+    cache->page = page_no;
+    cache->page_first = page->first;
+    cache->page_count = page->count;
+  }
+  __u32 lo = cache->page_first, n = cache->page_count;
   if (n == 0) return NULL;
   const __u32 pc = (__u32)offset;
   for (int i = 0; i < WS_UNWIND_MAX_SEARCH_STEPS + 1; i++) {
@@ -136,20 +170,31 @@ static long ws_unwind_step(__u32 index, void *data) {
 
   /* Return addresses point after the call; look up the call instruction's row. */
   const __u64 lookup = len > 0 ? c->pc - 1 : c->pc;
-  const struct ws_exec_mapping *m = ws_find_mapping(c->proc, lookup);
-  if (!m) {
-    c->end = WS_END_NO_MAPPING;
-    return 1;
+  __u32 zero = 0;
+  struct ws_unwind_cache *cache = bpf_map_lookup_elem(&unwind_cache, &zero);
+  if (!cache) return 1;
+  if (cache->end == 0 || cache->pid != c->pid || lookup < cache->start || lookup >= cache->end) {
+    const struct ws_exec_mapping *m = ws_find_mapping(c->proc, lookup);
+    if (!m) {
+      c->end = WS_END_NO_MAPPING;
+      return 1;
+    }
+    cache->start = m->start;
+    cache->end = m->end;
+    cache->table_base = m->table_base;
+    cache->table_id = m->table_id;
+    cache->pid = c->pid;
   }
-  if (m->table_id == WS_MAPPING_ANON) {
+  const __u32 table_id = cache->table_id;
+  if (table_id == WS_MAPPING_ANON) {
     c->end = WS_END_ANON;
     return 1;
   }
   __u8 type = WS_CFA_NONE;
   __u16 cfa_offset = 0;
   __s8 fp_offset = 0;
-  if (m->table_id != WS_TABLE_NONE) {
-    const struct ws_unwind_entry *e = ws_find_row(m->table_id, lookup - m->table_base);
+  if (table_id != WS_TABLE_NONE) {
+    const struct ws_unwind_entry *e = ws_find_row(cache, table_id, lookup - cache->table_base);
     if (e) {
       type = e->cfa_type;
       cfa_offset = e->cfa_offset;
@@ -222,7 +267,13 @@ static __always_inline int ws_unwind_user(struct pt_regs *regs, __u32 pid, struc
   c.bp = BPF_CORE_READ(regs, bp);
   c.stack = stack;
   c.proc = proc;
+  c.pid = pid;
   c.end = WS_END_TRUNCATED;
+  __u32 zero = 0;
+  struct ws_unwind_cache *cache = bpf_map_lookup_elem(&unwind_cache, &zero);
+  if (!cache) return 1;
+  cache->end = 0; /* the cache is per walk: another process's mappings differ */
+  cache->page_count = 0;
   stack->len = 0;
   stack->flags = 0;
   bpf_loop(WS_MAX_STACK_FRAMES + 1, ws_unwind_step, &c, 0);

@@ -234,6 +234,16 @@ Status CpuSampler::DrainAll(CpuSampleBatch* batch) {
   return Drain(batch);
 }
 
+void CpuSampler::ReadProgramRunStats(uint64_t* run_time_ns, uint64_t* run_count) const {
+  bpf_prog_info info{};
+  __u32 len = sizeof(info);
+  *run_time_ns = *run_count = 0;
+  if (bpf_obj_get_info_by_fd(bpf_program__fd(skel_->progs.ws_cpu_sample), &info, &len) == 0) {
+    *run_time_ns = info.run_time_ns;
+    *run_count = info.run_cnt;
+  }
+}
+
 UnwindMapFds CpuSampler::unwind_map_fds() const {
   return {bpf_map__fd(skel_->maps.unwind_entries), bpf_map__fd(skel_->maps.unwind_pages),
           bpf_map__fd(skel_->maps.exec_mappings), bpf_map__fd(skel_->maps.proc_info)};

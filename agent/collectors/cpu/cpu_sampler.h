@@ -89,6 +89,9 @@ class CpuSampler {
   Status DrainAll(CpuSampleBatch* batch);
 
   CpuSamplerStats ReadStats() const;
+  // The sampling program's total run time and run count since load; both stay
+  // 0 unless kernel.bpf_stats_enabled is 1.
+  void ReadProgramRunStats(uint64_t* run_time_ns, uint64_t* run_count) const;
   const CpuSamplerMapSizes& map_sizes() const { return sizes_; }
   // The unwinder's maps inside this skeleton, for UnwindTableLoader.
   UnwindMapFds unwind_map_fds() const;
