@@ -297,6 +297,9 @@ int RunRecord(const RecordOptions& options) {
     builder.SetCounter("unwind_tables_failed", u.tables_failed);
     builder.SetCounter("unwind_tables_no_space", u.tables_no_space);
     builder.SetCounter("unwind_rows_used", u.rows_used);
+    builder.SetCounter("unwind_tables_live", u.tables_live);
+    builder.SetCounter("unwind_tables_freed", u.tables_freed);
+    builder.SetCounter("unwind_processes_described", u.processes_described);
     builder.SetCounter("unwind_table_build_ms_total", static_cast<uint64_t>(u.build_ms_total));
   }
   Profile profile =

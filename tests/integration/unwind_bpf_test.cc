@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <thread>
 
@@ -141,6 +142,20 @@ TEST_F(UnwindTest, DebianPython3UnwindsToInterpreterMain) {
   EXPECT_GE(Share(p, "Py_BytesMain"), 0.99);
 }
 
+TEST_F(UnwindTest, LibraryLoadedLaterGetsATable) {
+  pid_t prog = StartProcess({kProgs + "/dlopen_late", "1", "4"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  DecodedProfile p = Record(prog, "5");
+  WaitProcess(prog);
+  const double through_lib = ShareWithAll(p, {"late_burn", "unwind_lib_apply", "main", "_start"});
+  printf("dlopen_late: %lld samples, whole stacks through the dlopen'ed library %.3f, root %.3f\n",
+         static_cast<long long>(p.TotalCount()), through_lib, RootShare(p, prog));
+  // About 3/4 of the time is spent through the library; at most the first
+  // drain interval after dlopen may miss its table.
+  EXPECT_GT(through_lib, 0.5);
+  EXPECT_GE(RootShare(p, prog), 0.75);
+}
+
 TEST_F(UnwindTest, ExecutableDeletedWhileMapped) {
   const std::string copy = dir_ + "/unwind_c_copy";
   ASSERT_EQ(RunProcess({"/bin/cp", kProgs + "/unwind_c", copy}).exit_code, 0);
@@ -192,6 +207,24 @@ TEST_F(UnwindTest, ProcessesExitingDuringTableLoadDoNotHurt) {
   EXPECT_EQ(WaitProcess(agent), 0);
   auto p = ReadPprofFile(out);
   ASSERT_TRUE(p.ok()) << p.status().ToString();
+  // Tables of processes that exited are freed, not kept: what is still live is
+  // a small fraction of what was described.
+  std::map<std::string, uint64_t> counters;
+  const auto& st = p->raw.string_table();
+  for (int64_t c : p->raw.comment()) {
+    const std::string text = st[static_cast<int>(c)];
+    const size_t eq = text.find('=');
+    if (eq != std::string::npos && text.find(' ') == std::string::npos) {
+      counters[text.substr(0, eq)] = std::strtoull(text.c_str() + eq + 1, nullptr, 10);
+    }
+  }
+  printf("churn: %llu processes described, %llu tables freed, %llu live\n",
+         static_cast<unsigned long long>(counters["unwind_processes_described"]),
+         static_cast<unsigned long long>(counters["unwind_tables_freed"]),
+         static_cast<unsigned long long>(counters["unwind_tables_live"]));
+  EXPECT_GT(counters["unwind_processes_described"], 20u);
+  EXPECT_GT(counters["unwind_tables_freed"], 0u);
+  EXPECT_LT(counters["unwind_tables_live"], 60u);
 }
 
 }  // namespace
