@@ -27,7 +27,8 @@
 #include "bpf/intf/cpu_sampler.h"
 #include "ws_stack.h"
 
-#define WS_PF_KTHREAD 0x00200000 /* include/linux/sched.h */
+#define WS_PF_EXITING 0x00000004 /* include/linux/sched.h */
+#define WS_PF_KTHREAD 0x00200000
 #define WS_USER_STACK_SEED 0x75736572ULL
 #define WS_KERNEL_STACK_SEED 0x6b65726eULL
 
@@ -194,7 +195,9 @@ int ws_cpu_sample(struct bpf_perf_event_data *ctx) {
     return 0;
   }
   struct task_struct *task = (struct task_struct *)bpf_get_current_task();
-  if (!(BPF_CORE_READ(task, flags) & WS_PF_KTHREAD)) note_process(pid);
+  /* An exiting task is not announced: its exit event may already have been
+   * sent, and a late "seen" would make user space describe a dead process. */
+  if (!(BPF_CORE_READ(task, flags) & (WS_PF_KTHREAD | WS_PF_EXITING))) note_process(pid);
 
   if (*(volatile __u32 *)&active_buffer & 1) return record_sample(ctx, pid, tid, task, &counts_1, &stacks_1);
   return record_sample(ctx, pid, tid, task, &counts_0, &stacks_0);

@@ -244,7 +244,10 @@ int RunRecord(const RecordOptions& options) {
       for (const RawSample& sample : batch.samples) {
         if (sample.pid == last_pid) continue;
         last_pid = sample.pid;
-        if (const ProcessInfo* info = symbolizer.processes().Find(sample.pid)) (void)unwinder.Describe(*info);
+        // Exited processes stay in the symbolizer until EndEpoch; the unwinder
+        // has already forgotten them and must not take them back.
+        const ProcessInfo* info = symbolizer.processes().Find(sample.pid);
+        if (info != nullptr && !info->exited) (void)unwinder.Describe(*info);
       }
     }
     // Processes that exited before this drain's flip have no samples left in

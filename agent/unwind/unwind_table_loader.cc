@@ -81,7 +81,7 @@ StatusOr<uint32_t> UnwindTableLoader::Upload(const std::string& key, const std::
   if (ms > 1000) LOG_INFO() << "unwind table for " << path << " took " << static_cast<int>(ms) << " ms";
 
   const auto& entries = built->entries;
-  if (entries.empty()) return NotFoundError("no CFI rows in " + path);
+  if (entries.empty()) return FailedPreconditionError("no CFI rows in " + path);
   if (stats_.pages_used + index->size() > sizes_.pages) {
     ++stats_.tables_no_space;
     return ResourceExhaustedError("unwind page index full");
@@ -158,17 +158,22 @@ uint32_t UnwindTableLoader::TableFor(uint32_t pid, const MemoryMapping& m, uint6
     // Prefer map_files: it works for deleted files and other mount namespaces.
     path = procfs_.MapFilesPath(pid, m.start, m.end);
     if (access(path.c_str(), R_OK) != 0) path = procfs_.RootPath(pid, m.path);
+    // A process that exits meanwhile takes its paths with it: that says
+    // nothing about the file, so nothing is remembered and the next process
+    // mapping it tries again.
+    if (access(path.c_str(), R_OK) != 0) return WS_TABLE_NONE;
     StatusOr<std::string> build_id = ElfSymbols::ReadBuildId(path);
     std::string key = build_id.ok() && !build_id->empty() ? "b:" + *build_id : "f:" + file_key;
-    known = key_by_file_.emplace(file_key, key).first;
     if (!table_by_key_.count(key)) {
       StatusOr<uint32_t> id = Upload(key, path);
       if (!id.ok()) {
+        if (access(path.c_str(), R_OK) != 0) return WS_TABLE_NONE;  // vanished during the build
         if (id.status().code() != StatusCode::kResourceExhausted) ++stats_.tables_failed;
         LOG_DEBUG() << "no unwind table for " << m.path << ": " << id.status().ToString();
-        known->second.clear();  // remembered as unusable: frame pointers for this file
+        key.clear();  // remembered as unusable: frame pointers for this file
       }
     }
+    known = key_by_file_.emplace(file_key, key).first;
   }
   if (known->second.empty()) return WS_TABLE_NONE;
   auto it = table_by_key_.find(known->second);
@@ -258,6 +263,7 @@ Status UnwindTableLoader::Describe(const ProcessInfo& info) {
     release(next);
     return s;
   }
+  LOG_DEBUG() << "unwinder: describing pid " << info.pid << " (" << next.tables.size() << " tables)";
   ws_proc_info value{next.first, next.count};
   if (bpf_map_update_elem(fds_.proc_info, &info.pid, &value, BPF_ANY) != 0) {
     const int e = errno;
@@ -279,6 +285,7 @@ Status UnwindTableLoader::Describe(const ProcessInfo& info) {
 void UnwindTableLoader::Forget(uint32_t pid) {
   auto it = processes_.find(pid);
   if (it == processes_.end()) return;
+  LOG_DEBUG() << "unwinder: forgetting pid " << pid;
   bpf_map_delete_elem(fds_.proc_info, &pid);
   mapping_slots_.Free(it->second.first, it->second.count);
   for (uint32_t id : it->second.tables) Unref(id);

@@ -30,13 +30,11 @@ static __always_inline __u64 ws_stack_hash(const struct ws_stack *stack, __u64 s
   return h ? h : 1;
 }
 
-/* Fills `stack` with the user stack of the current task, leaf first, from the
- * user registers `regs`. Returns 0 on success, a negative errno otherwise
- * (stack->len is then 0). */
-static __always_inline int ws_capture_user_stack(void *ctx, struct pt_regs *regs, __u32 pid, struct ws_stack *stack) {
-  if (ws_unwind_user(regs, pid, stack) == 0) return 0;
-  long bytes = bpf_get_stack(ctx, stack->frames, sizeof(stack->frames), BPF_F_USER_STACK);
-  stack->flags = 0;
+/* bpf_get_stack into `stack`: a frame-pointer walk of the user stack
+ * (BPF_F_USER_STACK) or the kernel stack. Returns 0 or a negative errno. */
+static __always_inline int ws_get_stack(void *ctx, struct ws_stack *stack, __u64 get_flags, __u32 stack_flags) {
+  long bytes = bpf_get_stack(ctx, stack->frames, sizeof(stack->frames), get_flags);
+  stack->flags = stack_flags;
   if (bytes < 0) {
     stack->len = 0;
     return (int)bytes;
@@ -46,18 +44,18 @@ static __always_inline int ws_capture_user_stack(void *ctx, struct pt_regs *regs
   return 0;
 }
 
+/* Fills `stack` with the user stack of the current task, leaf first, from the
+ * user registers `regs`. Returns 0 on success, a negative errno otherwise
+ * (stack->len is then 0). */
+static __always_inline int ws_capture_user_stack(void *ctx, struct pt_regs *regs, __u32 pid, struct ws_stack *stack) {
+  if (ws_unwind_user(regs, pid, stack) == 0) return 0;
+  return ws_get_stack(ctx, stack, BPF_F_USER_STACK, 0);
+}
+
 /* Fills `stack` with the kernel stack at the sample point, leaf first. An empty
  * stack (the sample hit user mode) is a success with len 0. */
 static __always_inline int ws_capture_kernel_stack(void *ctx, struct ws_stack *stack) {
-  long bytes = bpf_get_stack(ctx, stack->frames, sizeof(stack->frames), 0);
-  stack->flags = WS_STACK_KERNEL;
-  if (bytes < 0) {
-    stack->len = 0;
-    return (int)bytes;
-  }
-  stack->len = (__u32)(bytes / sizeof(__u64));
-  if (stack->len >= WS_MAX_STACK_FRAMES) stack->flags |= WS_STACK_TRUNCATED;
-  return 0;
+  return ws_get_stack(ctx, stack, 0, WS_STACK_KERNEL);
 }
 
 #endif /* WARPSCOPE_BPF_WS_STACK_H_ */

@@ -197,13 +197,21 @@ TEST_F(UnwindTest, CorruptUnwindInfoFallsBackWithoutCrashing) {
 
 TEST_F(UnwindTest, ProcessesExitingDuringTableLoadDoNotHurt) {
   const std::string out = dir_ + "/churn.pb.gz";
-  pid_t agent = StartProcess({kAgent, "record", "--all", "--duration", "4", "--output", out});
-  // Many short-lived processes: some exit while their tables are being built.
-  for (int i = 0; i < 200; ++i) {
+  pid_t agent = StartProcess({kAgent, "record", "--all", "--duration", "7", "--output", out});
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  // Many short-lived processes, several at a time: some exit while their
+  // tables are being built. All are gone well before the recording ends, so
+  // their exits are processed and the tables only they used are freed.
+  std::vector<std::thread> waiters;
+  for (int i = 0; i < 150; ++i) {
     pid_t p = StartProcess({"/usr/bin/python3", "-c", "pass"});
-    if (i % 20 == 0) WaitProcess(p);
-    else std::thread([p] { WaitProcess(p); }).detach();
+    if (i % 10 == 0) {
+      WaitProcess(p);
+    } else {
+      waiters.emplace_back([p] { WaitProcess(p); });
+    }
   }
+  for (auto& t : waiters) t.join();
   EXPECT_EQ(WaitProcess(agent), 0);
   auto p = ReadPprofFile(out);
   ASSERT_TRUE(p.ok()) << p.status().ToString();

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <thread>
 
+#include "agent/collectors/per_cpu_counters.h"
+#include "agent/unwind/unwind_bpf_maps.h"
 #include "base/cpu_list.h"
 #include "base/logging.h"
 #include "cpu_sampler.skel.h"
@@ -113,10 +115,7 @@ StatusOr<std::unique_ptr<CpuSampler>> CpuSampler::Create(const CpuSamplerOptions
   for (bpf_map* map : {skel->maps.stacks_0, skel->maps.stacks_1}) bpf_map__set_max_entries(map, sizes.stacks_entries);
   bpf_map__set_max_entries(skel->maps.seen_pids, sizes.seen_pids_entries);
   bpf_map__set_max_entries(skel->maps.target_pids, sizes.target_pids_entries);
-  bpf_map__set_max_entries(skel->maps.unwind_entries, options.unwind_maps.entries);
-  bpf_map__set_max_entries(skel->maps.unwind_pages, options.unwind_maps.pages);
-  bpf_map__set_max_entries(skel->maps.exec_mappings, options.unwind_maps.exec_mappings);
-  bpf_map__set_max_entries(skel->maps.proc_info, options.unwind_maps.processes);
+  UnwindMapsOf(skel).SetSizes(options.unwind_maps);
 
   if (int err = cpu_sampler_bpf__load(skel); err) {
     const int e = -err;
@@ -244,22 +243,11 @@ void CpuSampler::ReadProgramRunStats(uint64_t* run_time_ns, uint64_t* run_count)
   }
 }
 
-UnwindMapFds CpuSampler::unwind_map_fds() const {
-  return {bpf_map__fd(skel_->maps.unwind_entries), bpf_map__fd(skel_->maps.unwind_pages),
-          bpf_map__fd(skel_->maps.exec_mappings), bpf_map__fd(skel_->maps.proc_info)};
-}
+UnwindMapFds CpuSampler::unwind_map_fds() const { return UnwindMapsOf(skel_).Fds(); }
 
 CpuSamplerStats CpuSampler::ReadStats() const {
   CpuSamplerStats stats;
-  const int ncpus = libbpf_num_possible_cpus();
-  if (ncpus <= 0) return stats;
-  std::vector<uint64_t> per_cpu(static_cast<size_t>(ncpus));
-  for (uint32_t i = 0; i < WS_STAT_MAX; ++i) {
-    if (bpf_map__lookup_elem(skel_->maps.stats, &i, sizeof(i), per_cpu.data(), per_cpu.size() * sizeof(uint64_t), 0)) {
-      continue;
-    }
-    for (uint64_t v : per_cpu) stats.values[i] += v;
-  }
+  SumPerCpuCounters(skel_->maps.stats, WS_STAT_MAX, stats.values);
   return stats;
 }
 

@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "agent/collectors/per_cpu_counters.h"
+#include "agent/unwind/unwind_bpf_maps.h"
 #include "uprobe_stack.skel.h"
 
 namespace warpscope {
@@ -32,10 +34,7 @@ StatusOr<std::unique_ptr<UprobeStackCollector>> UprobeStackCollector::Create(uin
   c->skel_ = uprobe_stack_bpf__open();
   if (!c->skel_) return ErrnoError(errno, "opening the uprobe_stack BPF object");
   c->skel_->rodata->sample_every = sample_every == 0 ? 1 : sample_every;
-  bpf_map__set_max_entries(c->skel_->maps.unwind_entries, unwind.entries);
-  bpf_map__set_max_entries(c->skel_->maps.unwind_pages, unwind.pages);
-  bpf_map__set_max_entries(c->skel_->maps.exec_mappings, unwind.exec_mappings);
-  bpf_map__set_max_entries(c->skel_->maps.proc_info, unwind.processes);
+  UnwindMapsOf(c->skel_).SetSizes(unwind);
   if (int err = uprobe_stack_bpf__load(c->skel_); err) return ErrnoError(-err, "loading the uprobe_stack BPF program");
   c->stacks_ = ring_buffer__new(bpf_map__fd(c->skel_->maps.uprobe_stacks), HandleStack, &c->on_stack_, nullptr);
   if (!c->stacks_) return ErrnoError(errno, "creating the uprobe stack ring buffer");
@@ -63,20 +62,11 @@ Status UprobeStackCollector::Poll(std::chrono::milliseconds timeout,
   return Status::Ok();
 }
 
-UnwindMapFds UprobeStackCollector::unwind_map_fds() const {
-  return {bpf_map__fd(skel_->maps.unwind_entries), bpf_map__fd(skel_->maps.unwind_pages),
-          bpf_map__fd(skel_->maps.exec_mappings), bpf_map__fd(skel_->maps.proc_info)};
-}
+UnwindMapFds UprobeStackCollector::unwind_map_fds() const { return UnwindMapsOf(skel_).Fds(); }
 
 UprobeStackStats UprobeStackCollector::ReadStats() const {
   UprobeStackStats stats;
-  const int ncpus = libbpf_num_possible_cpus();
-  if (ncpus <= 0) return stats;
-  std::vector<uint64_t> per_cpu(static_cast<size_t>(ncpus));
-  for (uint32_t i = 0; i < WS_UPROBE_STAT_MAX; ++i) {
-    if (bpf_map__lookup_elem(skel_->maps.uprobe_stats, &i, sizeof(i), per_cpu.data(), per_cpu.size() * 8, 0)) continue;
-    for (uint64_t v : per_cpu) stats.values[i] += v;
-  }
+  SumPerCpuCounters(skel_->maps.uprobe_stats, WS_UPROBE_STAT_MAX, stats.values);
   return stats;
 }
 

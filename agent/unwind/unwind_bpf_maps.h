@@ -1,0 +1,36 @@
+// The unwinder's four maps inside any skeleton that includes
+// bpf/include/ws_unwind.h: sized before load, handed to UnwindTableLoader after.
+#pragma once
+
+#include <bpf/libbpf.h>
+
+#include "agent/unwind/unwind_map_sizing.h"
+#include "agent/unwind/unwind_table_loader.h"
+
+namespace warpscope {
+
+struct UnwindBpfMaps {
+  bpf_map* entries;
+  bpf_map* pages;
+  bpf_map* exec_mappings;
+  bpf_map* proc_info;
+
+  // Before load.
+  void SetSizes(const UnwindMapSizes& sizes) const {
+    bpf_map__set_max_entries(entries, sizes.entries);
+    bpf_map__set_max_entries(pages, sizes.pages);
+    bpf_map__set_max_entries(exec_mappings, sizes.exec_mappings);
+    bpf_map__set_max_entries(proc_info, sizes.processes);
+  }
+  // After load.
+  UnwindMapFds Fds() const {
+    return {bpf_map__fd(entries), bpf_map__fd(pages), bpf_map__fd(exec_mappings), bpf_map__fd(proc_info)};
+  }
+};
+
+template <typename Skeleton>
+UnwindBpfMaps UnwindMapsOf(Skeleton* skel) {
+  return {skel->maps.unwind_entries, skel->maps.unwind_pages, skel->maps.exec_mappings, skel->maps.proc_info};
+}
+
+}  // namespace warpscope
