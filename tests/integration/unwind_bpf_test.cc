@@ -153,7 +153,7 @@ TEST_F(UnwindTest, LibraryLoadedLaterGetsATable) {
   // About 3/4 of the time is spent through the library; at most the first
   // drain interval after dlopen may miss its table.
   EXPECT_GT(through_lib, 0.5);
-  EXPECT_GE(RootShare(p, prog), 0.75);
+  EXPECT_GE(RootShare(p, prog), 0.7);  // without the late table it would be about 0.25
 }
 
 TEST_F(UnwindTest, ExecutableDeletedWhileMapped) {
