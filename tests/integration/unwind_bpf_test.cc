@@ -156,6 +156,24 @@ TEST_F(UnwindTest, LibraryLoadedLaterGetsATable) {
   EXPECT_GE(RootShare(p, prog), 0.7);  // without the late table it would be about 0.25
 }
 
+TEST_F(UnwindTest, StacksCrossSignalFrames) {
+  pid_t prog = StartProcess({kProgs + "/signal_handler", "5"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  DecodedProfile p = Record(prog, "3");
+  WaitProcess(prog);
+  int64_t in_handler = 0, whole = 0;
+  for (const auto& s : p.samples) {
+    if (!s.Contains("handler_work")) continue;
+    in_handler += s.count;
+    if (s.Contains("on_signal") && s.Contains("main") && s.Contains("_start")) whole += s.count;
+  }
+  printf("signal_handler: %lld samples, %lld in the handler, %lld of those whole through the signal frame\n",
+         static_cast<long long>(p.TotalCount()), static_cast<long long>(in_handler), static_cast<long long>(whole));
+  ASSERT_GT(in_handler, 10);
+  EXPECT_GE(static_cast<double>(whole) / in_handler, 0.95);
+  EXPECT_GE(RootShare(p, prog), 0.99);
+}
+
 TEST_F(UnwindTest, ExecutableDeletedWhileMapped) {
   const std::string copy = dir_ + "/unwind_c_copy";
   ASSERT_EQ(RunProcess({"/bin/cp", kProgs + "/unwind_c", copy}).exit_code, 0);
