@@ -46,6 +46,7 @@ ElfCfiImage::ElfCfiImage(ElfCfiImage&& other) noexcept
       elf_(std::exchange(other.elf_, nullptr)),
       sections_(std::move(other.sections_)),
       code_ranges_(std::move(other.code_ranges_)),
+      load_segments_(std::move(other.load_segments_)),
       unreadable_sections_(other.unreadable_sections_) {}
 
 ElfCfiImage::~ElfCfiImage() {
@@ -120,6 +121,7 @@ void ElfCfiImage::CollectCodeRanges() {
     for (size_t i = 0; i < phnum; ++i) {
       GElf_Phdr phdr;
       if (gelf_getphdr(elf_, static_cast<int>(i), &phdr) == nullptr) continue;
+      if (phdr.p_type == PT_LOAD) load_segments_.push_back({phdr.p_offset, phdr.p_vaddr, phdr.p_filesz});
       if (phdr.p_type != PT_LOAD || (phdr.p_flags & PF_X) == 0 || phdr.p_memsz == 0) continue;
       if (phdr.p_vaddr + phdr.p_memsz < phdr.p_vaddr) continue;
       code_ranges_.push_back({phdr.p_vaddr, phdr.p_vaddr + phdr.p_memsz});

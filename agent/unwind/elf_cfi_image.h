@@ -25,6 +25,14 @@ struct CodeRange {
   uint64_t end;
 };
 
+// A PT_LOAD segment: how file offsets map to ELF virtual addresses, which the
+// agent needs to place a table under a process's mapping (its load bias).
+struct LoadSegment {
+  uint64_t file_offset;
+  uint64_t vaddr;
+  uint64_t file_size;
+};
+
 class ElfCfiImage {
  public:
   // InvalidArgument for non-ELF input and for ELF files other than
@@ -38,6 +46,7 @@ class ElfCfiImage {
 
   const std::vector<CfiSection>& sections() const { return sections_; }
   const std::vector<CodeRange>& code_ranges() const { return code_ranges_; }  // sorted by begin
+  const std::vector<LoadSegment>& load_segments() const { return load_segments_; }  // all PT_LOAD, file order
   // CFI sections present but unreadable (compressed with an unknown scheme, bad offsets).
   uint64_t unreadable_sections() const { return unreadable_sections_; }
 
@@ -52,6 +61,7 @@ class ElfCfiImage {
   Elf* elf_ = nullptr;
   std::vector<CfiSection> sections_;
   std::vector<CodeRange> code_ranges_;
+  std::vector<LoadSegment> load_segments_;
   uint64_t unreadable_sections_ = 0;
 };
 

@@ -138,6 +138,7 @@ StatusOr<UnwindTable> BuildUnwindTable(const std::string& elf_path, const Unwind
   StatusOr<UnwindTable> table = BuildUnwindTableFromSections(image.sections(), image.code_ranges(), options);
   if (!table.ok()) return table.status().WithContext(elf_path);
   table->stats.unreadable_sections = image.unreadable_sections();
+  table->load_segments = image.load_segments();
   return table;
 }
 
@@ -145,6 +146,7 @@ StatusOr<UnwindTable> BuildUnwindTableFromMemory(std::string bytes, const Unwind
   ASSIGN_OR_RETURN(ElfCfiImage image, ElfCfiImage::FromMemory(std::move(bytes)));
   ASSIGN_OR_RETURN(UnwindTable table, BuildUnwindTableFromSections(image.sections(), image.code_ranges(), options));
   table.stats.unreadable_sections = image.unreadable_sections();
+  table.load_segments = image.load_segments();
   return table;
 }
 

@@ -55,6 +55,7 @@ struct UnwindTableStats {
 struct UnwindTable {
   uint64_t base_vaddr = 0;
   std::vector<ws_unwind_entry> entries;  // sorted by pc, pc relative to base_vaddr
+  std::vector<LoadSegment> load_segments;  // from the ELF; empty when built from bare sections
   UnwindTableStats stats;
 
   // The row in effect at an ELF virtual address (the last row with pc <= it),

@@ -1,9 +1,6 @@
 #include "agent/unwind/unwind_table_loader.h"
 
 #include <bpf/bpf.h>
-#include <fcntl.h>
-#include <gelf.h>
-#include <libelf.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,7 +8,6 @@
 
 #include "agent/symbolize/elf_symbols.h"
 #include "agent/unwind/unwind_table.h"
-#include "base/file_util.h"
 #include "base/logging.h"
 
 namespace warpscope {
@@ -66,9 +62,9 @@ UnwindTableLoader::UnwindTableLoader(UnwindMapFds fds, const UnwindMapSizes& siz
 
 StatusOr<uint32_t> UnwindTableLoader::Upload(const std::string& key, const std::string& path, std::string image) {
   const auto t0 = std::chrono::steady_clock::now();
-  const bool from_memory = !image.empty();
   StatusOr<UnwindTable> built =
-      from_memory ? BuildUnwindTableFromMemory(image, AgentUnwindTableOptions()) : BuildUnwindTable(path, AgentUnwindTableOptions());
+      !image.empty() ? BuildUnwindTableFromMemory(std::move(image), AgentUnwindTableOptions())
+                     : BuildUnwindTable(path, AgentUnwindTableOptions());
   if (!built.ok()) return built.status();
   StatusOr<std::vector<std::pair<uint32_t, ws_unwind_page>>> index = BuildPageIndex(*built);
   if (!index.ok()) return index.status();
@@ -96,6 +92,7 @@ StatusOr<uint32_t> UnwindTableLoader::Upload(const std::string& key, const std::
   table->first = *first;
   table->count = static_cast<uint32_t>(entries.size());
   table->base_vaddr = built->base_vaddr;
+  table->segments = std::move(built->load_segments);
   table->key = key;
   auto free_slot = std::find(tables_.begin(), tables_.end(), nullptr);
   table->id = static_cast<uint32_t>(free_slot - tables_.begin());
@@ -117,24 +114,6 @@ StatusOr<uint32_t> UnwindTableLoader::Upload(const std::string& key, const std::
     for (uint32_t i = 0; i < n; ++i) bpf_map_delete_elem(fds_.pages, &keys[i]);
     rows_.Free(table->first, table->count);
     return ErrnoError(e, "uploading the unwind page index");
-  }
-  // Segments: read once here so mappings of this table can compute their bias.
-  if (elf_version(EV_CURRENT) != EV_NONE) {
-    ScopedFd fd(from_memory ? -1 : open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (fd.valid() || from_memory) {
-      if (Elf* elf = from_memory ? elf_memory(image.data(), image.size()) : elf_begin(fd.get(), ELF_C_READ_MMAP, nullptr)) {
-        size_t phnum = 0;
-        if (elf_getphdrnum(elf, &phnum) == 0) {
-          for (size_t i = 0; i < phnum; ++i) {
-            GElf_Phdr ph;
-            if (gelf_getphdr(elf, static_cast<int>(i), &ph) && ph.p_type == PT_LOAD) {
-              table->segments.push_back({ph.p_offset, ph.p_vaddr, ph.p_filesz});
-            }
-          }
-        }
-        elf_end(elf);
-      }
-    }
   }
   stats_.pages_used += table->pages.size();
   stats_.rows_used = rows_.used();
@@ -209,8 +188,8 @@ uint32_t UnwindTableLoader::VdsoTableFor(uint32_t pid, const MemoryMapping& m, u
 uint32_t UnwindTableLoader::Ref(Table& table, const MemoryMapping& m, uint64_t* table_base) {
   // The mapping's file offset lies in one PT_LOAD segment: that fixes the bias.
   for (const LoadSegment& seg : table.segments) {
-    if (m.offset >= seg.offset && m.offset < seg.offset + std::max<uint64_t>(seg.filesz, 1)) {
-      const uint64_t vaddr_at_start = m.offset - seg.offset + seg.vaddr;
+    if (m.offset >= seg.file_offset && m.offset < seg.file_offset + std::max<uint64_t>(seg.file_size, 1)) {
+      const uint64_t vaddr_at_start = m.offset - seg.file_offset + seg.vaddr;
       *table_base = m.start - vaddr_at_start + table.base_vaddr;
       ++table.refs;
       return table.id;

@@ -71,15 +71,12 @@ class UnwindTableLoader {
   const UnwindLoaderStats& stats() const { return stats_; }
 
  private:
-  struct LoadSegment {
-    uint64_t offset, vaddr, filesz;
-  };
   struct Table {
     uint32_t id = 0;
     uint32_t first = 0;  // first row in the entries map
     uint32_t count = 0;
     uint64_t base_vaddr = 0;
-    std::vector<LoadSegment> segments;  // PT_LOAD, to turn a mapping's file offset into a vaddr
+    std::vector<LoadSegment> segments;  // PT_LOAD, to turn a mapping's file offset into a vaddr (from the build)
     std::vector<uint32_t> pages;
     std::string key;
     int refs = 0;

@@ -82,6 +82,10 @@ TEST(PageIndex, LibcInvariantsAndBpfSearchAgree) {
   StatusOr<UnwindTable> table = BuildUnwindTable(kLibc);
   ASSERT_TRUE(table.ok()) << table.status().ToString();
   const UnwindTable& t = *table;
+  // The load segments travel with the table (the agent derives load biases from them).
+  ASSERT_FALSE(t.load_segments.empty());
+  EXPECT_TRUE(std::any_of(t.load_segments.begin(), t.load_segments.end(),
+                          [&](const LoadSegment& s) { return s.vaddr <= t.base_vaddr && s.file_size > 0; }));
   StatusOr<UnwindPageIndex> index = BuildPageIndex(t);
   ASSERT_TRUE(index.ok()) << index.status().ToString();
   std::map<uint32_t, ws_unwind_page> pages;
