@@ -36,6 +36,8 @@ char LICENSE[] SEC("license") = "GPL";
 
 /* Read-only configuration, set by user space before load. */
 const volatile bool filter_pids = false;
+/* Interleave CPython frames into user stacks (ws_python.h). */
+const volatile bool python_frames = true;
 
 /* Written by user space through the mmaped .bss: which buffer samples go to. */
 __u32 active_buffer = 0;
@@ -101,7 +103,7 @@ static __always_inline void stat_inc(__u32 index) {
   if (value) *value += 1; /* per-CPU: no atomics needed */
 }
 
-static __always_inline void emit_proc_event(__u32 type, __u32 pid) {
+static __always_inline void emit_proc_event(__u32 type, __u32 pid, __u64 stack_hash, __u32 buffer) {
   struct ws_proc_event *event = bpf_ringbuf_reserve(&proc_events, sizeof(*event), 0);
   if (!event) {
     stat_inc(WS_STAT_DROP_PROC_EVENTS);
@@ -109,6 +111,9 @@ static __always_inline void emit_proc_event(__u32 type, __u32 pid) {
   }
   event->type = type;
   event->pid = pid;
+  event->stack_hash = stack_hash;
+  event->buffer = buffer;
+  event->pad = 0;
   bpf_ringbuf_submit(event, 0);
 }
 
@@ -118,14 +123,18 @@ static __always_inline void note_process(__u32 pid) {
   /* NOEXIST: when two CPUs race on a new pid only one announces it. */
   if (bpf_map_update_elem(&seen_pids, &pid, &one, BPF_NOEXIST) != 0) return;
   stat_inc(WS_STAT_NEW_PROCESSES);
-  emit_proc_event(WS_PROC_SEEN, pid);
+  emit_proc_event(WS_PROC_SEEN, pid, 0, 0);
 }
 
-/* Stores `stack` once in `stacks` and returns its hash, or 0 when it could not be stored. */
-static __always_inline __u64 store_stack(void *stacks, struct ws_stack *stack, __u64 seed) {
+/* Stores `stack` once in `stacks` and returns its hash, or 0 when it could not
+ * be stored. A new stack with Python frames is announced to user space, which
+ * reads its code objects at once (they may be gone by the next drain). */
+static __always_inline __u64 store_stack(void *stacks, struct ws_stack *stack, __u64 seed, __u32 pid,
+                                         __u32 buffer) {
   __u64 hash = ws_stack_hash(stack, seed);
   if (bpf_map_lookup_elem(stacks, &hash)) return hash;
   long err = bpf_map_update_elem(stacks, &hash, stack, BPF_NOEXIST);
+  if (err == 0 && (stack->flags & WS_STACK_PYTHON)) emit_proc_event(WS_PROC_PY_STACK, pid, hash, buffer);
   if (err != 0 && err != -17 /* EEXIST: another CPU stored it first */) {
     stat_inc(WS_STAT_DROP_STACKS_FULL);
     return 0;
@@ -134,7 +143,7 @@ static __always_inline __u64 store_stack(void *stacks, struct ws_stack *stack, _
 }
 
 static __always_inline int record_sample(struct bpf_perf_event_data *ctx, __u32 pid, __u32 tid,
-                                         struct task_struct *task, void *counts, void *stacks) {
+                                         struct task_struct *task, void *counts, void *stacks, __u32 buffer) {
   __u32 user_slot = 0, kernel_slot = 1;
   struct ws_stack *user_stack = bpf_map_lookup_elem(&stack_scratch, &user_slot);
   struct ws_stack *kernel_stack = bpf_map_lookup_elem(&stack_scratch, &kernel_slot);
@@ -149,17 +158,17 @@ static __always_inline int record_sample(struct bpf_perf_event_data *ctx, __u32 
   const bool kernel_thread = BPF_CORE_READ(task, flags) & WS_PF_KTHREAD;
   if (!kernel_thread) {
     struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-    if (ws_capture_user_stack(ctx, regs, pid, user_stack) < 0) {
+    if (ws_capture_user_stack(ctx, regs, pid, user_stack, python_frames) < 0) {
       stat_inc(WS_STAT_USER_STACK_ERROR);
     } else if (user_stack->len > 0) {
       if (user_stack->flags & WS_STACK_TRUNCATED) stat_inc(WS_STAT_USER_TRUNCATED);
-      key.user_stack_hash = store_stack(stacks, user_stack, WS_USER_STACK_SEED);
+      key.user_stack_hash = store_stack(stacks, user_stack, WS_USER_STACK_SEED, pid, buffer);
     }
   }
   if (ws_capture_kernel_stack(ctx, kernel_stack) < 0) {
     stat_inc(WS_STAT_KERNEL_STACK_ERROR);
   } else if (kernel_stack->len > 0) {
-    key.kernel_stack_hash = store_stack(stacks, kernel_stack, WS_KERNEL_STACK_SEED);
+    key.kernel_stack_hash = store_stack(stacks, kernel_stack, WS_KERNEL_STACK_SEED, pid, buffer);
   }
 
   __u64 *count = bpf_map_lookup_elem(counts, &key);
@@ -199,8 +208,8 @@ int ws_cpu_sample(struct bpf_perf_event_data *ctx) {
    * sent, and a late "seen" would make user space describe a dead process. */
   if (!(BPF_CORE_READ(task, flags) & (WS_PF_KTHREAD | WS_PF_EXITING))) note_process(pid);
 
-  if (*(volatile __u32 *)&active_buffer & 1) return record_sample(ctx, pid, tid, task, &counts_1, &stacks_1);
-  return record_sample(ctx, pid, tid, task, &counts_0, &stacks_0);
+  if (*(volatile __u32 *)&active_buffer & 1) return record_sample(ctx, pid, tid, task, &counts_1, &stacks_1, 1);
+  return record_sample(ctx, pid, tid, task, &counts_0, &stacks_0, 0);
 }
 
 /* tp_btf programs attach without tracefs, which is often not mounted. */
@@ -209,16 +218,17 @@ int BPF_PROG(ws_process_exec, struct task_struct *p) {
   __u32 pid = BPF_CORE_READ(p, tgid);
   if (filter_pids && !bpf_map_lookup_elem(&target_pids, &pid)) return 0;
   /* Forget the pid so its next sample announces it again with the new image. */
-  if (bpf_map_delete_elem(&seen_pids, &pid) == 0) emit_proc_event(WS_PROC_EXEC, pid);
+  if (bpf_map_delete_elem(&seen_pids, &pid) == 0) emit_proc_event(WS_PROC_EXEC, pid, 0, 0);
   return 0;
 }
 
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(ws_process_exit, struct task_struct *p) {
+  ws_py_forget_thread(BPF_CORE_READ(p, pid)); /* every thread: its cached Python thread state dies with it */
   /* signal->live reaches 0 when the last thread of the group exits (it is
    * decremented before this tracepoint on every kernel we support). */
   if (BPF_CORE_READ(p, signal, live.counter) != 0) return 0;
   __u32 pid = BPF_CORE_READ(p, tgid);
-  if (bpf_map_delete_elem(&seen_pids, &pid) == 0) emit_proc_event(WS_PROC_EXIT, pid);
+  if (bpf_map_delete_elem(&seen_pids, &pid) == 0) emit_proc_event(WS_PROC_EXIT, pid, 0, 0);
   return 0;
 }

@@ -19,6 +19,8 @@
 char LICENSE[] SEC("license") = "GPL";
 
 const volatile __u32 sample_every = 1;
+/* Interleave CPython frames into the stacks (ws_python.h). */
+const volatile bool python_frames = true;
 
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -49,7 +51,7 @@ int ws_uprobe_stack(struct pt_regs *ctx) {
   const __u64 pid_tgid = bpf_get_current_pid_tgid();
   event->pid = pid_tgid >> 32;
   event->tid = (__u32)pid_tgid;
-  if (ws_unwind_user(ctx, event->pid, &event->stack) != 0) {
+  if (ws_unwind_user(ctx, event->pid, &event->stack, python_frames) != 0) {
     __u64 *missing = uprobe_stat(WS_UPROBE_NOT_DESCRIBED);
     if (missing) *missing += 1;
     bpf_ringbuf_discard(event, 0);

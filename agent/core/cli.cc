@@ -59,6 +59,8 @@ StatusOr<RecordOptions> ParseRecordArgs(const std::vector<std::string>& args) {
       o.verbose = true;
     } else if (flag == "--frame-pointers") {
       o.frame_pointers_only = true;
+    } else if (flag == "--no-python") {
+      o.python_frames = false;
     } else if (flag == "--pid" || flag == "-p") {
       ASSIGN_OR_RETURN(std::string v, take_value());
       RETURN_IF_ERROR(AddPids(v, &o.pids));
@@ -119,6 +121,8 @@ Samples CPU stacks (user and kernel) with eBPF and writes a profile.
       --top N              print the N hottest functions when done (default 10, 0 = none)
       --drain-interval D   how often samples are read from the kernel (default 1s)
       --frame-pointers     walk user stacks with frame pointers only, not .eh_frame
+                           (no Python frames either)
+      --no-python          no CPython frames: show the interpreter's native frames
   -v, --verbose            debug logging
 
 Recording stops early when every --pid has exited, or on Ctrl-C; what was

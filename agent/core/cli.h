@@ -34,6 +34,7 @@ struct RecordOptions {
   std::chrono::milliseconds drain_interval{1000};
   bool verbose = false;
   bool frame_pointers_only = false;  // skip .eh_frame unwinding (for comparisons)
+  bool python_frames = true;         // walk CPython interpreter frames (--no-python turns it off)
 };
 
 // argv excludes the program name and the "record" subcommand.

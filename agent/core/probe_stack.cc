@@ -11,6 +11,7 @@
 #include "agent/core/profile_assembler.h"
 #include "agent/export/frame_names.h"
 #include "agent/symbolize/symbolizer.h"
+#include "agent/unwind/python/python_processes.h"
 #include "agent/unwind/unwind_table_loader.h"
 #include "base/duration.h"
 #include "base/logging.h"
@@ -106,8 +107,9 @@ int RunProbeStack(const std::vector<std::string>& args) {
     return kExitError;
   }
   UnwindTableLoader unwinder((*collector)->unwind_map_fds(), sizes, ProcFs());
+  PythonProcesses python((*collector)->unwind_map_fds().py_procs, ProcFs());
   const auto t0 = std::chrono::steady_clock::now();
-  if (Status s = unwinder.Describe(*info); !s.ok()) {
+  if (Status s = unwinder.Describe(*info, python.Describe(*info)); !s.ok()) {
     std::cerr << "warpscope-agent: " << s.message() << "\n";
     return kExitError;
   }
@@ -127,7 +129,9 @@ int RunProbeStack(const std::vector<std::string>& args) {
   while (std::chrono::steady_clock::now() < deadline) {
     Status s = (*collector)->Poll(std::chrono::milliseconds(100), [&](const ws_uprobe_stack_event& e) {
       const uint32_t len = std::min<uint32_t>(e.stack.len, WS_MAX_STACK_FRAMES);
-      ++stacks[std::vector<uint64_t>(e.stack.frames, e.stack.frames + len)];
+      auto [it, inserted] = stacks.try_emplace(std::vector<uint64_t>(e.stack.frames, e.stack.frames + len), 0);
+      ++it->second;
+      if (inserted && (e.stack.flags & WS_STACK_PYTHON)) python.Prefetch(e.pid, reinterpret_cast<const uint64_t*>(e.stack.frames), len);
       const uint32_t end = ws_stack_end(e.stack.flags);
       if (end < WS_END_MAX) ++by_end[end];
     });
@@ -153,9 +157,17 @@ int RunProbeStack(const std::vector<std::string>& args) {
   for (size_t i = 0; i < std::min(o.top, sorted.size()); ++i) {
     const auto& frames = *sorted[i].second;
     std::cout << "\nstack " << i + 1 << " (" << sorted[i].first << " calls, " << frames.size() << " frames):\n";
-    for (size_t f = 0; f < frames.size(); ++f) {
+    for (size_t f = 0, n = 0; f < frames.size(); ++f, ++n) {
+      if ((frames[f] & WS_PY_FRAME_TAG) && f + 1 < frames.size()) {
+        const PythonFrame py = python.Resolve(o.pid, frames[f] & WS_PY_ADDR_MASK,
+                                              static_cast<uint32_t>(frames[f + 1] >> 32),
+                                              static_cast<uint32_t>(frames[f + 1]));
+        std::cout << "  #" << n << " " << py.name << "  [" << py.filename << ":" << py.line << "]\n";
+        ++f;
+        continue;
+      }
       SymbolizedFrame sym = symbolizer.SymbolizeUser(o.pid, frames[f], f > 0);
-      std::cout << "  #" << f << " " << sym.functions.front().name << "  ["
+      std::cout << "  #" << n << " " << sym.functions.front().name << "  ["
                 << (sym.has_mapping ? BinaryBasename(sym.mapping.filename) : "?") << "]\n";
     }
   }

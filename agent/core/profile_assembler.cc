@@ -15,8 +15,9 @@ const char* StackEndName(uint32_t end) {
   }
 }
 
-ProfileAssembler::ProfileAssembler(Symbolizer* symbolizer, ProfileBuilder* builder, int64_t period_nanos)
-    : symbolizer_(symbolizer), builder_(builder), period_nanos_(period_nanos) {}
+ProfileAssembler::ProfileAssembler(Symbolizer* symbolizer, PythonProcesses* python, ProfileBuilder* builder,
+                                   int64_t period_nanos)
+    : symbolizer_(symbolizer), python_(python), builder_(builder), period_nanos_(period_nanos) {}
 
 uint64_t ProfileAssembler::InternFrame(const SymbolizedFrame& frame, FrameKind kind) {
   const uint64_t mapping_id = frame.has_mapping ? builder_->InternMapping(frame.mapping) : 0;
@@ -46,8 +47,26 @@ uint64_t ProfileAssembler::KernelLocation(uint64_t address, bool is_return_addre
   return id;
 }
 
+uint64_t ProfileAssembler::PythonLocation(uint32_t pid, uint64_t slot0, uint64_t slot1) {
+  auto key = std::make_tuple(pid, slot0, slot1);
+  auto it = python_memo_.find(key);
+  if (it != python_memo_.end()) return it->second;
+  PythonFrame frame;
+  if (python_) {
+    frame = python_->Resolve(pid, slot0 & WS_PY_ADDR_MASK, static_cast<uint32_t>(slot1 >> 32),
+                             static_cast<uint32_t>(slot1));
+  } else {
+    frame.name = "[python]";
+  }
+  const uint64_t fn = builder_->InternFunction(frame.name, frame.name, frame.filename);
+  const uint64_t id = builder_->InternSourceLocation(fn, frame.line, FrameKind::kPython);
+  python_memo_.emplace(key, id);
+  return id;
+}
+
 void ProfileAssembler::AddBatch(const CpuSampleBatch& batch) {
   user_memo_.clear();
+  python_memo_.clear();
   std::vector<uint64_t> locations;
   for (const RawSample& sample : batch.samples) {
     locations.clear();
@@ -76,6 +95,11 @@ void ProfileAssembler::AddBatch(const CpuSampleBatch& batch) {
         // the kernel: a return address like every other caller frame.
         const bool entered_kernel = sample.kernel_stack_hash != 0;
         for (size_t i = 0; i < frames.size(); ++i) {
+          if (it->second.python && (frames[i] & WS_PY_FRAME_TAG) && i + 1 < frames.size()) {
+            locations.push_back(PythonLocation(sample.pid, frames[i], frames[i + 1]));
+            ++i;
+            continue;
+          }
           locations.push_back(UserLocation(sample.pid, frames[i], i > 0 || entered_kernel));
         }
       }

@@ -12,6 +12,7 @@
 #include "agent/collectors/cpu/cpu_sampler.h"
 #include "agent/export/profile.h"
 #include "agent/symbolize/symbolizer.h"
+#include "agent/unwind/python/python_processes.h"
 
 namespace warpscope {
 
@@ -33,7 +34,8 @@ struct AssemblerStats {
 
 class ProfileAssembler {
  public:
-  ProfileAssembler(Symbolizer* symbolizer, ProfileBuilder* builder, int64_t period_nanos);
+  // `python` may be null (Python frames then show as unresolved).
+  ProfileAssembler(Symbolizer* symbolizer, PythonProcesses* python, ProfileBuilder* builder, int64_t period_nanos);
 
   void AddBatch(const CpuSampleBatch& batch);
   const AssemblerStats& stats() const { return stats_; }
@@ -41,9 +43,11 @@ class ProfileAssembler {
  private:
   uint64_t UserLocation(uint32_t pid, uint64_t address, bool is_return_address);
   uint64_t KernelLocation(uint64_t address, bool is_return_address);
+  uint64_t PythonLocation(uint32_t pid, uint64_t slot0, uint64_t slot1);
   uint64_t InternFrame(const SymbolizedFrame& frame, FrameKind kind);
 
   Symbolizer* symbolizer_;
+  PythonProcesses* python_;
   ProfileBuilder* builder_;
   int64_t period_nanos_;
   AssemblerStats stats_;
@@ -51,6 +55,7 @@ class ProfileAssembler {
   // between batches. Kernel text does not move, so its memo lives for the run.
   std::map<std::tuple<uint32_t, uint64_t, bool>, uint64_t> user_memo_;
   std::map<std::pair<uint64_t, bool>, uint64_t> kernel_memo_;
+  std::map<std::tuple<uint32_t, uint64_t, uint64_t>, uint64_t> python_memo_;  // per batch, like user_memo_
 };
 
 }  // namespace warpscope

@@ -20,6 +20,7 @@
 #include "agent/export/pprof_writer.h"
 #include "agent/export/top_functions.h"
 #include "agent/symbolize/symbolizer.h"
+#include "agent/unwind/python/python_processes.h"
 #include "agent/unwind/unwind_table_loader.h"
 #include "base/duration.h"
 #include "base/file_util.h"
@@ -172,6 +173,7 @@ int RunRecord(const RecordOptions& options) {
   sampler_options.frequency_hz = options.frequency_hz;
   sampler_options.pids = options.pids;
   sampler_options.drain_interval = options.drain_interval;
+  sampler_options.python_frames = options.python_frames && !options.frame_pointers_only;
   auto sampler_or = CpuSampler::Create(sampler_options);
   if (!sampler_or.ok()) {
     const Status& s = sampler_or.status();
@@ -183,11 +185,16 @@ int RunRecord(const RecordOptions& options) {
   // first seen; targets of --pid before sampling starts, so that every sample
   // of theirs gets a whole stack.
   UnwindTableLoader unwinder(sampler->unwind_map_fds(), sampler_options.unwind_maps, ProcFs());
+  PythonProcesses python(sampler->unwind_map_fds().py_procs, ProcFs());
+  auto publish = [&](const ProcessInfo& info) -> Status {
+    const uint32_t flags = sampler_options.python_frames ? python.Describe(info) : 0;
+    return unwinder.Describe(info, flags);
+  };
   auto describe = [&](uint32_t pid) {
     symbolizer.OnProcessSeen(pid);
     if (!options.frame_pointers_only) {
       if (const ProcessInfo* info = symbolizer.processes().Find(pid)) {
-        if (Status s = unwinder.Describe(*info); !s.ok()) LOG_WARNING() << "unwinder: " << s.message();
+        if (Status s = publish(*info); !s.ok()) LOG_WARNING() << "unwinder: " << s.message();
       }
     }
   };
@@ -199,7 +206,7 @@ int RunRecord(const RecordOptions& options) {
   if (!options.pids.empty()) {
     if (auto main_binary = symbolizer.MainExecutableMapping(options.pids[0])) builder.InternMapping(*main_binary);
   }
-  ProfileAssembler assembler(&symbolizer, &builder, period_nanos);
+  ProfileAssembler assembler(&symbolizer, &python, &builder, period_nanos);
   StopSignals stop_signals;
 
   if (Status s = sampler->Start(); !s.ok()) {
@@ -222,12 +229,21 @@ int RunRecord(const RecordOptions& options) {
       case WS_PROC_EXEC:
         symbolizer.OnExec(event.pid);
         unwinder.Forget(event.pid);
+        python.OnExec(event.pid);
         describe(event.pid);
         break;
       case WS_PROC_EXIT:
         symbolizer.OnExit(event.pid);
         unwinder.Forget(event.pid);
+        python.OnExit(event.pid);
         break;
+      case WS_PROC_PY_STACK: {
+        RawStack stack;
+        if (sampler->LookupStack(event.buffer, event.stack_hash, &stack)) {
+          python.Prefetch(event.pid, stack.frames.data(), stack.frames.size());
+        }
+        break;
+      }
       default: break;
     }
   };
@@ -247,12 +263,13 @@ int RunRecord(const RecordOptions& options) {
         // Exited processes stay in the symbolizer until EndEpoch; the unwinder
         // has already forgotten them and must not take them back.
         const ProcessInfo* info = symbolizer.processes().Find(sample.pid);
-        if (info != nullptr && !info->exited) (void)unwinder.Describe(*info);
+        if (info != nullptr && !info->exited) (void)publish(*info);
       }
     }
     // Processes that exited before this drain's flip have no samples left in
     // the kernel, so their maps can go now.
     symbolizer.EndEpoch();
+    python.EndEpoch();
     return Status::Ok();
   };
 
@@ -304,6 +321,13 @@ int RunRecord(const RecordOptions& options) {
     builder.SetCounter("unwind_tables_freed", u.tables_freed);
     builder.SetCounter("unwind_processes_described", u.processes_described);
     builder.SetCounter("unwind_table_build_ms_total", static_cast<uint64_t>(u.build_ms_total));
+    const PythonStats& py = python.stats();
+    builder.SetCounter("python_processes", py.processes);
+    builder.SetCounter("python_unsupported_processes", py.unsupported_processes);
+    builder.SetCounter("python_code_objects_read", py.code_objects_read);
+    builder.SetCounter("python_code_object_errors", py.code_object_errors);
+    builder.SetCounter("python_frames_resolved", py.frames_resolved);
+    builder.SetCounter("python_frames_unresolved", py.frames_unresolved);
   }
   Profile profile =
       builder.Finish(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count());

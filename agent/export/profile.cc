@@ -48,6 +48,16 @@ uint64_t ProfileBuilder::InternLocation(uint64_t mapping_id, uint64_t address, F
   return it->second;
 }
 
+uint64_t ProfileBuilder::InternSourceLocation(uint64_t function_id, int64_t line, FrameKind kind) {
+  DCHECK(function_id >= 1 && function_id <= profile_.functions.size()) << "unknown function id " << function_id;
+  auto [it, inserted] =
+      source_location_ids_.try_emplace(std::make_tuple(function_id, line, kind), profile_.locations.size() + 1);
+  if (inserted) {
+    profile_.locations.push_back(ProfileLocation{it->second, 0, 0, kind, {ProfileLine{function_id, line}}});
+  }
+  return it->second;
+}
+
 bool ProfileBuilder::HasLocation(uint64_t mapping_id, uint64_t address, FrameKind kind) const {
   return location_ids_.count(LocationKey{mapping_id, address, kind}) != 0;
 }

@@ -37,7 +37,9 @@ struct ProfileLine {
   int64_t line = 0;  // 0 when unknown
 };
 
-enum class FrameKind : uint8_t { kNative = 0, kKernel = 1 };
+// kPython: an interpreter frame (function = code object, line from its line
+// table); it has no mapping and address 0.
+enum class FrameKind : uint8_t { kNative = 0, kKernel = 1, kPython = 2 };
 
 struct ProfileLocation {
   uint64_t id = 0;
@@ -103,6 +105,8 @@ class ProfileBuilder {
   uint64_t InternLocation(uint64_t mapping_id, uint64_t address, FrameKind kind,
                           const std::vector<ProfileLine>& lines);
   bool HasLocation(uint64_t mapping_id, uint64_t address, FrameKind kind) const;
+  // A location with no address (interpreter frames). Dedup key: (function, line, kind).
+  uint64_t InternSourceLocation(uint64_t function_id, int64_t line, FrameKind kind);
 
   void AddSample(const std::vector<uint64_t>& location_ids_leaf_first, int64_t count,
                  const SampleLabels& labels);
@@ -126,6 +130,7 @@ class ProfileBuilder {
   std::map<std::tuple<uint64_t, uint64_t, uint64_t, std::string, std::string, bool>, uint64_t> mapping_ids_;
   std::map<std::tuple<std::string, std::string, std::string>, uint64_t> function_ids_;
   std::map<LocationKey, uint64_t> location_ids_;
+  std::map<std::tuple<uint64_t, int64_t, FrameKind>, uint64_t> source_location_ids_;
   std::map<std::pair<std::vector<uint64_t>, SampleLabels>, size_t> sample_index_;
 };
 

@@ -1,4 +1,4 @@
-// The unwinder's four maps inside any skeleton that includes
+// The unwinder's maps inside any skeleton that includes
 // bpf/include/ws_unwind.h: sized before load, handed to UnwindTableLoader after.
 #pragma once
 
@@ -14,6 +14,7 @@ struct UnwindBpfMaps {
   bpf_map* pages;
   bpf_map* exec_mappings;
   bpf_map* proc_info;
+  bpf_map* py_procs;
 
   // Before load.
   void SetSizes(const UnwindMapSizes& sizes) const {
@@ -21,16 +22,19 @@ struct UnwindBpfMaps {
     bpf_map__set_max_entries(pages, sizes.pages);
     bpf_map__set_max_entries(exec_mappings, sizes.exec_mappings);
     bpf_map__set_max_entries(proc_info, sizes.processes);
+    bpf_map__set_max_entries(py_procs, sizes.processes);
   }
   // After load.
   UnwindMapFds Fds() const {
-    return {bpf_map__fd(entries), bpf_map__fd(pages), bpf_map__fd(exec_mappings), bpf_map__fd(proc_info)};
+    return {bpf_map__fd(entries), bpf_map__fd(pages), bpf_map__fd(exec_mappings), bpf_map__fd(proc_info),
+            bpf_map__fd(py_procs)};
   }
 };
 
 template <typename Skeleton>
 UnwindBpfMaps UnwindMapsOf(Skeleton* skel) {
-  return {skel->maps.unwind_entries, skel->maps.unwind_pages, skel->maps.exec_mappings, skel->maps.proc_info};
+  return {skel->maps.unwind_entries, skel->maps.unwind_pages, skel->maps.exec_mappings, skel->maps.proc_info,
+          skel->maps.py_procs};
 }
 
 }  // namespace warpscope

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "bpf/intf/python.h"
 #include "bpf/intf/unwind.h"
 
 namespace warpscope {
@@ -17,7 +18,8 @@ UnwindMapSizes ComputeUnwindMapSizes(uint64_t table_bytes) {
   s.approx_kernel_bytes = uint64_t{s.entries} * sizeof(ws_unwind_entry) +
                           uint64_t{s.pages} * (sizeof(ws_unwind_page_key) + sizeof(ws_unwind_page) + kHashElemOverhead) +
                           uint64_t{s.exec_mappings} * sizeof(ws_exec_mapping) +
-                          uint64_t{s.processes} * (4 + sizeof(ws_proc_info) + kHashElemOverhead);
+                          uint64_t{s.processes} * (4 + sizeof(ws_proc_info) + kHashElemOverhead) +
+                          uint64_t{s.processes} * (4 + sizeof(ws_py_proc) + kHashElemOverhead);
   return s;
 }
 

@@ -198,12 +198,21 @@ uint32_t UnwindTableLoader::Ref(Table& table, const MemoryMapping& m, uint64_t* 
   return WS_TABLE_NONE;
 }
 
-Status UnwindTableLoader::Describe(const ProcessInfo& info) {
+Status UnwindTableLoader::Describe(const ProcessInfo& info, uint32_t flags) {
   auto existing = processes_.find(info.pid);
-  if (existing != processes_.end() && existing->second.generation == info.generation) return Status::Ok();
+  if (existing != processes_.end() && existing->second.generation == info.generation) {
+    if (existing->second.flags == flags) return Status::Ok();
+    ws_proc_info value{existing->second.first, existing->second.count, flags, 0};
+    if (bpf_map_update_elem(fds_.proc_info, &info.pid, &value, BPF_ANY) != 0) {
+      return ErrnoError(errno, "publishing process " + std::to_string(info.pid) + " to the unwinder");
+    }
+    existing->second.flags = flags;
+    return Status::Ok();
+  }
 
   Process next;
   next.generation = info.generation;
+  next.flags = flags;
   std::vector<ws_exec_mapping> slice;
   for (const MemoryMapping& m : info.mappings) {
     if (slice.size() >= WS_MAX_PROC_MAPPINGS) break;
@@ -243,7 +252,7 @@ Status UnwindTableLoader::Describe(const ProcessInfo& info) {
     return s;
   }
   LOG_DEBUG() << "unwinder: describing pid " << info.pid << " (" << next.tables.size() << " tables)";
-  ws_proc_info value{next.first, next.count};
+  ws_proc_info value{next.first, next.count, flags, 0};
   if (bpf_map_update_elem(fds_.proc_info, &info.pid, &value, BPF_ANY) != 0) {
     const int e = errno;
     mapping_slots_.Free(next.first, next.count);

@@ -40,6 +40,7 @@ struct UnwindMapFds {
   int pages = -1;
   int exec_mappings = -1;
   int proc_info = -1;
+  int py_procs = -1;  // ws_python.h: written by PythonProcesses
 };
 
 struct UnwindLoaderStats {
@@ -64,7 +65,8 @@ class UnwindTableLoader {
   // Publishes the process's executable mappings; a no-op when this generation
   // of its maps was already published. Errors are about the BPF maps; a
   // binary without usable CFI is not an error (its frames use frame pointers).
-  Status Describe(const ProcessInfo& info);
+  // `flags` (WS_PROC_*) go into the process's proc_info entry.
+  Status Describe(const ProcessInfo& info, uint32_t flags = 0);
   // Removes the process (it exited or exec'ed) and frees tables no longer used.
   void Forget(uint32_t pid);
 
@@ -83,6 +85,7 @@ class UnwindTableLoader {
   };
   struct Process {
     uint64_t generation = 0;
+    uint32_t flags = 0;
     uint32_t first = 0;
     uint32_t count = 0;
     std::vector<uint32_t> tables;  // ids referenced (with repetition: one ref each)

@@ -46,9 +46,10 @@ static __always_inline int ws_get_stack(void *ctx, struct ws_stack *stack, __u64
 
 /* Fills `stack` with the user stack of the current task, leaf first, from the
  * user registers `regs`. Returns 0 on success, a negative errno otherwise
- * (stack->len is then 0). */
-static __always_inline int ws_capture_user_stack(void *ctx, struct pt_regs *regs, __u32 pid, struct ws_stack *stack) {
-  if (ws_unwind_user(regs, pid, stack) == 0) return 0;
+ * (stack->len is then 0). `python`: interleave CPython frames (ws_python.h). */
+static __always_inline int ws_capture_user_stack(void *ctx, struct pt_regs *regs, __u32 pid, struct ws_stack *stack,
+                                                 bool python) {
+  if (ws_unwind_user(regs, pid, stack, python) == 0) return 0;
   return ws_get_stack(ctx, stack, BPF_F_USER_STACK, 0);
 }
 

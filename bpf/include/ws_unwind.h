@@ -13,6 +13,13 @@
  * described yet use the kernel's frame-pointer walk. Frames are walked in a
  * bpf_loop (kernel >= 5.17), so the verifier checks one step, not 128.
  *
+ * Python: for a process flagged WS_PROC_PYTHON, the walk starts from the
+ * thread's innermost interpreter frame (ws_python.h). When a native frame's
+ * pc is in the evaluation loop, the interpreter frames that call of the loop
+ * runs are emitted in its place (two slots each, bpf/intf/python.h), so
+ * native -> Python -> native (C extension) -> Python comes out in true order.
+ * Interpreter frames left when the native walk stops early are appended.
+ *
  * The maps are defined here, so every BPF object that includes this header
  * has its own copy; the agent creates them once and shares them between
  * objects with bpf_map__reuse_fd. */
@@ -25,6 +32,7 @@
 
 #include "bpf/intf/cpu_sampler.h"
 #include "bpf/intf/unwind.h"
+#include "ws_python.h"
 
 /* Sizes are set by user space (agent/unwind/unwind_map_sizing.h); placeholders here. */
 struct {
@@ -71,6 +79,12 @@ struct ws_unwind_cache {
   __u32 page_first;
   __u32 page_count; /* 0: no page cached */
   __u32 pid;        /* whose mapping is cached: a program interrupting a walk on this CPU may reuse the cache */
+  __u32 py_pid;     /* whose ws_py_proc is in `py` */
+  struct ws_py_proc py;
+  /* Scratch for one interpreter frame and one code object (windows, bpf/intf/python.h);
+   * sized so that any field offset masked to the window's power of two stays inside. */
+  __u8 frame_buf[136];
+  __u8 code_buf[40];
 };
 
 struct {
@@ -80,14 +94,22 @@ struct {
   __type(value, struct ws_unwind_cache);
 } unwind_cache SEC(".maps");
 
+/* Where the walk is: native frames, the interpreter frames of one call of the
+ * evaluation loop, or (the native walk over) the remaining interpreter frames. */
+enum ws_walk_mode { WS_WALK_NATIVE = 0, WS_WALK_PY_CALL = 1, WS_WALK_PY_TAIL = 2 };
+
 struct ws_unwind_ctx {
   __u64 pc;
   __u64 sp;
   __u64 bp;
+  __u64 py_frame; /* next interpreter frame to emit; 0: none left */
   struct ws_stack *stack;
   const struct ws_proc_info *proc;
   __u32 pid;
-  __u32 end; /* WS_END_* once the walk stops */
+  __u32 end;          /* WS_END_* once the walk stops */
+  __u32 mode;         /* enum ws_walk_mode */
+  __u32 native_count; /* native frames stepped over so far */
+  __u32 pc_emitted;   /* the current native frame is already represented (by its Python frames) */
 };
 
 static __always_inline const struct ws_exec_mapping *ws_find_mapping(const struct ws_proc_info *proc, __u64 pc) {
@@ -146,6 +168,78 @@ static __always_inline const struct ws_unwind_entry *ws_find_row(struct ws_unwin
   return e;
 }
 
+/* Ends the native walk with `reason`; Python frames still pending are then
+ * appended by the following loop iterations. Returns the bpf_loop verdict. */
+static __always_inline long ws_native_stop(struct ws_unwind_ctx *c, __u32 reason) {
+  c->end = reason;
+  if (c->py_frame != 0 && reason != WS_END_TRUNCATED) {
+    c->mode = WS_WALK_PY_TAIL;
+    return 0;
+  }
+  return 1;
+}
+
+static __always_inline __u64 ws_buf_u64(const __u8 *buf, __u32 rel) { return *(const __u64 *)(buf + (rel & 127)); }
+static __always_inline __u32 ws_buf_u32(const __u8 *buf, __u32 rel) { return *(const __u32 *)(buf + (rel & 127)); }
+static __always_inline __u32 ws_code_u32(const __u8 *buf, __u32 rel) { return *(const __u32 *)(buf + (rel & 31)); }
+
+/* Emits the interpreter frame at c->py_frame (unless it is a call's shim
+ * frame) and moves to its caller. Returns 1 when that frame was the first of
+ * its evaluation-loop call, 0 when the call has more frames, -1 when the
+ * frame could not be read or the stack is full (no Python frames are left). */
+static __always_inline int ws_py_emit(struct ws_unwind_ctx *c, struct ws_unwind_cache *cache) {
+  const struct ws_py_layout *l = &cache->py.layout;
+  const __u64 frame = c->py_frame;
+  if (cache->py_pid != c->pid ||
+      bpf_probe_read_user(cache->frame_buf, WS_PY_FRAME_WINDOW, (void *)(frame + l->frame_window)) != 0) {
+    c->py_frame = 0;
+    return -1;
+  }
+  const __u64 code = ws_buf_u64(cache->frame_buf, l->frame_code_rel);
+  c->py_frame = ws_buf_u64(cache->frame_buf, l->frame_previous_rel);
+  int first_of_call = 0;
+  const __u8 marker = cache->frame_buf[l->frame_owner_rel & 127];
+  if (l->walk == WS_PY_WALK_ONE_PER_CALL) {
+    first_of_call = 1;
+  } else if (l->walk == WS_PY_WALK_IS_ENTRY) {
+    first_of_call = marker != 0;
+  } else if (marker == l->owner_cstack) {
+    return 1; /* the shim frame a call of the loop pushes first: not a Python function */
+  }
+  if (code == 0) return first_of_call;
+  __u32 index = 0;
+  if (l->instr_is_pointer) {
+    const __s64 delta = (__s64)(ws_buf_u64(cache->frame_buf, l->frame_instr_rel) - (code + l->code_adaptive));
+    if (delta > 0 && delta < 0x100000000LL) index = (__u32)((__u64)delta >> 1);
+  } else {
+    const __s32 lasti = (__s32)ws_buf_u32(cache->frame_buf, l->frame_instr_rel);
+    if (lasti > 0) index = (__u32)lasti;
+  }
+  __u32 fingerprint = 0;
+  if (bpf_probe_read_user(cache->code_buf, WS_PY_CODE_WINDOW, (void *)(code + l->code_window)) == 0) {
+    fingerprint = ws_py_fingerprint(ws_code_u32(cache->code_buf, l->code_argcount_rel),
+                                    ws_code_u32(cache->code_buf, l->code_flags_rel),
+                                    ws_code_u32(cache->code_buf, l->code_firstlineno_rel));
+  }
+  struct ws_stack *stack = c->stack;
+  const __u32 len = stack->len;
+  if (len >= WS_MAX_STACK_FRAMES - 1) {
+    c->py_frame = 0;
+    c->end = WS_END_TRUNCATED;
+    return -1;
+  }
+  stack->frames[len] = WS_PY_FRAME_TAG | (code & WS_PY_ADDR_MASK);
+  stack->frames[len + 1] = ((__u64)fingerprint << 32) | index;
+  stack->len = len + 2;
+  stack->flags |= WS_STACK_PYTHON;
+  return first_of_call;
+}
+
+static __always_inline int ws_in_eval_loop(const struct ws_unwind_cache *cache, __u64 pc) {
+  return (pc >= cache->py.eval_start[0] && pc < cache->py.eval_end[0]) ||
+         (pc >= cache->py.eval_start[1] && pc < cache->py.eval_end[1]);
+}
+
 /* Frame-pointer step: the caller's rbp at [bp], the return address at [bp+8]. */
 static __always_inline int ws_fp_step(struct ws_unwind_ctx *c) {
   __u64 saved[2];
@@ -160,24 +254,45 @@ static __always_inline int ws_fp_step(struct ws_unwind_ctx *c) {
 static long ws_unwind_step(__u32 index, void *data) {
   struct ws_unwind_ctx *c = data;
   struct ws_stack *stack = c->stack;
-  __u32 len = stack->len;
-  if (len >= WS_MAX_STACK_FRAMES) {
-    c->end = WS_END_TRUNCATED;
-    return 1;
-  }
-  stack->frames[len] = c->pc;
-  stack->len = len + 1;
-
-  /* Return addresses point after the call; look up the call instruction's row. */
-  const __u64 lookup = len > 0 ? c->pc - 1 : c->pc;
   __u32 zero = 0;
   struct ws_unwind_cache *cache = bpf_map_lookup_elem(&unwind_cache, &zero);
   if (!cache) return 1;
+  if (c->mode == WS_WALK_PY_TAIL) {
+    if (c->py_frame == 0) return 1;
+    stack->flags |= WS_STACK_PY_TAIL;
+    return ws_py_emit(c, cache) < 0 ? 1 : 0;
+  }
+  if (c->mode == WS_WALK_PY_CALL) {
+    const int r = ws_py_emit(c, cache);
+    if (r != 0 || c->py_frame == 0) {
+      if (r < 0 && c->end == WS_END_TRUNCATED) return 1;
+      c->mode = WS_WALK_NATIVE; /* next: the evaluation loop's own caller */
+    }
+    return 0;
+  }
+
+  /* Return addresses point after the call; look up the call instruction's row. */
+  const __u64 lookup = c->native_count > 0 ? c->pc - 1 : c->pc;
+  if (!c->pc_emitted) {
+    if (c->py_frame != 0 && ws_in_eval_loop(cache, lookup)) {
+      c->pc_emitted = 1;
+      c->mode = WS_WALK_PY_CALL;
+      return 0;
+    }
+    __u32 len = stack->len;
+    if (len >= WS_MAX_STACK_FRAMES) {
+      c->end = WS_END_TRUNCATED;
+      return 1;
+    }
+    stack->frames[len] = c->pc;
+    stack->len = len + 1;
+  }
+  c->pc_emitted = 0;
+  c->native_count++;
   if (cache->end == 0 || cache->pid != c->pid || lookup < cache->start || lookup >= cache->end) {
     const struct ws_exec_mapping *m = ws_find_mapping(c->proc, lookup);
     if (!m) {
-      c->end = WS_END_NO_MAPPING;
-      return 1;
+      return ws_native_stop(c, WS_END_NO_MAPPING);
     }
     cache->start = m->start;
     cache->end = m->end;
@@ -187,8 +302,7 @@ static long ws_unwind_step(__u32 index, void *data) {
   }
   const __u32 table_id = cache->table_id;
   if (table_id == WS_MAPPING_ANON) {
-    c->end = WS_END_ANON;
-    return 1;
+    return ws_native_stop(c, WS_END_ANON);
   }
   __u8 type = WS_CFA_NONE;
   __u16 cfa_offset = 0;
@@ -206,14 +320,13 @@ static long ws_unwind_step(__u32 index, void *data) {
     case WS_CFA_SP: cfa = c->sp + cfa_offset; break;
     case WS_CFA_FP: cfa = c->bp + cfa_offset; break;
     case WS_CFA_PLT: cfa = c->sp + 8 + (((c->pc & 15) >= cfa_offset) ? 8 : 0); break;
-    case WS_CFA_END: c->end = WS_END_ROOT; return 1;
+    case WS_CFA_END: return ws_native_stop(c, WS_END_ROOT);
     case WS_CFA_SIGNAL: {
       /* x86-64 rt_sigframe: SP points at the ucontext; uc_mcontext starts at
        * offset 40 and holds rbp, rsp, rip at gregs 10, 15, 16. */
       __u64 regs[7];
       if (bpf_probe_read_user(regs, sizeof(regs), (void *)(c->sp + 40 + 10 * 8)) != 0) {
-        c->end = WS_END_READ_ERROR;
-        return 1;
+        return ws_native_stop(c, WS_END_READ_ERROR);
       }
       c->bp = regs[0];
       c->sp = regs[5];
@@ -222,23 +335,20 @@ static long ws_unwind_step(__u32 index, void *data) {
     }
     case WS_CFA_NONE:
       if (ws_fp_step(c) != 0) {
-        c->end = WS_END_READ_ERROR;
-        return 1;
+        return ws_native_stop(c, WS_END_READ_ERROR);
       }
       goto next;
-    default: c->end = WS_END_INVALID_RULE; return 1;
+    default: return ws_native_stop(c, WS_END_INVALID_RULE);
   }
   {
     __u64 ra;
     if (bpf_probe_read_user(&ra, sizeof(ra), (void *)(cfa - 8)) != 0) {
-      c->end = WS_END_READ_ERROR;
-      return 1;
+      return ws_native_stop(c, WS_END_READ_ERROR);
     }
     if (fp_offset != 0) {
       __u64 bp;
       if (bpf_probe_read_user(&bp, sizeof(bp), (void *)(cfa + (__s64)fp_offset * 8)) != 0) {
-        c->end = WS_END_READ_ERROR;
-        return 1;
+        return ws_native_stop(c, WS_END_READ_ERROR);
       }
       c->bp = bp;
     }
@@ -246,19 +356,17 @@ static long ws_unwind_step(__u32 index, void *data) {
     c->pc = ra;
   }
 next:
-  if (c->pc == 0) {
-    c->end = WS_END_ROOT; /* a zero return address ends the chain (thread entry points) */
-    return 1;
-  }
+  if (c->pc == 0) return ws_native_stop(c, WS_END_ROOT); /* a zero return address ends the chain (thread entry points) */
   return 0;
 }
 
 /* Walks the user stack of the current task from `regs` (user-mode registers:
  * bpf_task_pt_regs() in a perf_event program, the uprobe's ctx in a uprobe).
+ * `python`: walk interpreter frames of processes flagged WS_PROC_PYTHON.
  * Returns 1 when the process has no unwind description yet (the caller then
  * uses the kernel's frame-pointer walk), 0 otherwise; stack->flags carries the
  * WS_END_* reason in its end bits. */
-static __always_inline int ws_unwind_user(struct pt_regs *regs, __u32 pid, struct ws_stack *stack) {
+static __always_inline int ws_unwind_user(struct pt_regs *regs, __u32 pid, struct ws_stack *stack, bool python) {
   const struct ws_proc_info *proc = bpf_map_lookup_elem(&proc_info, &pid);
   if (!proc) return 1;
   struct ws_unwind_ctx c = {};
@@ -274,9 +382,19 @@ static __always_inline int ws_unwind_user(struct pt_regs *regs, __u32 pid, struc
   if (!cache) return 1;
   cache->end = 0; /* the cache is per walk: another process's mappings differ */
   cache->page_count = 0;
+  cache->py_pid = 0;
+  if (python && (proc->flags & WS_PROC_PYTHON)) {
+    const struct ws_py_proc *py = bpf_map_lookup_elem(&py_procs, &pid);
+    if (py) {
+      cache->py = *py;
+      cache->py_pid = pid;
+      c.py_frame = ws_py_current_frame(py);
+    }
+  }
   stack->len = 0;
   stack->flags = 0;
-  bpf_loop(WS_MAX_STACK_FRAMES + 1, ws_unwind_step, &c, 0);
+  /* Native frames plus two slots per Python frame plus one step per shim frame. */
+  bpf_loop(2 * WS_MAX_STACK_FRAMES + 2, ws_unwind_step, &c, 0);
   stack->flags = ws_stack_set_end(stack->flags, c.end);
   if (c.end == WS_END_TRUNCATED) stack->flags |= WS_STACK_TRUNCATED;
   return 0;

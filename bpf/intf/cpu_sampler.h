@@ -26,6 +26,8 @@ struct ws_sample_key {
 /* ws_stack.flags */
 #define WS_STACK_KERNEL 0x1u    /* frames are kernel addresses */
 #define WS_STACK_TRUNCATED 0x2u /* the walk hit WS_MAX_STACK_FRAMES */
+#define WS_STACK_PYTHON 0x4u    /* holds Python frames (two slots each, bpf/intf/python.h) */
+#define WS_STACK_PY_TAIL 0x8u   /* Python frames left over when the native walk stopped were appended at the root end */
 
 /* Why a user stack walk ended, in bits 8..15 of ws_stack.flags. */
 enum ws_stack_end {
@@ -74,21 +76,25 @@ enum ws_proc_event_type {
   WS_PROC_SEEN = 1, /* first sample of this pid (since start or since its exec) */
   WS_PROC_EXEC = 2, /* the process replaced its image */
   WS_PROC_EXIT = 3, /* the last thread of the process exited */
+  WS_PROC_PY_STACK = 4, /* a new stack with Python frames: read its code objects while the process lives */
 };
 
 struct ws_proc_event {
   __u32 type;
   __u32 pid;
+  __u64 stack_hash; /* WS_PROC_PY_STACK: key in stacks_<buffer> */
+  __u32 buffer;
+  __u32 pad;
 };
 
 #ifdef __cplusplus
 static_assert(sizeof(struct ws_sample_key) == 56, "ws_sample_key layout");
 static_assert(sizeof(struct ws_stack) == 8 + 8 * WS_MAX_STACK_FRAMES, "ws_stack layout");
-static_assert(sizeof(struct ws_proc_event) == 8, "ws_proc_event layout");
+static_assert(sizeof(struct ws_proc_event) == 24, "ws_proc_event layout");
 #else
 _Static_assert(sizeof(struct ws_sample_key) == 56, "ws_sample_key layout");
 _Static_assert(sizeof(struct ws_stack) == 8 + 8 * WS_MAX_STACK_FRAMES, "ws_stack layout");
-_Static_assert(sizeof(struct ws_proc_event) == 8, "ws_proc_event layout");
+_Static_assert(sizeof(struct ws_proc_event) == 24, "ws_proc_event layout");
 #endif
 
 #endif /* WARPSCOPE_BPF_INTF_CPU_SAMPLER_H_ */

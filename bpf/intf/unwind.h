@@ -66,17 +66,23 @@ struct ws_exec_mapping {
 #define WS_MAX_PROC_MAPPINGS 1024
 #define WS_MAPPING_SEARCH_STEPS 11
 
+#define WS_PROC_PYTHON 0x1u /* py_procs holds this process's CPython description */
+
 struct ws_proc_info {
   __u32 first;
   __u32 count;
+  __u32 flags; /* WS_PROC_* */
+  __u32 pad;
 };
 
 #ifdef __cplusplus
 static_assert(sizeof(struct ws_unwind_entry) == 8, "ws_unwind_entry layout");
 static_assert(sizeof(struct ws_exec_mapping) == 32, "ws_exec_mapping layout");
+static_assert(sizeof(struct ws_proc_info) == 16, "ws_proc_info layout");
 #else
 _Static_assert(sizeof(struct ws_unwind_entry) == 8, "ws_unwind_entry layout");
 _Static_assert(sizeof(struct ws_exec_mapping) == 32, "ws_exec_mapping layout");
+_Static_assert(sizeof(struct ws_proc_info) == 16, "ws_proc_info layout");
 #endif
 
 #endif /* WARPSCOPE_BPF_INTF_UNWIND_H_ */

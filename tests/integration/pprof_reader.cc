@@ -94,7 +94,7 @@ StatusOr<DecodedProfile> ReadPprofFile(const std::string& path) {
       for (const auto& line : loc.line()) {
         auto fit = functions.find(line.function_id());
         if (fit == functions.end()) return DataLossError("line references missing function");
-        d.frames.push_back({str(fit->second->name()), mapping_name, kernel});
+        d.frames.push_back({str(fit->second->name()), mapping_name, kernel, str(fit->second->filename()), line.line()});
       }
     }
     p.samples.push_back(std::move(d));

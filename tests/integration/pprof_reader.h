@@ -15,6 +15,8 @@ struct DecodedFrame {
   std::string function;
   std::string mapping;  // mapping filename, "" when none
   bool kernel = false;
+  std::string filename;  // the function's source file, "" when unknown
+  int64_t line = 0;
 };
 
 struct DecodedSample {

@@ -111,6 +111,7 @@ StatusOr<std::unique_ptr<CpuSampler>> CpuSampler::Create(const CpuSamplerOptions
   if (!skel) return ErrnoError(errno, "opening the cpu_sampler BPF object");
   sampler->skel_ = skel;
   skel->rodata->filter_pids = !options.pids.empty();
+  skel->rodata->python_frames = options.python_frames;
   for (bpf_map* map : {skel->maps.counts_0, skel->maps.counts_1}) bpf_map__set_max_entries(map, sizes.counts_entries);
   for (bpf_map* map : {skel->maps.stacks_0, skel->maps.stacks_1}) bpf_map__set_max_entries(map, sizes.stacks_entries);
   bpf_map__set_max_entries(skel->maps.seen_pids, sizes.seen_pids_entries);
@@ -184,6 +185,18 @@ Status CpuSampler::PollProcessEvents(std::chrono::milliseconds timeout,
   return Status::Ok();
 }
 
+bool CpuSampler::LookupStack(uint32_t buffer, uint64_t hash, RawStack* out) const {
+  bpf_map* stacks = buffer ? skel_->maps.stacks_1 : skel_->maps.stacks_0;
+  ws_stack s;
+  if (bpf_map__lookup_elem(stacks, &hash, sizeof(hash), &s, sizeof(s), 0) != 0) return false;
+  const uint32_t len = std::min<uint32_t>(s.len, WS_MAX_STACK_FRAMES);
+  out->frames.assign(s.frames, s.frames + len);
+  out->truncated = s.flags & WS_STACK_TRUNCATED;
+  out->python = s.flags & WS_STACK_PYTHON;
+  out->end = ws_stack_end(s.flags);
+  return true;
+}
+
 Status CpuSampler::DrainBuffer(uint32_t buffer, CpuSampleBatch* batch) {
   bpf_map* counts = buffer ? skel_->maps.counts_1 : skel_->maps.counts_0;
   bpf_map* stacks = buffer ? skel_->maps.stacks_1 : skel_->maps.stacks_0;
@@ -200,6 +213,7 @@ Status CpuSampler::DrainBuffer(uint32_t buffer, CpuSampleBatch* batch) {
     const uint32_t len = std::min<uint32_t>(s.len, WS_MAX_STACK_FRAMES);
     raw.frames.assign(s.frames, s.frames + len);
     raw.truncated = s.flags & WS_STACK_TRUNCATED;
+    raw.python = s.flags & WS_STACK_PYTHON;
     raw.end = ws_stack_end(s.flags);
     batch->stacks.emplace(hashes[i], std::move(raw));
   }

@@ -32,11 +32,13 @@ struct CpuSamplerOptions {
   std::vector<uint32_t> pids;  // empty: every process on the machine
   std::chrono::milliseconds drain_interval{1000};
   UnwindMapSizes unwind_maps = ComputeUnwindMapSizes();
+  bool python_frames = true;  // interleave CPython frames (bpf/include/ws_python.h)
 };
 
 struct RawStack {
   std::vector<uint64_t> frames;  // leaf first
   bool truncated = false;
+  bool python = false;  // holds Python frames: two slots each (bpf/intf/python.h)
   uint32_t end = WS_END_KERNEL_FP;  // enum ws_stack_end: why a user stack walk stopped
 };
 
@@ -87,6 +89,9 @@ class CpuSampler {
   Status Drain(CpuSampleBatch* batch);
   // Drains both buffers (used once at the end of a recording).
   Status DrainAll(CpuSampleBatch* batch);
+
+  // A stack still in the kernel (for WS_PROC_PY_STACK events); false once drained.
+  bool LookupStack(uint32_t buffer, uint64_t hash, RawStack* out) const;
 
   CpuSamplerStats ReadStats() const;
   // The sampling program's total run time and run count since load; both stay

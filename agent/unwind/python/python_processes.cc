@@ -1,0 +1,181 @@
+#include "agent/unwind/python/python_processes.h"
+
+#include <bpf/bpf.h>
+
+#include "base/logging.h"
+#include "bpf/intf/unwind.h"
+
+namespace warpscope {
+namespace {
+
+constexpr size_t kMaxCodeObjectsPerProcess = 1 << 16;
+
+bool IsPythonCandidate(const ProcessInfo& info, const MemoryMapping& m) {
+  if (!m.IsFileBacked()) return false;
+  if (m.path == info.exe_path) return true;
+  const size_t slash = m.path.rfind('/');
+  const std::string base = slash == std::string::npos ? m.path : m.path.substr(slash + 1);
+  return base.starts_with("libpython");
+}
+
+}  // namespace
+
+PythonProcesses::PythonProcesses(int py_procs_fd, ProcFs procfs)
+    : py_procs_fd_(py_procs_fd), procfs_(std::move(procfs)) {}
+
+const PythonBinary* PythonProcesses::BinaryFor(uint32_t pid, const MemoryMapping& m) {
+  const std::string key = std::to_string(m.dev_major) + ":" + std::to_string(m.dev_minor) + ":" +
+                          std::to_string(m.inode);
+  auto it = binaries_.find(key);
+  if (it != binaries_.end()) return it->second.get();
+  StatusOr<PythonBinary> bin = ReadPythonBinary(procfs_.MapFilesPath(pid, m.start, m.end), m.path);
+  std::unique_ptr<PythonBinary> value;
+  if (bin.ok()) {
+    value = std::make_unique<PythonBinary>(std::move(bin).value());
+  } else if (bin.status().code() != StatusCode::kNotFound) {
+    LOG_DEBUG() << "python: " << bin.status().message();
+    return nullptr;  // not cached: the file may be readable next time (process gone, transient)
+  }
+  return binaries_.emplace(key, std::move(value)).first->second.get();
+}
+
+uint32_t PythonProcesses::Describe(const ProcessInfo& info) {
+  if (auto it = processes_.find(info.pid); it != processes_.end() && it->second.generation == info.generation) {
+    return WS_PROC_PYTHON;
+  }
+  const PythonBinary* found = nullptr;
+  const MemoryMapping* found_mapping = nullptr;
+  for (const MemoryMapping& m : info.mappings) {
+    if (!IsPythonCandidate(info, m)) continue;
+    if (const PythonBinary* bin = BinaryFor(info.pid, m)) {
+      found = bin;
+      found_mapping = &m;
+      break;
+    }
+  }
+  auto withdraw = [&]() -> uint32_t {
+    if (processes_.erase(info.pid) && py_procs_fd_ >= 0) bpf_map_delete_elem(py_procs_fd_, &info.pid);
+    return 0;
+  };
+  if (!found) return withdraw();
+  const std::string path = found_mapping->path;
+  if (!found->version) {
+    if (warned_.insert(path).second) {
+      LOG_WARNING() << "python: cannot tell the CPython version of " << path
+                    << "; its processes get native frames only";
+    }
+    ++stats_.unsupported_processes;
+    return withdraw();
+  }
+  const PythonLayout* layout = FindPythonLayout(*found->version);
+  if (!layout) {
+    if (warned_.insert(path).second) {
+      LOG_WARNING() << "python: " << path << " is CPython " << found->version->ToString()
+                    << ", which warpscope does not walk (supported: " << SupportedPythonVersions()
+                    << "); its processes get native frames only";
+    }
+    ++stats_.unsupported_processes;
+    return withdraw();
+  }
+  const std::optional<uint64_t> bias = found->LoadBias(found_mapping->start, found_mapping->offset);
+  if (!bias) return withdraw();
+
+  ws_py_proc value{};
+  value.runtime = found->runtime_vaddr + *bias;
+  value.eval_start[0] = found->eval.vaddr + *bias;
+  value.eval_end[0] = value.eval_start[0] + found->eval.size;
+  if (found->eval_cold) {
+    value.eval_start[1] = found->eval_cold->vaddr + *bias;
+    value.eval_end[1] = value.eval_start[1] + found->eval_cold->size;
+  }
+  value.layout = layout->bpf;
+  if (py_procs_fd_ >= 0 && bpf_map_update_elem(py_procs_fd_, &info.pid, &value, BPF_ANY) != 0) {
+    LOG_WARNING() << "python: publishing pid " << info.pid << ": " << strerror(errno);
+    return withdraw();
+  }
+  auto [it, inserted] = processes_.try_emplace(info.pid);
+  if (inserted || it->second.layout != layout) {
+    if (inserted) ++stats_.processes;
+    LOG_DEBUG() << "python: pid " << info.pid << " runs CPython " << found->version->ToString() << " (" << path
+                << ")";
+    it->second.code.clear();
+  }
+  it->second.layout = layout;
+  it->second.generation = info.generation;
+  it->second.version = *found->version;
+  exited_.erase(info.pid);
+  return WS_PROC_PYTHON;
+}
+
+void PythonProcesses::OnExec(uint32_t pid) {
+  processes_.erase(pid);
+  exited_.erase(pid);
+  if (py_procs_fd_ >= 0) bpf_map_delete_elem(py_procs_fd_, &pid);
+}
+
+void PythonProcesses::OnExit(uint32_t pid) {
+  if (py_procs_fd_ >= 0) bpf_map_delete_elem(py_procs_fd_, &pid);
+  if (processes_.count(pid)) exited_.insert(pid);
+}
+
+void PythonProcesses::EndEpoch() {
+  for (uint32_t pid : exited_) processes_.erase(pid);
+  exited_.clear();
+}
+
+const PythonVersion* PythonProcesses::VersionOf(uint32_t pid) const {
+  auto it = processes_.find(pid);
+  return it == processes_.end() ? nullptr : &it->second.version;
+}
+
+std::shared_ptr<const PythonCodeInfo> PythonProcesses::Lookup(uint32_t pid, Process& p, uint64_t code_addr,
+                                                              uint32_t fingerprint) {
+  const auto key = std::make_pair(code_addr, fingerprint);
+  auto it = p.code.find(key);
+  if (it != p.code.end()) return it->second;
+  std::shared_ptr<const PythonCodeInfo> info;
+  StatusOr<PythonCodeInfo> read = ReadCodeObject(ProcessMemoryReader(pid), *p.layout, code_addr);
+  ++stats_.code_objects_read;
+  if (read.ok() && read->fingerprint == fingerprint) {
+    info = std::make_shared<const PythonCodeInfo>(std::move(read).value());
+  } else {
+    ++stats_.code_object_errors;
+    if (!read.ok()) LOG_DEBUG() << "python: pid " << pid << " code object: " << read.status().message();
+    // Remember the failure only while the process cannot be read any more;
+    // a live process may simply not have finished building the object.
+    if (!exited_.count(pid) && procfs_.Exists(pid)) return nullptr;
+  }
+  if (p.code.size() >= kMaxCodeObjectsPerProcess) p.code.clear();  // bound memory for processes that churn code
+  p.code.emplace(key, info);
+  return info;
+}
+
+void PythonProcesses::Prefetch(uint32_t pid, const uint64_t* frames, size_t count) {
+  auto it = processes_.find(pid);
+  if (it == processes_.end()) return;
+  for (size_t i = 0; i + 1 < count; ++i) {
+    if (!(frames[i] & WS_PY_FRAME_TAG)) continue;
+    Lookup(pid, it->second, frames[i] & WS_PY_ADDR_MASK, static_cast<uint32_t>(frames[i + 1] >> 32));
+    ++i;
+  }
+}
+
+PythonFrame PythonProcesses::Resolve(uint32_t pid, uint64_t code_addr, uint32_t fingerprint, uint32_t instr_index) {
+  PythonFrame frame;
+  auto it = processes_.find(pid);
+  std::shared_ptr<const PythonCodeInfo> info =
+      it == processes_.end() ? nullptr : Lookup(pid, it->second, code_addr, fingerprint);
+  if (!info) {
+    ++stats_.frames_unresolved;
+    frame.name = "[python: code object unavailable]";
+    return frame;
+  }
+  ++stats_.frames_resolved;
+  frame.name = info->name;
+  frame.filename = info->filename;
+  frame.line = PythonLineForInstruction(info->linetable_format, info->linetable, info->firstlineno, instr_index);
+  frame.resolved = true;
+  return frame;
+}
+
+}  // namespace warpscope

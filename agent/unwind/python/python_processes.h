@@ -1,0 +1,94 @@
+// PythonProcesses: the user-space half of the CPython unwinder. It finds
+// CPython in each described process (the executable or a libpython mapping),
+// publishes the process's ws_py_proc to the BPF map `py_procs`, and turns the
+// Python frames of drained stacks (code object address, fingerprint,
+// instruction index) into qualified name, file and line.
+//
+// Threading: single-thread owned (the agent loop, with the Symbolizer and the
+// UnwindTableLoader).
+//
+// Code objects are read from the process's memory, so they must be read
+// while it lives: Prefetch() reads the code objects of a stack as soon as BPF
+// reports it new, and Resolve() at drain time reads what is still missing.
+// Cache entries are keyed by (pid, address, fingerprint): a code object freed
+// and replaced by another at the same address has another fingerprint and is
+// read afresh; one that is gone for good resolves to a placeholder, never to a
+// wrong name.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "agent/process/proc_fs.h"
+#include "agent/process/process_table.h"
+#include "agent/unwind/python/code_object.h"
+#include "agent/unwind/python/python_binary.h"
+#include "agent/unwind/python/python_layouts.h"
+
+namespace warpscope {
+
+struct PythonFrame {
+  std::string name;      // qualified name (co_qualname; co_name before 3.11)
+  std::string filename;  // co_filename
+  int32_t line = 0;      // 0 when unknown
+  bool resolved = false;
+};
+
+struct PythonStats {
+  uint64_t processes = 0;              // processes with a supported CPython
+  uint64_t unsupported_processes = 0;  // CPython found, version not supported
+  uint64_t code_objects_read = 0;
+  uint64_t code_object_errors = 0;     // unreadable, or its fingerprint no longer matched
+  uint64_t frames_resolved = 0;
+  uint64_t frames_unresolved = 0;
+};
+
+class PythonProcesses {
+ public:
+  // `py_procs_fd`: the BPF map (-1 in tests that only resolve).
+  PythonProcesses(int py_procs_fd, ProcFs procfs);
+
+  // Detects CPython in `info` (once per binary file) and publishes or
+  // withdraws the process's entry. Returns the WS_PROC_* flags for proc_info.
+  uint32_t Describe(const ProcessInfo& info);
+  // The process exec'ed: its old code objects mean nothing now.
+  void OnExec(uint32_t pid);
+  // The process exited: its entry goes now, its cache after EndEpoch().
+  void OnExit(uint32_t pid);
+  // Drops caches of processes that exited before this epoch's drain.
+  void EndEpoch();
+
+  // Reads now the code objects of a stack's Python frames not cached yet.
+  void Prefetch(uint32_t pid, const uint64_t* frames, size_t count);
+  PythonFrame Resolve(uint32_t pid, uint64_t code_addr, uint32_t fingerprint, uint32_t instr_index);
+
+  // The CPython version found in the process, if any (for messages and tests).
+  const PythonVersion* VersionOf(uint32_t pid) const;
+  const PythonStats& stats() const { return stats_; }
+
+ private:
+  struct Process {
+    uint64_t generation = 0;  // of the maps last described
+    const PythonLayout* layout = nullptr;
+    PythonVersion version;
+    std::map<std::pair<uint64_t, uint32_t>, std::shared_ptr<const PythonCodeInfo>> code;  // (addr, fingerprint)
+  };
+  // Per file ("dev:inode"): the binary when it holds CPython; null when it does not.
+  const PythonBinary* BinaryFor(uint32_t pid, const MemoryMapping& m);
+  std::shared_ptr<const PythonCodeInfo> Lookup(uint32_t pid, Process& p, uint64_t code_addr, uint32_t fingerprint);
+
+  int py_procs_fd_;
+  ProcFs procfs_;
+  std::unordered_map<std::string, std::unique_ptr<PythonBinary>> binaries_;
+  std::unordered_set<std::string> warned_;  // binaries whose version was reported unsupported
+  std::unordered_map<uint32_t, Process> processes_;
+  std::unordered_set<uint32_t> exited_;
+  PythonStats stats_;
+};
+
+}  // namespace warpscope

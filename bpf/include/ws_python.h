@@ -1,0 +1,123 @@
+/* CPython frames for the shared unwinder (ws_unwind.h): finds the sampled
+ * thread's PyThreadState and its innermost interpreter frame; ws_unwind.h
+ * then emits those frames where the native walk meets the evaluation loop.
+ *
+ * Design: user space publishes, per Python process, a ws_py_proc (the
+ * _PyRuntime address, the evaluation loop's address ranges and the version's
+ * field offsets) in `py_procs`, and sets WS_PROC_PYTHON in the process's
+ * proc_info so other processes pay nothing. The thread state is found without
+ * relying on the GIL or on TLS layouts: PyThreadState.thread_id holds
+ * pthread_self(), which on x86-64 is the thread pointer (the task's fs base),
+ * so the interpreters' thread lists are searched for it once per thread and
+ * the answer is cached per tid in `py_threads` (checked on every use, dropped
+ * when the thread exits). Threads with no Python state are remembered for
+ * WS_PY_NEGATIVE_TTL_NS, so native threads of a Python process cost one lookup. */
+#ifndef WARPSCOPE_BPF_WS_PYTHON_H_
+#define WARPSCOPE_BPF_WS_PYTHON_H_
+
+#include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+
+#include "bpf/intf/python.h"
+
+#define WS_PY_MAX_INTERPRETERS 8
+#define WS_PY_MAX_THREAD_STEPS 1024 /* thread-list steps per search, all interpreters together */
+#define WS_PY_NEGATIVE_TTL_NS 250000000ULL
+
+/* Sized by user space (processes); placeholder here. */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct ws_py_proc);
+} py_procs SEC(".maps");
+
+struct ws_py_thread {
+  __u64 tstate;     /* 0: the thread had no Python state at checked_ns */
+  __u64 checked_ns;
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 16384);
+  __type(key, __u32); /* tid */
+  __type(value, struct ws_py_thread);
+} py_threads SEC(".maps");
+
+struct ws_py_search {
+  __u64 fsbase;
+  __u64 interp;
+  __u64 tstate; /* the thread state being looked at; 0: move to the next interpreter */
+  __u64 found;
+  __u32 interp_next;
+  __u32 threads_head;
+  __u32 tstate_next;
+  __u32 tstate_thread_id;
+  __u32 interps;
+};
+
+static __always_inline __u64 ws_py_read_ptr(__u64 addr) {
+  __u64 value = 0;
+  if (addr == 0 || bpf_probe_read_user(&value, sizeof(value), (void *)addr) != 0) return 0;
+  return value;
+}
+
+static long ws_py_search_step(__u32 index, void *data) {
+  struct ws_py_search *s = data;
+  if (s->tstate == 0) {
+    if (s->interps > 0) s->interp = ws_py_read_ptr(s->interp + s->interp_next);
+    if (s->interp == 0 || s->interps >= WS_PY_MAX_INTERPRETERS) return 1;
+    s->interps++;
+    s->tstate = ws_py_read_ptr(s->interp + s->threads_head);
+    return 0;
+  }
+  if (ws_py_read_ptr(s->tstate + s->tstate_thread_id) == s->fsbase) {
+    s->found = s->tstate;
+    return 1;
+  }
+  s->tstate = ws_py_read_ptr(s->tstate + s->tstate_next);
+  return 0;
+}
+
+/* The current thread's PyThreadState, or 0 when it has none. */
+static __always_inline __u64 ws_py_thread_state(const struct ws_py_proc *py) {
+  const __u32 tid = (__u32)bpf_get_current_pid_tgid();
+  struct task_struct *task = bpf_get_current_task_btf();
+  const __u64 fsbase = BPF_CORE_READ(task, thread.fsbase);
+  if (fsbase == 0) return 0;
+  const __u64 now = bpf_ktime_get_ns();
+  struct ws_py_thread *cached = bpf_map_lookup_elem(&py_threads, &tid);
+  if (cached) {
+    if (cached->tstate == 0) {
+      if (now - cached->checked_ns < WS_PY_NEGATIVE_TTL_NS) return 0;
+    } else if (ws_py_read_ptr(cached->tstate + py->layout.tstate_thread_id) == fsbase) {
+      return cached->tstate;
+    }
+  }
+  struct ws_py_search s = {};
+  s.fsbase = fsbase;
+  s.interp = ws_py_read_ptr(py->runtime + py->layout.runtime_interp_head);
+  s.interp_next = py->layout.interp_next;
+  s.threads_head = py->layout.interp_threads_head;
+  s.tstate_next = py->layout.tstate_next;
+  s.tstate_thread_id = py->layout.tstate_thread_id;
+  if (s.interp != 0) bpf_loop(WS_PY_MAX_THREAD_STEPS, ws_py_search_step, &s, 0);
+  struct ws_py_thread entry = {.tstate = s.found, .checked_ns = now};
+  bpf_map_update_elem(&py_threads, &tid, &entry, BPF_ANY);
+  return s.found;
+}
+
+/* The innermost interpreter frame of the current thread, or 0. */
+static __always_inline __u64 ws_py_current_frame(const struct ws_py_proc *py) {
+  const __u64 tstate = ws_py_thread_state(py);
+  if (tstate == 0) return 0;
+  __u64 frame = ws_py_read_ptr(tstate + py->layout.tstate_frame);
+  if (py->layout.cframe_current_frame >= 0) frame = ws_py_read_ptr(frame + (__u32)py->layout.cframe_current_frame);
+  return frame;
+}
+
+/* For the exit hook: a thread that exits takes its cached state with it. */
+static __always_inline void ws_py_forget_thread(__u32 tid) { bpf_map_delete_elem(&py_threads, &tid); }
+
+#endif /* WARPSCOPE_BPF_WS_PYTHON_H_ */
