@@ -64,6 +64,10 @@ std::string FrameBinary(const Profile& profile, const ProfileLocation& location)
     if (!mapping.filename.empty()) return mapping.filename;
     if (mapping.is_kernel) return kKernelBinary;
   }
+  if (location.kind == FrameKind::kPython && !location.lines.empty()) {
+    const uint64_t fn = location.lines.front().function_id;
+    if (fn != 0 && fn <= profile.functions.size()) return profile.function(fn).filename;  // the source file
+  }
   return location.kind == FrameKind::kKernel ? kKernelBinary : "";
 }
 

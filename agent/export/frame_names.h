@@ -21,7 +21,8 @@ std::string UnsymbolizedFrameName(const Profile& profile, const ProfileLocation&
 std::vector<std::string> FrameNamesInnermostFirst(const Profile& profile, const ProfileLocation& location);
 
 // The binary a frame belongs to: the mapping's filename, "[kernel.kallsyms]"
-// for kernel frames without a mapping, "" when unknown.
+// for kernel frames without a mapping, the source file for Python frames, "" when
+// unknown.
 std::string FrameBinary(const Profile& profile, const ProfileLocation& location);
 
 // "/usr/lib/libfoo.so.1" -> "libfoo.so.1"; "[kernel.kallsyms]" unchanged.
