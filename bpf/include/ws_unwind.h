@@ -34,6 +34,8 @@
 #include "bpf/intf/unwind.h"
 #include "ws_python.h"
 
+#define WS_PY_STACK_WINDOW 1024 /* a power of two */
+
 /* Sizes are set by user space (agent/unwind/unwind_map_sizing.h); placeholders here. */
 struct {
   __uint(type, BPF_MAP_TYPE_ARRAY);
@@ -81,9 +83,16 @@ struct ws_unwind_cache {
   __u32 pid;        /* whose mapping is cached: a program interrupting a walk on this CPU may reuse the cache */
   __u32 py_pid;     /* whose ws_py_proc is in `py` */
   struct ws_py_proc py;
-  /* Scratch for one interpreter frame and one code object (windows, bpf/intf/python.h);
-   * sized so that any field offset masked to the window's power of two stays inside. */
-  __u8 frame_buf[136];
+  /* Interpreter frames of 3.11+ sit next to each other on the thread's data
+   * stack, callers below callees: one read of WS_PY_STACK_WINDOW bytes ending
+   * at a frame usually holds its callers too. [win_lo, win_hi) is what the
+   * buffer holds (reset per walk), stack_buf[a - win_base] the byte at a. */
+  __u64 win_base;
+  __u64 win_lo;
+  __u64 win_hi;
+  /* Sized so that an offset masked to the window's power of two plus a field
+   * offset masked to 127 stays inside. */
+  __u8 stack_buf[WS_PY_STACK_WINDOW + 136];
   __u8 code_buf[40];
 };
 
@@ -189,16 +198,34 @@ static __always_inline __u32 ws_code_u32(const __u8 *buf, __u32 rel) { return *(
  * frame could not be read or the stack is full (no Python frames are left). */
 static __always_inline int ws_py_emit(struct ws_unwind_ctx *c, struct ws_unwind_cache *cache) {
   const struct ws_py_layout *l = &cache->py.layout;
-  const __u64 frame = c->py_frame;
-  if (cache->py_pid != c->pid ||
-      bpf_probe_read_user(cache->frame_buf, WS_PY_FRAME_WINDOW, (void *)(frame + l->frame_window)) != 0) {
+  const __u64 at = c->py_frame + l->frame_window;
+  if (cache->py_pid != c->pid) {
     c->py_frame = 0;
     return -1;
   }
-  const __u64 code = ws_buf_u64(cache->frame_buf, l->frame_code_rel);
-  c->py_frame = ws_buf_u64(cache->frame_buf, l->frame_previous_rel);
+  if (at < cache->win_lo || at + WS_PY_FRAME_WINDOW > cache->win_hi) {
+    /* Not buffered: read the window that ends with this frame, or (near an
+     * unmapped page: the start of a stack chunk, a frame on the C stack) the
+     * frame alone. */
+    const __u64 base = at + WS_PY_FRAME_WINDOW - WS_PY_STACK_WINDOW;
+    cache->win_base = base;
+    if (bpf_probe_read_user(cache->stack_buf, WS_PY_STACK_WINDOW, (void *)base) == 0) {
+      cache->win_lo = base;
+    } else if (bpf_probe_read_user(cache->stack_buf + (WS_PY_STACK_WINDOW - WS_PY_FRAME_WINDOW), WS_PY_FRAME_WINDOW,
+                                   (void *)at) == 0) {
+      cache->win_lo = at;
+    } else {
+      cache->win_lo = cache->win_hi = 0;
+      c->py_frame = 0;
+      return -1;
+    }
+    cache->win_hi = at + WS_PY_FRAME_WINDOW;
+  }
+  const __u8 *fb = cache->stack_buf + ((at - cache->win_base) & (WS_PY_STACK_WINDOW - 1));
+  const __u64 code = ws_buf_u64(fb, l->frame_code_rel);
+  c->py_frame = ws_buf_u64(fb, l->frame_previous_rel);
   int first_of_call = 0;
-  const __u8 marker = cache->frame_buf[l->frame_owner_rel & 127];
+  const __u8 marker = fb[l->frame_owner_rel & 127];
   if (l->walk == WS_PY_WALK_ONE_PER_CALL) {
     first_of_call = 1;
   } else if (l->walk == WS_PY_WALK_IS_ENTRY) {
@@ -209,10 +236,10 @@ static __always_inline int ws_py_emit(struct ws_unwind_ctx *c, struct ws_unwind_
   if (code == 0) return first_of_call;
   __u32 index = 0;
   if (l->instr_is_pointer) {
-    const __s64 delta = (__s64)(ws_buf_u64(cache->frame_buf, l->frame_instr_rel) - (code + l->code_adaptive));
+    const __s64 delta = (__s64)(ws_buf_u64(fb, l->frame_instr_rel) - (code + l->code_adaptive));
     if (delta > 0 && delta < 0x100000000LL) index = (__u32)((__u64)delta >> 1);
   } else {
-    const __s32 lasti = (__s32)ws_buf_u32(cache->frame_buf, l->frame_instr_rel);
+    const __s32 lasti = (__s32)ws_buf_u32(fb, l->frame_instr_rel);
     if (lasti > 0) index = (__u32)lasti;
   }
   __u32 fingerprint = 0;
@@ -383,6 +410,7 @@ static __always_inline int ws_unwind_user(struct pt_regs *regs, __u32 pid, struc
   cache->end = 0; /* the cache is per walk: another process's mappings differ */
   cache->page_count = 0;
   cache->py_pid = 0;
+  cache->win_lo = cache->win_hi = 0; /* memory changes between samples */
   if (python && (proc->flags & WS_PROC_PYTHON)) {
     const struct ws_py_proc *py = bpf_map_lookup_elem(&py_procs, &pid);
     if (py) {

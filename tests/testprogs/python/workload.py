@@ -3,7 +3,7 @@
     python3 workload.py split SECONDS     Pipeline.hot gets 3/4 of the CPU, Pipeline.cold 1/4
     python3 workload.py threads SECONDS   three pool threads, each spinning in its own function
     python3 workload.py zlib SECONDS      zlib.compress in a loop: Python -> C extension -> libz
-    python3 workload.py deep SECONDS      a 30-deep Python recursion spinning at the bottom
+    python3 workload.py deep SECONDS      30 Python frames (26 distinct functions) spinning at the bottom
 
 Lines the tests check carry a "# LINE:<name>" marker; the test reads this file
 to learn their numbers. The script prints "ready" once it starts working.
@@ -88,15 +88,114 @@ def run_zlib(seconds):
     compress_loop(time.perf_counter() + seconds)
 
 
-def recurse(depth, end):
-    if depth <= 1:
-        return spin_until(end)  # LINE:recurse_bottom
-    return recurse(depth - 1, end)  # LINE:recurse_step
+# 30 Python frames in all: <module>, main, run_deep, d01 ... d26, spin_until; 26 distinct functions
+# (not one recursive one) so that every frame has its own code object, as in real stacks.
+def d01(end):
+    return d02(end)
+
+
+def d02(end):
+    return d03(end)
+
+
+def d03(end):
+    return d04(end)
+
+
+def d04(end):
+    return d05(end)
+
+
+def d05(end):
+    return d06(end)
+
+
+def d06(end):
+    return d07(end)
+
+
+def d07(end):
+    return d08(end)
+
+
+def d08(end):
+    return d09(end)
+
+
+def d09(end):
+    return d10(end)
+
+
+def d10(end):
+    return d11(end)
+
+
+def d11(end):
+    return d12(end)
+
+
+def d12(end):
+    return d13(end)
+
+
+def d13(end):
+    return d14(end)
+
+
+def d14(end):
+    return d15(end)
+
+
+def d15(end):
+    return d16(end)
+
+
+def d16(end):
+    return d17(end)
+
+
+def d17(end):
+    return d18(end)
+
+
+def d18(end):
+    return d19(end)
+
+
+def d19(end):
+    return d20(end)
+
+
+def d20(end):
+    return d21(end)
+
+
+def d21(end):
+    return d22(end)
+
+
+def d22(end):
+    return d23(end)
+
+
+def d23(end):
+    return d24(end)
+
+
+def d24(end):
+    return d25(end)
+
+
+def d25(end):
+    return d26(end)
+
+
+def d26(end):
+    return spin_until(end)  # LINE:deep_bottom
 
 
 def run_deep(seconds):
-    # 30 Python frames in all: <module>, main, run_deep, 26 x recurse, spin_until.
-    recurse(26, time.perf_counter() + seconds)
+    d01(time.perf_counter() + seconds)
 
 
 def main():

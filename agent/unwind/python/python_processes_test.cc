@@ -1,0 +1,138 @@
+// Detection and naming against real interpreters: PythonBinary on real ELF
+// files, PythonProcesses::Describe/Resolve on live processes (no BPF map: fd -1).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "agent/process/process_table.h"
+#include "agent/unwind/python/python_binary.h"
+#include "agent/unwind/python/python_interpreters_for_test.h"
+#include "agent/unwind/python/python_processes.h"
+#include "bpf/intf/unwind.h"
+
+namespace warpscope {
+namespace {
+
+using testing::ChildProcess;
+
+TEST(PythonBinaryTest, VersionFromFileName) {
+  auto v = PythonVersionFromFileName("/usr/lib/x86_64-linux-gnu/libpython3.10.so.1.0");
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->major, 3);
+  EXPECT_EQ(v->minor, 10);
+  v = PythonVersionFromFileName("/opt/venv/bin/python3.12");
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->minor, 12);
+  v = PythonVersionFromFileName("/usr/lib/libpython3.13t.so");
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->minor, 13);
+  EXPECT_FALSE(PythonVersionFromFileName("/usr/bin/python3"));
+  EXPECT_FALSE(PythonVersionFromFileName("/usr/bin/bash"));
+}
+
+TEST(PythonBinaryTest, OnlySupportedVersionsHaveLayouts) {
+  for (int minor : {10, 11, 12, 13}) EXPECT_NE(FindPythonLayout({3, minor, 0}), nullptr) << minor;
+  for (auto v : {PythonVersion{3, 9, 18}, PythonVersion{3, 14, 0}, PythonVersion{2, 7, 18}}) {
+    EXPECT_EQ(FindPythonLayout(v), nullptr) << v.ToString();
+  }
+}
+
+TEST(PythonBinaryTest, ReadsEveryTestInterpreter) {
+  auto pythons = testing::FindTestPythons();
+  ASSERT_TRUE(pythons.ok()) << pythons.status().ToString();
+  for (const auto& py : *pythons) {
+    SCOPED_TRACE(testing::Describe(py));
+    // The file holding the runtime: the executable itself or its libpython.
+    auto child = ChildProcess::Start({py.path, "-c", "import sys; print('up', flush=True); sys.stdin.read()"});
+    ASSERT_TRUE(child.ok());
+    ASSERT_TRUE((*child)->ReadLine(10000).ok());
+    ProcessTable table{ProcFs()};
+    const ProcessInfo* info = table.OnProcessSeen((*child)->pid());
+    ASSERT_NE(info, nullptr);
+    PythonProcesses python(-1, ProcFs());
+    EXPECT_EQ(python.Describe(*info), WS_PROC_PYTHON);
+    const PythonVersion* v = python.VersionOf((*child)->pid());
+    ASSERT_NE(v, nullptr);
+    EXPECT_EQ(v->minor, py.version.minor);
+    // 3.11+ exports Py_Version; 3.10's version comes from the file name (no micro).
+    EXPECT_EQ(v->micro, py.version.minor >= 11 ? py.version.micro : -1);
+    EXPECT_EQ(python.stats().processes, 1u);
+  }
+}
+
+TEST(PythonBinaryTest, NonPythonFilesAndProcesses) {
+  auto bin = ReadPythonBinary("/bin/true", "/bin/true");
+  EXPECT_EQ(bin.status().code(), StatusCode::kNotFound);
+  bin = ReadPythonBinary("/etc/hostname", "/etc/hostname");
+  EXPECT_FALSE(bin.ok());
+  auto child = ChildProcess::Start({"/bin/cat"});
+  ASSERT_TRUE(child.ok());
+  ProcessTable table{ProcFs()};
+  const ProcessInfo* info = table.OnProcessSeen((*child)->pid());
+  ASSERT_NE(info, nullptr);
+  PythonProcesses python(-1, ProcFs());
+  EXPECT_EQ(python.Describe(*info), 0u);
+  EXPECT_EQ(python.VersionOf((*child)->pid()), nullptr);
+}
+
+TEST(PythonBinaryTest, UnsupportedVersionGetsNoFlag) {
+  const char* old = "/root/.pyenv/versions/3.9.18/bin/python3.9";
+  if (access(old, X_OK) != 0) GTEST_SKIP() << "no CPython 3.9 here";
+  auto child = ChildProcess::Start({old, "-c", "import sys; print('up', flush=True); sys.stdin.read()"});
+  ASSERT_TRUE(child.ok());
+  ASSERT_TRUE((*child)->ReadLine(10000).ok());
+  ProcessTable table{ProcFs()};
+  const ProcessInfo* info = table.OnProcessSeen((*child)->pid());
+  ASSERT_NE(info, nullptr);
+  PythonProcesses python(-1, ProcFs());
+  EXPECT_EQ(python.Describe(*info), 0u);
+  EXPECT_EQ(python.stats().unsupported_processes, 1u);
+}
+
+// Resolve: a known code object by its address and fingerprint; a wrong
+// fingerprint (the address now holds another object) never takes the name.
+TEST(PythonProcessesTest, ResolvesByAddressAndFingerprint) {
+  auto pythons = testing::FindTestPythons();
+  ASSERT_TRUE(pythons.ok());
+  const char* script =
+      "import sys\n"
+      "class K:\n"
+      "    def meth(self, a, b):\n"
+      "        return a + b\n"
+      "c = K.meth.__code__\n"
+      "print(id(c), c.co_argcount, c.co_flags, c.co_firstlineno, next(c.co_lines())[2], flush=True)\n"
+      "sys.stdin.read()\n";
+  for (const auto& py : *pythons) {
+    SCOPED_TRACE(testing::Describe(py));
+    auto child = ChildProcess::Start({py.path, "-c", script});
+    ASSERT_TRUE(child.ok());
+    auto line = (*child)->ReadLine(10000);
+    ASSERT_TRUE(line.ok());
+    unsigned long long addr = 0;
+    unsigned argcount = 0, flags = 0, first = 0;
+    int line0 = 0;  // the line of instruction 0
+    ASSERT_EQ(sscanf(line->c_str(), "%llu %u %u %u %d", &addr, &argcount, &flags, &first, &line0), 5);
+    ProcessTable table{ProcFs()};
+    const ProcessInfo* info = table.OnProcessSeen((*child)->pid());
+    ASSERT_NE(info, nullptr);
+    PythonProcesses python(-1, ProcFs());
+    ASSERT_EQ(python.Describe(*info), WS_PROC_PYTHON);
+    const uint32_t fp = ws_py_fingerprint(argcount, flags, first);
+    PythonFrame f = python.Resolve((*child)->pid(), addr, fp, 0);
+    EXPECT_TRUE(f.resolved);
+    EXPECT_EQ(f.name, py.version.minor >= 11 ? "K.meth" : "meth");
+    EXPECT_EQ(f.filename, "<string>");
+    EXPECT_EQ(f.line, line0);
+    PythonFrame wrong = python.Resolve((*child)->pid(), addr, fp ^ 0x5a5a, 0);
+    EXPECT_FALSE(wrong.resolved);
+    EXPECT_EQ(wrong.name, "[python: code object unavailable]");
+    // Prefetch reads both slots' worth and caches the good one.
+    const uint64_t frames[] = {WS_PY_FRAME_TAG | addr, (uint64_t{fp} << 32) | 2};
+    python.Prefetch((*child)->pid(), frames, 2);
+    EXPECT_GE(python.stats().code_objects_read, 2u);
+  }
+}
+
+}  // namespace
+}  // namespace warpscope
