@@ -87,11 +87,11 @@ for round in $(seq "$ROUNDS"); do
     done
   done
   if [[ -n ${WS_BASELINE_AGENT:-} ]]; then
-    read -r out _ < <(one_run base unwind_c "" "$WS_BASELINE_AGENT")
-    ns["base"]+="$out "
+    read -r before _ < <(one_run base unwind_c "" "$WS_BASELINE_AGENT")
+    ns["base"]+="$before "
     read -r out _ < <(one_run new unwind_c "")
     ns["new"]+="$out "
-    echo "round $round: unwind_c: before ${ns[base]##* } after $out ns/sample" >&2
+    echo "round $round: unwind_c: before $before after $out ns/sample" >&2
   fi
 done
 

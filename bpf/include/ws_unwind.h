@@ -204,12 +204,12 @@ static __always_inline int ws_py_emit(struct ws_unwind_ctx *c, struct ws_unwind_
     return -1;
   }
   if (at < cache->win_lo || at + WS_PY_FRAME_WINDOW > cache->win_hi) {
-    /* Not buffered: read the window that ends with this frame, or (near an
-     * unmapped page: the start of a stack chunk, a frame on the C stack) the
-     * frame alone. */
+    /* Not buffered: read the window that ends with this frame, or the frame
+     * alone (3.10's heap frames; near an unmapped page: the start of a stack
+     * chunk, a frame on the C stack). */
     const __u64 base = at + WS_PY_FRAME_WINDOW - WS_PY_STACK_WINDOW;
     cache->win_base = base;
-    if (bpf_probe_read_user(cache->stack_buf, WS_PY_STACK_WINDOW, (void *)base) == 0) {
+    if (l->frames_contiguous && bpf_probe_read_user(cache->stack_buf, WS_PY_STACK_WINDOW, (void *)base) == 0) {
       cache->win_lo = base;
     } else if (bpf_probe_read_user(cache->stack_buf + (WS_PY_STACK_WINDOW - WS_PY_FRAME_WINDOW), WS_PY_FRAME_WINDOW,
                                    (void *)at) == 0) {

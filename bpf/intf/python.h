@@ -57,6 +57,8 @@ struct ws_py_layout {
   __u32 code_argcount_rel;
   __u32 code_flags_rel;
   __u32 code_firstlineno_rel;
+  __u32 frames_contiguous;    /* 1: a thread's frames sit next to each other, callers below (3.11+ data stack) */
+  __u32 pad;
 };
 
 struct ws_py_proc {
@@ -76,11 +78,11 @@ static inline __u32 ws_py_fingerprint(__u32 argcount, __u32 flags, __u32 firstli
 }
 
 #ifdef __cplusplus
-static_assert(sizeof(struct ws_py_layout) == 80, "ws_py_layout layout");
-static_assert(sizeof(struct ws_py_proc) == 120, "ws_py_proc layout");
+static_assert(sizeof(struct ws_py_layout) == 88, "ws_py_layout layout");
+static_assert(sizeof(struct ws_py_proc) == 128, "ws_py_proc layout");
 #else
-_Static_assert(sizeof(struct ws_py_layout) == 80, "ws_py_layout layout");
-_Static_assert(sizeof(struct ws_py_proc) == 120, "ws_py_proc layout");
+_Static_assert(sizeof(struct ws_py_layout) == 88, "ws_py_layout layout");
+_Static_assert(sizeof(struct ws_py_proc) == 128, "ws_py_proc layout");
 #endif
 
 #endif /* WARPSCOPE_BPF_INTF_PYTHON_H_ */

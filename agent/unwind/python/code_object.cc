@@ -82,28 +82,6 @@ T Load(const std::string& buf, size_t offset) {
   return v;
 }
 
-// Appends code point cp as UTF-8. Lone surrogates (a str can hold them, UTF-8
-// cannot) become U+FFFD; values past U+10FFFF cannot be in a real str.
-bool AppendUtf8(uint32_t cp, std::string* out) {
-  if (cp > 0x10FFFF) return false;
-  if (cp >= 0xD800 && cp <= 0xDFFF) cp = 0xFFFD;
-  if (cp < 0x80) {
-    out->push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-  return true;
-}
 
 StatusOr<std::string> DecodeCodePoints(const std::string& raw, uint32_t kind) {
   std::string out;
@@ -221,6 +199,29 @@ int32_t LineFromLocations311(std::string_view t, int32_t firstlineno, uint32_t i
 }
 
 }  // namespace
+
+// Appends code point cp as UTF-8. Lone surrogates (a str can hold them, UTF-8
+// cannot) become U+FFFD; values past U+10FFFF cannot be in a real str.
+bool AppendUtf8(uint32_t cp, std::string* out) {
+  if (cp > 0x10FFFF) return false;
+  if (cp >= 0xD800 && cp <= 0xDFFF) cp = 0xFFFD;
+  if (cp < 0x80) {
+    out->push_back(static_cast<char>(cp));
+  } else if (cp < 0x800) {
+    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
+    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else if (cp < 0x10000) {
+    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
+    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else {
+    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
+    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  }
+  return true;
+}
 
 ReadMemoryFn ProcessMemoryReader(uint32_t pid) {
   return [pid](uint64_t addr, void* out, size_t len) { return ReadProcessMemory(pid, addr, out, len); };

@@ -38,6 +38,10 @@ ReadMemoryFn ProcessMemoryReader(uint32_t pid);
 StatusOr<std::string> ReadPythonString(const ReadMemoryFn& read, const PythonObjectLayout& layout, uint64_t addr,
                                        size_t max_chars = 4096);
 
+// Appends code point cp as UTF-8; lone surrogates become U+FFFD. False (and
+// nothing appended) for values past U+10FFFF.
+bool AppendUtf8(uint32_t cp, std::string* out);
+
 // A bytes object's contents; a size that is negative or over max_len is an error.
 StatusOr<std::string> ReadPythonBytes(const ReadMemoryFn& read, const PythonObjectLayout& layout, uint64_t addr,
                                       size_t max_len = 1 << 20);

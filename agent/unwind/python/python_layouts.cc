@@ -19,6 +19,7 @@ PythonLayout Python310() {
   b.tstate_thread_id = 176;
   b.tstate_frame = 24;  // PyFrameObject *frame
   b.cframe_current_frame = -1;
+  b.frames_contiguous = 0;  // PyFrameObjects are separate heap objects
   b.frame_window = 24;  // PyFrameObject: f_back 24, f_code 32, f_lasti 96
   b.frame_previous_rel = 0;
   b.frame_code_rel = 8;
@@ -49,6 +50,7 @@ PythonLayout Python311() {
   b.tstate_thread_id = 152;
   b.tstate_frame = 56;  // _PyCFrame *cframe
   b.cframe_current_frame = 8;
+  b.frames_contiguous = 1;  // the thread's data stack
   b.frame_window = 0;  // _PyInterpreterFrame: f_code 32, previous 48, prev_instr 56, is_entry 68
   b.frame_code_rel = 32;
   b.frame_previous_rel = 48;
@@ -91,6 +93,7 @@ PythonLayout Python312Plus(int minor) {
     b.cframe_current_frame = -1;
     b.code_adaptive = 200;
   }
+  b.frames_contiguous = 1;  // the thread's data stack
   b.frame_window = 0;  // f_code/f_executable 0, previous 8, prev_instr/instr_ptr 56, owner 70
   b.frame_code_rel = 0;
   b.frame_previous_rel = 8;

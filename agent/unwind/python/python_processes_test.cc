@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <memory>
 #include <string>
 
 #include "agent/process/process_table.h"
@@ -15,6 +16,24 @@ namespace warpscope {
 namespace {
 
 using testing::ChildProcess;
+
+constexpr char kIdleScript[] = "import sys; print('up', flush=True); sys.stdin.read()";
+
+// A running interpreter (blocked on stdin) and its maps.
+struct LivePython {
+  std::unique_ptr<ChildProcess> child;
+  ProcessTable table{ProcFs()};
+  const ProcessInfo* info = nullptr;
+};
+
+void StartIdle(const std::string& python, LivePython* live) {
+  auto child = ChildProcess::Start({python, "-c", kIdleScript});
+  ASSERT_TRUE(child.ok()) << child.status().ToString();
+  live->child = std::move(child).value();
+  ASSERT_TRUE(live->child->ReadLine(10000).ok());
+  live->info = live->table.OnProcessSeen(live->child->pid());
+  ASSERT_NE(live->info, nullptr);
+}
 
 TEST(PythonBinaryTest, VersionFromFileName) {
   auto v = PythonVersionFromFileName("/usr/lib/x86_64-linux-gnu/libpython3.10.so.1.0");
@@ -44,15 +63,11 @@ TEST(PythonBinaryTest, ReadsEveryTestInterpreter) {
   for (const auto& py : *pythons) {
     SCOPED_TRACE(testing::Describe(py));
     // The file holding the runtime: the executable itself or its libpython.
-    auto child = ChildProcess::Start({py.path, "-c", "import sys; print('up', flush=True); sys.stdin.read()"});
-    ASSERT_TRUE(child.ok());
-    ASSERT_TRUE((*child)->ReadLine(10000).ok());
-    ProcessTable table{ProcFs()};
-    const ProcessInfo* info = table.OnProcessSeen((*child)->pid());
-    ASSERT_NE(info, nullptr);
+    LivePython live;
+    ASSERT_NO_FATAL_FAILURE(StartIdle(py.path, &live));
     PythonProcesses python(-1, ProcFs());
-    EXPECT_EQ(python.Describe(*info), WS_PROC_PYTHON);
-    const PythonVersion* v = python.VersionOf((*child)->pid());
+    EXPECT_EQ(python.Describe(*live.info), WS_PROC_PYTHON);
+    const PythonVersion* v = python.VersionOf(live.child->pid());
     ASSERT_NE(v, nullptr);
     EXPECT_EQ(v->minor, py.version.minor);
     // 3.11+ exports Py_Version; 3.10's version comes from the file name (no micro).
@@ -79,14 +94,10 @@ TEST(PythonBinaryTest, NonPythonFilesAndProcesses) {
 TEST(PythonBinaryTest, UnsupportedVersionGetsNoFlag) {
   const char* old = "/root/.pyenv/versions/3.9.18/bin/python3.9";
   if (access(old, X_OK) != 0) GTEST_SKIP() << "no CPython 3.9 here";
-  auto child = ChildProcess::Start({old, "-c", "import sys; print('up', flush=True); sys.stdin.read()"});
-  ASSERT_TRUE(child.ok());
-  ASSERT_TRUE((*child)->ReadLine(10000).ok());
-  ProcessTable table{ProcFs()};
-  const ProcessInfo* info = table.OnProcessSeen((*child)->pid());
-  ASSERT_NE(info, nullptr);
+  LivePython live;
+  ASSERT_NO_FATAL_FAILURE(StartIdle(old, &live));
   PythonProcesses python(-1, ProcFs());
-  EXPECT_EQ(python.Describe(*info), 0u);
+  EXPECT_EQ(python.Describe(*live.info), 0u);
   EXPECT_EQ(python.stats().unsupported_processes, 1u);
 }
 
