@@ -4,7 +4,7 @@
 // the native frames. Needs root (CI runs as root); labelled `bpf`.
 //
 // Interpreters: Debian's /usr/bin/python3 always (the test fails without it),
-// plus pyenv's 3.10-3.13 where installed; WS_TEST_PYTHONS (colon-separated)
+// a virtualenv copy of it, plus pyenv's 3.10-3.13 where installed; WS_TEST_PYTHONS (colon-separated)
 // replaces the list. WS_AGENT_BIN and WS_PYTHON_WORKLOAD override the built-in
 // paths (to run the built test on another machine, e.g. the GPU host).
 #include <gtest/gtest.h>
@@ -42,6 +42,17 @@ struct Interpreter {
   int minor = 0;  // of 3.x
 };
 
+// A virtualenv made with --copies: its python3 is a copy at a path that names
+// no version (detection must read the binary). Made once per test process.
+std::string CopiedVirtualenv() {
+  static const std::string python = [] {
+    const std::string dir = MakeTempDir() + "/venv";
+    ProcessResult r = RunProcess({"/usr/bin/python3", "-m", "venv", "--without-pip", "--copies", dir}, 60);
+    return r.exit_code == 0 ? dir + "/bin/python3" : std::string();
+  }();
+  return python;
+}
+
 std::vector<Interpreter> Interpreters() {
   std::vector<std::string> paths;
   if (const char* env = std::getenv("WS_TEST_PYTHONS"); env && *env) {
@@ -51,6 +62,7 @@ std::vector<Interpreter> Interpreters() {
     }
   } else {
     paths.push_back("/usr/bin/python3");
+    if (std::string venv = CopiedVirtualenv(); !venv.empty()) paths.push_back(venv);
     for (const char* pattern : {"/root/.pyenv/versions/3.10.*/bin/python3.10", "/root/.pyenv/versions/3.11.*/bin/python3.11",
                                 "/root/.pyenv/versions/3.12.*/bin/python3.12", "/root/.pyenv/versions/3.13.*/bin/python3.13"}) {
       glob_t g{};
@@ -132,6 +144,9 @@ class PythonTest : public ::testing::Test {
 
 TEST_F(PythonTest, DebianPython3IsTested) {
   ASSERT_EQ(access("/usr/bin/python3", X_OK), 0) << "Debian's python3 is required (scripts/debian-packages.txt)";
+  if (std::getenv("WS_TEST_PYTHONS") == nullptr) {
+    EXPECT_FALSE(CopiedVirtualenv().empty()) << "python3 -m venv failed (python3-venv, scripts/debian-packages.txt)";
+  }
 }
 
 // Nested functions with a known 3:1 CPU split: names, lines, order, shares.
