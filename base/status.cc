@@ -39,6 +39,8 @@ Status ErrnoError(int err, const std::string& what) {
     case EPERM: code = StatusCode::kPermissionDenied; break;
     case EINVAL: code = StatusCode::kInvalidArgument; break;
     case ENOSPC:
+    case EDQUOT:
+    case EFBIG:
     case ENOMEM:
     case EMFILE:
     case ENFILE: code = StatusCode::kResourceExhausted; break;
