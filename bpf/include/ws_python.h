@@ -86,15 +86,12 @@ static __always_inline __u64 ws_py_thread_state(const struct ws_py_proc *py) {
   struct task_struct *task = bpf_get_current_task_btf();
   const __u64 fsbase = BPF_CORE_READ(task, thread.fsbase);
   if (fsbase == 0) return 0;
-  const __u64 now = bpf_ktime_get_ns();
   struct ws_py_thread *cached = bpf_map_lookup_elem(&py_threads, &tid);
-  if (cached) {
-    if (cached->tstate == 0) {
-      if (now - cached->checked_ns < WS_PY_NEGATIVE_TTL_NS) return 0;
-    } else if (ws_py_read_ptr(cached->tstate + py->layout.tstate_thread_id) == fsbase) {
-      return cached->tstate;
-    }
+  if (cached && cached->tstate != 0 && ws_py_read_ptr(cached->tstate + py->layout.tstate_thread_id) == fsbase) {
+    return cached->tstate; /* the common case: no clock read, one user read */
   }
+  const __u64 now = bpf_ktime_get_ns();
+  if (cached && cached->tstate == 0 && now - cached->checked_ns < WS_PY_NEGATIVE_TTL_NS) return 0;
   struct ws_py_search s = {};
   s.fsbase = fsbase;
   s.interp = ws_py_read_ptr(py->runtime + py->layout.runtime_interp_head);
