@@ -20,11 +20,23 @@ std::string ProcFs::PidPath(uint32_t pid) const { return root_ + "/" + std::to_s
 
 StatusOr<std::string> ProcFs::ReadMaps(uint32_t pid) const { return ReadFileToString(PidPath(pid) + "/maps"); }
 
-StatusOr<std::string> ProcFs::ReadComm(uint32_t pid) const {
-  ASSIGN_OR_RETURN(std::string comm, ReadFileToString(PidPath(pid) + "/comm"));
+namespace {
+
+StatusOr<std::string> ReadCommFile(const std::string& path) {
+  ASSIGN_OR_RETURN(std::string comm, ReadFileToString(path));
   while (!comm.empty() && (comm.back() == '\n' || comm.back() == '\0')) comm.pop_back();
   return comm;
 }
+
+}  // namespace
+
+StatusOr<std::string> ProcFs::ReadComm(uint32_t pid) const { return ReadCommFile(PidPath(pid) + "/comm"); }
+
+StatusOr<std::string> ProcFs::ReadThreadComm(uint32_t pid, uint32_t tid) const {
+  return ReadCommFile(PidPath(pid) + "/task/" + std::to_string(tid) + "/comm");
+}
+
+StatusOr<std::string> ProcFs::ReadCgroup(uint32_t pid) const { return ReadFileToString(PidPath(pid) + "/cgroup"); }
 
 StatusOr<std::string> ProcFs::ReadExeLink(uint32_t pid) const {
   const std::string link = PidPath(pid) + "/exe";

@@ -20,6 +20,13 @@ class ProcFs {
   StatusOr<std::string> ReadMaps(uint32_t pid) const;
   // The thread-group leader's comm, without the trailing newline.
   StatusOr<std::string> ReadComm(uint32_t pid) const;
+  // One thread's comm (root/PID/task/TID/comm), without the trailing newline.
+  // Threads are renamed at run time (pthread_setname_np), so callers re-read
+  // rather than cache forever.
+  StatusOr<std::string> ReadThreadComm(uint32_t pid, uint32_t tid) const;
+  // Raw text of /proc/PID/cgroup; ParseCgroupFile (container_labels.h) turns
+  // it into container and pod labels.
+  StatusOr<std::string> ReadCgroup(uint32_t pid) const;
   // Target of /proc/PID/exe, without a " (deleted)" suffix.
   StatusOr<std::string> ReadExeLink(uint32_t pid) const;
   // Reads len bytes of the process's memory at addr through /proc/PID/mem
