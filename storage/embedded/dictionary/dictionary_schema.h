@@ -1,0 +1,29 @@
+// The SQLite schema of the embedded store's dictionaries and its version check.
+//
+// Format identity: PRAGMA application_id = kDictionaryApplicationId (the magic)
+// and meta.schema_version = kDictionarySchemaVersion. A database written by a
+// newer version is refused (FailedPrecondition), never half-read; a later
+// version that changes tables or content_key.h encodings bumps the version and
+// migrates older files forward, with a test that opens the old form.
+#pragma once
+
+#include <cstdint>
+
+#include "base/status.h"
+#include "storage/embedded/dictionary/sqlite_handle.h"
+
+namespace warpscope::dictionary {
+
+inline constexpr int64_t kDictionarySchemaVersion = 1;
+inline constexpr int32_t kDictionaryApplicationId = 0x57534443;  // "WSDC"
+
+// Sets WAL journaling and synchronous=FULL on `db` (per-connection settings):
+// a COMMIT returns only after the WAL is fsync'ed, so a committed batch
+// survives kill -9 and power loss.
+Status ConfigureDurability(SqliteDb& db);
+
+// Creates the schema in an empty database, or checks the version of an
+// existing one. Run once, on the writer connection, before anything else.
+Status CreateOrCheckSchema(SqliteDb& db);
+
+}  // namespace warpscope::dictionary

@@ -1,0 +1,62 @@
+#include "storage/embedded/dictionary/dictionary_store.h"
+
+namespace warpscope::dictionary {
+
+StatusOr<std::unique_ptr<DictionaryStore>> DictionaryStore::Open(const std::string& path, const BatchLimits& limits) {
+  // The writer first: it creates or checks the schema the reader prepares against.
+  ASSIGN_OR_RETURN(std::unique_ptr<DictionaryWriter> writer, DictionaryWriter::Open(path, limits));
+  ASSIGN_OR_RETURN(std::unique_ptr<DictionaryReader> reader, DictionaryReader::Open(path));
+  return std::unique_ptr<DictionaryStore>(new DictionaryStore(std::move(writer), std::move(reader)));
+}
+
+StatusOr<InternedBatch> DictionaryStore::InternBatch(const warpscope::v1::IngestBatch& batch) {
+  std::lock_guard<std::mutex> lock(write_mu_);
+  return writer_->InternBatch(batch);
+}
+
+StatusOr<bool> DictionaryStore::SeenBefore(const std::string& agent_id, uint64_t sequence) {
+  std::lock_guard<std::mutex> lock(write_mu_);
+  return writer_->SeenBefore(agent_id, sequence);
+}
+
+StatusOr<ResolvedStack> DictionaryStore::ResolveStack(uint64_t stack_id) {
+  ASSIGN_OR_RETURN(std::vector<ResolvedStack> stacks, ResolveStacks({stack_id}));
+  return std::move(stacks.front());
+}
+
+StatusOr<std::vector<ResolvedStack>> DictionaryStore::ResolveStacks(const std::vector<uint64_t>& stack_ids) {
+  std::lock_guard<std::mutex> lock(read_mu_);
+  return reader_->ResolveStacks(stack_ids);
+}
+
+StatusOr<Labels> DictionaryStore::LabelSet(uint64_t label_set_id) {
+  std::lock_guard<std::mutex> lock(read_mu_);
+  return reader_->LabelSet(label_set_id);
+}
+
+StatusOr<ProfileTypeInfo> DictionaryStore::ProfileType(uint64_t type_id) {
+  std::lock_guard<std::mutex> lock(read_mu_);
+  return reader_->ProfileType(type_id);
+}
+
+StatusOr<std::vector<uint64_t>> DictionaryStore::SeriesMatching(const Labels& equal_matchers) {
+  std::lock_guard<std::mutex> lock(read_mu_);
+  return reader_->SeriesMatching(equal_matchers);
+}
+
+StatusOr<std::vector<std::string>> DictionaryStore::LabelNames() {
+  std::lock_guard<std::mutex> lock(read_mu_);
+  return reader_->LabelNames();
+}
+
+StatusOr<std::vector<std::string>> DictionaryStore::LabelValues(const std::string& name) {
+  std::lock_guard<std::mutex> lock(read_mu_);
+  return reader_->LabelValues(name);
+}
+
+StatusOr<DictionaryRowCounts> DictionaryStore::RowCounts() {
+  std::lock_guard<std::mutex> lock(read_mu_);
+  return reader_->RowCounts();
+}
+
+}  // namespace warpscope::dictionary

@@ -1,0 +1,94 @@
+// The embedded store's dictionaries: strings, mappings, functions, locations,
+// stacks, label sets and profile types, content-addressed and written once,
+// each with a dense global id (from 1; 0 means "none"). Sample rows elsewhere
+// (WAL, head, segments) refer to stacks, label sets (series) and types only
+// by these ids.
+//
+// Storage: one SQLite file (schema: dictionary_schema.h/.cc) in WAL journal
+// mode with synchronous=FULL, so an InternBatch that returned OK is durable
+// across kill -9 and power loss.
+//
+// Dedup: every content table has a UNIQUE constraint over its full content
+// (the canonical encodings of content_key.h), not over a 64-bit hash. With a
+// hash, a collision (rare, but silent corruption of a profile when it happens)
+// needs a non-unique index plus a verify-and-probe path that is hard to test;
+// with the content, SQLite's B-tree is exact by construction. The cost is the
+// index repeating the content (a stack is ~2 bytes per frame as varints, so
+// about 60 bytes for depth 30): small next to sample data, and dictionaries
+// are written once.
+//
+// Cache: the writer keeps every content -> id in memory (loaded at Open), so
+// InternBatch runs no SELECTs and a batch of known content writes no
+// dictionary rows at all; only the agent's sequence record is updated.
+// Memory is about the size of the dictionary's content plus hash-map overhead.
+// Measured (dictionary_speed_test, 1000 stacks x 30 frames, 50 series):
+// ~100 ms for an all-new batch (13.4k rows), ~9 ms for an all-known one, of
+// which ~0.4 ms validation, ~0.3 ms the commit and the rest ~13.5k lookups in
+// std::unordered_map at ~0.7 us each (cache misses). A flat table keyed by a
+// 128-bit content hash is the next lever if that matters.
+//
+// Threads: any thread may call any method. Writes (InternBatch, SeenBefore,
+// which reads the writer's sequence map) serialize on the writer connection's
+// mutex; reads (Resolve*, LabelSet, label index) use a second connection with
+// its own mutex, so queries are not blocked by an InternBatch's fsync (WAL
+// mode lets a reader run beside the writer). Reads see committed data only:
+// every id returned by InternBatch resolves once InternBatch has returned.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+#include "proto/warpscope/v1/ingest.pb.h"
+#include "storage/embedded/dictionary/batch_validator.h"
+#include "storage/embedded/dictionary/dictionary_reader.h"
+#include "storage/embedded/dictionary/dictionary_types.h"
+#include "storage/embedded/dictionary/dictionary_writer.h"
+
+namespace warpscope::dictionary {
+
+class DictionaryStore {
+ public:
+  // Opens or creates the database at `path`. FailedPrecondition for a file of a
+  // newer schema version or one that is not a dictionary database.
+  static StatusOr<std::unique_ptr<DictionaryStore>> Open(const std::string& path, const BatchLimits& limits = {});
+
+  // Validates the whole batch (InvalidArgument naming the field and index;
+  // nothing is written), then in one transaction interns all its content and
+  // records (agent_id, sequence). Content already stored keeps its id.
+  StatusOr<InternedBatch> InternBatch(const warpscope::v1::IngestBatch& batch);
+
+  // True when InternBatch already committed a batch of `agent_id` with a
+  // sequence >= `sequence`: the upload is a re-send, acknowledge without storing.
+  StatusOr<bool> SeenBefore(const std::string& agent_id, uint64_t sequence);
+
+  StatusOr<ResolvedStack> ResolveStack(uint64_t stack_id);
+  // Same order as `stack_ids`; shares lookups of common frames across stacks.
+  StatusOr<std::vector<ResolvedStack>> ResolveStacks(const std::vector<uint64_t>& stack_ids);
+  StatusOr<Labels> LabelSet(uint64_t label_set_id);
+  StatusOr<ProfileTypeInfo> ProfileType(uint64_t type_id);
+
+  // Label-set (series) ids having every name=value pair, ascending. An empty
+  // list matches every series. Only equality: callers narrow with the
+  // matchers whose matches_empty() is false and filter the rest themselves.
+  StatusOr<std::vector<uint64_t>> SeriesMatching(const Labels& equal_matchers);
+  StatusOr<std::vector<std::string>> LabelNames();
+  StatusOr<std::vector<std::string>> LabelValues(const std::string& name);
+
+  StatusOr<DictionaryRowCounts> RowCounts();
+
+ private:
+  DictionaryStore(std::unique_ptr<DictionaryWriter> writer, std::unique_ptr<DictionaryReader> reader)
+      : writer_(std::move(writer)), reader_(std::move(reader)) {}
+
+  std::mutex write_mu_;
+  std::unique_ptr<DictionaryWriter> writer_;  // guarded by write_mu_
+  std::mutex read_mu_;
+  std::unique_ptr<DictionaryReader> reader_;  // guarded by read_mu_
+};
+
+}  // namespace warpscope::dictionary

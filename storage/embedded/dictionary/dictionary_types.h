@@ -1,0 +1,65 @@
+// Values that cross the dictionary's API: interning results and resolved
+// (query-side) forms of stacks, label sets and profile types.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "proto/warpscope/v1/ingest.pb.h"
+
+namespace warpscope::dictionary {
+
+// What InternBatch hands back: the batch's indices turned into global ids, so
+// sample i becomes the row (time, type_ids[s.type], label_set_ids[s.label_set]
+// (the series id), stack_ids[s.stack], value).
+struct InternedBatch {
+  std::vector<uint64_t> stack_ids;      // by batch stack index
+  std::vector<uint64_t> label_set_ids;  // by batch label-set index
+  std::vector<uint64_t> type_ids;       // by batch type index
+  // Dictionary rows this call inserted (all tables, label index included);
+  // 0 when all content was already known.
+  uint64_t new_rows = 0;
+};
+
+// One frame of a resolved stack. An inlined location expands to one frame per
+// line, innermost first; a location without lines gives one frame with empty
+// function fields.
+struct ResolvedFrame {
+  uint64_t location_id = 0;
+  uint64_t address = 0;
+  warpscope::v1::FrameKind kind = warpscope::v1::FRAME_KIND_NATIVE;
+  std::string function_name;
+  std::string system_name;
+  std::string file;
+  int64_t line = 0;
+  std::string mapping_file;  // "" when the location has no mapping
+  std::string build_id;
+  bool inlined = false;  // true for every line of a location except its last (outermost)
+};
+
+struct ResolvedStack {
+  uint64_t id = 0;
+  std::vector<ResolvedFrame> frames;  // leaf first
+};
+
+using Labels = std::vector<std::pair<std::string, std::string>>;  // sorted by name
+
+struct ProfileTypeInfo {
+  std::string name;
+  std::string sample_unit;
+  int64_t period_nanos = 0;
+};
+
+// Row counts per table, for tests and metrics.
+struct DictionaryRowCounts {
+  uint64_t strings = 0, mappings = 0, functions = 0, locations = 0, stacks = 0, label_sets = 0, label_index = 0,
+           profile_types = 0, agent_sequences = 0;
+  uint64_t total() const {
+    return strings + mappings + functions + locations + stacks + label_sets + label_index + profile_types +
+           agent_sequences;
+  }
+};
+
+}  // namespace warpscope::dictionary
