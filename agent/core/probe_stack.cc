@@ -159,9 +159,7 @@ int RunProbeStack(const std::vector<std::string>& args) {
     std::cout << "\nstack " << i + 1 << " (" << sorted[i].first << " calls, " << frames.size() << " frames):\n";
     for (size_t f = 0, n = 0; f < frames.size(); ++f, ++n) {
       if ((frames[f] & WS_PY_FRAME_TAG) && f + 1 < frames.size()) {
-        const PythonFrame py = python.Resolve(o.pid, frames[f] & WS_PY_ADDR_MASK,
-                                              static_cast<uint32_t>(frames[f + 1] >> 32),
-                                              static_cast<uint32_t>(frames[f + 1]));
+        const PythonFrame py = python.ResolveSlots(o.pid, frames[f], frames[f + 1]);
         std::cout << "  #" << n << " " << py.name << "  [" << py.filename << ":" << py.line << "]\n";
         ++f;
         continue;

@@ -53,8 +53,7 @@ uint64_t ProfileAssembler::PythonLocation(uint32_t pid, uint64_t slot0, uint64_t
   if (it != python_memo_.end()) return it->second;
   PythonFrame frame;
   if (python_) {
-    frame = python_->Resolve(pid, slot0 & WS_PY_ADDR_MASK, static_cast<uint32_t>(slot1 >> 32),
-                             static_cast<uint32_t>(slot1));
+    frame = python_->ResolveSlots(pid, slot0, slot1);
   } else {
     frame.name = "[python]";
   }

@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -13,6 +12,8 @@
 #include <cstring>
 #include <vector>
 
+#include "base/byte_order.h"
+#include "base/crc32.h"
 #include "base/logging.h"
 
 namespace warpscope {
@@ -24,32 +25,6 @@ constexpr std::string_view kSuffix = ".wsb";
 constexpr std::string_view kTempSuffix = ".tmp";
 constexpr std::string_view kLockName = "LOCK";
 constexpr size_t kSeqDigits = 20;
-
-void PutU16(char* p, uint16_t v) {
-  for (int i = 0; i < 2; ++i) p[i] = static_cast<char>(v >> (8 * i));
-}
-void PutU32(char* p, uint32_t v) {
-  for (int i = 0; i < 4; ++i) p[i] = static_cast<char>(v >> (8 * i));
-}
-void PutU64(char* p, uint64_t v) {
-  for (int i = 0; i < 8; ++i) p[i] = static_cast<char>(v >> (8 * i));
-}
-uint64_t GetLE(const char* p, int n) {
-  uint64_t v = 0;
-  for (int i = n - 1; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(p[i]);
-  return v;
-}
-
-uint32_t Crc(uint32_t crc, const char* data, size_t n) {
-  // zlib's crc32 takes uInt lengths; feed large buffers in slices.
-  while (n > 0) {
-    const uInt chunk = static_cast<uInt>(std::min<size_t>(n, 1u << 30));
-    crc = static_cast<uint32_t>(::crc32(crc, reinterpret_cast<const Bytef*>(data), chunk));
-    data += chunk;
-    n -= chunk;
-  }
-  return crc;
-}
 
 // Parses "batch-<20 digits>.wsb"; nullopt for any other name.
 std::optional<uint64_t> ParseFileName(std::string_view name) {
@@ -131,15 +106,15 @@ StatusOr<FileCheck> ReadAndValidate(const std::string& path, uint64_t sequence, 
     check.reason = "bad magic";
     return check;
   }
-  const uint64_t version = GetLE(header + 8, 2);
-  const uint64_t header_size = GetLE(header + 10, 2);
+  const uint64_t version = LoadLE16(header + 8);
+  const uint64_t header_size = LoadLE16(header + 10);
   if (version != kSpoolFormatVersion || header_size != kSpoolHeaderSize) {
     check.reason = "unsupported version " + std::to_string(version) + " / header size " + std::to_string(header_size);
     return check;
   }
-  const uint32_t want_crc = static_cast<uint32_t>(GetLE(header + 12, 4));
-  const uint64_t file_seq = GetLE(header + 16, 8);
-  const uint64_t length = GetLE(header + 24, 8);
+  const uint32_t want_crc = LoadLE32(header + 12);
+  const uint64_t file_seq = LoadLE64(header + 16);
+  const uint64_t length = LoadLE64(header + 24);
   if (file_seq != sequence) {
     check.reason = "sequence " + std::to_string(file_seq) + " does not match the file name";
     return check;
@@ -149,7 +124,7 @@ StatusOr<FileCheck> ReadAndValidate(const std::string& path, uint64_t sequence, 
                    std::to_string(check.file_size - kSpoolHeaderSize) + " payload bytes";
     return check;
   }
-  uint32_t crc = Crc(::crc32(0, nullptr, 0), header + 16, kSpoolHeaderSize - 16);
+  uint32_t crc = Crc32(0, header + 16, kSpoolHeaderSize - 16);
   // Validation without a payload out-param streams the file, so Open does not
   // hold a whole (possibly large) batch in memory per file.
   std::string local;
@@ -164,7 +139,7 @@ StatusOr<FileCheck> ReadAndValidate(const std::string& path, uint64_t sequence, 
       check.reason = "truncated payload";
       return check;
     }
-    crc = Crc(crc, buf->data(), n);
+    crc = Crc32(crc, buf->data(), n);
     left -= n;
   }
   if (crc != want_crc) {
@@ -186,13 +161,13 @@ std::string Spool::FileNameFor(uint64_t sequence) {
 std::string Spool::EncodeFile(uint64_t sequence, std::string_view batch) {
   std::string out(kSpoolHeaderSize, '\0');
   std::memcpy(out.data(), kMagic, sizeof(kMagic));
-  PutU16(out.data() + 8, kSpoolFormatVersion);
-  PutU16(out.data() + 10, static_cast<uint16_t>(kSpoolHeaderSize));
-  PutU64(out.data() + 16, sequence);
-  PutU64(out.data() + 24, batch.size());
-  uint32_t crc = Crc(::crc32(0, nullptr, 0), out.data() + 16, kSpoolHeaderSize - 16);
-  crc = Crc(crc, batch.data(), batch.size());
-  PutU32(out.data() + 12, crc);
+  StoreLE16(out.data() + 8, kSpoolFormatVersion);
+  StoreLE16(out.data() + 10, static_cast<uint16_t>(kSpoolHeaderSize));
+  StoreLE64(out.data() + 16, sequence);
+  StoreLE64(out.data() + 24, batch.size());
+  uint32_t crc = Crc32(0, out.data() + 16, kSpoolHeaderSize - 16);
+  crc = Crc32(crc, batch.data(), batch.size());
+  StoreLE32(out.data() + 12, crc);
   out.append(batch);
   return out;
 }

@@ -2,24 +2,27 @@
 
 #include <zstd.h>
 
+#include "base/byte_order.h"
+
 namespace warpscope::segment {
 
 void PutFixed8(std::string* out, uint8_t v) { out->push_back(static_cast<char>(v)); }
 
 void PutFixed16(std::string* out, uint16_t v) {
-  char b[2] = {static_cast<char>(v & 0xff), static_cast<char>(v >> 8)};
+  char b[2];
+  StoreLE16(b, v);
   out->append(b, 2);
 }
 
 void PutFixed32(std::string* out, uint32_t v) {
   char b[4];
-  for (int i = 0; i < 4; ++i) b[i] = static_cast<char>((v >> (8 * i)) & 0xff);
+  StoreLE32(b, v);
   out->append(b, 4);
 }
 
 void PutFixed64(std::string* out, uint64_t v) {
   char b[8];
-  for (int i = 0; i < 8; ++i) b[i] = static_cast<char>((v >> (8 * i)) & 0xff);
+  StoreLE64(b, v);
   out->append(b, 8);
 }
 
@@ -34,17 +37,9 @@ void PutVarint64(std::string* out, uint64_t v) {
   out->append(b, n);
 }
 
-uint32_t LoadFixed32(const char* p) {
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(p[i]);
-  return v;
-}
+uint32_t LoadFixed32(const char* p) { return LoadLE32(p); }
 
-uint64_t LoadFixed64(const char* p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(p[i]);
-  return v;
-}
+uint64_t LoadFixed64(const char* p) { return LoadLE64(p); }
 
 bool ByteReader::GetFixed8(uint8_t* v) {
   if (remaining() < 1) return false;

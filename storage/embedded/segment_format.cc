@@ -1,10 +1,9 @@
 #include "storage/embedded/segment_format.h"
 
-#include <zlib.h>
-
 #include <algorithm>
 #include <cstring>
 
+#include "base/crc32.h"
 #include "storage/embedded/column_codec.h"
 
 namespace warpscope::segment {
@@ -29,10 +28,7 @@ Status CheckMagicAndVersion(const char* magic, uint16_t version, const std::stri
 
 }  // namespace
 
-uint32_t Crc32(std::string_view bytes) {
-  return static_cast<uint32_t>(
-      crc32_z(0L, reinterpret_cast<const Bytef*>(bytes.data()), bytes.size()));
-}
+uint32_t Crc32(std::string_view bytes) { return warpscope::Crc32(0, bytes.data(), bytes.size()); }
 
 void AppendHeader(std::string* out) {
   out->append(kMagic, sizeof(kMagic));

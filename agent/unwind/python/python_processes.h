@@ -66,6 +66,10 @@ class PythonProcesses {
   // Reads now the code objects of a stack's Python frames not cached yet.
   void Prefetch(uint32_t pid, const uint64_t* frames, size_t count);
   PythonFrame Resolve(uint32_t pid, uint64_t code_addr, uint32_t fingerprint, uint32_t instr_index);
+  // The same for a frame as BPF stores it: its two stack slots (bpf/intf/python.h).
+  PythonFrame ResolveSlots(uint32_t pid, uint64_t slot0, uint64_t slot1) {
+    return Resolve(pid, slot0 & WS_PY_ADDR_MASK, static_cast<uint32_t>(slot1 >> 32), static_cast<uint32_t>(slot1));
+  }
 
   // The CPython version found in the process, if any (for messages and tests).
   const PythonVersion* VersionOf(uint32_t pid) const;

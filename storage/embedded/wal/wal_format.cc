@@ -9,6 +9,9 @@
 #include <cstdio>
 #include <cstring>
 
+#include "base/byte_order.h"
+#include "base/crc32.h"
+
 namespace warpscope::wal {
 namespace {
 
@@ -17,38 +20,10 @@ constexpr std::string_view kNameSuffix = ".log";
 constexpr std::string_view kTmpSuffix = ".log.tmp";
 constexpr size_t kSeqDigits = 20;
 
-void Store32(char* p, uint32_t v) {
-  for (int i = 0; i < 4; ++i) p[i] = static_cast<char>(v >> (8 * i));
-}
-void Store64(char* p, uint64_t v) {
-  for (int i = 0; i < 8; ++i) p[i] = static_cast<char>(v >> (8 * i));
-}
-uint32_t Load32(const char* p) {
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(p[i]);
-  return v;
-}
-uint64_t Load64(const char* p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(p[i]);
-  return v;
-}
-
-uint32_t Crc(uint32_t crc, const char* p, size_t n) {
-  // zlib takes uInt lengths; payloads stay below 4 GiB, but loop to be safe.
-  while (n > 0) {
-    const uInt chunk = static_cast<uInt>(std::min<size_t>(n, 1u << 30));
-    crc = static_cast<uint32_t>(::crc32(crc, reinterpret_cast<const Bytef*>(p), chunk));
-    p += chunk;
-    n -= chunk;
-  }
-  return crc;
-}
-
 uint32_t SeqCrc(uint64_t seq) {
   char b[8];
-  Store64(b, seq);
-  return Crc(0, b, sizeof(b));
+  StoreLE64(b, seq);
+  return Crc32(0, b, sizeof(b));
 }
 
 bool ParseSeqDigits(std::string_view digits, uint64_t* seq) {
@@ -74,13 +49,13 @@ struct Record {
 bool ParseRecordAt(std::string_view data, size_t off, Record* rec) {
   if (data.size() - off < kRecordHeaderSize) return false;
   const char* h = data.data() + off;
-  if (Load32(h) != Crc(0, h + 4, kRecordHeaderSize - 4)) return false;
-  const uint32_t length = Load32(h + 4);
+  if (LoadLE32(h) != Crc32(0, h + 4, kRecordHeaderSize - 4)) return false;
+  const uint32_t length = LoadLE32(h + 4);
   if (length > data.size() - off - kRecordHeaderSize) return false;
-  rec->seq = Load64(h + 8);
+  rec->seq = LoadLE64(h + 8);
   rec->payload = data.substr(off + kRecordHeaderSize, length);
   rec->size = kRecordHeaderSize + length;
-  return Crc(SeqCrc(rec->seq), rec->payload.data(), rec->payload.size()) == Load32(h + 16);
+  return Crc32(SeqCrc(rec->seq), rec->payload.data(), rec->payload.size()) == LoadLE32(h + 16);
 }
 
 // The first offset >= from where an intact record with a plausible seq starts,
@@ -90,7 +65,7 @@ bool ParseRecordAt(std::string_view data, size_t off, Record* rec) {
 // records. The cheap seq test rejects nearly every position before any CRC work.
 size_t FindNextRecord(std::string_view data, size_t from, size_t damage_start, uint64_t expected_seq) {
   for (size_t p = from; p + kRecordHeaderSize <= data.size(); ++p) {
-    const uint64_t seq = Load64(data.data() + p + 8);
+    const uint64_t seq = LoadLE64(data.data() + p + 8);
     if (seq < expected_seq || seq - expected_seq > (p - damage_start) / kRecordHeaderSize + 1) continue;
     Record rec;
     if (ParseRecordAt(data, p, &rec)) return p;
@@ -107,13 +82,13 @@ Status DecodeFileHeader(const std::string& path, std::string_view data, uint64_t
   if (std::memcmp(h, kFileMagic, sizeof(kFileMagic)) != 0) {
     return DataLossError(path + ": not a write-ahead log file (bad magic at offset 0)");
   }
-  if (Load32(h + 20) != Crc(0, h, 20)) return DataLossError(path + ": file header checksum mismatch at offset 0");
-  const uint32_t version = Load32(h + 4);
+  if (LoadLE32(h + 20) != Crc32(0, h, 20)) return DataLossError(path + ": file header checksum mismatch at offset 0");
+  const uint32_t version = LoadLE32(h + 4);
   if (version != kFormatVersion) {
     return FailedPreconditionError(path + ": unsupported write-ahead log format version " + std::to_string(version) +
                                    " (this build reads version " + std::to_string(kFormatVersion) + ")");
   }
-  *first_seq = Load64(h + 8);
+  *first_seq = LoadLE64(h + 8);
   return Status::Ok();
 }
 
@@ -159,20 +134,20 @@ StatusOr<std::vector<WalFile>> ListWalFiles(const std::string& dir, std::vector<
 std::string EncodeFileHeader(uint64_t first_seq) {
   std::string h(kFileHeaderSize, '\0');
   std::memcpy(h.data(), kFileMagic, sizeof(kFileMagic));
-  Store32(h.data() + 4, kFormatVersion);
-  Store64(h.data() + 8, first_seq);
-  Store32(h.data() + 16, 0);
-  Store32(h.data() + 20, Crc(0, h.data(), 20));
+  StoreLE32(h.data() + 4, kFormatVersion);
+  StoreLE64(h.data() + 8, first_seq);
+  StoreLE32(h.data() + 16, 0);
+  StoreLE32(h.data() + 20, Crc32(0, h.data(), 20));
   return h;
 }
 
-uint32_t PayloadCrc(std::string_view payload) { return Crc(0, payload.data(), payload.size()); }
+uint32_t PayloadCrc(std::string_view payload) { return Crc32(0, payload.data(), payload.size()); }
 
 void EncodeRecordHeader(uint64_t seq, uint32_t length, uint32_t payload_crc, char out[kRecordHeaderSize]) {
-  Store32(out + 4, length);
-  Store64(out + 8, seq);
-  Store32(out + 16, static_cast<uint32_t>(::crc32_combine(SeqCrc(seq), payload_crc, static_cast<z_off_t>(length))));
-  Store32(out, Crc(0, out + 4, kRecordHeaderSize - 4));
+  StoreLE32(out + 4, length);
+  StoreLE64(out + 8, seq);
+  StoreLE32(out + 16, static_cast<uint32_t>(::crc32_combine(SeqCrc(seq), payload_crc, static_cast<z_off_t>(length))));
+  StoreLE32(out, Crc32(0, out + 4, kRecordHeaderSize - 4));
 }
 
 Status ScanWalFile(const std::string& path, std::string_view data, const WalFileScanOptions& options,
