@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "proto/warpscope/v1/ingest.pb.h"
+#include "storage/store_types.h"
 
 namespace warpscope::dictionary {
 
@@ -23,34 +24,11 @@ struct InternedBatch {
   uint64_t new_rows = 0;
 };
 
-// One frame of a resolved stack. An inlined location expands to one frame per
-// line, innermost first; a location without lines gives one frame with empty
-// function fields.
-struct ResolvedFrame {
-  uint64_t location_id = 0;
-  uint64_t address = 0;
-  warpscope::v1::FrameKind kind = warpscope::v1::FRAME_KIND_NATIVE;
-  std::string function_name;
-  std::string system_name;
-  std::string file;
-  int64_t line = 0;
-  std::string mapping_file;  // "" when the location has no mapping
-  std::string build_id;
-  bool inlined = false;  // true for every line of a location except its last (outermost)
-};
-
-struct ResolvedStack {
-  uint64_t id = 0;
-  std::vector<ResolvedFrame> frames;  // leaf first
-};
-
-using Labels = std::vector<std::pair<std::string, std::string>>;  // sorted by name
-
-struct ProfileTypeInfo {
-  std::string name;
-  std::string sample_unit;
-  int64_t period_nanos = 0;
-};
+// The resolved forms are the storage interface's (storage/store_types.h).
+using storage::Labels;
+using storage::ProfileTypeInfo;
+using storage::ResolvedFrame;
+using storage::ResolvedStack;
 
 // Row counts per table, for tests and metrics.
 struct DictionaryRowCounts {

@@ -1,0 +1,110 @@
+// ProfileStore: the storage interface of warpscope-server. The embedded store
+// (storage/embedded/, the default) and the ClickHouse store (issue 9) both
+// implement it and both must pass the one conformance suite in
+// storage/conformance/. The server only talks to this interface.
+//
+// Everything a query returns is resolved (frames with names, label sets as
+// name/value pairs), never backend ids, so query/ and server/ do not depend
+// on how a backend numbers its dictionaries.
+//
+// Threading: every method may be called from any number of threads at once
+// (the server's HTTP workers). Ingest blocks until the batch is durable.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "proto/warpscope/v1/ingest.pb.h"
+#include "query/selector.h"
+#include "storage/store_types.h"
+
+namespace warpscope::storage {
+
+struct IngestResult {
+  // True when (agent_id, sequence) was already stored: acknowledged, not stored again.
+  bool duplicate = false;
+  uint64_t samples = 0;  // sample rows stored by this call (0 for a duplicate)
+};
+
+// Selects samples of one profile type in [from_ns, to_ns) whose series'
+// labels pass `selector`.
+struct ProfileQuery {
+  std::string type = "cpu";  // ProfileType.name
+  int64_t from_ns = 0;
+  int64_t to_ns = 0;
+  Selector selector;
+};
+
+// One stack and its summed value over the query.
+struct StackValue {
+  ResolvedStack stack;
+  int64_t value = 0;
+};
+
+struct MergedProfile {
+  ProfileTypeInfo type;            // name "" when no samples of that type were ever stored
+  std::vector<StackValue> stacks;  // distinct stacks (by content), any order; values > 0
+  int64_t total = 0;               // sum of values
+  uint64_t series = 0;             // series that contributed
+};
+
+struct SeriesQuery {
+  ProfileQuery profile;
+  // Points are the sums over [t, t + step) for t = from_ns + k * step.
+  int64_t step_ns = 0;
+  // Labels to group by; empty sums everything into one series. A series
+  // lacking a label groups under "" for it.
+  std::vector<std::string> group_by;
+};
+
+struct SeriesPoint {
+  int64_t time_ns = 0;
+  int64_t value = 0;
+  friend bool operator==(const SeriesPoint&, const SeriesPoint&) = default;
+};
+
+struct Series {
+  Labels labels;                    // the group_by labels (sorted by name)
+  std::vector<SeriesPoint> points;  // ascending time, only steps with a value != 0
+};
+
+// Label sets seen in a range (the "targets": nodes, processes).
+struct SeriesLabelsQuery {
+  std::string type;  // "" for every type
+  int64_t from_ns = 0;
+  int64_t to_ns = 0;
+  Selector selector;
+};
+
+struct StoreStats {
+  uint64_t ingested_batches = 0;
+  uint64_t duplicate_batches = 0;
+  uint64_t rejected_batches = 0;
+  uint64_t samples = 0;  // rows stored since start
+};
+
+class ProfileStore {
+ public:
+  virtual ~ProfileStore() = default;
+
+  // Validates the whole batch first: InvalidArgument naming the field, and
+  // nothing stored. Returns OK only once the batch is durable (survives
+  // kill -9). Unavailable when the backend cannot take writes now (the server
+  // answers 503 and the agent retries); ResourceExhausted for a full disk.
+  virtual StatusOr<IngestResult> Ingest(const warpscope::v1::IngestBatch& batch) = 0;
+
+  virtual StatusOr<MergedProfile> SelectProfile(const ProfileQuery& query) = 0;
+  virtual StatusOr<std::vector<Series>> SelectSeries(const SeriesQuery& query) = 0;
+  // Distinct label sets of series with samples in the range, sorted.
+  virtual StatusOr<std::vector<Labels>> SelectSeriesLabels(const SeriesLabelsQuery& query) = 0;
+
+  virtual StatusOr<std::vector<std::string>> LabelNames() = 0;
+  virtual StatusOr<std::vector<std::string>> LabelValues(const std::string& name) = 0;
+  virtual StatusOr<std::vector<ProfileTypeInfo>> ProfileTypes() = 0;
+
+  virtual StoreStats stats() const = 0;
+};
+
+}  // namespace warpscope::storage
