@@ -34,7 +34,140 @@ Status AddPids(const std::string& text, std::vector<uint32_t>* pids) {
   return Status::Ok();
 }
 
+// One flag of a command line: "--flag value" or "--flag=value".
+struct FlagCursor {
+  const std::vector<std::string>& args;
+  size_t i = 0;
+  std::string flag;
+  std::string value;
+  bool has_inline_value = false;
+
+  void Load() {
+    flag = args[i];
+    has_inline_value = false;
+    if (const size_t eq = flag.find('='); flag.rfind("--", 0) == 0 && eq != std::string::npos) {
+      value = flag.substr(eq + 1);
+      flag = flag.substr(0, eq);
+      has_inline_value = true;
+    }
+  }
+  StatusOr<std::string> TakeValue() {
+    if (has_inline_value) return value;
+    if (i + 1 >= args.size()) return InvalidArgumentError(flag + " needs a value");
+    return args[++i];
+  }
+};
+
 }  // namespace
+
+StatusOr<uint64_t> ParseByteSize(const std::string& flag, const std::string& text) {
+  size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+  std::string unit = text.substr(digits);
+  for (char& c : unit) c = static_cast<char>(tolower(static_cast<unsigned char>(c)));
+  uint64_t multiplier = 0;
+  if (unit.empty() || unit == "b") multiplier = 1;
+  else if (unit == "k" || unit == "kb" || unit == "kib") multiplier = 1ull << 10;
+  else if (unit == "m" || unit == "mb" || unit == "mib") multiplier = 1ull << 20;
+  else if (unit == "g" || unit == "gb" || unit == "gib") multiplier = 1ull << 30;
+  uint64_t n = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + digits, n);
+  if (digits == 0 || multiplier == 0 || ec != std::errc() || ptr != text.data() + digits ||
+      n > (UINT64_MAX >> 1) / multiplier) {
+    return InvalidArgumentError(flag + " expects a size like 256MiB, 1G or 1048576, got '" + text + "'");
+  }
+  return n * multiplier;
+}
+
+StatusOr<std::string> TokenFromFileText(const std::string& text) {
+  const size_t b = text.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return InvalidArgumentError("the token file is empty");
+  const std::string token = text.substr(b, text.find_last_not_of(" \t\r\n") - b + 1);
+  for (char c : token) {
+    if (static_cast<unsigned char>(c) <= ' ' || c == 0x7f) {
+      return InvalidArgumentError("the token file holds more than one word (whitespace inside the token)");
+    }
+  }
+  return token;
+}
+
+StatusOr<RunOptions> ParseRunArgs(const std::vector<std::string>& args) {
+  RunOptions o;
+  bool spool_dir_given = false;
+  FlagCursor c{args};
+  for (; c.i < args.size(); ++c.i) {
+    c.Load();
+    const std::string& flag = c.flag;
+    if (flag == "--verbose" || flag == "-v") {
+      o.verbose = true;
+    } else if (flag == "--no-python") {
+      o.python_frames = false;
+    } else if (flag == "--server") {
+      ASSIGN_OR_RETURN(o.server_url, c.TakeValue());
+      if (o.server_url.rfind("http://", 0) != 0 && o.server_url.rfind("https://", 0) != 0) {
+        return InvalidArgumentError("--server expects a URL like http://127.0.0.1:7070, got '" + o.server_url + "'");
+      }
+      while (!o.server_url.empty() && o.server_url.back() == '/') o.server_url.pop_back();
+      if (o.server_url.find('/', o.server_url.find("//") + 2) != std::string::npos) {
+        return InvalidArgumentError("--server takes the server's base URL without a path (the agent adds "
+                                    "/api/v1/ingest), got '" + o.server_url + "'");
+      }
+    } else if (flag == "--token") {
+      ASSIGN_OR_RETURN(o.token, c.TakeValue());
+      if (o.token.empty()) return InvalidArgumentError("--token is empty");
+    } else if (flag == "--token-file") {
+      ASSIGN_OR_RETURN(o.token_file, c.TakeValue());
+      if (o.token_file.empty()) return InvalidArgumentError("--token-file needs a path");
+    } else if (flag == "--frequency" || flag == "-F") {
+      ASSIGN_OR_RETURN(std::string v, c.TakeValue());
+      ASSIGN_OR_RETURN(uint64_t hz, ParseUnsigned("--frequency", v, 10000));
+      if (hz == 0) return InvalidArgumentError("--frequency must be at least 1 Hz");
+      o.frequency_hz = static_cast<uint32_t>(hz);
+    } else if (flag == "--upload-interval") {
+      ASSIGN_OR_RETURN(std::string v, c.TakeValue());
+      auto d = ParseDuration(v);
+      if (!d.ok()) return d.status().WithContext("--upload-interval");
+      if (*d < std::chrono::seconds(1) || *d > std::chrono::minutes(10)) {
+        return InvalidArgumentError("--upload-interval must be between 1s and 10m, got '" + v + "'");
+      }
+      o.upload_interval = *d;
+    } else if (flag == "--spool-dir") {
+      ASSIGN_OR_RETURN(o.spool_dir, c.TakeValue());
+      if (o.spool_dir.empty()) return InvalidArgumentError("--spool-dir needs a path");
+      spool_dir_given = true;
+    } else if (flag == "--spool-max-bytes") {
+      ASSIGN_OR_RETURN(std::string v, c.TakeValue());
+      ASSIGN_OR_RETURN(o.spool_max_bytes, ParseByteSize("--spool-max-bytes", v));
+      if (o.spool_max_bytes < (64u << 10)) return InvalidArgumentError("--spool-max-bytes must be at least 64KiB");
+    } else if (flag == "--node-name") {
+      ASSIGN_OR_RETURN(o.node_name, c.TakeValue());
+      if (o.node_name.empty()) return InvalidArgumentError("--node-name is empty");
+    } else if (flag == "--state-dir") {
+      ASSIGN_OR_RETURN(o.state_dir, c.TakeValue());
+      if (o.state_dir.empty()) return InvalidArgumentError("--state-dir needs a path");
+    } else if (flag == "--pid" || flag == "-p") {
+      ASSIGN_OR_RETURN(std::string v, c.TakeValue());
+      RETURN_IF_ERROR(AddPids(v, &o.pids));
+    } else if (flag == "--drain-interval") {
+      ASSIGN_OR_RETURN(std::string v, c.TakeValue());
+      auto d = ParseDuration(v);
+      if (!d.ok()) return d.status().WithContext("--drain-interval");
+      o.drain_interval = std::chrono::duration_cast<std::chrono::milliseconds>(*d);
+    } else {
+      return InvalidArgumentError("unknown flag '" + args[c.i] + "' (see: warpscope-agent run --help)");
+    }
+  }
+  if (o.server_url.empty()) return InvalidArgumentError("--server is required, e.g. --server http://127.0.0.1:7070");
+  if (!o.token.empty() && !o.token_file.empty()) {
+    return InvalidArgumentError("choose either --token or --token-file, not both");
+  }
+  while (o.state_dir.size() > 1 && o.state_dir.back() == '/') o.state_dir.pop_back();
+  if (!spool_dir_given) o.spool_dir = o.state_dir + "/spool";
+  if (o.drain_interval > o.upload_interval) {
+    return InvalidArgumentError("--drain-interval must not be longer than --upload-interval");
+  }
+  return o;
+}
 
 StatusOr<RecordOptions> ParseRecordArgs(const std::vector<std::string>& args) {
   RecordOptions o;
@@ -134,11 +267,42 @@ Exit codes: 0 ok, 1 runtime error, 2 bad arguments or output path,
 )";
 }
 
+std::string RunUsage() {
+  return R"(Usage: warpscope-agent run --server URL [options]
+
+Profiles continuously (CPU stacks, user and kernel, with eBPF) and uploads one
+batch per interval to warpscope-server (POST URL/api/v1/ingest). Runs until
+SIGINT or SIGTERM (then the last partial interval is uploaded or spooled), or
+until every --pid has exited.
+
+      --server URL          warpscope-server's base URL, e.g. http://127.0.0.1:7070
+      --token T             bearer token (visible in `ps`: prefer --token-file)
+      --token-file F        read the bearer token from F (whitespace trimmed)
+  -F, --frequency HZ        samples per second per CPU (default 19)
+      --upload-interval D   one batch per D: 10s, 1m (default 10s, 1s..10m)
+      --state-dir DIR       agent id, last sequence, spool (default /var/lib/warpscope-agent)
+      --spool-dir DIR       where batches wait while the server is unreachable
+                            (default STATE_DIR/spool)
+      --spool-max-bytes N   spool bound; the oldest batches are dropped first
+                            (default 256MiB; K/M/G suffixes)
+      --node-name N         the "node" label (default $WARPSCOPE_NODE_NAME, else the host name)
+  -p, --pid PID[,PID...]    only these processes (default: every process)
+      --no-python           no CPython frames: show the interpreter's native frames
+      --drain-interval D    how often samples are read from the kernel (default 1s)
+  -v, --verbose             debug logging
+
+Exit codes: 0 stopped by a signal or the --pid targets exited, 1 runtime error
+(BPF, spool locked by another agent), 2 bad arguments, token file or state
+directory, 3 missing privileges, 4 unsupported kernel, 5 no such process.
+)";
+}
+
 std::string MainUsage() {
   return R"(Usage: warpscope-agent <command> [options]
 
 Commands:
   record        record CPU profiles of processes or the whole machine (see: record --help)
+  run           profile continuously and upload to warpscope-server (see: run --help)
   probe-stack   whole user stacks at the entry of a function (a uprobe), e.g. cuLaunchKernel
   unwind-table  build the .eh_frame unwind table of binaries and print its size and build time
   version       print the version

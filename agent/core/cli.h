@@ -40,7 +40,34 @@ struct RecordOptions {
 // argv excludes the program name and the "record" subcommand.
 StatusOr<RecordOptions> ParseRecordArgs(const std::vector<std::string>& args);
 
+// `warpscope-agent run`: continuous profiling, uploaded to warpscope-server.
+struct RunOptions {
+  std::string server_url;  // http(s)://host:port, without a trailing '/'
+  std::string token;       // from --token; never printed
+  std::string token_file;  // from --token-file; read (and trimmed) by the run command
+  uint32_t frequency_hz = 19;
+  std::chrono::nanoseconds upload_interval = std::chrono::seconds(10);
+  std::string state_dir = "/var/lib/warpscope-agent";
+  std::string spool_dir;  // default: <state_dir>/spool
+  uint64_t spool_max_bytes = 256ull << 20;
+  std::string node_name;  // empty: $WARPSCOPE_NODE_NAME, else the host name
+  std::vector<uint32_t> pids;  // empty: every process
+  std::chrono::milliseconds drain_interval{1000};
+  bool python_frames = true;
+  bool verbose = false;
+};
+
+// argv excludes the program name and the "run" subcommand.
+StatusOr<RunOptions> ParseRunArgs(const std::vector<std::string>& args);
+// The token from a token file's text: surrounding whitespace (the trailing
+// newline editors add) removed. InvalidArgument when nothing is left or the
+// token has inner whitespace or control characters (it would corrupt the header).
+StatusOr<std::string> TokenFromFileText(const std::string& text);
+// "256MiB", "1G", "4096", "64k": bytes.
+StatusOr<uint64_t> ParseByteSize(const std::string& flag, const std::string& text);
+
 std::string RecordUsage();
+std::string RunUsage();
 std::string MainUsage();
 
 }  // namespace warpscope

@@ -58,5 +58,89 @@ TEST(CliTest, ClearErrors) {
   expect_error({"--all", "--output"}, "needs a value");
 }
 
+StatusOr<RunOptions> ParseRun(std::vector<std::string> args) { return ParseRunArgs(args); }
+
+TEST(RunCliTest, DefaultsAndTheIssueExample) {
+  auto a = ParseRun({"--server", "http://127.0.0.1:7070"});
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(a->server_url, "http://127.0.0.1:7070");
+  EXPECT_EQ(a->frequency_hz, 19u);
+  EXPECT_EQ(a->upload_interval, std::chrono::seconds(10));
+  EXPECT_EQ(a->state_dir, "/var/lib/warpscope-agent");
+  EXPECT_EQ(a->spool_dir, "/var/lib/warpscope-agent/spool");
+  EXPECT_EQ(a->spool_max_bytes, 256ull << 20);
+  EXPECT_TRUE(a->token.empty());
+  EXPECT_TRUE(a->pids.empty());
+  EXPECT_TRUE(a->python_frames);
+
+  auto b = ParseRun({"--server=https://ws.example:7070/", "--token-file", "/etc/ws/token", "--frequency", "49",
+                     "--upload-interval", "30s", "--spool-max-bytes", "1GiB", "--node-name", "gpu-7",
+                     "--state-dir", "/tmp/st/", "--no-python", "--pid", "1,2", "-p", "3"});
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_EQ(b->server_url, "https://ws.example:7070") << "trailing slash dropped";
+  EXPECT_EQ(b->token_file, "/etc/ws/token");
+  EXPECT_EQ(b->frequency_hz, 49u);
+  EXPECT_EQ(b->upload_interval, std::chrono::seconds(30));
+  EXPECT_EQ(b->spool_max_bytes, 1ull << 30);
+  EXPECT_EQ(b->node_name, "gpu-7");
+  EXPECT_EQ(b->state_dir, "/tmp/st");
+  EXPECT_EQ(b->spool_dir, "/tmp/st/spool");
+  EXPECT_FALSE(b->python_frames);
+  EXPECT_EQ(b->pids, (std::vector<uint32_t>{1, 2, 3}));
+
+  auto c = ParseRun({"--server", "http://s:1", "--spool-dir", "/data/spool", "--token", "abc"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->spool_dir, "/data/spool");
+  EXPECT_EQ(c->token, "abc");
+}
+
+TEST(RunCliTest, ClearErrors) {
+  auto message = [](std::vector<std::string> args) {
+    auto r = ParseRunArgs(args);
+    EXPECT_FALSE(r.ok());
+    return r.ok() ? std::string() : r.status().message();
+  };
+  EXPECT_EQ(message({}), "--server is required, e.g. --server http://127.0.0.1:7070");
+  EXPECT_EQ(message({"--server", "127.0.0.1:7070"}),
+            "--server expects a URL like http://127.0.0.1:7070, got '127.0.0.1:7070'");
+  EXPECT_NE(message({"--server", "http://s:1/api/v1/ingest"}).find("without a path"), std::string::npos);
+  EXPECT_EQ(message({"--server"}), "--server needs a value");
+  EXPECT_EQ(message({"--server", "http://s:1", "--token", "a", "--token-file", "f"}),
+            "choose either --token or --token-file, not both");
+  EXPECT_EQ(message({"--server", "http://s:1", "--token", ""}), "--token is empty");
+  EXPECT_EQ(message({"--server", "http://s:1", "--frequency", "0"}), "--frequency must be at least 1 Hz");
+  EXPECT_EQ(message({"--server", "http://s:1", "--upload-interval", "500ms"}),
+            "--upload-interval must be between 1s and 10m, got '500ms'");
+  EXPECT_EQ(message({"--server", "http://s:1", "--spool-max-bytes", "lots"}),
+            "--spool-max-bytes expects a size like 256MiB, 1G or 1048576, got 'lots'");
+  EXPECT_EQ(message({"--server", "http://s:1", "--spool-max-bytes", "1k"}), "--spool-max-bytes must be at least 64KiB");
+  EXPECT_EQ(message({"--server", "http://s:1", "--pid", "0"}),
+            "--pid 0 is the idle task; use --all for the whole machine");
+  EXPECT_EQ(message({"--server", "http://s:1", "--all"}), "unknown flag '--all' (see: warpscope-agent run --help)");
+  EXPECT_EQ(message({"--server", "http://s:1", "--drain-interval", "20s", "--upload-interval", "10s"}),
+            "--drain-interval must not be longer than --upload-interval");
+}
+
+TEST(RunCliTest, ByteSizes) {
+  EXPECT_EQ(*ParseByteSize("--x", "4096"), 4096u);
+  EXPECT_EQ(*ParseByteSize("--x", "64k"), 65536u);
+  EXPECT_EQ(*ParseByteSize("--x", "256MiB"), 256ull << 20);
+  EXPECT_EQ(*ParseByteSize("--x", "2G"), 2ull << 30);
+  EXPECT_EQ(*ParseByteSize("--x", "3mb"), 3ull << 20);
+  EXPECT_FALSE(ParseByteSize("--x", "").ok());
+  EXPECT_FALSE(ParseByteSize("--x", "MiB").ok());
+  EXPECT_FALSE(ParseByteSize("--x", "1.5G").ok());
+  EXPECT_FALSE(ParseByteSize("--x", "99999999999999999999G").ok());
+}
+
+TEST(RunCliTest, TokenFileTextIsTrimmed) {
+  EXPECT_EQ(*TokenFromFileText("s3cret\n"), "s3cret");
+  EXPECT_EQ(*TokenFromFileText("  s3cret \r\n\n"), "s3cret");
+  EXPECT_EQ(TokenFromFileText("\n \n").status().message(), "the token file is empty");
+  auto two = TokenFromFileText("abc def\n");
+  ASSERT_FALSE(two.ok());
+  EXPECT_EQ(two.status().message().find("abc"), std::string::npos) << "never echo the token";
+}
+
 }  // namespace
 }  // namespace warpscope

@@ -1,9 +1,11 @@
-// warpscope-agent: the node agent. Today: `record` (one CPU profile to a file).
+// warpscope-agent: the node agent: `record` (one CPU profile to a file) and
+// `run` (continuous profiling uploaded to warpscope-server).
 #include <bpf/libbpf.h>
 
 #include <chrono>
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -11,6 +13,8 @@
 #include "agent/core/cli.h"
 #include "agent/core/probe_stack.h"
 #include "agent/core/record.h"
+#include "agent/core/run.h"
+#include "agent/process/node_name.h"
 #include "agent/unwind/unwind_table_loader.h"
 #include "base/logging.h"
 
@@ -85,6 +89,25 @@ int main(int argc, char** argv) {
     return RunProbeStack(std::vector<std::string>(args.begin() + 1, args.end()));
   }
   if (args[0] == "unwind-table") return PrintUnwindTable(std::vector<std::string>(args.begin() + 1, args.end()));
+  if (args[0] == "run") {
+    std::vector<std::string> rest(args.begin() + 1, args.end());
+    for (const std::string& a : rest) {
+      if (a == "--help" || a == "-h") {
+        std::cout << RunUsage();
+        return kExitOk;
+      }
+    }
+    auto options = ParseRunArgs(rest);
+    if (!options.ok()) {
+      std::cerr << "warpscope-agent run: " << options.status().message() << "\n\n" << RunUsage();
+      return kExitUsage;
+    }
+    SetMinLogLevel(options->verbose ? LogLevel::kDebug : LogLevel::kInfo);
+    libbpf_set_print(LibbpfPrint);
+    const std::string node =
+        options->node_name.empty() ? NodeName(std::getenv(kNodeNameEnvVar)) : options->node_name;
+    return RunContinuous(*options, node);
+  }
   if (args[0] != "record") {
     std::cerr << "warpscope-agent: unknown command '" << args[0] << "'\n\n" << MainUsage();
     return kExitUsage;

@@ -19,6 +19,13 @@ ProfileAssembler::ProfileAssembler(Symbolizer* symbolizer, PythonProcesses* pyth
                                    int64_t period_nanos)
     : symbolizer_(symbolizer), python_(python), builder_(builder), period_nanos_(period_nanos) {}
 
+void ProfileAssembler::SetBuilder(ProfileBuilder* builder) {
+  builder_ = builder;
+  user_memo_.clear();
+  kernel_memo_.clear();
+  python_memo_.clear();
+}
+
 uint64_t ProfileAssembler::InternFrame(const SymbolizedFrame& frame, FrameKind kind) {
   const uint64_t mapping_id = frame.has_mapping ? builder_->InternMapping(frame.mapping) : 0;
   std::vector<ProfileLine> lines;

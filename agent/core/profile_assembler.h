@@ -1,6 +1,7 @@
 // ProfileAssembler turns drained BPF sample batches into the symbolized
 // Profile: each raw address becomes a Location (through the Symbolizer), each
-// aggregated key a Sample. One per recording; owned by the recorder thread.
+// aggregated key a Sample. One per recording (`run`: one for the whole run,
+// pointed at each window's builder in turn); owned by the sampling thread.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +39,9 @@ class ProfileAssembler {
   ProfileAssembler(Symbolizer* symbolizer, PythonProcesses* python, ProfileBuilder* builder, int64_t period_nanos);
 
   void AddBatch(const CpuSampleBatch& batch);
+  // Continues into another profile (the next upload window of `run`). Location
+  // ids belong to a builder, so every memo is cleared; stats keep accumulating.
+  void SetBuilder(ProfileBuilder* builder);
   const AssemblerStats& stats() const { return stats_; }
 
  private:

@@ -170,10 +170,12 @@ void FillSamples(const Profile& profile, StringTable& strings, pb::Profile* out)
     pb::Sample* s = out->add_sample();
     for (uint64_t id : sample.location_ids) s->add_location_id(id);
     s->add_value(sample.count);
-    s->add_value(sample.cpu_nanos);
+    if (profile.sample_types.size() != 1) s->add_value(sample.cpu_nanos);
     // String labels only: Parca and Pyroscope index string labels, not numeric ones.
-    AddStringLabel(s, strings, "pid", std::to_string(sample.labels.pid));
-    AddStringLabel(s, strings, "tid", std::to_string(sample.labels.tid));
+    if (profile.has_thread_labels) {
+      AddStringLabel(s, strings, "pid", std::to_string(sample.labels.pid));
+      AddStringLabel(s, strings, "tid", std::to_string(sample.labels.tid));
+    }
     if (!sample.labels.comm.empty()) AddStringLabel(s, strings, "comm", sample.labels.comm);
     if (!sample.labels.thread_name.empty()) AddStringLabel(s, strings, "thread_name", sample.labels.thread_name);
   }
@@ -186,11 +188,20 @@ StatusOr<std::string> EncodePprof(const Profile& profile) {
   pb::Profile out;
   StringTable strings(&out);
 
-  SetValueType(out.add_sample_type(), strings, "samples", "count");
-  SetValueType(out.add_sample_type(), strings, "cpu", "nanoseconds");
-  SetValueType(out.mutable_period_type(), strings, "cpu", "nanoseconds");
+  if (profile.sample_types.size() > 2) {
+    return InvalidArgumentError("a profile has at most 2 sample types, got " +
+                                std::to_string(profile.sample_types.size()));
+  }
+  const std::vector<SampleValueType> sample_types =
+      profile.sample_types.empty()
+          ? std::vector<SampleValueType>{{"samples", "count"}, {"cpu", "nanoseconds"}}
+          : profile.sample_types;
+  for (const SampleValueType& type : sample_types) {
+    SetValueType(out.add_sample_type(), strings, type.type, type.unit);
+  }
+  SetValueType(out.mutable_period_type(), strings, sample_types.back().type, sample_types.back().unit);
   out.set_period(profile.period_nanos);
-  out.set_default_sample_type(strings.Intern("cpu"));
+  out.set_default_sample_type(strings.Intern(sample_types.back().type));
   out.set_time_nanos(profile.time_nanos);
   out.set_duration_nanos(profile.duration_nanos);
 

@@ -3,9 +3,11 @@
 //
 // Layout of the output (what readers may rely on):
 //  * sample_type = [samples/count, cpu/nanoseconds], default_sample_type "cpu",
-//    period_type cpu/nanoseconds, period = Profile::period_nanos.
-//  * Sample.value = [count, cpu_nanos]; location ids leaf first; string labels
-//    "pid", "tid" (decimal), "comm", "thread_name" (the last two when known).
+//    period_type cpu/nanoseconds, period = Profile::period_nanos; or
+//    Profile::sample_types when set (the last one is default and period type).
+//  * Sample.value = [count, cpu_nanos] (just [count] for one sample type);
+//    location ids leaf first; string labels "pid", "tid" (decimal; left out when
+//    !Profile::has_thread_labels), "comm", "thread_name" (the last two when known).
 //  * Mappings keep the Profile's order (the main binary first) and ids; every
 //    mapping has has_functions = true because the agent symbolizes on the host;
 //    has_filenames / has_line_numbers / has_inline_frames reflect the data.

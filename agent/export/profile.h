@@ -67,6 +67,12 @@ struct ProfileSample {
   SampleLabels labels;
 };
 
+// One pprof sample type ("cpu"/"nanoseconds").
+struct SampleValueType {
+  std::string type;
+  std::string unit;
+};
+
 // A named counter reported with the profile: drops, truncations, idle samples.
 struct ProfileCounter {
   std::string name;
@@ -84,6 +90,14 @@ struct Profile {
   std::vector<ProfileSample> samples;
   std::vector<ProfileCounter> counters;
   std::vector<std::string> comments;       // free text kept in the pprof comment field
+  // The pprof sample types of ProfileSample::count and ::cpu_nanos. Empty (the
+  // agent's recordings) means [samples/count, cpu/nanoseconds]. One entry: only
+  // `count` is written. The last entry is the default and the period type.
+  // Set by the server's export of merged profiles (query/profile_export.h).
+  std::vector<SampleValueType> sample_types;
+  // False for merged profiles, whose samples belong to no single thread: the
+  // pprof writer then leaves out the "pid" and "tid" labels.
+  bool has_thread_labels = true;
 
   const ProfileMapping& mapping(uint64_t id) const { return mappings.at(id - 1); }
   const ProfileFunction& function(uint64_t id) const { return functions.at(id - 1); }

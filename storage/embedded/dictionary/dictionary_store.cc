@@ -9,9 +9,20 @@ StatusOr<std::unique_ptr<DictionaryStore>> DictionaryStore::Open(const std::stri
   return std::unique_ptr<DictionaryStore>(new DictionaryStore(std::move(writer), std::move(reader)));
 }
 
-StatusOr<InternedBatch> DictionaryStore::InternBatch(const warpscope::v1::IngestBatch& batch) {
+StatusOr<InternedBatch> DictionaryStore::InternBatch(const warpscope::v1::IngestBatch& batch,
+                                                     const InternOptions& options) {
   std::lock_guard<std::mutex> lock(write_mu_);
-  return writer_->InternBatch(batch);
+  return writer_->InternBatch(batch, options.record_sequence);
+}
+
+Status DictionaryStore::RecordAgentSequences(const std::vector<std::pair<std::string, uint64_t>>& sequences) {
+  std::lock_guard<std::mutex> lock(write_mu_);
+  return writer_->RecordAgentSequences(sequences);
+}
+
+std::vector<std::pair<std::string, uint64_t>> DictionaryStore::AgentSequences() {
+  std::lock_guard<std::mutex> lock(write_mu_);
+  return writer_->AgentSequences();
 }
 
 StatusOr<bool> DictionaryStore::SeenBefore(const std::string& agent_id, uint64_t sequence) {

@@ -58,9 +58,27 @@ class DictionaryStore {
   static StatusOr<std::unique_ptr<DictionaryStore>> Open(const std::string& path, const BatchLimits& limits = {});
 
   // Validates the whole batch (InvalidArgument naming the field and index;
-  // nothing is written), then in one transaction interns all its content and
-  // records (agent_id, sequence). Content already stored keeps its id.
-  StatusOr<InternedBatch> InternBatch(const warpscope::v1::IngestBatch& batch);
+  // nothing is written), then in one transaction interns all its content and,
+  // unless options say otherwise, records (agent_id, sequence). Content
+  // already stored keeps its id.
+  //
+  // Recording the sequence here is right only when this commit is what makes
+  // the batch stored. The embedded ProfileStore stores rows in its WAL after
+  // interning, so it passes record_sequence = false and records sequences
+  // itself (RecordAgentSequences) once the rows are durable: a crash between
+  // this commit and the WAL append must not turn the agent's re-send into a
+  // "duplicate" whose rows were never stored.
+  struct InternOptions {
+    bool record_sequence = true;
+  };
+  StatusOr<InternedBatch> InternBatch(const warpscope::v1::IngestBatch& batch) { return InternBatch(batch, {}); }
+  StatusOr<InternedBatch> InternBatch(const warpscope::v1::IngestBatch& batch, const InternOptions& options);
+
+  // Raises each agent's stored sequence to at least the given one (never
+  // lowers it), in one durable transaction.
+  Status RecordAgentSequences(const std::vector<std::pair<std::string, uint64_t>>& sequences);
+  // Every agent's stored sequence, any order.
+  std::vector<std::pair<std::string, uint64_t>> AgentSequences();
 
   // True when InternBatch already committed a batch of `agent_id` with a
   // sequence >= `sequence`: the upload is a re-send, acknowledge without storing.

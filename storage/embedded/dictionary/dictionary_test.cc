@@ -300,6 +300,29 @@ TEST(DictionaryTest, SequenceRecordSurvivesReopen) {
   EXPECT_EQ(Counts(*store).agent_sequences, 1u);
 }
 
+// The embedded ProfileStore interns without recording the sequence and
+// records it itself once the rows are durable in its WAL.
+TEST(DictionaryTest, SequenceRecordedSeparatelyWhenAsked) {
+  ScratchDir dir;
+  {
+    auto store = OpenOrDie(dir.db());
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->InternBatch(MakeSmallBatch(7).b.batch(), {.record_sequence = false}).ok());
+    EXPECT_FALSE(*store->SeenBefore("agent-1", 7));
+    EXPECT_TRUE(store->AgentSequences().empty());
+    ASSERT_TRUE(store->RecordAgentSequences({{"agent-1", 7}, {"agent-2", 3}}).ok());
+    ASSERT_TRUE(store->RecordAgentSequences({{"agent-1", 5}}).ok());  // never lowers
+    EXPECT_TRUE(*store->SeenBefore("agent-1", 7));
+    EXPECT_FALSE(*store->SeenBefore("agent-1", 8));
+  }
+  auto store = OpenOrDie(dir.db());
+  ASSERT_NE(store, nullptr);
+  auto sequences = store->AgentSequences();
+  std::sort(sequences.begin(), sequences.end());
+  EXPECT_EQ(sequences, (std::vector<std::pair<std::string, uint64_t>>{{"agent-1", 7}, {"agent-2", 3}}));
+  EXPECT_EQ(Counts(*store).agent_sequences, 2u);
+}
+
 TEST(DictionaryTest, LabelIndexAnswersMatchersNamesAndValues) {
   ScratchDir dir;
   auto store = OpenOrDie(dir.db());

@@ -132,7 +132,7 @@ StatusOr<uint64_t> DictionaryWriter::Intern(ContentIds& ids, SqliteStatement& in
   return id;
 }
 
-Status DictionaryWriter::InternAll(const IngestBatch& batch, InternedBatch* out) {
+Status DictionaryWriter::InternAll(const IngestBatch& batch, bool record_sequence, InternedBatch* out) {
   uint64_t* new_rows = &out->new_rows;
   auto i64 = [](uint64_t v) { return static_cast<int64_t>(v); };
 
@@ -243,14 +243,47 @@ Status DictionaryWriter::InternAll(const IngestBatch& batch, InternedBatch* out)
                                            },
                                            new_rows));
   }
+  if (!record_sequence) return Status::Ok();
+  return UpsertSequence(batch.agent_id(), batch.sequence());
+}
+
+Status DictionaryWriter::UpsertSequence(const std::string& agent_id, uint64_t sequence) {
   // Never move an agent's record backwards (a late re-send of an old batch).
-  auto it = last_sequence_.find(batch.agent_id());
-  uint64_t sequence = batch.sequence();
+  auto it = last_sequence_.find(agent_id);
   if (it != last_sequence_.end()) sequence = std::max(sequence, it->second);
   upsert_sequence_.Reset();
-  upsert_sequence_.BindBlob(1, batch.agent_id());
-  upsert_sequence_.BindInt(2, i64(sequence));
+  upsert_sequence_.BindBlob(1, agent_id);
+  upsert_sequence_.BindInt(2, static_cast<int64_t>(sequence));
   return upsert_sequence_.StepDone();
+}
+
+Status DictionaryWriter::RecordAgentSequences(const std::vector<std::pair<std::string, uint64_t>>& sequences) {
+  if (sequences.empty()) return Status::Ok();
+  begin_.Reset();
+  RETURN_IF_ERROR(begin_.StepDone());
+  Status status;
+  for (const auto& [agent_id, sequence] : sequences) {
+    status = UpsertSequence(agent_id, sequence);
+    if (!status.ok()) break;
+  }
+  if (status.ok()) {
+    commit_.Reset();
+    status = commit_.StepDone();
+  }
+  if (!status.ok()) {
+    rollback_.Reset();
+    (void)rollback_.StepDone();
+    return status.WithContext("recording agent sequences");
+  }
+  for (const auto& [agent_id, sequence] : sequences) {
+    uint64_t& last = last_sequence_[agent_id];
+    last = std::max(last, sequence);
+  }
+  return Status::Ok();
+}
+
+std::vector<std::pair<std::string, uint64_t>> DictionaryWriter::AgentSequences() const {
+  return {last_sequence_.begin(), last_sequence_.end()};
 }
 
 void DictionaryWriter::CommitCache() {
@@ -265,13 +298,13 @@ void DictionaryWriter::RollbackCache() {
   }
 }
 
-StatusOr<InternedBatch> DictionaryWriter::InternBatch(const IngestBatch& batch) {
+StatusOr<InternedBatch> DictionaryWriter::InternBatch(const IngestBatch& batch, bool record_sequence) {
   // Everything is checked before the transaction opens: a bad batch writes nothing.
   RETURN_IF_ERROR(ValidateBatch(batch, limits_));
   InternedBatch out;
   begin_.Reset();
   RETURN_IF_ERROR(begin_.StepDone());
-  Status status = InternAll(batch, &out);
+  Status status = InternAll(batch, record_sequence, &out);
   if (status.ok()) {
     commit_.Reset();
     status = commit_.StepDone();
@@ -285,8 +318,10 @@ StatusOr<InternedBatch> DictionaryWriter::InternBatch(const IngestBatch& batch) 
     return status.WithContext("interning batch of " + batch.agent_id() + " seq " + std::to_string(batch.sequence()));
   }
   CommitCache();
-  uint64_t& last = last_sequence_[batch.agent_id()];
-  last = std::max(last, batch.sequence());
+  if (record_sequence) {
+    uint64_t& last = last_sequence_[batch.agent_id()];
+    last = std::max(last, batch.sequence());
+  }
   return out;
 }
 

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -45,15 +46,19 @@ class DictionaryWriter {
  public:
   static StatusOr<std::unique_ptr<DictionaryWriter>> Open(const std::string& path, const BatchLimits& limits);
 
-  StatusOr<InternedBatch> InternBatch(const warpscope::v1::IngestBatch& batch);
+  StatusOr<InternedBatch> InternBatch(const warpscope::v1::IngestBatch& batch, bool record_sequence);
   bool SeenBefore(const std::string& agent_id, uint64_t sequence) const;
+  // Raises each agent's stored sequence to at least the given one, in one transaction.
+  Status RecordAgentSequences(const std::vector<std::pair<std::string, uint64_t>>& sequences);
+  std::vector<std::pair<std::string, uint64_t>> AgentSequences() const;
 
  private:
   DictionaryWriter(std::unique_ptr<SqliteDb> db, const BatchLimits& limits) : db_(std::move(db)), limits_(limits) {}
   Status PrepareStatements();
   Status LoadCache();
   // The body of InternBatch's transaction; on error the caller rolls back.
-  Status InternAll(const warpscope::v1::IngestBatch& batch, InternedBatch* out);
+  Status InternAll(const warpscope::v1::IngestBatch& batch, bool record_sequence, InternedBatch* out);
+  Status UpsertSequence(const std::string& agent_id, uint64_t sequence);
   // Interns `key` in `ids`; on a miss runs `insert` with parameter 1 bound to
   // the new id and `bind` binding the rest.
   template <typename BindFn>

@@ -1,11 +1,20 @@
 #include "storage/embedded/dictionary/sqlite_handle.h"
 
+#include <cerrno>
+#include <cstring>
+
 namespace warpscope::dictionary {
 namespace {
 
 Status FromSqlite(sqlite3* db, int rc, const std::string& what) {
   const char* msg = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
   std::string text = what + ": " + msg + " (sqlite " + std::to_string(rc) + ")";
+  // A full disk or a file size limit often surfaces as a plain I/O error.
+  if ((rc & 0xff) == SQLITE_IOERR && db != nullptr) {
+    const int err = sqlite3_system_errno(db);
+    if (err != 0) text += " (" + std::string(strerror(err)) + ")";
+    if (err == ENOSPC || err == EFBIG || err == EDQUOT) return ResourceExhaustedError(text);
+  }
   switch (rc & 0xff) {
     case SQLITE_BUSY:
     case SQLITE_LOCKED:

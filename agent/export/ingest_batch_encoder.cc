@@ -1,0 +1,257 @@
+#include "agent/export/ingest_batch_encoder.h"
+
+#include <zstd.h>
+
+#include <map>
+#include <tuple>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace warpscope {
+namespace {
+
+// Interns everything the batch refers to by index. Index 0 of strings is "";
+// mappings are 1-based in references (0 = none), everything else 0-based.
+class BatchTables {
+ public:
+  explicit BatchTables(v1::IngestBatch* out) : out_(out) { String(""); }
+
+  uint32_t String(const std::string& s) {
+    auto [it, inserted] = strings_.try_emplace(s, static_cast<uint32_t>(out_->strings_size()));
+    if (inserted) out_->add_strings(s);
+    return it->second;
+  }
+
+  // 1-based. Mappings are keyed by (file name, build id) only: addresses are
+  // file offsets, so one mapping stands for the binary in every process.
+  uint32_t Mapping(const ProfileMapping& m) {
+    const auto key = std::make_pair(String(m.filename), String(m.build_id));
+    auto [it, inserted] = mappings_.try_emplace(key, static_cast<uint32_t>(out_->mappings_size() + 1));
+    if (inserted) {
+      v1::Mapping* pb = out_->add_mappings();
+      pb->set_filename(key.first);
+      pb->set_build_id(key.second);
+    }
+    return it->second;
+  }
+
+  uint32_t Function(const ProfileFunction& f) {
+    const auto key = std::make_tuple(String(f.name), String(f.system_name), String(f.filename));
+    auto [it, inserted] = functions_.try_emplace(key, static_cast<uint32_t>(out_->functions_size()));
+    if (inserted) {
+      v1::Function* pb = out_->add_functions();
+      pb->set_name(std::get<0>(key));
+      pb->set_system_name(std::get<1>(key));
+      pb->set_filename(std::get<2>(key));
+    }
+    return it->second;
+  }
+
+  // Keyed by everything the location says: two processes' frames at the same
+  // file offset of the same binary are one location.
+  uint32_t Location(uint32_t mapping, uint64_t address, v1::FrameKind kind,
+                    const std::vector<std::pair<uint32_t, int64_t>>& lines) {
+    auto key = std::make_tuple(mapping, address, static_cast<int>(kind), lines);
+    auto [it, inserted] = locations_.try_emplace(std::move(key), static_cast<uint32_t>(out_->locations_size()));
+    if (inserted) {
+      v1::Location* pb = out_->add_locations();
+      pb->set_mapping(mapping);
+      pb->set_address(address);
+      pb->set_kind(kind);
+      for (const auto& [function, line] : lines) {
+        v1::Line* l = pb->add_lines();
+        l->set_function(function);
+        l->set_line(line);
+      }
+    }
+    return it->second;
+  }
+
+  uint32_t Stack(std::vector<uint32_t> locations) {
+    auto [it, inserted] = stacks_.try_emplace(std::move(locations), static_cast<uint32_t>(out_->stacks_size()));
+    if (inserted) {
+      v1::Stack* pb = out_->add_stacks();
+      for (uint32_t l : it->first) pb->add_locations(l);
+    }
+    return it->second;
+  }
+
+  // `labels` is a std::map, so keys come out sorted and unique.
+  uint32_t LabelSet(const std::map<std::string, std::string>& labels) {
+    std::vector<std::pair<uint32_t, uint32_t>> key;
+    for (const auto& [k, v] : labels) {
+      if (!v.empty()) key.emplace_back(String(k), String(v));
+    }
+    auto [it, inserted] = label_sets_.try_emplace(key, static_cast<uint32_t>(out_->label_sets_size()));
+    if (inserted) {
+      v1::LabelSet* pb = out_->add_label_sets();
+      for (const auto& [k, v] : key) {
+        v1::Label* l = pb->add_labels();
+        l->set_key(k);
+        l->set_value(v);
+      }
+    }
+    return it->second;
+  }
+
+ private:
+  v1::IngestBatch* out_;
+  std::unordered_map<std::string, uint32_t> strings_;
+  std::map<std::pair<uint32_t, uint32_t>, uint32_t> mappings_;
+  std::map<std::tuple<uint32_t, uint32_t, uint32_t>, uint32_t> functions_;
+  std::map<std::tuple<uint32_t, uint64_t, int, std::vector<std::pair<uint32_t, int64_t>>>, uint32_t> locations_;
+  std::map<std::vector<uint32_t>, uint32_t> stacks_;
+  std::map<std::vector<std::pair<uint32_t, uint32_t>>, uint32_t> label_sets_;
+};
+
+v1::FrameKind ToWire(FrameKind kind) {
+  switch (kind) {
+    case FrameKind::kKernel: return v1::FRAME_KIND_KERNEL;
+    case FrameKind::kPython: return v1::FRAME_KIND_PYTHON;
+    case FrameKind::kNative: break;
+  }
+  return v1::FRAME_KIND_NATIVE;
+}
+
+bool ValidId(uint64_t id, size_t size) { return id >= 1 && id <= size; }
+
+}  // namespace
+
+StatusOr<v1::IngestBatch> EncodeIngestBatch(const Profile& profile, const IngestBatchHeader& header,
+                                            const ProcessLabelMap& labels) {
+  v1::IngestBatch batch;
+  batch.set_schema_version(kIngestSchemaVersion);
+  batch.set_agent_id(header.agent_id);
+  batch.set_sequence(header.sequence);
+  batch.set_start_unix_nanos(profile.time_nanos);
+  batch.set_end_unix_nanos(profile.time_nanos + profile.duration_nanos);
+  BatchTables tables(&batch);
+
+  v1::ProfileType* type = batch.add_types();
+  type->set_name(tables.String(kIngestCpuTypeName));
+  type->set_sample_unit(tables.String(kIngestCpuSampleUnit));
+  type->set_period_nanos(profile.period_nanos);
+
+  // Profile location id -> batch location index, filled on first use.
+  std::vector<int64_t> location_index(profile.locations.size(), -1);
+  auto location = [&](uint64_t id) -> StatusOr<uint32_t> {
+    if (!ValidId(id, profile.locations.size())) {
+      return InvalidArgumentError("sample refers to unknown location " + std::to_string(id));
+    }
+    if (location_index[id - 1] >= 0) return static_cast<uint32_t>(location_index[id - 1]);
+    const ProfileLocation& loc = profile.locations[id - 1];
+    uint32_t mapping = 0;
+    uint64_t address = loc.kind == FrameKind::kPython ? 0 : loc.address;
+    if (loc.mapping_id != 0 && loc.kind != FrameKind::kPython) {
+      if (!ValidId(loc.mapping_id, profile.mappings.size())) {
+        return InvalidArgumentError("location " + std::to_string(id) + " refers to unknown mapping " +
+                                    std::to_string(loc.mapping_id));
+      }
+      const ProfileMapping& m = profile.mappings[loc.mapping_id - 1];
+      mapping = tables.Mapping(m);
+      // Kernel addresses are the same in every process; user addresses are
+      // turned into offsets into the mapped file.
+      if (loc.kind == FrameKind::kNative && !m.is_kernel && loc.address >= m.memory_start) {
+        address = loc.address - m.memory_start + m.file_offset;
+      }
+    }
+    std::vector<std::pair<uint32_t, int64_t>> lines;
+    for (const ProfileLine& line : loc.lines) {
+      if (!ValidId(line.function_id, profile.functions.size())) {
+        return InvalidArgumentError("location " + std::to_string(id) + " refers to unknown function " +
+                                    std::to_string(line.function_id));
+      }
+      lines.emplace_back(tables.Function(profile.functions[line.function_id - 1]), line.line);
+    }
+    const uint32_t index = tables.Location(mapping, address, ToWire(loc.kind), lines);
+    location_index[id - 1] = index;
+    return index;
+  };
+
+  // (label set, stack) -> index into batch.samples, so equal series+stack merge.
+  std::map<std::pair<uint32_t, uint32_t>, int> sample_index;
+  std::vector<uint32_t> stack;
+  for (const ProfileSample& sample : profile.samples) {
+    stack.clear();
+    for (uint64_t id : sample.location_ids) {
+      ASSIGN_OR_RETURN(uint32_t index, location(id));
+      stack.push_back(index);
+    }
+    std::map<std::string, std::string> series = {
+        {"node", header.node},
+        {"pid", std::to_string(sample.labels.pid)},
+        {"comm", sample.labels.comm},
+        {"thread", sample.labels.thread_name},
+    };
+    if (auto it = labels.find(sample.labels.pid); it != labels.end()) {
+      const ProcessLabels& p = it->second;
+      series["exe"] = p.exe;
+      series["container_id"] = p.container.container_id;
+      series["container_runtime"] = p.container.runtime;
+      series["pod_uid"] = p.container.pod_uid;
+      series["qos_class"] = p.container.qos_class;
+    }
+    const uint32_t label_set = tables.LabelSet(series);
+    const uint32_t stack_index = tables.Stack(stack);
+    auto [it, inserted] = sample_index.try_emplace({label_set, stack_index}, batch.samples_size());
+    if (inserted) {
+      v1::Sample* pb = batch.add_samples();
+      pb->set_time_unix_nanos(profile.time_nanos);
+      pb->set_type(0);
+      pb->set_label_set(label_set);
+      pb->set_stack(stack_index);
+    }
+    v1::Sample* pb = batch.mutable_samples(it->second);
+    pb->set_value(pb->value() + sample.count);
+  }
+
+  for (const ProfileCounter& counter : profile.counters) {
+    v1::Counter* pb = batch.add_counters();
+    pb->set_name(tables.String(counter.name));
+    pb->set_value(counter.value);
+  }
+  return batch;
+}
+
+StatusOr<std::string> CompressIngestBatch(const v1::IngestBatch& batch, int zstd_level) {
+  std::string raw;
+  if (!batch.SerializeToString(&raw)) return InternalError("serializing the ingest batch failed");
+  std::string out(ZSTD_compressBound(raw.size()), '\0');
+  const size_t n = ZSTD_compress(out.data(), out.size(), raw.data(), raw.size(), zstd_level);
+  if (ZSTD_isError(n)) return InternalError(std::string("zstd: ") + ZSTD_getErrorName(n));
+  out.resize(n);
+  return out;
+}
+
+StatusOr<v1::IngestBatch> DecompressIngestBatch(std::string_view body, size_t max_bytes) {
+  ZSTD_DCtx* ctx = ZSTD_createDCtx();
+  if (ctx == nullptr) return InternalError("zstd: out of memory");
+  std::string raw;
+  ZSTD_inBuffer in{body.data(), body.size(), 0};
+  std::string chunk(1 << 16, '\0');
+  size_t last = 1;
+  while (in.pos < in.size || last != 0) {
+    ZSTD_outBuffer out{chunk.data(), chunk.size(), 0};
+    last = ZSTD_decompressStream(ctx, &out, &in);
+    if (ZSTD_isError(last)) {
+      ZSTD_freeDCtx(ctx);
+      return InvalidArgumentError(std::string("zstd: ") + ZSTD_getErrorName(last));
+    }
+    raw.append(chunk.data(), out.pos);
+    if (raw.size() > max_bytes) {
+      ZSTD_freeDCtx(ctx);
+      return ResourceExhaustedError("batch larger than " + std::to_string(max_bytes) + " bytes");
+    }
+    if (in.pos == in.size && out.pos == 0 && last != 0) {
+      ZSTD_freeDCtx(ctx);
+      return InvalidArgumentError("zstd: truncated frame");
+    }
+  }
+  ZSTD_freeDCtx(ctx);
+  v1::IngestBatch batch;
+  if (!batch.ParseFromString(raw)) return InvalidArgumentError("not a warpscope.v1.IngestBatch");
+  return batch;
+}
+
+}  // namespace warpscope

@@ -1,0 +1,52 @@
+// Profile -> warpscope.v1.IngestBatch (proto/warpscope/v1/ingest.proto): the
+// agent's upload to warpscope-server, one per upload window (issue 5).
+//
+// Every string, mapping, function, location, stack and label set is written
+// once per batch; samples are aggregated per (label set, stack). Series labels
+// (sorted by key, empty values left out): node, pid, comm, exe, thread, and
+// from the cgroup path container_id, container_runtime, pod_uid, qos_class.
+// The thread id is deliberately not a label: it would make a series per
+// thread, while thread names group threads the way people read them.
+//
+// Native frames are sent as (mapping = file name + build id, file offset), not
+// as virtual addresses, so the same binary in different processes (ASLR,
+// different load addresses) gives the same locations on the server.
+//
+// Pure functions; any thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "agent/export/profile.h"
+#include "agent/process/process_labels.h"
+#include "base/status.h"
+#include "proto/warpscope/v1/ingest.pb.h"
+
+namespace warpscope {
+
+inline constexpr uint32_t kIngestSchemaVersion = 1;
+inline constexpr char kIngestCpuTypeName[] = "cpu";
+inline constexpr char kIngestCpuSampleUnit[] = "samples";
+
+struct IngestBatchHeader {
+  std::string agent_id;
+  uint64_t sequence = 0;
+  std::string node;  // the "node" label of every series
+};
+
+// Window start and end come from the profile (time_nanos, + duration_nanos);
+// samples are stamped with the window start. Counters are the profile's.
+// `labels` gives exe and container labels per pid (a pid missing from it gets
+// only node, pid, comm and thread). InvalidArgument when the profile's ids are
+// inconsistent.
+StatusOr<v1::IngestBatch> EncodeIngestBatch(const Profile& profile, const IngestBatchHeader& header,
+                                            const ProcessLabelMap& labels);
+
+// The HTTP body: the serialized batch, zstd-compressed (also the spool's payload).
+StatusOr<std::string> CompressIngestBatch(const v1::IngestBatch& batch, int zstd_level = 3);
+// The reverse, for tests and tools. max_bytes caps the decompressed size.
+StatusOr<v1::IngestBatch> DecompressIngestBatch(std::string_view body, size_t max_bytes = 256u << 20);
+
+}  // namespace warpscope

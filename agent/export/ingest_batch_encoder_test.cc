@@ -1,0 +1,252 @@
+#include "agent/export/ingest_batch_encoder.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "agent/export/test_profile.h"
+
+namespace warpscope {
+namespace {
+
+using testing::MakeTestProfile;
+
+constexpr char kAgentId[] = "0123456789abcdef0123456789abcdef";
+constexpr char kContainer[] = "c0ffeec0ffeec0ffeec0ffeec0ffeec0ffeec0ffeec0ffeec0ffeec0ffeec0ff";
+constexpr char kPodUid[] = "8f2d1c3a-5b6e-4f70-9a81-b2c3d4e5f607";
+
+ProcessLabelMap AppLabels() {
+  ProcessLabelMap labels;
+  labels[100] = {"/usr/bin/app", {kContainer, "containerd", kPodUid, "burstable"}};
+  return labels;
+}
+
+// Everything a reader of the batch sees, resolved through the tables.
+struct DecodedSample {
+  std::map<std::string, std::string> labels;
+  std::vector<std::string> frames;  // leaf first; a location's innermost function
+  int64_t value = 0;
+  int64_t time = 0;
+};
+
+const std::string& Str(const v1::IngestBatch& b, uint32_t i) { return b.strings().at(i); }
+
+std::vector<DecodedSample> Decode(const v1::IngestBatch& b) {
+  std::vector<DecodedSample> out;
+  for (const v1::Sample& s : b.samples()) {
+    DecodedSample d;
+    d.value = s.value();
+    d.time = s.time_unix_nanos();
+    for (const v1::Label& l : b.label_sets().at(s.label_set()).labels()) d.labels[Str(b, l.key())] = Str(b, l.value());
+    for (uint32_t loc : b.stacks().at(s.stack()).locations()) {
+      const v1::Location& location = b.locations().at(loc);
+      d.frames.push_back(location.lines().empty() ? "?" : Str(b, b.functions().at(location.lines(0).function()).name()));
+    }
+    out.push_back(d);
+  }
+  return out;
+}
+
+const v1::Location* FindLocation(const v1::IngestBatch& b, const std::string& function) {
+  for (const v1::Location& l : b.locations()) {
+    if (!l.lines().empty() && Str(b, b.functions().at(l.lines(0).function()).name()) == function) return &l;
+  }
+  return nullptr;
+}
+
+TEST(IngestBatchEncoderTest, HeaderTypeAndCounters) {
+  auto batch = EncodeIngestBatch(MakeTestProfile(), {kAgentId, 42, "node-a"}, AppLabels());
+  ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+  EXPECT_EQ(batch->schema_version(), 1u);
+  EXPECT_EQ(batch->agent_id(), kAgentId);
+  EXPECT_EQ(batch->sequence(), 42u);
+  EXPECT_EQ(batch->start_unix_nanos(), testing::kTestTimeNanos);
+  EXPECT_EQ(batch->end_unix_nanos(), testing::kTestTimeNanos + testing::kTestDurationNanos);
+  ASSERT_GT(batch->strings_size(), 0);
+  EXPECT_EQ(batch->strings(0), "");
+  std::set<std::string> unique(batch->strings().begin(), batch->strings().end());
+  EXPECT_EQ(unique.size(), static_cast<size_t>(batch->strings_size())) << "every string once";
+  ASSERT_EQ(batch->types_size(), 1);
+  EXPECT_EQ(Str(*batch, batch->types(0).name()), "cpu");
+  EXPECT_EQ(Str(*batch, batch->types(0).sample_unit()), "samples");
+  EXPECT_EQ(batch->types(0).period_nanos(), testing::kTestPeriodNanos);
+  ASSERT_EQ(batch->counters_size(), 2);
+  EXPECT_EQ(Str(*batch, batch->counters(0).name()), "ringbuf_drops");
+  EXPECT_EQ(batch->counters(0).value(), 3u);
+  EXPECT_EQ(Str(*batch, batch->counters(1).name()), "truncated_stacks");
+  EXPECT_EQ(batch->counters(1).value(), 1u);
+}
+
+TEST(IngestBatchEncoderTest, SamplesStacksAndLabelsExactly) {
+  auto batch = EncodeIngestBatch(MakeTestProfile(), {kAgentId, 1, "node-a"}, AppLabels());
+  ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+  const std::map<std::string, std::string> app = {
+      {"comm", "app"},          {"container_id", kContainer}, {"container_runtime", "containerd"},
+      {"exe", "/usr/bin/app"},  {"node", "node-a"},            {"pid", "100"},
+      {"pod_uid", kPodUid},     {"qos_class", "burstable"},    {"thread", "app"}};
+  auto app_worker = app;
+  app_worker["thread"] = "app-worker";
+  // pid 200 has no entry in the label map: no exe, no container labels.
+  const std::map<std::string, std::string> worker = {
+      {"comm", "worker"}, {"node", "node-a"}, {"pid", "200"}, {"thread", "worker"}};
+  auto worker2 = worker;
+  worker2["thread"] = "worker-2";
+
+  const std::vector<DecodedSample> samples = Decode(*batch);
+  ASSERT_EQ(samples.size(), 7u);
+  struct Want {
+    std::map<std::string, std::string> labels;
+    std::vector<std::string> frames;
+    int64_t value;
+  };
+  const std::vector<Want> want = {
+      {app, {"inline_helper", "main"}, 5},
+      {app_worker, {"?", "inline_helper", "main"}, 2},
+      {app, {"__x64_sys_write", "do_syscall_64", "entry_SYSCALL_64", "?", "inline_helper", "main"}, 1},
+      {app_worker, {"inline_helper", "compute()", "main"}, 4},
+      {worker, {"spin", "worker_main"}, 6},
+      {worker2, {"spin", "worker_main"}, 1},
+      {worker, {"do_syscall_64", "entry_SYSCALL_64"}, 2},
+  };
+  int64_t total = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(samples[i].labels, want[i].labels) << "sample " << i;
+    EXPECT_EQ(samples[i].frames, want[i].frames) << "sample " << i;
+    EXPECT_EQ(samples[i].value, want[i].value) << "sample " << i;
+    EXPECT_EQ(samples[i].time, testing::kTestTimeNanos) << "stamped with the window start";
+    EXPECT_EQ(batch->samples(i).type(), 0u);
+    total += samples[i].value;
+  }
+  EXPECT_EQ(total, testing::kTestTotalSamples);
+
+  EXPECT_EQ(batch->label_sets_size(), 4);
+  for (const v1::LabelSet& set : batch->label_sets()) {
+    for (int i = 1; i < set.labels_size(); ++i) {
+      EXPECT_LT(Str(*batch, set.labels(i - 1).key()), Str(*batch, set.labels(i).key())) << "sorted, unique keys";
+    }
+  }
+  // Each stack, location, function and mapping once.
+  std::set<std::vector<uint32_t>> stacks;
+  for (const v1::Stack& s : batch->stacks()) stacks.insert({s.locations().begin(), s.locations().end()});
+  EXPECT_EQ(stacks.size(), static_cast<size_t>(batch->stacks_size()));
+  EXPECT_EQ(batch->stacks_size(), 6) << "worker and worker-2 share their stack";
+  EXPECT_EQ(batch->locations_size(), 9);
+  EXPECT_EQ(batch->functions_size(), 8);
+  ASSERT_EQ(batch->mappings_size(), 4);
+}
+
+TEST(IngestBatchEncoderTest, LocationsCarryFileOffsetsAndInlinedLines) {
+  auto batch = EncodeIngestBatch(MakeTestProfile(), {kAgentId, 1, "n"}, {});
+  ASSERT_TRUE(batch.ok());
+  const v1::IngestBatch& b = *batch;
+  auto mapping_name = [&](const v1::Location& l) { return l.mapping() ? Str(b, b.mappings(l.mapping() - 1).filename()) : ""; };
+
+  const v1::Location* main = FindLocation(b, "main");
+  ASSERT_NE(main, nullptr);
+  EXPECT_EQ(mapping_name(*main), "/usr/bin/app");
+  EXPECT_EQ(main->address(), 0x1000u) << "0x401000 - start 0x400000 + offset 0";
+  EXPECT_EQ(main->kind(), v1::FRAME_KIND_NATIVE);
+  EXPECT_EQ(Str(b, b.mappings(main->mapping() - 1).build_id()), "abcdef0123456789");
+
+  const v1::Location* inlined = FindLocation(b, "inline_helper");
+  ASSERT_NE(inlined, nullptr);
+  ASSERT_EQ(inlined->lines_size(), 2);
+  EXPECT_EQ(Str(b, b.functions(inlined->lines(0).function()).name()), "inline_helper");
+  EXPECT_EQ(inlined->lines(0).line(), 42);
+  EXPECT_EQ(Str(b, b.functions(inlined->lines(1).function()).name()), "compute()");
+  EXPECT_EQ(Str(b, b.functions(inlined->lines(1).function()).system_name()), "_Z7computev");
+  EXPECT_EQ(Str(b, b.functions(inlined->lines(1).function()).filename()), "app.cc");
+  EXPECT_EQ(inlined->lines(1).line(), 30);
+
+  bool found_libfoo = false;
+  for (const v1::Location& l : b.locations()) {
+    if (mapping_name(l) != "/usr/lib/libfoo.so") continue;
+    found_libfoo = true;
+    EXPECT_EQ(l.address(), 0x1a2bu) << "0x7f0000000a2b - start + offset 0x1000";
+    EXPECT_TRUE(l.lines().empty());
+    EXPECT_EQ(Str(b, b.mappings(l.mapping() - 1).build_id()), "");
+  }
+  EXPECT_TRUE(found_libfoo);
+
+  const v1::Location* write = FindLocation(b, "__x64_sys_write");
+  ASSERT_NE(write, nullptr);
+  EXPECT_EQ(write->kind(), v1::FRAME_KIND_KERNEL);
+  EXPECT_EQ(write->address(), 0xffffffff81000300u) << "kernel frames keep their address";
+  EXPECT_EQ(mapping_name(*write), "[kernel.kallsyms]");
+}
+
+TEST(IngestBatchEncoderTest, SameBinaryInTwoProcessesSharesMappingAndLocations) {
+  ProfileBuilder b(1000, 10, 100);
+  // One binary loaded at different addresses (ASLR) in two processes.
+  const uint64_t m1 = b.InternMapping({0, 0x555500000000, 0x555500100000, 0x1000, "/bin/srv", "aa", false});
+  const uint64_t m2 = b.InternMapping({0, 0x560000000000, 0x560000100000, 0x1000, "/bin/srv", "aa", false});
+  const uint64_t f = b.InternFunction("handle", "handle");
+  const uint64_t l1 = b.InternLocation(m1, 0x555500000500, FrameKind::kNative, {{f, 7}});
+  const uint64_t l2 = b.InternLocation(m2, 0x560000000500, FrameKind::kNative, {{f, 7}});
+  b.AddSample({l1}, 3, {1, 1, "srv", "srv"});
+  b.AddSample({l2}, 4, {2, 2, "srv", "srv"});
+  // Two threads of one process with one name: one series.
+  b.AddSample({l1}, 5, {1, 9, "srv", "srv"});
+  auto batch = EncodeIngestBatch(b.Finish(5), {kAgentId, 1, "n"}, {});
+  ASSERT_TRUE(batch.ok());
+  EXPECT_EQ(batch->mappings_size(), 1);
+  ASSERT_EQ(batch->locations_size(), 1);
+  EXPECT_EQ(batch->locations(0).address(), 0x1500u);
+  EXPECT_EQ(batch->stacks_size(), 1);
+  EXPECT_EQ(batch->label_sets_size(), 2);
+  ASSERT_EQ(batch->samples_size(), 2) << "threads 1 and 9 of pid 1 merge";
+  EXPECT_EQ(batch->samples(0).value(), 8);
+  EXPECT_EQ(batch->samples(1).value(), 4);
+}
+
+TEST(IngestBatchEncoderTest, PythonFramesHaveNoMappingOrAddress) {
+  ProfileBuilder b(1000, 10, 100);
+  const uint64_t f = b.InternFunction("handler", "handler", "app.py");
+  const uint64_t l = b.InternSourceLocation(f, 12, FrameKind::kPython);
+  b.AddSample({l}, 1, {1, 1, "python3", "python3"});
+  auto batch = EncodeIngestBatch(b.Finish(5), {kAgentId, 1, "n"}, {});
+  ASSERT_TRUE(batch.ok());
+  ASSERT_EQ(batch->locations_size(), 1);
+  EXPECT_EQ(batch->locations(0).kind(), v1::FRAME_KIND_PYTHON);
+  EXPECT_EQ(batch->locations(0).mapping(), 0u);
+  EXPECT_EQ(batch->locations(0).address(), 0u);
+  EXPECT_EQ(batch->locations(0).lines(0).line(), 12);
+  EXPECT_EQ(Str(*batch, batch->functions(0).filename()), "app.py");
+}
+
+TEST(IngestBatchEncoderTest, EmptyWindowIsAValidBatch) {
+  ProfileBuilder b(1000, 10, 100);
+  b.SetCounter("drops", 0);
+  auto batch = EncodeIngestBatch(b.Finish(10), {kAgentId, 9, "n"}, {});
+  ASSERT_TRUE(batch.ok());
+  EXPECT_EQ(batch->samples_size(), 0);
+  EXPECT_EQ(batch->strings(0), "");
+  EXPECT_EQ(batch->counters_size(), 1);
+  EXPECT_EQ(batch->types_size(), 1);
+}
+
+TEST(IngestBatchEncoderTest, BadIdsAreErrorsNotCrashes) {
+  Profile p = MakeTestProfile();
+  p.samples[0].location_ids.push_back(999);
+  auto batch = EncodeIngestBatch(p, {kAgentId, 1, "n"}, {});
+  EXPECT_FALSE(batch.ok());
+  EXPECT_NE(batch.status().message().find("unknown location 999"), std::string::npos);
+}
+
+TEST(IngestBatchEncoderTest, CompressedRoundTrip) {
+  auto batch = EncodeIngestBatch(MakeTestProfile(), {kAgentId, 7, "node-a"}, AppLabels());
+  ASSERT_TRUE(batch.ok());
+  auto body = CompressIngestBatch(*batch);
+  ASSERT_TRUE(body.ok());
+  EXPECT_EQ(static_cast<unsigned char>((*body)[0]), 0x28) << "zstd frame magic";
+  auto back = DecompressIngestBatch(*body);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->SerializeAsString(), batch->SerializeAsString());
+  EXPECT_FALSE(DecompressIngestBatch("not zstd").ok());
+  EXPECT_FALSE(DecompressIngestBatch(body->substr(0, body->size() / 2)).ok());
+  EXPECT_EQ(DecompressIngestBatch(*body, 16).status().code(), StatusCode::kResourceExhausted);
+}
+
+}  // namespace
+}  // namespace warpscope

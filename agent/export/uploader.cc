@@ -1,0 +1,380 @@
+#include "agent/export/uploader.h"
+
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "base/logging.h"
+
+namespace warpscope {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr size_t kMaxResponseBytes = 64 * 1024;
+constexpr size_t kMaxLoggedMessages = 64;
+
+int64_t SteadyNanos(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
+// The server's errors are {"error": {"code": N, "message": "..."}}; anything
+// else is shown as (the start of) the raw body.
+std::string ErrorMessage(const std::string& body) {
+  auto json = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (json.is_object() && json.contains("error") && json["error"].is_object() && json["error"].contains("message") &&
+      json["error"]["message"].is_string()) {
+    return json["error"]["message"].get<std::string>();
+  }
+  std::string text = body.substr(0, 200);
+  std::replace(text.begin(), text.end(), '\n', ' ');
+  return text;
+}
+
+size_t CollectBody(char* data, size_t size, size_t n, void* user) {
+  auto* out = static_cast<std::string*>(user);
+  const size_t bytes = size * n;
+  if (out->size() < kMaxResponseBytes) out->append(data, std::min(bytes, kMaxResponseBytes - out->size()));
+  return bytes;
+}
+
+int AbortAtDeadline(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  const auto* abort_at_ns = static_cast<const std::atomic<int64_t>*>(user);
+  return SteadyNanos(Clock::now()) >= abort_at_ns->load(std::memory_order_relaxed) ? 1 : 0;
+}
+
+}  // namespace
+
+UploadOutcome ClassifyHttpStatus(long status) {
+  if (status >= 200 && status < 300) return UploadOutcome::kAccepted;
+  if (status == 401 || status == 403) return UploadOutcome::kAuthRetry;
+  if (status == 408 || status == 425 || status == 429) return UploadOutcome::kRetry;
+  if (status >= 400 && status < 500) return UploadOutcome::kRejected;
+  // 5xx, and answers an ingest endpoint never gives (1xx, 3xx: a proxy or a
+  // wrong URL, fixable without losing data).
+  return UploadOutcome::kRetry;
+}
+
+std::chrono::milliseconds BackoffDelay(std::chrono::milliseconds initial, std::chrono::milliseconds max,
+                                       uint64_t consecutive_failures, double unit) {
+  if (consecutive_failures == 0) return std::chrono::milliseconds(0);
+  std::chrono::milliseconds d = initial;
+  for (uint64_t i = 1; i < consecutive_failures && d < max; ++i) d *= 2;
+  d = std::min(d, max);
+  const auto half = d / 2;
+  return half + std::chrono::milliseconds(static_cast<int64_t>(static_cast<double>((d - half).count()) * unit));
+}
+
+// The easy handle and its header list, reused for every request so the
+// connection is kept alive. Uploader thread only.
+class Uploader::Connection {
+ public:
+  Connection(const UploaderOptions& options, const std::string& url, std::atomic<int64_t>* abort_at_ns) {
+    curl_ = curl_easy_init();
+    if (curl_ == nullptr) return;
+    headers_ = curl_slist_append(headers_, "Content-Type: application/x-protobuf");
+    headers_ = curl_slist_append(headers_, "Content-Encoding: zstd");
+    headers_ = curl_slist_append(headers_, "Expect:");  // no 100-continue round trip
+    if (!options.token.empty()) {
+      headers_ = curl_slist_append(headers_, ("Authorization: Bearer " + options.token).c_str());
+    }
+    curl_easy_setopt(curl_, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(curl_, CURLOPT_HTTPHEADER, headers_);
+    curl_easy_setopt(curl_, CURLOPT_POST, 1L);
+    curl_easy_setopt(curl_, CURLOPT_USERAGENT, options.user_agent.c_str());
+    curl_easy_setopt(curl_, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options.connect_timeout.count()));
+    curl_easy_setopt(curl_, CURLOPT_TIMEOUT_MS, static_cast<long>(options.request_timeout.count()));
+    curl_easy_setopt(curl_, CURLOPT_NOSIGNAL, 1L);  // threads: no SIGALRM for DNS timeouts
+    curl_easy_setopt(curl_, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(curl_, CURLOPT_WRITEFUNCTION, CollectBody);
+    curl_easy_setopt(curl_, CURLOPT_WRITEDATA, &response_);
+    curl_easy_setopt(curl_, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(curl_, CURLOPT_XFERINFOFUNCTION, AbortAtDeadline);
+    curl_easy_setopt(curl_, CURLOPT_XFERINFODATA, abort_at_ns);
+    curl_easy_setopt(curl_, CURLOPT_ERRORBUFFER, error_);
+  }
+  ~Connection() {
+    if (curl_ != nullptr) curl_easy_cleanup(curl_);
+    curl_slist_free_all(headers_);
+  }
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  CURL* curl() { return curl_; }
+  std::string& response() { return response_; }
+  const char* error() const { return error_; }
+  void ClearError() { error_[0] = '\0'; }
+
+ private:
+  CURL* curl_ = nullptr;
+  curl_slist* headers_ = nullptr;
+  std::string response_;
+  char error_[CURL_ERROR_SIZE] = {};
+};
+
+StatusOr<std::unique_ptr<Uploader>> Uploader::Create(UploaderOptions options) {
+  if (options.server_url.rfind("http://", 0) != 0 && options.server_url.rfind("https://", 0) != 0) {
+    return InvalidArgumentError("server URL must start with http:// or https://, got '" + options.server_url + "'");
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<Spool> spool, Spool::Open(options.spool_dir, options.spool_max_bytes));
+  return std::unique_ptr<Uploader>(new Uploader(std::move(options), std::move(spool)));
+}
+
+Uploader::Uploader(UploaderOptions options, std::unique_ptr<Spool> spool)
+    : options_(std::move(options)),
+      url_([&] {
+        std::string base = options_.server_url;
+        while (!base.empty() && base.back() == '/') base.pop_back();
+        return base + kIngestPath;
+      }()),
+      spool_(std::move(spool)),
+      jitter_(options_.jitter_seed ? options_.jitter_seed : std::random_device()()) {
+  std::lock_guard lock(mu_);
+  SyncSpoolStatsLocked();
+  if (!spool_->Empty()) {
+    LOG_INFO() << spool_->size() << " batches (" << spool_->bytes() << " bytes) waiting in the spool "
+               << spool_->dir() << " are sent first";
+  }
+}
+
+Uploader::~Uploader() { Stop(); }
+
+std::optional<uint64_t> Uploader::newest_spooled_sequence() const {
+  std::lock_guard lock(mu_);
+  return spool_->newest_sequence();
+}
+
+void Uploader::Start() {
+  std::lock_guard lock(mu_);
+  if (thread_.joinable() || stopping_) return;
+  thread_ = std::thread([this] { ThreadMain(); });
+}
+
+void Uploader::PostBatch(uint64_t sequence, std::string body) {
+  std::lock_guard lock(mu_);
+  ++stats_.batches_posted;
+  DCHECK(queue_.empty() || queue_.back().sequence < sequence) << "sequences must increase";
+  queue_.push_back({sequence, std::make_shared<const std::string>(std::move(body))});
+  if (queue_.size() > options_.max_queued_batches || stopping_ || !thread_.joinable()) {
+    // The uploader thread is stuck in a request (or gone): park the batches
+    // on disk here rather than wait for the network or grow without bound.
+    SpoolQueueLocked();
+    if (queue_.size() > options_.max_queued_batches) {
+      // The spool failed too (disk full or broken): drop the newest.
+      queue_.pop_back();
+      ++stats_.batches_dropped;
+      LOG_WARNING() << "upload queue full and the spool unusable: batch " << sequence << " dropped";
+    }
+  }
+  cv_.notify_one();
+}
+
+UploaderStats Uploader::StatsFromAnyThread() const {
+  std::lock_guard lock(mu_);
+  UploaderStats s = stats_;
+  s.queued = queue_.size();
+  s.spooled = spool_->size();
+  return s;
+}
+
+void Uploader::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    if (!stopping_) {
+      stopping_ = true;
+      shutdown_deadline_ = Clock::now() + options_.shutdown_timeout;
+      abort_at_ns_.store(SteadyNanos(shutdown_deadline_));
+    }
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  std::lock_guard lock(mu_);
+  SpoolQueueLocked();  // without a thread (never started), or what the thread could not spool
+  if (!queue_.empty()) {
+    LOG_WARNING() << queue_.size() << " batches could be neither sent nor spooled and are lost";
+    stats_.batches_dropped += queue_.size();
+    queue_.clear();
+  }
+}
+
+void Uploader::SyncSpoolStatsLocked() {
+  const SpoolStats& s = spool_->stats();
+  const uint64_t dropped = s.dropped_batches + s.corrupt_dropped;
+  if (dropped > stats_.spool_dropped_batches) {
+    LOG_WARNING() << "spool " << spool_->dir() << " dropped " << dropped - stats_.spool_dropped_batches
+                  << " batches (oldest first; full at " << spool_->max_bytes() << " bytes, or corrupt); "
+                  << dropped << " since start";
+  }
+  stats_.spool_dropped_batches = dropped;
+}
+
+void Uploader::SpoolQueueLocked() {
+  while (!queue_.empty()) {
+    const QueuedBatch& batch = queue_.front();
+    Status s = spool_->Push(batch.sequence, *batch.body);
+    if (s.ok()) {
+      ++stats_.batches_spooled;
+      spool_error_logged_ = false;
+    } else if (s.code() == StatusCode::kResourceExhausted) {
+      // Larger than the whole spool: counted as dropped by the spool itself.
+      LOG_WARNING() << "batch " << batch.sequence << " does not fit in the spool: " << s.message();
+    } else if (s.code() == StatusCode::kInvalidArgument) {
+      // Not newer than the spool's newest: impossible by construction (the
+      // queue is always newer than the spool); dropping beats looping.
+      LOG_ERROR() << "batch " << batch.sequence << " out of order for the spool: " << s.message();
+      ++stats_.batches_dropped;
+    } else {
+      // Disk error: keep this batch and the newer ones in memory, in order.
+      if (!spool_error_logged_) LOG_WARNING() << "spooling failed, batches stay in memory: " << s.message();
+      spool_error_logged_ = true;
+      break;
+    }
+    queue_.pop_front();
+  }
+  SyncSpoolStatsLocked();
+}
+
+void Uploader::RemoveHeadLocked(uint64_t sequence) {
+  if (!queue_.empty() && queue_.front().sequence == sequence) {
+    queue_.pop_front();
+    return;
+  }
+  // The head was in the spool (or moved there by PostBatch while in flight).
+  if (!spool_->Empty()) {
+    if (Status s = spool_->Pop(sequence); !s.ok()) LOG_DEBUG() << "spool pop " << sequence << ": " << s.message();
+  }
+  SyncSpoolStatsLocked();
+}
+
+void Uploader::LogOnceLocked(const std::string& message) {
+  if (logged_messages_.count(message)) {
+    LOG_DEBUG() << message;
+    return;
+  }
+  if (logged_messages_.size() < kMaxLoggedMessages) logged_messages_.insert(message);
+  LOG_WARNING() << message;
+}
+
+Uploader::SendResult Uploader::Send(Connection& connection, const std::string& body) {
+  SendResult result;
+  CURL* curl = connection.curl();
+  if (curl == nullptr) {
+    result.message = "curl_easy_init failed";
+    return result;
+  }
+  connection.response().clear();
+  connection.ClearError();
+  curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.data());
+  curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+  const CURLcode rc = curl_easy_perform(curl);
+  if (rc != CURLE_OK) {
+    result.outcome = UploadOutcome::kRetry;
+    result.message = connection.error()[0] ? connection.error() : curl_easy_strerror(rc);
+    return result;
+  }
+  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &result.http_status);
+  curl_off_t retry_after = 0;
+  if (curl_easy_getinfo(curl, CURLINFO_RETRY_AFTER, &retry_after) == CURLE_OK && retry_after > 0) {
+    result.retry_after = std::chrono::seconds(retry_after);
+  }
+  result.outcome = ClassifyHttpStatus(result.http_status);
+  if (result.outcome != UploadOutcome::kAccepted) result.message = ErrorMessage(connection.response());
+  return result;
+}
+
+void Uploader::HandleResultLocked(const QueuedBatch& head, const SendResult& r) {
+  stats_.last_http_status = static_cast<int>(r.http_status);
+  switch (r.outcome) {
+    case UploadOutcome::kAccepted:
+      if (stats_.consecutive_failures > 0) {
+        LOG_INFO() << "server " << options_.server_url << " answers again after " << stats_.consecutive_failures
+                   << " failed attempts; " << spool_->size() << " spooled batches to send";
+      }
+      ++stats_.batches_sent;
+      stats_.consecutive_failures = 0;
+      stats_.current_backoff = std::chrono::milliseconds(0);
+      backing_off_ = false;
+      RemoveHeadLocked(head.sequence);
+      return;
+    case UploadOutcome::kRejected:
+      // Sending the same bytes again cannot help: drop it, keep going.
+      ++stats_.batches_rejected;
+      LogOnceLocked("server rejected a batch (HTTP " + std::to_string(r.http_status) + "): " + r.message +
+                    "; such batches are dropped");
+      RemoveHeadLocked(head.sequence);
+      return;
+    case UploadOutcome::kAuthRetry:
+      ++stats_.auth_failures;
+      LogOnceLocked("server refused the agent's credentials (HTTP " + std::to_string(r.http_status) + ": " +
+                    r.message + "); check --token/--token-file. Batches are spooled and retried");
+      break;
+    case UploadOutcome::kRetry:
+      if (stats_.consecutive_failures == 0) {
+        LOG_WARNING() << "upload to " << url_ << " failed ("
+                      << (r.http_status ? "HTTP " + std::to_string(r.http_status) + ": " : std::string())
+                      << r.message << "); spooling batches and retrying with backoff";
+      } else {
+        LOG_DEBUG() << "upload retry failed: " << r.http_status << " " << r.message;
+      }
+      break;
+  }
+  ++stats_.send_failures;
+  ++stats_.consecutive_failures;
+  // The failed batch leads the spool; newer ones follow it there.
+  if (!queue_.empty() && queue_.front().sequence == head.sequence) SpoolQueueLocked();
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  auto delay = BackoffDelay(options_.initial_backoff, options_.max_backoff, stats_.consecutive_failures,
+                            unit(jitter_));
+  if (r.retry_after > delay) delay = std::min<std::chrono::milliseconds>(r.retry_after, options_.max_backoff);
+  stats_.current_backoff = delay;
+  backing_off_ = true;
+  retry_at_ = Clock::now() + delay;
+}
+
+void Uploader::ThreadMain() {
+  Connection connection(options_, url_, &abort_at_ns_);
+  std::unique_lock lock(mu_);
+  for (;;) {
+    // Keep the order: once anything is spooled, queued batches go behind it.
+    if (!spool_->Empty() || backing_off_) SpoolQueueLocked();
+    if (stopping_) {
+      // At shutdown, send only what is queued and only while the server
+      // answers; a backlog stays in the spool for the next start.
+      if (backing_off_ || !spool_->Empty() || Clock::now() >= shutdown_deadline_) {
+        SpoolQueueLocked();
+        break;
+      }
+      if (queue_.empty()) break;
+    } else if (backing_off_ && Clock::now() < retry_at_) {
+      cv_.wait_until(lock, retry_at_);
+      continue;
+    }
+
+    QueuedBatch head;
+    if (!spool_->Empty()) {
+      StatusOr<std::optional<SpooledBatch>> peeked = spool_->Peek();
+      SyncSpoolStatsLocked();
+      if (!peeked.ok()) {
+        LogOnceLocked("reading the spool failed: " + peeked.status().message());
+        HandleResultLocked({}, SendResult{UploadOutcome::kRetry, 0, "spool read error", {}});
+        continue;
+      }
+      if (!peeked->has_value()) continue;  // every file was corrupt, now deleted
+      head.sequence = (*peeked)->sequence;
+      head.body = std::make_shared<const std::string>(std::move((*peeked)->data));
+    } else if (!queue_.empty()) {
+      head = queue_.front();
+    } else {
+      cv_.wait(lock);
+      continue;
+    }
+
+    lock.unlock();
+    const SendResult result = Send(connection, *head.body);
+    lock.lock();
+    HandleResultLocked(head, result);
+  }
+}
+
+}  // namespace warpscope

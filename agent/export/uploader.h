@@ -1,0 +1,169 @@
+// Uploader: sends the agent's IngestBatches to warpscope-server (issue 5).
+//
+// HTTP contract (docs/getting-started.md, "Continuous mode"):
+//   POST <server>/api/v1/ingest
+//   Content-Type: application/x-protobuf, Content-Encoding: zstd,
+//   Authorization: Bearer <token> (when a token is set)
+//   2xx                 stored, or a duplicate of a stored (agent_id, sequence): done
+//   401, 403            the token is wrong or missing: logged, kept, retried (fixable on the server)
+//   408, 425, 429       transient: kept, retried (Retry-After honoured, capped at max_backoff)
+//   other 4xx (400 bad batch, 413 too large, ...): permanent for this batch: logged once per
+//                       distinct message, counted, dropped
+//   5xx, network errors, timeouts: transient: kept, retried
+// Retries back off exponentially with jitter (initial_backoff doubling up to
+// max_backoff, each wait drawn from [d/2, d]); a success resets the backoff.
+//
+// Ordering: the server treats any sequence <= the highest it stored as a
+// duplicate, so batches must arrive in increasing sequence order. The
+// uploader keeps every unacknowledged batch either in the on-disk Spool (the
+// older ones) or in the in-memory queue (the newer ones) and always sends the
+// oldest: once anything is spooled, queued batches follow it into the spool
+// and the spool is drained oldest first. A batch whose answer was lost is sent
+// again with the same sequence and acknowledged as a duplicate.
+//
+// Threading: PostBatch and StatsFromAnyThread may be called from any thread
+// (the run loop); everything else from the owning thread. The uploader thread
+// owns the curl handle (reused, so connections are kept alive). The queue and
+// the Spool are guarded by mu_, which is never held across a request: the
+// Spool is used by the uploader thread, and by PostBatch only when the queue
+// is full (the uploader is stuck in a request), so memory stays bounded and
+// the caller waits at most for the disk, never for the network.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "agent/export/spool.h"
+#include "base/status.h"
+
+namespace warpscope {
+
+inline constexpr char kIngestPath[] = "/api/v1/ingest";
+
+struct UploaderOptions {
+  std::string server_url;  // "http://host:port" or "https://..."; kIngestPath is appended
+  std::string token;       // bearer token; empty sends no Authorization header
+  std::string spool_dir;
+  uint64_t spool_max_bytes = 256ull << 20;
+  size_t max_queued_batches = 3;  // in memory, between the run loop and the uploader thread
+  std::chrono::milliseconds connect_timeout{5000};
+  std::chrono::milliseconds request_timeout{30000};
+  std::chrono::milliseconds initial_backoff{1000};
+  std::chrono::milliseconds max_backoff{60000};
+  // At Stop(), how long the batches still queued may take to send before the
+  // rest is spooled (a request in flight is aborted at this deadline).
+  std::chrono::milliseconds shutdown_timeout{10000};
+  std::string user_agent = "warpscope-agent";
+  uint64_t jitter_seed = 0;  // 0: seeded from std::random_device
+};
+
+struct UploaderStats {
+  uint64_t batches_posted = 0;    // PostBatch calls
+  uint64_t batches_sent = 0;      // answered 2xx (stored or duplicate)
+  uint64_t batches_rejected = 0;  // permanent 4xx: dropped
+  uint64_t batches_dropped = 0;   // neither queued nor spooled (spool unusable and queue full), or lost at exit
+  uint64_t send_failures = 0;     // transient failures: network, timeouts, 5xx, 408/425/429, 401/403
+  uint64_t auth_failures = 0;     // 401/403 among them
+  uint64_t batches_spooled = 0;   // pushed into the spool
+  uint64_t spool_dropped_batches = 0;  // evicted by the spool bound, too large for it, or found corrupt
+  uint64_t consecutive_failures = 0;   // since the last success; 0 when healthy
+  std::chrono::milliseconds current_backoff{0};  // the wait before the next retry; 0 when healthy
+  int last_http_status = 0;       // 0: no answer (network error) or nothing sent yet
+  size_t queued = 0;              // batches in memory now
+  size_t spooled = 0;             // batches in the spool now
+};
+
+// How one answer is treated (see the contract above).
+enum class UploadOutcome { kAccepted, kRejected, kRetry, kAuthRetry };
+UploadOutcome ClassifyHttpStatus(long http_status);
+
+// The wait before retry number `consecutive_failures` (1-based):
+// d = min(max, initial * 2^(n-1)), then a uniform draw in [d/2, d] from `unit`
+// (in [0, 1)), so a fleet of agents does not retry in lockstep.
+std::chrono::milliseconds BackoffDelay(std::chrono::milliseconds initial, std::chrono::milliseconds max,
+                                       uint64_t consecutive_failures, double unit);
+
+class Uploader {
+ public:
+  // Opens (and locks) the spool; nothing is sent before Start.
+  static StatusOr<std::unique_ptr<Uploader>> Create(UploaderOptions options);
+  ~Uploader();  // Stop()s
+  Uploader(const Uploader&) = delete;
+  Uploader& operator=(const Uploader&) = delete;
+
+  // Owning thread, before Start: the newest spooled sequence (a restarted
+  // agent continues above it).
+  std::optional<uint64_t> newest_spooled_sequence() const;
+
+  // Owning thread: starts the uploader thread; spooled batches are sent first.
+  void Start();
+
+  // Any thread: hands over one batch (the zstd-compressed IngestBatch carrying
+  // `sequence`). Sequences must increase from call to call. Never waits for
+  // the network.
+  void PostBatch(uint64_t sequence, std::string body);
+
+  // Any thread.
+  UploaderStats StatsFromAnyThread() const;
+
+  // Owning thread: sends what is still queued while the server answers (up to
+  // shutdown_timeout), spools the rest, and joins the thread. Idempotent.
+  void Stop();
+
+ private:
+  struct QueuedBatch {
+    uint64_t sequence = 0;
+    std::shared_ptr<const std::string> body;
+  };
+  struct SendResult {
+    UploadOutcome outcome = UploadOutcome::kRetry;
+    long http_status = 0;
+    std::string message;  // server's error message or the network error
+    std::chrono::milliseconds retry_after{0};
+  };
+  class Connection;
+
+  Uploader(UploaderOptions options, std::unique_ptr<Spool> spool);
+  void ThreadMain();
+  SendResult Send(Connection& connection, const std::string& body);
+  void HandleResultLocked(const QueuedBatch& head, const SendResult& result);
+  // Moves queued batches, oldest first, into the spool (stops at a disk error,
+  // keeping the rest in memory so order is kept).
+  void SpoolQueueLocked();
+  void RemoveHeadLocked(uint64_t sequence);
+  void SyncSpoolStatsLocked();
+  void LogOnceLocked(const std::string& message);
+
+  const UploaderOptions options_;
+  const std::string url_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::unique_ptr<Spool> spool_;    // guarded by mu_
+  std::deque<QueuedBatch> queue_;   // guarded by mu_; newer than everything spooled
+  UploaderStats stats_;             // guarded by mu_
+  bool stopping_ = false;           // guarded by mu_
+  bool backing_off_ = false;        // guarded by mu_
+  std::chrono::steady_clock::time_point retry_at_{};        // guarded by mu_
+  std::chrono::steady_clock::time_point shutdown_deadline_{};  // guarded by mu_
+  std::set<std::string> logged_messages_;  // guarded by mu_; bounded
+  bool spool_error_logged_ = false;        // guarded by mu_
+  // Read by curl's progress callback on the uploader thread: a request still
+  // running at this steady-clock time (ns) is aborted (shutdown).
+  std::atomic<int64_t> abort_at_ns_{INT64_MAX};
+
+  std::mt19937_64 jitter_;  // uploader thread only
+  std::thread thread_;
+};
+
+}  // namespace warpscope

@@ -1,0 +1,139 @@
+#include "query/frame_label.h"
+
+#include <cinttypes>
+#include <cstdio>
+#include <functional>
+
+namespace warpscope::query {
+
+namespace {
+
+constexpr char kKernelBinary[] = "[kernel.kallsyms]";
+
+std::string Hex(uint64_t value) {
+  char buf[24];
+  std::snprintf(buf, sizeof(buf), "0x%" PRIx64, value);
+  return buf;
+}
+
+std::string_view Basename(std::string_view path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
+}  // namespace
+
+LabelKind FrameLabelKind(const storage::ResolvedFrame& frame) {
+  switch (frame.kind) {
+    case warpscope::v1::FRAME_KIND_KERNEL: return LabelKind::kKernel;
+    case warpscope::v1::FRAME_KIND_PYTHON: return LabelKind::kPython;
+    default: return LabelKind::kNative;
+  }
+}
+
+std::string FrameDisplayName(const storage::ResolvedFrame& frame) {
+  if (!frame.function_name.empty()) return frame.function_name;
+  if (!frame.system_name.empty()) return frame.system_name;
+  switch (FrameLabelKind(frame)) {
+    case LabelKind::kPython:
+      if (frame.file.empty()) return "[unknown]";
+      return std::string(Basename(frame.file)) + ":" + std::to_string(frame.line);
+    case LabelKind::kKernel:
+      return Hex(frame.address);  // what kallsyms and System.map list
+    default:
+      // Native addresses are file offsets: they survive ASLR and match
+      // `addr2line -e libfoo.so` on the same binary.
+      if (frame.mapping_file.empty()) return Hex(frame.address);
+      return std::string(Basename(frame.mapping_file)) + "+" + Hex(frame.address);
+  }
+}
+
+std::string FrameBinaryName(const storage::ResolvedFrame& frame) {
+  const LabelKind kind = FrameLabelKind(frame);
+  if (kind == LabelKind::kPython) return frame.file;
+  if (!frame.mapping_file.empty()) return std::string(Basename(frame.mapping_file));
+  return kind == LabelKind::kKernel ? kKernelBinary : "";
+}
+
+FrameLabel LabelFrame(const storage::ResolvedFrame& frame) {
+  return FrameLabel{FrameDisplayName(frame), FrameBinaryName(frame), FrameLabelKind(frame)};
+}
+
+size_t FrameLabelInterner::FrameKeyHash::operator()(const FrameKey& key) const {
+  const std::hash<std::string_view> h;
+  size_t seed = h(key.function_name);
+  const auto mix = [&seed](size_t v) { seed ^= v + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2); };
+  mix(h(key.system_name));
+  mix(h(key.file));
+  mix(h(key.mapping_file));
+  mix(std::hash<uint64_t>()(key.address));
+  mix(std::hash<int64_t>()(key.line));
+  mix(static_cast<size_t>(key.kind));
+  return seed;
+}
+
+uint32_t FrameLabelInterner::Intern(const storage::ResolvedFrame& frame) {
+  // Only what the label depends on goes into the key, so the many stored
+  // frames of one function (other lines, other addresses) share one lookup.
+  const LabelKind kind = FrameLabelKind(frame);
+  const bool named = !frame.function_name.empty() || !frame.system_name.empty();
+  FrameKey key{frame.function_name,
+               frame.function_name.empty() ? std::string_view(frame.system_name) : std::string_view(),
+               kind == LabelKind::kPython ? std::string_view(frame.file) : std::string_view(),
+               kind == LabelKind::kPython ? std::string_view() : std::string_view(frame.mapping_file),
+               named || kind == LabelKind::kPython ? 0 : frame.address,
+               named || kind != LabelKind::kPython ? 0 : frame.line,
+               static_cast<int>(kind)};
+  const auto it = frame_ids_.find(key);
+  if (it != frame_ids_.end()) return it->second;
+  const uint32_t id = InternLabel(LabelFrame(frame));
+  frame_ids_.emplace(key, id);
+  return id;
+}
+
+uint32_t FrameLabelInterner::InternSynthetic(const std::string& name) {
+  return InternLabel(FrameLabel{name, "", LabelKind::kSynthetic});
+}
+
+uint32_t FrameLabelInterner::InternLabel(FrameLabel label) {
+  std::string key;
+  key.reserve(label.name.size() + label.binary.size() + 2);
+  key.push_back(static_cast<char>('0' + static_cast<int>(label.kind)));
+  key.append(label.name);
+  key.push_back('\0');
+  key.append(label.binary);
+  const auto [it, inserted] = label_ids_.try_emplace(std::move(key), static_cast<uint32_t>(labels_.size()));
+  if (inserted) labels_.push_back(std::move(label));
+  return it->second;
+}
+
+void StackLabeler::Label(const storage::ResolvedStack& stack, std::vector<uint32_t>* ids) {
+  ids->clear();
+  const std::vector<storage::ResolvedFrame>& frames = stack.frames;
+  size_t begin = 0;
+  while (begin < frames.size()) {
+    // A location's lines: its inlined frames and the outermost one after them.
+    size_t end = begin;
+    while (end + 1 < frames.size() && frames[end].inlined && frames[end + 1].location_id == frames[begin].location_id) {
+      ++end;
+    }
+    ++end;
+    const uint64_t location_id = frames[begin].location_id;
+    const uint32_t count = static_cast<uint32_t>(end - begin);
+    const auto it = location_id == 0 ? locations_.end() : locations_.find(location_id);
+    if (it != locations_.end() && it->second.count == count) {
+      ids->insert(ids->end(), line_labels_.begin() + it->second.first,
+                  line_labels_.begin() + it->second.first + count);
+    } else {
+      const size_t first = ids->size();
+      for (size_t i = begin; i < end; ++i) ids->push_back(interner_->Intern(frames[i]));
+      if (location_id != 0 && it == locations_.end()) {
+        locations_.emplace(location_id, CachedLocation{static_cast<uint32_t>(line_labels_.size()), count});
+        line_labels_.insert(line_labels_.end(), ids->begin() + first, ids->end());
+      }
+    }
+    begin = end;
+  }
+}
+
+}  // namespace warpscope::query

@@ -1,0 +1,110 @@
+// How the query API names a stored frame: the one place that decides what the
+// flame graph, the diff, the top table, the collapsed stacks and the pprof
+// export call a frame, so that a name clicked in one view finds the same name
+// in the others. It follows the agent's exporters (agent/export/frame_names.h),
+// so a profile looks the same recorded locally or queried from the server.
+//
+// Functions are identified by (name, binary, kind), and that is the merge key
+// of every view: a function's lines and addresses are not part of it.
+// Inlined functions are frames of their own (storage already expands them).
+//
+// Pure functions, and a FrameLabelInterner owned by one query (one thread).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "storage/store_types.h"
+
+namespace warpscope::query {
+
+// The "kind" column of the JSON answers. 0..2 are FrameKind's numbers;
+// kSynthetic marks nodes that are no frame: the root ("total") and the
+// "other" nodes that hold folded children.
+enum class LabelKind : uint8_t { kNative = 0, kKernel = 1, kPython = 2, kSynthetic = 3 };
+
+struct FrameLabel {
+  std::string name;    // never empty
+  std::string binary;  // "" when unknown
+  LabelKind kind = LabelKind::kNative;
+};
+
+// The display name:
+//  * native and kernel: function_name (demangled), else system_name, else
+//    "libfoo.so+0x1a2b" (basename of the mapping + file offset) or
+//    "0xffffffff81001234" (kernel addresses and frames without a mapping);
+//  * Python: function_name (the qualified name, as the agent's exports show
+//    it), else system_name, else "file.py:42", else "[unknown]".
+std::string FrameDisplayName(const storage::ResolvedFrame& frame);
+
+// The binary: basename of mapping_file ("libc.so.6"); "[kernel.kallsyms]" for
+// kernel frames without one; the source file (full path, as stored) for
+// Python frames; "" when unknown.
+std::string FrameBinaryName(const storage::ResolvedFrame& frame);
+
+LabelKind FrameLabelKind(const storage::ResolvedFrame& frame);
+
+FrameLabel LabelFrame(const storage::ResolvedFrame& frame);
+
+// Gives each distinct (name, binary, kind) a dense id, starting at 0, and
+// remembers which stored frames map to which id, so each distinct frame of a
+// profile is named once however many stacks contain it. Keys refer to the
+// frames' strings: the profile passed to Intern must outlive the interner.
+class FrameLabelInterner {
+ public:
+  uint32_t Intern(const storage::ResolvedFrame& frame);
+  // Synthetic labels ("total", "other"), kind kSynthetic, no binary.
+  uint32_t InternSynthetic(const std::string& name);
+
+  const FrameLabel& label(uint32_t id) const { return labels_[id]; }
+  size_t size() const { return labels_.size(); }
+
+ private:
+  // The fields of a stored frame that its label depends on.
+  struct FrameKey {
+    std::string_view function_name;
+    std::string_view system_name;
+    std::string_view file;
+    std::string_view mapping_file;
+    uint64_t address;
+    int64_t line;
+    int kind;
+    bool operator==(const FrameKey&) const = default;
+  };
+  struct FrameKeyHash {
+    size_t operator()(const FrameKey& key) const;
+  };
+  uint32_t InternLabel(FrameLabel label);
+
+  std::deque<FrameLabel> labels_;  // a deque: label() references stay valid while interning
+  std::unordered_map<FrameKey, uint32_t, FrameKeyHash> frame_ids_;
+  std::unordered_map<std::string, uint32_t> label_ids_;  // kind, name, '\0', binary
+};
+
+// Labels whole stacks of one MergedProfile, naming each stored location once:
+// storage promises that equal location_ids mean equal frames within one
+// answer (the lines of an inlined location share its id), so a location seen
+// before costs one integer lookup instead of hashing its names. One per
+// answer: ids of two answers (a diff's sides) may mean different frames.
+class StackLabeler {
+ public:
+  explicit StackLabeler(FrameLabelInterner* interner) : interner_(interner) {}
+
+  // The label ids of `stack`'s frames, in the same (leaf first) order.
+  void Label(const storage::ResolvedStack& stack, std::vector<uint32_t>* ids);
+
+ private:
+  struct CachedLocation {
+    uint32_t first;  // into line_labels_
+    uint32_t count;
+  };
+  FrameLabelInterner* interner_;
+  std::unordered_map<uint64_t, CachedLocation> locations_;
+  std::vector<uint32_t> line_labels_;
+};
+
+}  // namespace warpscope::query

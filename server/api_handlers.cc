@@ -1,0 +1,345 @@
+#include "server/api_handlers.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "base/duration.h"
+#include "base/logging.h"
+#include "proto/warpscope/v1/ingest.pb.h"
+#include "query/flame_graph.h"
+#include "query/profile_diff.h"
+#include "query/profile_export.h"
+#include "query/selector.h"
+#include "query/time_range.h"
+#include "query/top_table.h"
+
+namespace warpscope::server {
+namespace {
+
+using nlohmann::json;
+using storage::MergedProfile;
+using storage::ProfileQuery;
+using storage::ProfileStore;
+
+HttpResponse ErrorFor(const Status& status) { return HttpResponse::Error(HttpStatusFor(status), status.message()); }
+
+HttpResponse JsonOk(const json& body) { return HttpResponse::Json(200, body.dump(-1, ' ', false, json::error_handler_t::replace)); }
+
+StatusOr<uint64_t> ParseUnsigned(const HttpRequest& req, const std::string& key, uint64_t fallback, uint64_t max) {
+  const auto text = req.QueryValue(key);
+  if (!text || text->empty()) return fallback;
+  uint64_t value = 0;
+  for (char c : *text) {
+    if (c < '0' || c > '9' || value > max) {
+      return InvalidArgumentError("parameter '" + key + "': expected a whole number, found \"" + *text + "\"");
+    }
+    value = value * 10 + static_cast<uint64_t>(c - '0');
+  }
+  if (value > max) {
+    return InvalidArgumentError("parameter '" + key + "': at most " + std::to_string(max) + ", found " + *text);
+  }
+  return value;
+}
+
+// type, from, to (default: the last hour) and selector, shared by every query.
+StatusOr<ProfileQuery> ParseProfileQuery(const HttpRequest& req, int64_t now_ns, const std::string& from_key = "from",
+                                         const std::string& to_key = "to",
+                                         const std::string& selector_key = "selector") {
+  ProfileQuery q;
+  q.type = req.QueryValue("type").value_or("cpu");
+  if (q.type.empty()) q.type = "cpu";
+  if (q.type.size() > 64) return InvalidArgumentError("parameter 'type': longer than 64 bytes");
+  const std::string from = req.QueryValue(from_key).value_or("now-1h");
+  const std::string to = req.QueryValue(to_key).value_or("now");
+  auto range = ParseTimeRange(from, to, now_ns);
+  if (!range.ok()) {
+    std::string message = range.status().message();
+    if (from_key != "from") {  // name the caller's parameters, not ParseTimeRange's
+      auto replace = [&](const std::string& a, const std::string& b) {
+        const auto pos = message.find("'" + a + "'");
+        if (pos != std::string::npos) message.replace(pos, a.size() + 2, "'" + b + "'");
+      };
+      replace("from", from_key);
+      replace("to", to_key);
+    }
+    return InvalidArgumentError(message);
+  }
+  q.from_ns = range->from_unix_ns;
+  q.to_ns = range->to_unix_ns;
+  const std::string selector_text = req.QueryValue(selector_key).value_or("");
+  auto selector = Selector::Parse(selector_text);
+  if (!selector.ok()) return InvalidArgumentError("parameter '" + selector_key + "': " + selector.status().message());
+  q.selector = std::move(selector).value();
+  return q;
+}
+
+json RangeJson(const ProfileQuery& q) {
+  return {{"from", FormatRfc3339(q.from_ns)}, {"to", FormatRfc3339(q.to_ns)}, {"from_ms", q.from_ns / 1'000'000},
+          {"to_ms", q.to_ns / 1'000'000}};
+}
+
+class Handlers {
+ public:
+  Handlers(ProfileStore* store, ApiOptions options) : store_(store), options_(std::move(options)) {}
+
+  HttpResponse Ingest(const HttpRequest& req) const {
+    const std::string type = req.Header("content-type").value_or("");
+    if (type.rfind("application/x-protobuf", 0) != 0 && type.rfind("application/octet-stream", 0) != 0) {
+      return HttpResponse::Error(415, "ingest takes Content-Type application/x-protobuf (a warpscope.v1.IngestBatch), "
+                                      "found \"" + type + "\"");
+    }
+    warpscope::v1::IngestBatch batch;
+    if (req.body.empty() || !batch.ParseFromString(req.body)) {
+      return HttpResponse::Error(400, "body is not a warpscope.v1.IngestBatch protobuf");
+    }
+    auto result = store_->Ingest(batch);
+    if (!result.ok()) {
+      const int status = HttpStatusFor(result.status());
+      if (status >= 500) LOG_WARNING() << "ingest from agent " << batch.agent_id() << ": " << result.status().message();
+      return HttpResponse::Error(status, result.status().message());
+    }
+    return JsonOk({{"stored_samples", result->samples}, {"duplicate", result->duplicate}});
+  }
+
+  HttpResponse Profile(const HttpRequest& req) const {
+    auto q = ParseProfileQuery(req, options_.now_ns());
+    if (!q.ok()) return ErrorFor(q.status());
+    const std::string format = req.QueryValue("format").value_or("json");
+    if (format != "json" && format != "pprof" && format != "collapsed") {
+      return HttpResponse::Error(400, "parameter 'format': expected json, pprof or collapsed, found \"" + format + "\"");
+    }
+    auto max_nodes = ParseUnsigned(req, "max_nodes", options_.default_max_nodes, options_.max_max_nodes);
+    if (!max_nodes.ok()) return ErrorFor(max_nodes.status());
+    auto profile = store_->SelectProfile(*q);
+    if (!profile.ok()) return ErrorFor(profile.status());
+    if (profile->type.name.empty()) profile->type.name = q->type;
+    HttpResponse r;
+    if (format == "pprof") {
+      auto encoded = query::RenderPprofGzip(*profile, q->from_ns, q->to_ns);
+      if (!encoded.ok()) return ErrorFor(encoded.status());
+      r.content_type = "application/octet-stream";
+      r.body = std::move(encoded).value();
+      r.headers.emplace_back("Content-Disposition", "attachment; filename=\"warpscope-" + q->type + ".pb.gz\"");
+    } else if (format == "collapsed") {
+      r.content_type = "text/plain; charset=utf-8";
+      r.body = query::RenderCollapsed(*profile);
+    } else {
+      query::FlameGraphOptions o;
+      o.max_nodes = *max_nodes;
+      r.body = query::RenderFlameGraphJson(*profile, o);
+    }
+    return r;
+  }
+
+  HttpResponse Top(const HttpRequest& req) const {
+    auto q = ParseProfileQuery(req, options_.now_ns());
+    if (!q.ok()) return ErrorFor(q.status());
+    auto limit = ParseUnsigned(req, "limit", 100, 100'000);
+    if (!limit.ok()) return ErrorFor(limit.status());
+    const std::string sort = req.QueryValue("sort").value_or("self");
+    if (sort != "self" && sort != "total") {
+      return HttpResponse::Error(400, "parameter 'sort': expected self or total, found \"" + sort + "\"");
+    }
+    auto profile = store_->SelectProfile(*q);
+    if (!profile.ok()) return ErrorFor(profile.status());
+    if (profile->type.name.empty()) profile->type.name = q->type;
+    query::TopOptions o;
+    o.limit = *limit;
+    o.sort_by = sort == "total" ? query::TopOptions::SortBy::kTotal : query::TopOptions::SortBy::kSelf;
+    return HttpResponse::Json(200, query::RenderTopJson(*profile, o));
+  }
+
+  HttpResponse Diff(const HttpRequest& req) const {
+    const int64_t now = options_.now_ns();
+    auto target = ParseProfileQuery(req, now);
+    if (!target.ok()) return ErrorFor(target.status());
+    if (!req.QueryValue("base_from") || !req.QueryValue("base_to")) {
+      return HttpResponse::Error(400, "diff needs the base range: parameters 'base_from' and 'base_to'");
+    }
+    const std::string selector_key = req.QueryValue("base_selector") ? "base_selector" : "selector";
+    auto base = ParseProfileQuery(req, now, "base_from", "base_to", selector_key);
+    if (!base.ok()) return ErrorFor(base.status());
+    auto max_nodes = ParseUnsigned(req, "max_nodes", options_.default_max_nodes, options_.max_max_nodes);
+    if (!max_nodes.ok()) return ErrorFor(max_nodes.status());
+    auto base_profile = store_->SelectProfile(*base);
+    if (!base_profile.ok()) return ErrorFor(base_profile.status());
+    auto target_profile = store_->SelectProfile(*target);
+    if (!target_profile.ok()) return ErrorFor(target_profile.status());
+    if (base_profile->type.name.empty()) base_profile->type.name = base->type;
+    if (target_profile->type.name.empty()) target_profile->type.name = target->type;
+    query::FlameGraphOptions o;
+    o.max_nodes = *max_nodes;
+    return HttpResponse::Json(200, query::RenderDiffJson(*base_profile, *target_profile, o));
+  }
+
+  HttpResponse Series(const HttpRequest& req) const {
+    auto q = ParseProfileQuery(req, options_.now_ns());
+    if (!q.ok()) return ErrorFor(q.status());
+    storage::SeriesQuery sq;
+    sq.profile = *q;
+    const TimeRange range{q->from_ns, q->to_ns};
+    auto max_points = ParseUnsigned(req, "max_points", 300, 10'000);
+    if (!max_points.ok()) return ErrorFor(max_points.status());
+    sq.step_ns = ChooseStep(range, static_cast<int>(std::max<uint64_t>(*max_points, 1)));
+    if (auto step = req.QueryValue("step"); step && !step->empty()) {
+      auto parsed = ParseDuration(*step);
+      if (!parsed.ok() || parsed->count() < 1'000'000) {
+        return HttpResponse::Error(400, "parameter 'step': expected a duration of at least 1ms like 10s or 1m, found \"" +
+                                            *step + "\"");
+      }
+      if (range.span_ns() / parsed->count() > 10'000) {
+        return HttpResponse::Error(400, "parameter 'step': more than 10000 points over the range; use a larger step");
+      }
+      sq.step_ns = parsed->count();
+    }
+    if (auto group = req.QueryValue("group_by"); group && !group->empty()) {
+      size_t start = 0;
+      while (start <= group->size()) {
+        const size_t comma = std::min(group->find(',', start), group->size());
+        std::string name = group->substr(start, comma - start);
+        if (!name.empty()) sq.group_by.push_back(std::move(name));
+        start = comma + 1;
+      }
+      if (sq.group_by.size() > 8) return HttpResponse::Error(400, "parameter 'group_by': at most 8 labels");
+    }
+    auto series = store_->SelectSeries(sq);
+    if (!series.ok()) return ErrorFor(series.status());
+    json out = RangeJson(*q);
+    out["type"] = q->type;
+    out["step_ms"] = sq.step_ns / 1'000'000;
+    json list = json::array();
+    for (const storage::Series& s : *series) {
+      json labels = json::object();
+      for (const auto& [k, v] : s.labels) labels[k] = v;
+      json points = json::array();
+      for (const storage::SeriesPoint& p : s.points) points.push_back({p.time_ns / 1'000'000, p.value});
+      list.push_back({{"labels", std::move(labels)}, {"points", std::move(points)}});
+    }
+    out["series"] = std::move(list);
+    return JsonOk(out);
+  }
+
+  HttpResponse LabelNames(const HttpRequest&) const {
+    auto names = store_->LabelNames();
+    if (!names.ok()) return ErrorFor(names.status());
+    return JsonOk({{"names", *names}});
+  }
+
+  HttpResponse LabelValues(const HttpRequest& req) const {
+    const auto name = req.QueryValue("name");
+    if (!name || name->empty()) return HttpResponse::Error(400, "parameter 'name' (the label) is required");
+    auto values = store_->LabelValues(*name);
+    if (!values.ok()) return ErrorFor(values.status());
+    return JsonOk({{"name", *name}, {"values", *values}});
+  }
+
+  // Nodes and, under each, its processes (pid, comm, exe, container) with
+  // samples in the range.
+  HttpResponse Targets(const HttpRequest& req) const {
+    auto q = ParseProfileQuery(req, options_.now_ns());
+    if (!q.ok()) return ErrorFor(q.status());
+    storage::SeriesLabelsQuery lq;
+    lq.type = req.QueryValue("type").value_or("");
+    lq.from_ns = q->from_ns;
+    lq.to_ns = q->to_ns;
+    lq.selector = q->selector;
+    auto sets = store_->SelectSeriesLabels(lq);
+    if (!sets.ok()) return ErrorFor(sets.status());
+    static const char* kProcessLabels[] = {"pid", "comm", "exe", "container_id", "container_runtime", "pod_uid",
+                                           "qos_class"};
+    std::map<std::string, std::map<std::string, json>> nodes;  // node -> process key -> process
+    std::map<std::string, uint64_t> node_series;
+    for (const storage::Labels& labels : *sets) {
+      std::string node, key;
+      json process = json::object();
+      for (const auto& [k, v] : labels) {
+        if (k == "node") node = v;
+        for (const char* p : kProcessLabels) {
+          if (k == p) {
+            process[k] = v;
+            key += k + "=" + v + "\n";
+          }
+        }
+      }
+      ++node_series[node];
+      if (!key.empty()) nodes[node].emplace(key, std::move(process));
+    }
+    json list = json::array();
+    for (const auto& [node, series] : node_series) {
+      json processes = json::array();
+      for (auto& [key, p] : nodes[node]) processes.push_back(p);
+      list.push_back({{"node", node}, {"series", series}, {"processes", std::move(processes)}});
+    }
+    json out = RangeJson(*q);
+    out["nodes"] = std::move(list);
+    return JsonOk(out);
+  }
+
+  HttpResponse Types(const HttpRequest&) const {
+    auto types = store_->ProfileTypes();
+    if (!types.ok()) return ErrorFor(types.status());
+    json list = json::array();
+    for (const auto& t : *types) {
+      list.push_back({{"name", t.name}, {"unit", t.sample_unit}, {"period_nanos", t.period_nanos}});
+    }
+    return JsonOk({{"types", std::move(list)}});
+  }
+
+  HttpResponse StatusPage(const HttpRequest&) const {
+    const storage::StoreStats s = store_->stats();
+    return JsonOk({{"ingested_batches", s.ingested_batches},
+                   {"duplicate_batches", s.duplicate_batches},
+                   {"rejected_batches", s.rejected_batches},
+                   {"samples", s.samples}});
+  }
+
+ private:
+  ProfileStore* store_;
+  ApiOptions options_;
+};
+
+}  // namespace
+
+int HttpStatusFor(const Status& status) {
+  switch (status.code()) {
+    case StatusCode::kInvalidArgument: return 400;
+    case StatusCode::kNotFound: return 404;
+    case StatusCode::kUnavailable: return 503;
+    case StatusCode::kResourceExhausted: return 507;
+    default: return 500;
+  }
+}
+
+Routes ApiRoutes(ProfileStore* store, const ApiOptions& options) {
+  ApiOptions o = options;
+  if (!o.now_ns) {
+    o.now_ns = [] {
+      return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
+    };
+  }
+  auto h = std::make_shared<const Handlers>(store, o);
+  auto bind = [h](HttpResponse (Handlers::*fn)(const HttpRequest&) const) {
+    return [h, fn](const HttpRequest& req) { return ((*h).*fn)(req); };
+  };
+  Routes routes;
+  routes.push_back({"POST", "/api/v1/ingest", bind(&Handlers::Ingest)});
+  routes.push_back({"GET", "/api/v1/profile", bind(&Handlers::Profile)});
+  routes.push_back({"GET", "/api/v1/top", bind(&Handlers::Top)});
+  routes.push_back({"GET", "/api/v1/diff", bind(&Handlers::Diff)});
+  routes.push_back({"GET", "/api/v1/series", bind(&Handlers::Series)});
+  routes.push_back({"GET", "/api/v1/labels", bind(&Handlers::LabelNames)});
+  routes.push_back({"GET", "/api/v1/label_values", bind(&Handlers::LabelValues)});
+  routes.push_back({"GET", "/api/v1/targets", bind(&Handlers::Targets)});
+  routes.push_back({"GET", "/api/v1/types", bind(&Handlers::Types)});
+  routes.push_back({"GET", "/api/v1/status", bind(&Handlers::StatusPage)});
+  routes.push_back({"GET", "/healthz", [](const HttpRequest&) { return HttpResponse::Json(200, "{\"ok\":true}"); }});
+  return routes;
+}
+
+}  // namespace warpscope::server

@@ -1,0 +1,34 @@
+// The routes of warpscope-server's API (docs/api.md): ingest and the queries,
+// wired to a storage::ProfileStore and the renderers of query/. HttpServer
+// (http_server.h) has already checked the token, the size limits and
+// decompressed the body by the time a handler runs.
+//
+// Threading: handlers run on HttpServer's worker threads, several at once;
+// ApiHandlers holds no mutable state of its own (the store is thread-safe).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+#include "server/http_server.h"
+#include "storage/profile_store.h"
+
+namespace warpscope::server {
+
+struct ApiOptions {
+  // Unix nanoseconds now; tests pin it.
+  std::function<int64_t()> now_ns;
+  // Default and most nodes of a flame-graph answer (`max_nodes`).
+  size_t default_max_nodes = 8192;
+  size_t max_max_nodes = 200'000;
+};
+
+// Every API route (ingest, profile, top, diff, series, labels, label values,
+// targets, types, status) plus /healthz. `store` must outlive the routes.
+Routes ApiRoutes(storage::ProfileStore* store, const ApiOptions& options);
+
+// The HTTP status for a storage or parsing error: InvalidArgument 400,
+// NotFound 404, Unavailable 503, ResourceExhausted 507, others 500.
+int HttpStatusFor(const Status& status);
+
+}  // namespace warpscope::server

@@ -1,0 +1,82 @@
+// warpscope-server: receives profiles from agents, stores them in the
+// embedded store under --data-dir and serves the query API (docs/api.md).
+//
+// Threads: main parses flags, opens the store, starts the HTTP server and
+// then only waits for SIGINT/SIGTERM (a signalfd); HttpServer's workers run
+// the handlers; the store runs its own flush/compaction thread.
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "base/logging.h"
+#include "server/api_handlers.h"
+#include "server/http_server.h"
+#include "server/server_options.h"
+#include "storage/embedded/embedded_store.h"
+
+namespace {
+
+int Run(const warpscope::server::ServerOptions& options) {
+  using namespace warpscope;
+  // Block the stop signals before any thread starts, so every thread inherits the mask.
+  sigset_t mask;
+  sigemptyset(&mask);
+  sigaddset(&mask, SIGINT);
+  sigaddset(&mask, SIGTERM);
+  sigprocmask(SIG_BLOCK, &mask, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  embedded::EmbeddedStoreOptions store_options;
+  store_options.data_dir = options.data_dir;
+  store_options.retention_ns = options.retention.count();
+  auto store = embedded::EmbeddedProfileStore::Open(store_options);
+  if (!store.ok()) {
+    std::cerr << "warpscope-server: " << store.status().message() << "\n";
+    return 1;
+  }
+  server::HttpServerOptions http;
+  http.listen = options.listen;
+  http.token = options.token;
+  http.insecure_listen_any = options.insecure_listen_any;
+  http.max_request_bytes = options.max_request_bytes;
+  http.threads = options.threads;
+  auto httpd = server::HttpServer::Start(http, server::ApiRoutes(store->get(), {}));
+  if (!httpd.ok()) {
+    std::cerr << "warpscope-server: " << httpd.status().message() << "\n";
+    return httpd.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  std::string host = options.listen.substr(0, options.listen.rfind(':'));
+  if (host.empty() || host == "0.0.0.0" || host == "[::]") host = "127.0.0.1";
+  std::cerr << "warpscope-server: serving on http://" << host << ":" << (*httpd)->port() << " (data in "
+            << options.data_dir << (options.token.empty() ? ", no token: loopback only" : ", token required")
+            << ")" << std::endl;
+
+  const int fd = signalfd(-1, &mask, SFD_CLOEXEC);
+  signalfd_siginfo info{};
+  while (fd >= 0 && read(fd, &info, sizeof(info)) < 0 && errno == EINTR) {
+  }
+  std::cerr << "warpscope-server: stopping" << std::endl;
+  (*httpd)->Stop();
+  store->reset();  // flushes the head so a restart replays little
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  auto options = warpscope::server::ParseServerArgs(args);
+  if (!options.ok()) {
+    std::cerr << "warpscope-server: " << options.status().message() << "\n";
+    return 2;
+  }
+  if (options->help) {
+    std::cout << warpscope::server::ServerUsage();
+    return 0;
+  }
+  return Run(*options);
+}

@@ -1,0 +1,242 @@
+// EmbeddedProfileStore: opening, recovery, ingest and the background thread.
+// Flush/compaction/retention: embedded_store_maintenance.cc; queries:
+// embedded_store_query.cc.
+#include "storage/embedded/embedded_store.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+
+#include "base/logging.h"
+#include "storage/embedded/head_record.h"
+
+namespace warpscope::embedded {
+
+using storage::IngestResult;
+
+StatusOr<std::unique_ptr<EmbeddedProfileStore>> EmbeddedProfileStore::Open(const EmbeddedStoreOptions& options) {
+  if (options.data_dir.empty()) return InvalidArgumentError("embedded store: data_dir is empty");
+  if (::mkdir(options.data_dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return ErrnoError(errno, "creating data dir " + options.data_dir);
+  }
+  // Our own lock before anything else is opened: the WAL writer flocks wal/
+  // too, but a second server must fail here, before it touches SQLite or
+  // deletes "dead" files that the first one is about to publish.
+  const std::string lock_path = options.data_dir + "/LOCK";
+  ScopedFd lock_fd(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+  if (!lock_fd.valid()) return ErrnoError(errno, "opening " + lock_path);
+  if (::flock(lock_fd.get(), LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EWOULDBLOCK) {
+      return UnavailableError("data dir " + options.data_dir + " is in use by another warpscope-server");
+    }
+    return ErrnoError(errno, "locking " + lock_path);
+  }
+  std::unique_ptr<EmbeddedProfileStore> store(new EmbeddedProfileStore(options, std::move(lock_fd)));
+  RETURN_IF_ERROR(store->Recover().WithContext("opening data dir " + options.data_dir));
+  if (options.background) store->bg_thread_ = std::thread([s = store.get()] { s->RunBackground(); });
+  return store;
+}
+
+EmbeddedProfileStore::EmbeddedProfileStore(const EmbeddedStoreOptions& options, ScopedFd lock_fd)
+    : options_(options), lock_fd_(std::move(lock_fd)) {}
+
+EmbeddedProfileStore::~EmbeddedProfileStore() {
+  if (bg_thread_.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(bg_mu_);
+      bg_stop_ = true;
+    }
+    bg_cv_.notify_all();
+    bg_thread_.join();
+  }
+  if (options_.flush_on_close && wal_ != nullptr) {
+    Status status = FlushNow();
+    if (!status.ok()) LOG_WARNING() << "flush at close: " << status.ToString() << " (the WAL keeps the head)";
+  }
+}
+
+Status EmbeddedProfileStore::Recover() {
+  ASSIGN_OR_RETURN(dictionary_,
+                   dictionary::DictionaryStore::Open(options_.data_dir + "/dictionary.sqlite", options_.limits));
+  series_ = std::make_unique<SeriesCatalog>(dictionary_.get());
+  stacks_ = std::make_unique<ResolvedStackCache>(dictionary_.get(), options_.stack_cache_frames);
+
+  ASSIGN_OR_RETURN(LoadedSegments loaded, LoadSegments(segments_dir()));
+  for (const auto& s : loaded.segments) covered_seq_ = std::max(covered_seq_, s->hi);
+  segments_ = std::make_shared<SegmentList>(std::move(loaded.segments));
+
+  for (auto& [agent, sequence] : dictionary_->AgentSequences()) agents_[agent] = sequence;
+  // Every record still in the WAL feeds the duplicate check; those past what
+  // segments hold also go back into the head.
+  const std::string wal_dir = options_.data_dir + "/wal";
+  wal::ReplayStats replay;
+  RETURN_IF_ERROR(wal::ReplayWal(
+      wal_dir, 0, {},
+      [&](uint64_t seq, std::string_view payload) -> Status {
+        ASSIGN_OR_RETURN(HeadRecord record, DecodeHeadRecord(payload, "wal seq " + std::to_string(seq)));
+        uint64_t& last = agents_[record.agent_id];
+        last = std::max(last, record.sequence);
+        if (seq > covered_seq_) active_.insert(active_.end(), record.rows.begin(), record.rows.end());
+        return Status::Ok();
+      },
+      &replay));
+  ASSIGN_OR_RETURN(wal_, wal::WalWriter::Open(wal_dir, options_.wal));
+  if (wal_->next_seq() <= covered_seq_) {
+    // New records would get seqs that segments already claim, and a later
+    // replay would skip them: refuse rather than lose data.
+    return FailedPreconditionError("the WAL in " + wal_dir + " continues at seq " + std::to_string(wal_->next_seq()) +
+                                   " but segments hold records up to " + std::to_string(covered_seq_) +
+                                   "; was wal/ deleted?");
+  }
+  LOG_INFO() << "embedded store " << options_.data_dir << ": " << segments_->size() << " segments, "
+             << replay.records << " WAL records replayed, " << active_.size() << " rows in the head";
+  return Status::Ok();
+}
+
+int64_t EmbeddedProfileStore::Now() const {
+  if (options_.now_ns) return options_.now_ns();
+  timespec ts{};
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  return ts.tv_sec * kSecondNs + ts.tv_nsec;
+}
+
+int64_t EmbeddedProfileStore::RetentionCutoff() const {
+  if (options_.retention_ns <= 0) return INT64_MIN;
+  return Now() - options_.retention_ns;
+}
+
+bool EmbeddedProfileStore::CrashPoint(std::string_view point) const {
+  return options_.crash_point_for_test && options_.crash_point_for_test(point);
+}
+
+StatusOr<IngestResult> EmbeddedProfileStore::Ingest(const warpscope::v1::IngestBatch& batch) {
+  if (batch.schema_version() != 1) {
+    ++rejected_batches_;
+    return InvalidArgumentError("schema_version " + std::to_string(batch.schema_version()) +
+                                " is not supported; this server reads 1");
+  }
+  if (Status valid = dictionary::ValidateBatch(batch, options_.limits); !valid.ok()) {
+    ++rejected_batches_;
+    return valid;
+  }
+  const std::string& agent = batch.agent_id();
+  {
+    // Wait out a concurrent Ingest of the same agent (a re-send racing the
+    // original): once it is done, its sequence decides.
+    std::unique_lock<std::mutex> lock(agents_mu_);
+    agents_cv_.wait(lock, [&] { return !in_flight_.contains(agent); });
+    auto it = agents_.find(agent);
+    if (it != agents_.end() && batch.sequence() <= it->second) {
+      ++duplicate_batches_;
+      return IngestResult{.duplicate = true, .samples = 0};
+    }
+    in_flight_.insert(agent);
+  }
+  // From here on every exit clears the in-flight mark.
+  struct InFlight {
+    EmbeddedProfileStore* store;
+    const std::string& agent;
+    ~InFlight() {
+      {
+        std::lock_guard<std::mutex> lock(store->agents_mu_);
+        store->in_flight_.erase(agent);
+      }
+      store->agents_cv_.notify_all();
+    }
+  } in_flight{this, agent};
+
+  ASSIGN_OR_RETURN(dictionary::InternedBatch ids, dictionary_->InternBatch(batch, {.record_sequence = false}));
+  std::vector<SampleRow> rows;
+  rows.reserve(batch.samples_size());
+  for (const auto& s : batch.samples()) {
+    rows.push_back(SampleRow{.time_ns = s.time_unix_nanos(),
+                             .series_id = ids.label_set_ids[s.label_set()],
+                             .stack_id = ids.stack_ids[s.stack()],
+                             .value = s.value(),
+                             .type_id = static_cast<uint32_t>(ids.type_ids[s.type()])});
+  }
+  const std::string payload = EncodeHeadRecord(agent, batch.sequence(), rows);
+  size_t head_rows = 0;
+  {
+    AppendGate::Shared gate(append_gate_);
+    StatusOr<uint64_t> seq = wal_->Append(payload);
+    if (!seq.ok()) {
+      return seq.status().WithContext("storing batch of " + agent + " seq " + std::to_string(batch.sequence()));
+    }
+    {
+      std::unique_lock<std::shared_mutex> lock(state_mu_);
+      active_.insert(active_.end(), rows.begin(), rows.end());
+      head_rows = active_.size();
+    }
+    std::lock_guard<std::mutex> lock(agents_mu_);
+    uint64_t& last = agents_[agent];
+    last = std::max(last, batch.sequence());
+  }
+  ++ingested_batches_;
+  samples_ += rows.size();
+  if (head_rows >= options_.head_max_rows) RequestFlush();
+  return IngestResult{.duplicate = false, .samples = rows.size()};
+}
+
+void EmbeddedProfileStore::RequestFlush() {
+  {
+    std::lock_guard<std::mutex> lock(bg_mu_);
+    bg_flush_requested_ = true;
+  }
+  bg_cv_.notify_all();
+}
+
+void EmbeddedProfileStore::RunBackground() {
+  using Clock = std::chrono::steady_clock;
+  const auto flush_every = std::chrono::nanoseconds(std::max<int64_t>(options_.flush_interval_ns, 1'000'000));
+  const auto compact_every = std::chrono::nanoseconds(std::max<int64_t>(options_.compaction_interval_ns, 1'000'000));
+  auto next_flush = Clock::now() + flush_every;
+  auto next_compaction = Clock::now() + compact_every;
+  std::unique_lock<std::mutex> lock(bg_mu_);
+  while (!bg_stop_) {
+    bg_cv_.wait_until(lock, std::min(next_flush, next_compaction), [&] { return bg_stop_ || bg_flush_requested_; });
+    if (bg_stop_) break;
+    const bool flush = bg_flush_requested_ || Clock::now() >= next_flush;
+    const bool compact = Clock::now() >= next_compaction;
+    bg_flush_requested_ = false;
+    lock.unlock();
+    if (flush) {
+      if (Status s = FlushNow(); !s.ok()) LOG_WARNING() << "flush: " << s.ToString() << " (retrying later)";
+      next_flush = Clock::now() + flush_every;
+    }
+    if (compact) {
+      if (Status s = ApplyRetentionNow(); !s.ok()) LOG_WARNING() << "retention: " << s.ToString();
+      if (Status s = CompactNow(); !s.ok()) LOG_WARNING() << "compaction: " << s.ToString();
+      next_compaction = Clock::now() + compact_every;
+    }
+    lock.lock();
+  }
+}
+
+storage::StoreStats EmbeddedProfileStore::stats() const {
+  return storage::StoreStats{.ingested_batches = ingested_batches_.load(),
+                             .duplicate_batches = duplicate_batches_.load(),
+                             .rejected_batches = rejected_batches_.load(),
+                             .samples = samples_.load()};
+}
+
+EmbeddedStoreState EmbeddedProfileStore::state() const {
+  EmbeddedStoreState out;
+  std::shared_lock<std::shared_mutex> lock(state_mu_);
+  out.segments = segments_->size();
+  for (const auto& s : *segments_) {
+    out.segment_rows += s->reader->row_count();
+    out.segment_files.push_back(SegmentFileName(s->lo, s->hi));
+  }
+  out.head_rows = active_.size() + (frozen_ ? frozen_->size() : 0);
+  out.covered_seq = covered_seq_;
+  out.wal_next_seq = wal_->next_seq();
+  return out;
+}
+
+}  // namespace warpscope::embedded

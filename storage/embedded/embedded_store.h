@@ -1,0 +1,202 @@
+// EmbeddedProfileStore: the default ProfileStore, all in one data directory.
+//
+//   <data_dir>/LOCK               flock'ed while a server has the dir open
+//   <data_dir>/dictionary.sqlite  strings, frames, stacks, label sets, types,
+//                                 and each agent's highest stored sequence
+//   <data_dir>/wal/               the write-ahead log of the head (wal/wal.h;
+//                                 records: head_record.h)
+//   <data_dir>/segments/          immutable segment files (segment_file.h),
+//                                 named by the WAL range they hold (segment_catalog.h)
+//
+// Ingest: validate -> duplicate check on (agent_id, sequence) -> intern the
+// dictionaries (SQLite, durable, but *not* the sequence) -> append one WAL
+// record with the rows in global ids and the (agent, sequence) -> rows into
+// the in-memory head -> the agent's sequence counts as stored -> OK. The
+// sequence only counts once the rows are durable, so a crash anywhere before
+// the WAL append leaves the agent's re-send welcome, and a crash after it
+// replays the record and the re-send is a duplicate. Sequences reach SQLite
+// at flush time, before the WAL records carrying them are deleted.
+//
+// Flush (every flush_interval, or when the head passes head_max_rows):
+// freeze the head and note the WAL seq range it holds -> rotate the WAL ->
+// write the frozen rows as segments/seg-<lo>-<hi>.wss -> publish the segment
+// and drop the frozen head in one step (queries never see a row twice) ->
+// record agent sequences -> delete WAL files below hi. Compaction merges runs
+// of small segments adjacent in WAL order into one [lo, hi] file; retention
+// deletes segments wholly older than now - retention and queries ignore rows
+// older than that.
+//
+// Threading: every ProfileStore method may be called from any number of
+// threads (the server's HTTP workers). Flush, compaction and retention run on
+// the store's background thread (or the caller's, for the ...Now methods),
+// serialized by maintenance_mu_. Ingest holds append_gate_ shared from the
+// WAL append until its rows are in the head, so appends still group-commit;
+// a flush takes it exclusively for the instant it freezes the head.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "base/file_util.h"
+#include "base/status.h"
+#include "storage/embedded/append_gate.h"
+#include "storage/embedded/dictionary/dictionary_store.h"
+#include "storage/embedded/resolved_stack_cache.h"
+#include "storage/embedded/segment_catalog.h"
+#include "storage/embedded/segment_file.h"
+#include "storage/embedded/series_catalog.h"
+#include "storage/embedded/wal/wal.h"
+#include "storage/profile_store.h"
+
+namespace warpscope::embedded {
+
+inline constexpr int64_t kSecondNs = 1'000'000'000;
+
+struct EmbeddedStoreOptions {
+  std::string data_dir;
+  // Segments wholly older than now - retention are deleted and older rows are
+  // left out of answers. 0 keeps everything.
+  int64_t retention_ns = 14 * 24 * 3600 * kSecondNs;
+  int64_t flush_interval_ns = 5 * kSecondNs;
+  // The head is flushed early once it holds this many rows.
+  uint64_t head_max_rows = 2'000'000;
+  CompactionPolicy compaction;
+  // How often the background thread runs compaction and retention.
+  int64_t compaction_interval_ns = 60 * kSecondNs;
+  // Run the background flush/compaction thread. Tests turn it off and call
+  // FlushNow/CompactNow/ApplyRetentionNow themselves.
+  bool background = true;
+  // Flush the head when the store is destroyed (a clean shutdown). Off, the
+  // destructor leaves the files exactly as a kill -9 would.
+  bool flush_on_close = true;
+  // Unix nanoseconds; the wall clock when empty.
+  std::function<int64_t()> now_ns;
+  dictionary::BatchLimits limits;
+  // Frames of resolved stacks kept in memory between queries (~100 bytes each).
+  size_t stack_cache_frames = 2'000'000;
+  SegmentWriteOptions segment;
+  wal::WalOptions wal;
+  // Tests only: called at named points of flush and compaction ("flush:frozen",
+  // "flush:segment_written", "flush:sequences_recorded", "compact:output_written",
+  // "compact:input_deleted"); returning true stops the operation right there,
+  // leaving the files as a crash at that point would. The store must then be
+  // destroyed with flush_on_close off, like a dead process.
+  std::function<bool(std::string_view point)> crash_point_for_test;
+};
+
+// What is where, for tests and metrics.
+struct EmbeddedStoreState {
+  size_t segments = 0;
+  uint64_t segment_rows = 0;
+  uint64_t head_rows = 0;     // active + frozen
+  uint64_t covered_seq = 0;   // WAL records up to here are in segments
+  uint64_t wal_next_seq = 0;
+  std::vector<std::string> segment_files;  // names, ascending WAL range
+};
+
+class EmbeddedProfileStore final : public storage::ProfileStore {
+ public:
+  // Creates the layout if needed, takes the dir's lock (Unavailable: "data dir
+  // X is in use by another warpscope-server"), deletes what a crash left dead,
+  // loads segments and replays the WAL into the head.
+  static StatusOr<std::unique_ptr<EmbeddedProfileStore>> Open(const EmbeddedStoreOptions& options);
+  ~EmbeddedProfileStore() override;
+
+  StatusOr<storage::IngestResult> Ingest(const warpscope::v1::IngestBatch& batch) override;
+  StatusOr<storage::MergedProfile> SelectProfile(const storage::ProfileQuery& query) override;
+  StatusOr<std::vector<storage::Series>> SelectSeries(const storage::SeriesQuery& query) override;
+  StatusOr<std::vector<storage::Labels>> SelectSeriesLabels(const storage::SeriesLabelsQuery& query) override;
+  StatusOr<std::vector<std::string>> LabelNames() override;
+  StatusOr<std::vector<std::string>> LabelValues(const std::string& name) override;
+  StatusOr<std::vector<storage::ProfileTypeInfo>> ProfileTypes() override;
+  storage::StoreStats stats() const override;
+
+  // Maintenance, normally run by the background thread; any thread may call
+  // them (they serialize with it). FlushNow moves the whole head to a segment.
+  Status FlushNow();
+  Status CompactNow();
+  Status ApplyRetentionNow();
+  EmbeddedStoreState state() const;
+
+ private:
+  EmbeddedProfileStore(const EmbeddedStoreOptions& options, ScopedFd lock_fd);
+
+  Status Recover();
+  int64_t Now() const;
+  // Oldest time a query may see; INT64_MIN without retention.
+  int64_t RetentionCutoff() const;
+  bool CrashPoint(std::string_view point) const;
+  void RunBackground();
+  void RequestFlush();
+
+  // Maintenance bodies; maintenance_mu_ held.
+  Status FlushLocked();
+  Status CompactLocked();
+  Status CompactRun(const std::vector<std::shared_ptr<const Segment>>& inputs);
+  Status RetentionLocked();
+
+  // Visits every row of the given types in [from, to) whose series passes
+  // `series_filter` (called per row for head rows, per run for segments),
+  // from the head and every overlapping segment, each row exactly once.
+  Status ScanRows(const std::vector<TypeEntry>& types, int64_t from_ns, int64_t to_ns,
+                  const std::function<bool(uint64_t)>& series_filter,
+                  const std::function<void(const SampleRow&)>& visit);
+
+  std::string segments_dir() const { return options_.data_dir + "/segments"; }
+
+  const EmbeddedStoreOptions options_;
+  ScopedFd lock_fd_;  // holds the data dir's flock for the store's life; destroyed last
+  std::unique_ptr<dictionary::DictionaryStore> dictionary_;
+  std::unique_ptr<SeriesCatalog> series_;
+  std::unique_ptr<ResolvedStackCache> stacks_;
+  std::unique_ptr<wal::WalWriter> wal_;
+
+  // Shared by Ingest from its WAL append until its rows are in the head and
+  // its sequence in agents_; exclusive for a flush's freeze, which therefore
+  // sees every record below wal_->next_seq() in the head.
+  AppendGate append_gate_;
+
+  // Guards the head and the segment list. Queries hold it shared while they
+  // scan the head and take a snapshot of segments_; a flush swaps the frozen
+  // head for its segment under it exclusively, so no row is seen twice.
+  mutable std::shared_mutex state_mu_;
+  std::vector<SampleRow> active_;                         // rows since the last freeze
+  std::shared_ptr<const std::vector<SampleRow>> frozen_;  // being written to a segment
+  uint64_t frozen_lo_ = 0, frozen_hi_ = 0;                // its WAL range
+  std::shared_ptr<const SegmentList> segments_ = std::make_shared<SegmentList>();
+
+  // Per-agent duplicate check. agents_ holds the highest sequence durable in
+  // the WAL or segments; in_flight_ the agents with an Ingest between its
+  // check and its WAL append, so two concurrent re-sends cannot both pass.
+  std::mutex agents_mu_;
+  std::condition_variable agents_cv_;
+  std::unordered_map<std::string, uint64_t> agents_;
+  std::unordered_set<std::string> in_flight_;
+
+  // Maintenance: one at a time.
+  std::mutex maintenance_mu_;
+  uint64_t covered_seq_ = 0;  // guarded by maintenance_mu_ (writes) and state_mu_ (state())
+  std::vector<std::pair<std::string, uint64_t>> pending_sequences_;  // to record before truncating
+
+  // Background thread control.
+  std::mutex bg_mu_;
+  std::condition_variable bg_cv_;
+  bool bg_stop_ = false;
+  bool bg_flush_requested_ = false;
+  std::thread bg_thread_;
+
+  std::atomic<uint64_t> ingested_batches_{0}, duplicate_batches_{0}, rejected_batches_{0}, samples_{0};
+};
+
+}  // namespace warpscope::embedded

@@ -1,0 +1,195 @@
+// EmbeddedProfileStore: flush, compaction and retention. All run under
+// maintenance_mu_, on the background thread or a caller of the ...Now methods.
+// The crash points name the places a kill -9 may strike between durable
+// steps; segment_catalog.h explains why every one of them leaves each row in
+// exactly one live place.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "base/logging.h"
+#include "storage/embedded/embedded_store.h"
+
+namespace warpscope::embedded {
+namespace {
+
+Status FsyncDir(const std::string& dir) {
+  ScopedFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd.valid()) return ErrnoError(errno, "open " + dir);
+  if (::fsync(fd.get()) != 0) return ErrnoError(errno, "fsync " + dir);
+  return Status::Ok();
+}
+
+Status SimulatedCrash(std::string_view point) {
+  return InternalError("simulated crash at " + std::string(point));
+}
+
+}  // namespace
+
+Status EmbeddedProfileStore::FlushNow() {
+  std::lock_guard<std::mutex> lock(maintenance_mu_);
+  return FlushLocked();
+}
+
+Status EmbeddedProfileStore::CompactNow() {
+  std::lock_guard<std::mutex> lock(maintenance_mu_);
+  return CompactLocked();
+}
+
+Status EmbeddedProfileStore::ApplyRetentionNow() {
+  std::lock_guard<std::mutex> lock(maintenance_mu_);
+  return RetentionLocked();
+}
+
+Status EmbeddedProfileStore::FlushLocked() {
+  // A frozen head left by a failed flush (disk full) is written first; the
+  // active head keeps growing meanwhile and its WAL records stay.
+  if (frozen_ == nullptr) {
+    {
+      AppendGate::Exclusive gate(append_gate_);
+      // No Ingest is between its WAL append and its head insert now: every
+      // record below next_seq is in the head or in segments, and its
+      // sequence is in agents_.
+      const uint64_t hi = wal_->next_seq() - 1;
+      if (hi <= covered_seq_) return Status::Ok();  // nothing appended since the last flush
+      {
+        std::lock_guard<std::mutex> agents_lock(agents_mu_);
+        pending_sequences_.assign(agents_.begin(), agents_.end());
+      }
+      std::unique_lock<std::shared_mutex> lock(state_mu_);
+      frozen_ = std::make_shared<const std::vector<SampleRow>>(std::move(active_));
+      active_ = {};
+      frozen_lo_ = covered_seq_ + 1;
+      frozen_hi_ = hi;
+    }
+    // Records appended from now on go to a new file, so the ones frozen can
+    // be deleted below. Failing here only means that happens a flush later.
+    if (Status s = wal_->Rotate(); !s.ok()) LOG_WARNING() << "WAL rotation: " << s.ToString();
+  }
+  if (CrashPoint("flush:frozen")) return SimulatedCrash("flush:frozen");
+
+  std::shared_ptr<Segment> segment;
+  if (!frozen_->empty()) {
+    const std::string path = segments_dir() + "/" + SegmentFileName(frozen_lo_, frozen_hi_);
+    RETURN_IF_ERROR(WriteSegment(path, *frozen_, options_.segment).WithContext("flushing the head"));
+    if (CrashPoint("flush:segment_written")) return SimulatedCrash("flush:segment_written");
+    segment = std::make_shared<Segment>();
+    segment->lo = frozen_lo_;
+    segment->hi = frozen_hi_;
+    ASSIGN_OR_RETURN(segment->reader, SegmentReader::Open(path));
+  }
+  {
+    // The hand-off: queries see the rows either in the frozen head or in the
+    // segment, never both.
+    std::unique_lock<std::shared_mutex> lock(state_mu_);
+    if (segment != nullptr) {
+      auto list = std::make_shared<SegmentList>(*segments_);
+      list->push_back(std::move(segment));
+      segments_ = std::move(list);
+    }
+    frozen_.reset();
+    covered_seq_ = frozen_hi_;
+  }
+  // Sequences of the records about to be deleted must be in SQLite first. On
+  // failure the WAL simply stays; the next flush records a newer snapshot.
+  RETURN_IF_ERROR(dictionary_->RecordAgentSequences(pending_sequences_));
+  if (CrashPoint("flush:sequences_recorded")) return SimulatedCrash("flush:sequences_recorded");
+  return wal_->TruncateBefore(covered_seq_ + 1);
+}
+
+Status EmbeddedProfileStore::CompactLocked() {
+  std::shared_ptr<const SegmentList> snapshot;
+  {
+    std::shared_lock<std::shared_mutex> lock(state_mu_);
+    snapshot = segments_;
+  }
+  // Only this thread changes the list (maintenance_mu_), so the plan stays valid.
+  for (const auto& [begin, end] : PlanCompaction(*snapshot, options_.compaction)) {
+    std::vector<std::shared_ptr<const Segment>> inputs(snapshot->begin() + begin, snapshot->begin() + end);
+    RETURN_IF_ERROR(CompactRun(inputs));
+  }
+  return Status::Ok();
+}
+
+Status EmbeddedProfileStore::CompactRun(const std::vector<std::shared_ptr<const Segment>>& inputs) {
+  ASSIGN_OR_RETURN(std::vector<TypeEntry> types, series_->Types());
+  const int64_t cutoff = RetentionCutoff();
+  std::vector<SampleRow> rows;
+  uint64_t input_rows = 0;
+  for (const auto& in : inputs) input_rows += in->reader->row_count();
+  rows.reserve(input_rows);
+  for (const auto& in : inputs) {
+    for (const TypeEntry& t : types) {
+      RETURN_IF_ERROR(in->reader->Scan(cutoff, INT64_MAX, nullptr, t.id,
+                                       [&](const SampleRow& row) { rows.push_back(row); }));
+    }
+  }
+  const uint64_t lo = inputs.front()->lo, hi = inputs.back()->hi;
+  const std::string path = segments_dir() + "/" + SegmentFileName(lo, hi);
+  RETURN_IF_ERROR(WriteSegment(path, std::move(rows), options_.segment).WithContext("compacting"));
+  if (CrashPoint("compact:output_written")) return SimulatedCrash("compact:output_written");
+  auto output = std::make_shared<Segment>();
+  output->lo = lo;
+  output->hi = hi;
+  ASSIGN_OR_RETURN(output->reader, SegmentReader::Open(path));
+  {
+    std::unique_lock<std::shared_mutex> lock(state_mu_);
+    auto list = std::make_shared<SegmentList>();
+    bool placed = false;
+    for (const auto& s : *segments_) {
+      if (std::find(inputs.begin(), inputs.end(), s) != inputs.end()) {
+        if (!placed) list->push_back(output);
+        placed = true;
+      } else {
+        list->push_back(s);
+      }
+    }
+    segments_ = std::move(list);
+  }
+  // The output's name already makes the inputs dead (segment_catalog.h); a
+  // crash from here on only leaves files that the next Open deletes. Queries
+  // still reading an input keep it alive through their open fd.
+  for (const auto& in : inputs) {
+    if (::unlink(in->reader->path().c_str()) != 0 && errno != ENOENT) {
+      return ErrnoError(errno, "delete " + in->reader->path());
+    }
+    if (CrashPoint("compact:input_deleted")) return SimulatedCrash("compact:input_deleted");
+  }
+  LOG_DEBUG() << "compacted " << inputs.size() << " segments (" << input_rows << " rows) into " << path;
+  return FsyncDir(segments_dir());
+}
+
+Status EmbeddedProfileStore::RetentionLocked() {
+  const int64_t cutoff = RetentionCutoff();
+  if (cutoff == INT64_MIN) return Status::Ok();
+  std::vector<std::shared_ptr<const Segment>> expired;
+  {
+    std::unique_lock<std::shared_mutex> lock(state_mu_);
+    auto list = std::make_shared<SegmentList>();
+    for (const auto& s : *segments_) {
+      const SegmentReader& r = *s->reader;
+      if (r.row_count() == 0 || r.max_time() < cutoff) {
+        expired.push_back(s);
+      } else {
+        list->push_back(s);
+      }
+    }
+    if (expired.empty()) return Status::Ok();
+    segments_ = std::move(list);
+  }
+  // Deleting a segment can let WAL records of its range (if their file is
+  // still there) be replayed at the next Open: their rows are all older than
+  // the cutoff too, so answers never show them and the next flush and
+  // retention drop them again.
+  for (const auto& s : expired) {
+    if (::unlink(s->reader->path().c_str()) != 0 && errno != ENOENT) {
+      return ErrnoError(errno, "delete " + s->reader->path());
+    }
+  }
+  LOG_INFO() << "retention deleted " << expired.size() << " segments";
+  return FsyncDir(segments_dir());
+}
+
+}  // namespace warpscope::embedded

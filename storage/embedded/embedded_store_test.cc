@@ -1,0 +1,336 @@
+// The embedded store's own behaviour beyond the conformance suite: the data
+// dir lock, flush and its crash points, compaction and its crash points,
+// retention, a full disk, a damaged segment, the WAL record format.
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "storage/embedded/embedded_store_test_util.h"
+#include "storage/embedded/head_record.h"
+
+namespace warpscope::embedded {
+namespace {
+
+using namespace testing;  // NOLINT
+using storage::testing::NodeBatch;
+using storage::testing::OneSample;
+
+std::vector<std::string> SegmentFilesOnDisk(const std::string& data_dir) {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(data_dir + "/segments")) {
+    out.push_back(e.path().filename().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void MustIngest(EmbeddedProfileStore& store, const v1::IngestBatch& batch) {
+  StatusOr<storage::IngestResult> r = store.Ingest(batch);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_FALSE(r->duplicate);
+}
+
+// Every one of batches 1..n of agent "a" must be a duplicate now.
+void ExpectAllDuplicates(EmbeddedProfileStore& store, int n) {
+  for (int i = 1; i <= n; ++i) {
+    StatusOr<storage::IngestResult> r = store.Ingest(OneSample("a", i, kT0 + i * kSec, i));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_TRUE(r->duplicate) << "seq " << i;
+  }
+}
+
+TEST(EmbeddedStoreTest, SecondServerOnTheSameDirIsRefusedClearly) {
+  ScratchDir dir;
+  auto first = MustOpen(ManualOptions(dir.data()));
+  ASSERT_NE(first, nullptr);
+  StatusOr<std::unique_ptr<EmbeddedProfileStore>> second = EmbeddedProfileStore::Open(ManualOptions(dir.data()));
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(second.status().message(), "data dir " + dir.data() + " is in use by another warpscope-server");
+  first.reset();
+  EXPECT_NE(MustOpen(ManualOptions(dir.data())), nullptr);
+}
+
+TEST(EmbeddedStoreTest, FlushMovesTheHeadToASegmentAndTruncatesTheWal) {
+  ScratchDir dir;
+  auto store = MustOpen(ManualOptions(dir.data()));
+  for (int i = 1; i <= 3; ++i) MustIngest(*store, OneSample("a", i, kT0 + i * kSec, i));
+  EXPECT_EQ(store->state().head_rows, 3u);
+  ASSERT_TRUE(store->FlushNow().ok());
+  EmbeddedStoreState s = store->state();
+  EXPECT_EQ(s.head_rows, 0u);
+  EXPECT_EQ(s.segments, 1u);
+  EXPECT_EQ(s.covered_seq, 3u);
+  EXPECT_EQ(s.segment_files, (std::vector<std::string>{SegmentFileName(1, 3)}));
+  EXPECT_EQ(Total(*store), 6);
+  ASSERT_TRUE(store->FlushNow().ok());  // nothing new: no empty segment
+  EXPECT_EQ(store->state().segments, 1u);
+  MustIngest(*store, OneSample("a", 4, kT0, 10));
+  EXPECT_EQ(Total(*store), 16);
+  store.reset();
+  store = MustOpen(ManualOptions(dir.data()));
+  EXPECT_EQ(Total(*store), 16);
+  EXPECT_EQ(store->state().head_rows, 1u);  // seq 4 came back from the WAL
+  ExpectAllDuplicates(*store, 3);
+  EXPECT_EQ(Total(*store), 16);
+}
+
+// A crash at each step of a flush: the reopened store has every row exactly
+// once and still knows every batch it acknowledged.
+TEST(EmbeddedStoreTest, CrashAtEachFlushStepLosesAndDoublesNothing) {
+  for (const char* point : {"flush:frozen", "flush:segment_written", "flush:sequences_recorded"}) {
+    SCOPED_TRACE(point);
+    ScratchDir dir;
+    EmbeddedStoreOptions options = ManualOptions(dir.data());
+    {
+      auto store = MustOpen(options);
+      MustIngest(*store, OneSample("a", 1, kT0 + kSec, 1));
+      ASSERT_TRUE(store->FlushNow().ok());  // an earlier, complete flush
+      for (int i = 2; i <= 4; ++i) MustIngest(*store, OneSample("a", i, kT0 + i * kSec, i));
+    }
+    options.crash_point_for_test = [&](std::string_view p) { return p == point; };
+    {
+      auto store = MustOpen(options);
+      MustIngest(*store, OneSample("a", 5, kT0 + 5 * kSec, 5));
+      Status crashed = store->FlushNow();
+      ASSERT_FALSE(crashed.ok());
+      EXPECT_NE(crashed.message().find("simulated crash"), std::string::npos);
+    }
+    // What WriteSegment leaves when it dies before its rename.
+    std::ofstream(dir.data() + "/segments/" + SegmentFileName(2, 5) + ".tmp.Xy12ab") << "partial";
+    options.crash_point_for_test = nullptr;
+    auto store = MustOpen(options);
+    EXPECT_EQ(Total(*store), 15);
+    ExpectAllDuplicates(*store, 5);
+    EXPECT_EQ(Total(*store), 15);
+    ASSERT_TRUE(store->FlushNow().ok());
+    EXPECT_EQ(Total(*store), 15);
+    store.reset();
+    for (const std::string& f : SegmentFilesOnDisk(dir.data())) EXPECT_EQ(f.find(".tmp."), std::string::npos) << f;
+    store = MustOpen(options);
+    EXPECT_EQ(Total(*store), 15);
+    MustIngest(*store, OneSample("a", 6, kT0, 100));
+    EXPECT_EQ(Total(*store), 115);
+  }
+}
+
+// Four flushed segments of 1, 2, 3, 4 rows; min_inputs 2.
+std::unique_ptr<EmbeddedProfileStore> FourSegments(EmbeddedStoreOptions options) {
+  options.compaction.min_inputs = 2;
+  auto store = MustOpen(options);
+  int seq = 0;
+  for (int s = 1; s <= 4; ++s) {
+    for (int r = 0; r < s; ++r) {
+      ++seq;
+      EXPECT_TRUE(store->Ingest(OneSample("a", seq, kT0 + seq * kSec, seq, "n" + std::to_string(r))).ok());
+    }
+    EXPECT_TRUE(store->FlushNow().ok());
+  }
+  EXPECT_EQ(store->state().segments, 4u);
+  return store;
+}
+
+TEST(EmbeddedStoreTest, CompactionMergesSegmentsAndKeepsAnswers) {
+  ScratchDir dir;
+  EmbeddedStoreOptions options = ManualOptions(dir.data());
+  auto store = FourSegments(options);
+  const int64_t total = Total(*store);
+  EXPECT_EQ(total, 55);
+  ASSERT_TRUE(store->CompactNow().ok());
+  EXPECT_EQ(store->state().segment_files, (std::vector<std::string>{SegmentFileName(1, 10)}));
+  EXPECT_EQ(SegmentFilesOnDisk(dir.data()), (std::vector<std::string>{SegmentFileName(1, 10)}));
+  EXPECT_EQ(Total(*store), total);
+  EXPECT_EQ(Total(*store, kT0 + 3 * kSec, kT0 + 6 * kSec), 3 + 4 + 5);
+  // A row cap splits the work: 3 + 4 rows would exceed 6.
+  store.reset();
+  ScratchDir dir2;
+  options = ManualOptions(dir2.data());
+  options.compaction.max_rows = 6;
+  store = FourSegments(options);
+  ASSERT_TRUE(store->CompactNow().ok());
+  EXPECT_EQ(store->state().segment_files,
+            (std::vector<std::string>{SegmentFileName(1, 6), SegmentFileName(7, 10)}));
+  EXPECT_EQ(Total(*store), total);
+}
+
+TEST(EmbeddedStoreTest, CrashAtEachCompactionStepLeavesEachRowOnce) {
+  for (const char* point : {"compact:output_written", "compact:input_deleted"}) {
+    SCOPED_TRACE(point);
+    ScratchDir dir;
+    EmbeddedStoreOptions options = ManualOptions(dir.data());
+    options.crash_point_for_test = [&](std::string_view p) { return p == point; };
+    {
+      auto store = FourSegments(options);
+      ASSERT_FALSE(store->CompactNow().ok());
+    }
+    // An earlier compaction that died inside WriteSegment.
+    std::ofstream(dir.data() + "/segments/" + SegmentFileName(1, 6) + ".tmp.AbCdEf") << "partial";
+    EXPECT_GT(SegmentFilesOnDisk(dir.data()).size(), 2u);
+    options.crash_point_for_test = nullptr;
+    auto store = MustOpen(options);
+    EXPECT_EQ(Total(*store), 55);
+    EXPECT_EQ(store->state().segment_files, (std::vector<std::string>{SegmentFileName(1, 10)}));
+    EXPECT_EQ(SegmentFilesOnDisk(dir.data()), (std::vector<std::string>{SegmentFileName(1, 10)}));
+    ExpectAllDuplicates(*store, 10);
+  }
+}
+
+TEST(EmbeddedStoreTest, RetentionDeletesOldSegmentsAndHidesOldRows) {
+  ScratchDir dir;
+  int64_t now = kT0 + 3600 * kSec;
+  EmbeddedStoreOptions options = ManualOptions(dir.data());
+  options.retention_ns = 1800 * kSec;
+  options.now_ns = [&] { return now; };
+  auto store = MustOpen(options);
+  MustIngest(*store, OneSample("a", 1, kT0, 1));  // an hour old: past retention already
+  ASSERT_TRUE(store->FlushNow().ok());
+  MustIngest(*store, OneSample("a", 2, kT0 + 3000 * kSec, 2));
+  MustIngest(*store, OneSample("a", 3, kT0 + 10 * kSec, 4));  // old, in the same segment as seq 2
+  ASSERT_TRUE(store->FlushNow().ok());
+  MustIngest(*store, OneSample("a", 4, kT0 + 20 * kSec, 8));  // old, still in the head
+  EXPECT_EQ(Total(*store), 2);
+  EXPECT_EQ(store->state().segments, 2u);
+  ASSERT_TRUE(store->ApplyRetentionNow().ok());
+  EXPECT_EQ(store->state().segment_files, (std::vector<std::string>{SegmentFileName(2, 3)}));
+  EXPECT_EQ(Total(*store), 2);
+  now += 3600 * kSec;
+  ASSERT_TRUE(store->FlushNow().ok());
+  ASSERT_TRUE(store->ApplyRetentionNow().ok());
+  EXPECT_EQ(store->state().segments, 0u);
+  EXPECT_EQ(Total(*store), 0);
+  store.reset();
+  store = MustOpen(options);
+  EXPECT_EQ(Total(*store), 0);
+  ExpectAllDuplicates(*store, 4);
+}
+
+TEST(EmbeddedStoreTest, DamagedSegmentGivesDataLossNamingTheFile) {
+  ScratchDir dir;
+  {
+    auto store = MustOpen(ManualOptions(dir.data()));
+    MustIngest(*store, NodeBatch("n1", 1, kT0, 300));
+    ASSERT_TRUE(store->FlushNow().ok());
+  }
+  const std::string path = dir.data() + "/segments/" + SegmentFileName(1, 1);
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    // Inside the first block (the header is 8 bytes): the footer stays intact,
+    // so the store opens and the damage shows when a query decodes the block.
+    f.seekg(30);
+    char c = 0;
+    f.read(&c, 1);
+    f.seekp(30);
+    c = static_cast<char>(c ^ 0x5a);
+    f.write(&c, 1);
+  }
+  auto store = MustOpen(ManualOptions(dir.data()));
+  ASSERT_NE(store, nullptr);
+  storage::ProfileQuery q;
+  q.from_ns = 0;
+  q.to_ns = INT64_MAX;
+  StatusOr<storage::MergedProfile> p = store->SelectProfile(q);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), StatusCode::kDataLoss);
+  EXPECT_NE(p.status().message().find(path), std::string::npos) << p.status().message();
+  // Other answers still work.
+  EXPECT_TRUE(store->LabelNames().ok());
+}
+
+// Runs `body` in a forked child (so RLIMIT_FSIZE does not touch the test
+// runner) and expects it to exit 0; the child reports failures as exit codes.
+void RunInChild(const std::function<int()>& body) {
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) _exit(body());
+  int wstatus = 0;
+  ASSERT_EQ(waitpid(child, &wstatus, 0), child);
+  ASSERT_TRUE(WIFEXITED(wstatus)) << wstatus;
+  EXPECT_EQ(WEXITSTATUS(wstatus), 0) << "child failed at check " << WEXITSTATUS(wstatus);
+}
+
+TEST(EmbeddedStoreTest, FullDiskFailsTheIngestCleanlyAndRecovers) {
+  ScratchDir dir;
+  RunInChild([&]() -> int {
+    ::signal(SIGXFSZ, SIG_IGN);  // EFBIG instead of death
+    StatusOr<std::unique_ptr<EmbeddedProfileStore>> opened = EmbeddedProfileStore::Open(ManualOptions(dir.data()));
+    if (!opened.ok()) return 1;
+    EmbeddedProfileStore& store = **opened;
+    // Batch 1 interns the content; batch 2 repeats it, so only the WAL grows.
+    if (!store.Ingest(NodeBatch("n", 1, kT0, 200)).ok()) return 2;
+    rlimit original{};
+    if (::getrlimit(RLIMIT_FSIZE, &original) != 0) return 3;
+    rlimit low = original;
+    low.rlim_cur = 64 * 1024;  // the WAL file holds ~3 KB; the next records do not fit 64 KB
+    if (::setrlimit(RLIMIT_FSIZE, &low) != 0) return 4;
+    int refused = 0;
+    for (int i = 0; i < 200 && refused == 0; ++i) {
+      StatusOr<storage::IngestResult> r = store.Ingest(NodeBatch("n", 2 + i, kT0 + (i + 1) * 10 * kSec, 200));
+      if (!r.ok()) {
+        if (r.status().code() != StatusCode::kResourceExhausted) return 5;
+        refused = 2 + i;
+      }
+    }
+    if (refused == 0) return 6;
+    std::fprintf(stderr, "refused batch %d\n", refused);
+    // The refused batch is not stored and not remembered.
+    const int64_t per_batch = 40 * 15;
+    if (Total(store) != per_batch * (refused - 1)) return 7;
+    if (::setrlimit(RLIMIT_FSIZE, &original) != 0) return 8;
+    StatusOr<storage::IngestResult> again =
+        store.Ingest(NodeBatch("n", refused, kT0 + (refused - 1) * 10 * kSec, 200));
+    if (!again.ok() || again->duplicate) return 9;
+    if (Total(store) != per_batch * refused) return 10;
+    // A flush that cannot write its segment keeps the head; it goes through later.
+    low.rlim_cur = 1024;
+    if (::setrlimit(RLIMIT_FSIZE, &low) != 0) return 11;
+    Status flush = store.FlushNow();
+    if (flush.ok()) {
+      std::fprintf(stderr, "flush under a 1 KB limit: %s\n", flush.ToString().c_str());
+      return 12;
+    }
+    if (Total(store) != per_batch * refused) return 13;
+    if (::setrlimit(RLIMIT_FSIZE, &original) != 0) return 14;
+    if (!store.FlushNow().ok()) return 15;
+    if (store.state().segments != 1 || Total(store) != per_batch * refused) return 16;
+    return 0;
+  });
+}
+
+TEST(EmbeddedStoreTest, HeadRecordRoundTripsAndRefusesNewerVersions) {
+  std::vector<SampleRow> rows = {{kT0, 3, 9, 5, 1}, {kT0 - 7, 1, 1ull << 40, -2, 2}, {0, 0, 0, 0, 0}};
+  std::string payload = EncodeHeadRecord("agent-x", 42, rows);
+  StatusOr<HeadRecord> back = DecodeHeadRecord(payload, "test");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->agent_id, "agent-x");
+  EXPECT_EQ(back->sequence, 42u);
+  EXPECT_EQ(back->rows, rows);
+  // The version-1 bytes of a one-row record, as written by this version: old
+  // WAL files must stay readable.
+  const std::string v1_bytes("WSHR\x01\x00\x00\x00\x01" "a\x07\x01\x01\x02\x03\x0a\x05", 17);
+  StatusOr<HeadRecord> old = DecodeHeadRecord(v1_bytes, "v1");
+  ASSERT_TRUE(old.ok()) << old.status().ToString();
+  EXPECT_EQ(old->rows, (std::vector<SampleRow>{{5, 2, 3, -3, 1}}));
+  std::string newer = payload;
+  newer[4] = 2;
+  EXPECT_EQ(DecodeHeadRecord(newer, "n").status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(DecodeHeadRecord(payload.substr(0, payload.size() - 1), "t").status().code(), StatusCode::kDataLoss);
+  EXPECT_EQ(DecodeHeadRecord("XXXX\x01\x00\x00\x00", "m").status().code(), StatusCode::kDataLoss);
+}
+
+TEST(EmbeddedStoreTest, SegmentNamesParseBack) {
+  uint64_t lo = 0, hi = 0;
+  EXPECT_TRUE(ParseSegmentFileName(SegmentFileName(7, 123456789012345ull), &lo, &hi));
+  EXPECT_EQ(lo, 7u);
+  EXPECT_EQ(hi, 123456789012345ull);
+  EXPECT_FALSE(ParseSegmentFileName(SegmentFileName(7, 9) + ".tmp.abc", &lo, &hi));
+  EXPECT_FALSE(ParseSegmentFileName(SegmentFileName(9, 7), &lo, &hi));
+  EXPECT_FALSE(ParseSegmentFileName("seg-1-2.wss", &lo, &hi));
+}
+
+}  // namespace
+}  // namespace warpscope::embedded

@@ -1,0 +1,148 @@
+#include "storage/embedded/segment_catalog.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+
+#include "base/logging.h"
+
+namespace warpscope::embedded {
+namespace {
+
+constexpr std::string_view kPrefix = "seg-";
+constexpr std::string_view kSuffix = ".wss";
+
+bool ParseDigits(std::string_view s, uint64_t* out) {
+  if (s.size() != 20) return false;
+  uint64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+    if (v > (UINT64_MAX - 9) / 10) return false;
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+  }
+  *out = v;
+  return true;
+}
+
+Status FsyncDir(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError(errno, "open " + dir);
+  int rc = ::fsync(fd);
+  int err = errno;
+  ::close(fd);
+  return rc == 0 ? Status::Ok() : ErrnoError(err, "fsync " + dir);
+}
+
+}  // namespace
+
+std::string SegmentFileName(uint64_t lo, uint64_t hi) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "seg-%020" PRIu64 "-%020" PRIu64 ".wss", lo, hi);
+  return buf;
+}
+
+bool ParseSegmentFileName(std::string_view name, uint64_t* lo, uint64_t* hi) {
+  if (name.size() != kPrefix.size() + 20 + 1 + 20 + kSuffix.size()) return false;
+  if (!name.starts_with(kPrefix) || !name.ends_with(kSuffix)) return false;
+  name.remove_prefix(kPrefix.size());
+  if (name[20] != '-') return false;
+  return ParseDigits(name.substr(0, 20), lo) && ParseDigits(name.substr(21, 20), hi) && *lo <= *hi;
+}
+
+StatusOr<LoadedSegments> LoadSegments(const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) return ErrnoError(errno, "mkdir " + dir);
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return ErrnoError(errno, "opendir " + dir);
+  struct Named {
+    uint64_t lo, hi;
+    std::string name;
+  };
+  std::vector<Named> named;
+  std::vector<std::string> dead;
+  while (dirent* e = ::readdir(d)) {
+    std::string_view name = e->d_name;
+    if (name == "." || name == "..") continue;
+    uint64_t lo = 0, hi = 0;
+    if (ParseSegmentFileName(name, &lo, &hi)) {
+      named.push_back({lo, hi, std::string(name)});
+    } else if (name.starts_with(kPrefix) && name.find(".tmp.") != std::string_view::npos) {
+      dead.emplace_back(name);  // WriteSegment's temporary, never renamed into place
+    }
+    // Anything else is not ours: left alone.
+  }
+  ::closedir(d);
+
+  // Sweep in (lo ascending, hi descending) order: a segment starting at or
+  // below the highest hi so far lies inside an earlier, wider one.
+  std::sort(named.begin(), named.end(),
+            [](const Named& a, const Named& b) { return a.lo != b.lo ? a.lo < b.lo : a.hi > b.hi; });
+  std::vector<Named> live;
+  for (Named& n : named) {
+    if (!live.empty() && n.lo <= live.back().hi) {
+      if (n.hi > live.back().hi) {
+        return FailedPreconditionError("segments " + live.back().name + " and " + n.name + " in " + dir +
+                                       " overlap without one containing the other; refusing to guess which is live");
+      }
+      dead.push_back(std::move(n.name));
+      continue;
+    }
+    live.push_back(std::move(n));
+  }
+
+  LoadedSegments out;
+  for (const std::string& name : dead) {
+    std::string path = dir + "/" + name;
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) return ErrnoError(errno, "delete " + path);
+    LOG_INFO() << "deleted dead segment file " << path;
+    out.deleted.push_back(name);
+  }
+  if (!dead.empty()) RETURN_IF_ERROR(FsyncDir(dir));
+  for (const Named& n : live) {
+    StatusOr<std::unique_ptr<SegmentReader>> reader = SegmentReader::Open(dir + "/" + n.name);
+    if (!reader.ok()) return reader.status();
+    auto segment = std::make_shared<Segment>();
+    segment->lo = n.lo;
+    segment->hi = n.hi;
+    segment->reader = std::move(reader).value();
+    out.segments.push_back(std::move(segment));
+  }
+  return out;
+}
+
+std::vector<std::pair<size_t, size_t>> PlanCompaction(const SegmentList& segments, const CompactionPolicy& policy) {
+  std::vector<std::pair<size_t, size_t>> runs;
+  const size_t min_inputs = std::max<size_t>(policy.min_inputs, 2);
+  size_t begin = 0;
+  while (begin < segments.size()) {
+    uint64_t rows = 0;
+    int64_t min_time = INT64_MAX, max_time = INT64_MIN;
+    size_t end = begin;
+    while (end < segments.size()) {
+      const SegmentReader& r = *segments[end]->reader;
+      if (r.row_count() * 2 > policy.max_rows) break;  // already big: not an input
+      int64_t lo = r.row_count() ? std::min(min_time, r.min_time()) : min_time;
+      int64_t hi = r.row_count() ? std::max(max_time, r.max_time()) : max_time;
+      if (rows + r.row_count() > policy.max_rows) break;
+      if (lo != INT64_MAX && hi - lo > policy.max_span_ns) break;
+      rows += r.row_count();
+      min_time = lo;
+      max_time = hi;
+      ++end;
+    }
+    if (end - begin >= min_inputs) {
+      runs.emplace_back(begin, end);
+      begin = end;
+    } else {
+      ++begin;  // too short a run from here: try from the next segment
+    }
+  }
+  return runs;
+}
+
+}  // namespace warpscope::embedded

@@ -1,0 +1,71 @@
+// The embedded store's segment files on disk: their names, what a crash may
+// leave behind, and which of them hold live data.
+//
+// Naming: segments/seg-<lo>-<hi>.wss, lo and hi as 20 digits: the segment
+// holds exactly the rows of the WAL records with seq in [lo, hi]. A flush
+// writes one segment for the WAL range it drained from the head; compaction
+// merges a run of segments adjacent in WAL order, [a, b] + [b+1, c] + ... ->
+// [a, c]. The name is the manifest: no other file says what is live, and the
+// rule is
+//   * a segment whose range lies inside another segment's range is dead (a
+//     compaction wrote its output and crashed before deleting its inputs);
+//   * *.tmp.* files are dead (WriteSegment crashed before its rename);
+//   * WAL records with seq <= the highest hi are in segments; the rest are
+//     replayed into the head.
+// Because WriteSegment publishes a file with one rename, a crash at any step
+// of a flush or a compaction leaves every row in exactly one live place.
+//
+// Stateless functions; any thread. The store serializes the ones that change
+// files (its maintenance mutex).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "storage/embedded/segment_file.h"
+
+namespace warpscope::embedded {
+
+// One live segment: immutable after it is published, shared by queries
+// (shared_ptr), so a compaction or retention may drop it from the catalog and
+// unlink the file while a query still reads it through its open fd.
+struct Segment {
+  uint64_t lo = 0;  // WAL seq range covered, inclusive
+  uint64_t hi = 0;
+  std::unique_ptr<SegmentReader> reader;
+};
+using SegmentList = std::vector<std::shared_ptr<const Segment>>;  // ascending lo, disjoint ranges
+
+std::string SegmentFileName(uint64_t lo, uint64_t hi);
+bool ParseSegmentFileName(std::string_view name, uint64_t* lo, uint64_t* hi);
+
+struct LoadedSegments {
+  SegmentList segments;
+  std::vector<std::string> deleted;  // dead files removed while loading (for logs and tests)
+};
+
+// Lists `dir` (creating it if missing), deletes dead files (above), opens the
+// live segments. A segment that cannot be opened fails the load (DataLoss
+// naming the file): starting without it would silently lose its data.
+StatusOr<LoadedSegments> LoadSegments(const std::string& dir);
+
+struct CompactionPolicy {
+  // A run needs at least this many segments to be merged.
+  size_t min_inputs = 4;
+  // Upper bound on an output's rows: WriteSegment holds all of them in memory
+  // (~32 bytes each, twice while sorting).
+  uint64_t max_rows = 4'000'000;
+  // Upper bound on an output's time span (max_time - min_time).
+  int64_t max_span_ns = 3600LL * 1'000'000'000;
+};
+
+// Runs of adjacent segments (index ranges [begin, end) into `segments`) worth
+// merging: each input smaller than half of max_rows, the run within max_rows
+// and max_span_ns. Greedy, oldest first; runs do not overlap.
+std::vector<std::pair<size_t, size_t>> PlanCompaction(const SegmentList& segments, const CompactionPolicy& policy);
+
+}  // namespace warpscope::embedded

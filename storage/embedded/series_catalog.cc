@@ -1,0 +1,58 @@
+#include "storage/embedded/series_catalog.h"
+
+namespace warpscope::embedded {
+
+StatusOr<std::vector<uint64_t>> SeriesCatalog::Select(const Selector& selector) {
+  storage::Labels equal;
+  for (const LabelMatcher& m : selector.matchers()) {
+    if (m.op() == MatchOp::kEqual && !m.matches_empty()) equal.emplace_back(m.name(), m.value());
+  }
+  ASSIGN_OR_RETURN(std::vector<uint64_t> candidates, dictionary_->SeriesMatching(equal));
+  if (selector.selects_everything()) return candidates;
+  std::vector<uint64_t> out;
+  out.reserve(candidates.size());
+  for (uint64_t id : candidates) {
+    ASSIGN_OR_RETURN(storage::Labels labels, LabelsOf(id));
+    if (selector.Matches(labels)) out.push_back(id);
+  }
+  return out;
+}
+
+StatusOr<storage::Labels> SeriesCatalog::LabelsOf(uint64_t series_id) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = labels_.find(series_id);
+    if (it != labels_.end()) return it->second;
+  }
+  ASSIGN_OR_RETURN(storage::Labels labels, dictionary_->LabelSet(series_id));
+  std::lock_guard<std::mutex> lock(mu_);
+  labels_.emplace(series_id, labels);
+  return labels;
+}
+
+StatusOr<std::vector<TypeEntry>> SeriesCatalog::Types(const std::string& name) {
+  size_t known;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    known = types_.size();
+  }
+  // Types are few and only ever added with the next id: probe for new ones.
+  std::vector<storage::ProfileTypeInfo> added;
+  while (true) {
+    StatusOr<storage::ProfileTypeInfo> info = dictionary_->ProfileType(known + added.size() + 1);
+    if (!info.ok()) {
+      if (info.status().code() == StatusCode::kNotFound) break;
+      return info.status();
+    }
+    added.push_back(std::move(info).value());
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (types_.size() == known) types_.insert(types_.end(), added.begin(), added.end());
+  std::vector<TypeEntry> out;
+  for (size_t i = 0; i < types_.size(); ++i) {
+    if (name.empty() || types_[i].name == name) out.push_back({static_cast<uint32_t>(i + 1), types_[i]});
+  }
+  return out;
+}
+
+}  // namespace warpscope::embedded

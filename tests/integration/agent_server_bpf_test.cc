@@ -1,0 +1,231 @@
+// The whole pipeline for real: `warpscope-agent run` (BPF, root) streaming to
+// a real warpscope-server process on loopback with the embedded store.
+//  - shares: a known 3:1 workload comes back through format=pprof with its
+//    functions in the right proportions and its labels;
+//  - the server is killed with SIGKILL mid-stream and restarted: the agent
+//    spools meanwhile and its spooled batches arrive, in order, with no gap;
+//  - the agent is killed with SIGKILL and restarted: at most the window it
+//    had not uploaded yet is lost.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
+
+#include "tests/integration/pprof_reader.h"
+#include "tests/integration/server_process.h"
+#include "tests/integration/subprocess.h"
+
+namespace warpscope::testing {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+constexpr char kToken[] = "agent-server-token";
+const std::string kProgs = WS_TESTPROGS_DIR;
+constexpr int kUploadSeconds = 2;
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+class AgentServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = MakeTempDir();
+    StartServer(0);
+  }
+  void TearDown() override {
+    StopAgent();
+    if (workload_ > 0) {
+      kill(workload_, SIGKILL);
+      WaitProcess(workload_);
+    }
+    server_.reset();
+    RunProcess({"rm", "-rf", dir_});
+  }
+  void StartServer(int port) {
+    auto s = ServerProcess::Start(WS_SERVER_BIN, dir_ + "/data", {"--token", kToken}, port);
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    server_ = std::move(s).value();
+  }
+  void StartAgent() {
+    agent_ = StartProcess({WS_AGENT_BIN, "run", "--server", server_->url(), "--token", kToken, "--frequency", "99",
+                           "--upload-interval", std::to_string(kUploadSeconds) + "s", "--state-dir", dir_ + "/agent",
+                           "--node-name", "test-node"});
+    ASSERT_GT(agent_, 0);
+  }
+  // SIGTERM: the agent uploads (or spools) its last window and exits 0.
+  int StopAgent() {
+    if (agent_ <= 0) return 0;
+    kill(agent_, SIGTERM);
+    const int code = WaitProcess(agent_);
+    agent_ = -1;
+    return code;
+  }
+  void KillAgent() {
+    kill(agent_, SIGKILL);
+    WaitProcess(agent_);
+    agent_ = -1;
+  }
+  json GetJson(const std::string& path) {
+    HttpResult r = HttpGet(server_->port(), path, kToken);
+    EXPECT_EQ(r.status, 200) << path << ": " << r.body;
+    return json::parse(r.body, nullptr, false);
+  }
+  std::string PidSelector() { return UrlEncode("{pid=\"" + std::to_string(workload_) + "\"}"); }
+  // Start times (unix ms) of the workload's upload windows in [from_ms, to_ms):
+  // the agent stamps each window's samples with the window's start.
+  std::vector<int64_t> WindowStarts(int64_t from_ms, int64_t to_ms) {
+    json s = GetJson("/api/v1/series?from=" + std::to_string(from_ms) + "&to=" + std::to_string(to_ms) +
+                     "&step=1s&selector=" + PidSelector());
+    std::set<int64_t> starts;
+    for (const auto& series : s["series"]) {
+      for (const auto& p : series["points"]) {
+        if (p[1].get<int64_t>() > 0) starts.insert(p[0].get<int64_t>());
+      }
+    }
+    return {starts.begin(), starts.end()};
+  }
+  // The longest stretch without a window start, counting the range's ends.
+  static int64_t LongestGapMs(const std::vector<int64_t>& starts, int64_t from_ms, int64_t to_ms) {
+    int64_t gap = 0, last = from_ms;
+    for (int64_t t : starts) {
+      gap = std::max(gap, t - last);
+      last = t;
+    }
+    return std::max(gap, to_ms - last);
+  }
+  // Waits until the server has samples of the workload up to `until_ms`.
+  bool WaitForData(int64_t until_ms, int timeout_s) {
+    for (int i = 0; i < timeout_s * 4; ++i) {
+      json s = GetJson("/api/v1/series?from=" + std::to_string(until_ms - 60'000) + "&to=" + std::to_string(NowMs()) +
+                       "&step=1s&selector=" + PidSelector());
+      int64_t last = 0;
+      for (const auto& series : s["series"]) {
+        for (const auto& p : series["points"]) last = std::max(last, p[0].get<int64_t>());
+      }
+      if (last >= until_ms - 1000) return true;
+      std::this_thread::sleep_for(250ms);
+    }
+    return false;
+  }
+
+  std::string dir_;
+  std::unique_ptr<ServerProcess> server_;
+  pid_t agent_ = -1;
+  pid_t workload_ = -1;
+};
+
+TEST_F(AgentServerTest, KnownWorkloadHasItsSharesThroughPprof) {
+  workload_ = StartProcess({kProgs + "/cpu_split", "12"});
+  const int64_t start_ms = NowMs();
+  StartAgent();
+  std::this_thread::sleep_for(10s);
+  EXPECT_EQ(StopAgent(), 0);
+  const std::string range = "from=" + std::to_string(start_ms - 1000) + "&to=" + std::to_string(NowMs() + 1000);
+  HttpResult r = HttpGet(server_->port(), "/api/v1/profile?type=cpu&format=pprof&" + range + "&selector=" +
+                                              PidSelector(), kToken);
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto raw = Gunzip(r.body);
+  ASSERT_TRUE(raw.ok());
+  perftools::profiles::Profile p;
+  ASSERT_TRUE(p.ParseFromString(*raw));
+  int64_t total = 0, hot = 0, cold = 0;
+  for (const auto& s : p.sample()) {
+    total += s.value(0);
+    for (uint64_t id : s.location_id()) {
+      const auto& loc = p.location(id - 1);
+      bool h = false, c = false;
+      for (const auto& line : loc.line()) {
+        const std::string& name = p.string_table(p.function(line.function_id() - 1).name());
+        h |= name == "hot_three_quarters";
+        c |= name == "cold_one_quarter";
+      }
+      if (h) hot += s.value(0);
+      if (c) cold += s.value(0);
+      if (h || c) break;
+    }
+  }
+  ASSERT_GT(total, 500) << "too few samples of the workload: " << total;
+  const double hot_share = static_cast<double>(hot) / total, cold_share = static_cast<double>(cold) / total;
+  EXPECT_NEAR(hot_share, 0.75, 0.05);
+  EXPECT_NEAR(cold_share, 0.25, 0.05);
+  printf("through the server: %lld samples, hot %.3f cold %.3f\n", static_cast<long long>(total), hot_share,
+         cold_share);
+
+  json targets = GetJson("/api/v1/targets?" + range);
+  bool found = false;
+  for (const auto& node : targets["nodes"]) {
+    if (node["node"] != "test-node") continue;
+    for (const auto& proc : node["processes"]) {
+      if (proc.value("pid", "") == std::to_string(workload_)) {
+        found = true;
+        EXPECT_EQ(proc.value("comm", ""), "cpu_split");
+        EXPECT_NE(proc.value("exe", "").find("testprogs/cpu_split"), std::string::npos) << proc.dump();
+      }
+    }
+  }
+  EXPECT_TRUE(found) << targets.dump();
+}
+
+TEST_F(AgentServerTest, ServerKilledMidStreamGetsTheSpooledBatchesAfterRestart) {
+  workload_ = StartProcess({kProgs + "/cpu_split", "40"});
+  StartAgent();
+  std::this_thread::sleep_for(std::chrono::seconds(3 * kUploadSeconds + 2));  // the agent is streaming
+  const int port = server_->port();
+  const int64_t kill_ms = NowMs();
+  server_->Kill();
+  std::this_thread::sleep_for(8s);  // four windows go to the spool
+  const int64_t restart_ms = NowMs();
+  StartServer(port);
+  // The spool drains (backoff is at most a few seconds this early), then new windows flow again.
+  std::this_thread::sleep_for(std::chrono::seconds(3 * kUploadSeconds));
+  const int64_t end_ms = NowMs() - 2000 * kUploadSeconds;
+  ASSERT_TRUE(WaitForData(end_ms, 30)) << "no data after the restart";
+  EXPECT_EQ(StopAgent(), 0);
+  // Windows follow each other without a hole from before the kill to after
+  // the restart: the windows the agent spooled while the server was down arrived.
+  const std::vector<int64_t> starts = WindowStarts(kill_ms - 4000 * kUploadSeconds, end_ms);
+  const int64_t gap = LongestGapMs(starts, kill_ms - 3000 * kUploadSeconds, end_ms - 1000 * kUploadSeconds);
+  EXPECT_LE(gap, 1000 * kUploadSeconds + 1500) << "a hole in the windows around a server down for "
+                                                << (restart_ms - kill_ms) << " ms";
+  EXPECT_GE(starts.size(), static_cast<size_t>((end_ms - kill_ms) / 1000 / kUploadSeconds));
+  printf("server down %lld ms; %zu windows, longest gap %lld ms\n", static_cast<long long>(restart_ms - kill_ms),
+         starts.size(), static_cast<long long>(gap));
+}
+
+TEST_F(AgentServerTest, AgentKilledMidStreamLosesAtMostTheWindowInFlight) {
+  workload_ = StartProcess({kProgs + "/cpu_split", "40"});
+  const int64_t start_ms = NowMs();
+  StartAgent();
+  std::this_thread::sleep_for(std::chrono::seconds(3 * kUploadSeconds + 3));
+  const int64_t kill_ms = NowMs();
+  KillAgent();
+  const int64_t restart_ms = NowMs();
+  StartAgent();
+  std::this_thread::sleep_for(std::chrono::seconds(4 * kUploadSeconds));
+  EXPECT_EQ(StopAgent(), 0);
+  const int64_t end_ms = NowMs();
+  // Lost: at most the window in flight at the kill (one upload interval)
+  // plus the restart itself (BPF load, first unwind tables): so between the
+  // last window before the kill and the first after it, at most two
+  // intervals and the restart.
+  const int64_t restart_cost_ms = 4000;
+  const std::vector<int64_t> starts = WindowStarts(start_ms, end_ms);
+  const int64_t gap = LongestGapMs(starts, start_ms + 3000, end_ms - 2000 * kUploadSeconds);
+  EXPECT_LE(gap, 2000 * kUploadSeconds + restart_cost_ms + 1000)
+      << "windows lost around an agent kill at +" << (kill_ms - start_ms) << " ms";
+  printf("agent killed at +%lld ms, restarted in %lld ms: %zu windows, longest gap %lld ms\n",
+         static_cast<long long>(kill_ms - start_ms), static_cast<long long>(restart_ms - kill_ms), starts.size(),
+         static_cast<long long>(gap));
+}
+
+}  // namespace
+}  // namespace warpscope::testing

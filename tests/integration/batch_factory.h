@@ -1,0 +1,41 @@
+// Test and benchmark helper: builds warpscope.v1.IngestBatch messages from
+// readable stacks ("main;work;hot" root first) and label lists, the way an
+// agent would (every string and frame once per batch).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "proto/warpscope/v1/ingest.pb.h"
+
+namespace warpscope::testing {
+
+class BatchFactory {
+ public:
+  BatchFactory(std::string agent_id, uint64_t sequence, int64_t start_ns, int64_t end_ns);
+
+  // Adds `value` samples of the stack (frames root first, ';'-separated;
+  // a frame "name@binary" sets the mapping file, "py:name@file:line" makes a
+  // Python frame, "k:name" a kernel frame) at time_ns in the series `labels`.
+  void Add(const std::string& stack, const std::vector<std::pair<std::string, std::string>>& labels, int64_t value,
+           int64_t time_ns, const std::string& type = "cpu");
+  void AddCounter(const std::string& name, uint64_t value);
+
+  const warpscope::v1::IngestBatch& batch() const { return batch_; }
+  warpscope::v1::IngestBatch& mutable_batch() { return batch_; }
+
+ private:
+  uint32_t String(const std::string& s);
+  uint32_t Location(const std::string& frame);
+  uint32_t Stack(const std::string& stack);
+  uint32_t LabelSet(std::vector<std::pair<std::string, std::string>> labels);
+  uint32_t Type(const std::string& type);
+
+  warpscope::v1::IngestBatch batch_;
+  std::map<std::string, uint32_t> strings_, mappings_, locations_, stacks_, label_sets_, types_;
+};
+
+}  // namespace warpscope::testing

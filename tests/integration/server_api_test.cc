@@ -1,0 +1,297 @@
+// warpscope-server end to end, without an agent: a real server process on
+// loopback with the embedded store, fed hand-built batches over HTTP.
+// Covers the query API's answers, bad input (each rejected with a 4xx and
+// nothing stored), and kill -9 during ingest (every acknowledged batch is
+// there after a restart, nothing twice).
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <atomic>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "tests/integration/batch_factory.h"
+#include "tests/integration/pprof_reader.h"
+#include "tests/integration/server_process.h"
+#include "tests/integration/subprocess.h"
+
+namespace warpscope::testing {
+namespace {
+
+using nlohmann::json;
+using Labels = std::vector<std::pair<std::string, std::string>>;
+
+constexpr char kToken[] = "test-token-123";
+// A fixed hour in the past, so answers do not depend on the clock.
+constexpr int64_t kT0 = 1'790'000'000'000'000'000;  // 2026-09-21
+constexpr int64_t kSec = 1'000'000'000;
+
+std::string Range(int64_t from_ns, int64_t to_ns) {
+  return "from=" + std::to_string(from_ns / 1'000'000) + "&to=" + std::to_string(to_ns / 1'000'000);
+}
+const std::string kHour = Range(kT0, kT0 + 3600 * kSec);
+
+class ServerApiTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = MakeTempDir();
+    Restart();
+  }
+  void TearDown() override {
+    server_.reset();
+    RunProcess({"rm", "-rf", dir_});
+  }
+  void Restart(int port = 0) {
+    // --retention 0: the batches are dated in the past (kT0) and must not expire.
+    auto s = ServerProcess::Start(WS_SERVER_BIN, dir_ + "/data", {"--token", kToken, "--retention", "0"}, port);
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    server_ = std::move(s).value();
+  }
+  HttpResult Get(const std::string& path) { return HttpGet(server_->port(), path, kToken); }
+  json GetJson(const std::string& path) {
+    HttpResult r = Get(path);
+    EXPECT_EQ(r.status, 200) << path << ": " << r.body;
+    return json::parse(r.body, nullptr, false);
+  }
+  uint64_t StoredSamples() { return GetJson("/api/v1/status").value("samples", uint64_t{0}); }
+
+  // Two processes on node a (hot 3 : cold 1) and one on node b.
+  BatchFactory Workload(uint64_t sequence) {
+    BatchFactory f("agent-1", sequence, kT0, kT0 + 10 * kSec);
+    const Labels app{{"node", "a"}, {"pid", "100"}, {"comm", "app"}, {"exe", "/usr/bin/app"}};
+    f.Add("_start@app;main@app;Pipeline.hot@app", app, 300, kT0);
+    f.Add("_start@app;main@app;Pipeline.cold@app", app, 100, kT0);
+    f.Add("_start@app;main@app;Pipeline.hot@app", app, 30, kT0 + 20 * kSec);
+    f.Add("py:<module>@train.py:3;py:step@train.py:10;k:do_syscall_64",
+          {{"node", "a"}, {"pid", "200"}, {"comm", "python3"}}, 50, kT0 + 5 * kSec);
+    f.Add("main@db;scan@db", {{"node", "b"}, {"pid", "7"}, {"comm", "db"}}, 20, kT0 + 100 * kSec);
+    return f;
+  }
+
+  std::string dir_;
+  std::unique_ptr<ServerProcess> server_;
+};
+
+TEST_F(ServerApiTest, AnswersEveryQueryOfAnIngestedBatch) {
+  HttpResult r = PostBatch(server_->port(), Workload(1).batch(), kToken);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_FALSE(json::parse(r.body)["duplicate"].get<bool>());
+
+  // pprof: what `go tool pprof` would show.
+  r = Get("/api/v1/profile?type=cpu&format=pprof&" + kHour + "&selector=" + UrlEncode("{node=\"a\",comm=\"app\"}"));
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto raw = Gunzip(r.body);
+  ASSERT_TRUE(raw.ok());
+  DecodedProfile pprof;
+  ASSERT_TRUE(pprof.raw.ParseFromString(*raw));
+  int64_t hot = 0, cold = 0, total = 0;
+  for (const auto& s : pprof.raw.sample()) {
+    total += s.value(0);
+    const auto& loc = pprof.raw.location(s.location_id(0) - 1);
+    const auto& fn = pprof.raw.function(loc.line(0).function_id() - 1);
+    const std::string& name = pprof.raw.string_table(fn.name());
+    if (name == "Pipeline.hot") hot += s.value(0);
+    if (name == "Pipeline.cold") cold += s.value(0);
+  }
+  EXPECT_EQ(total, 430);
+  EXPECT_EQ(hot, 330);
+  EXPECT_EQ(cold, 100);
+
+  // collapsed
+  r = Get("/api/v1/profile?format=collapsed&" + kHour + "&selector=" + UrlEncode("{node=\"b\"}"));
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "main;scan 20\n");
+
+  // flame-graph JSON: the root carries the total.
+  json flame = GetJson("/api/v1/profile?" + kHour);
+  EXPECT_EQ(flame["total"], 500);
+  ASSERT_TRUE(flame["nodes"].is_array());
+  EXPECT_EQ(flame["nodes"][0][5], 500);
+
+  // time range is half-open and selects by sample time
+  json early = GetJson("/api/v1/profile?" + Range(kT0, kT0 + 10 * kSec));
+  EXPECT_EQ(early["total"], 450);
+
+  json top = GetJson("/api/v1/top?" + kHour + "&limit=3");
+  ASSERT_GE(top["functions"].size(), 1u);
+  EXPECT_EQ(top["functions"][0]["name"], "Pipeline.hot");
+  EXPECT_EQ(top["functions"][0]["self"], 330);
+
+  json series = GetJson("/api/v1/series?" + kHour + "&step=10s&group_by=node");
+  ASSERT_EQ(series["series"].size(), 2u);
+  EXPECT_EQ(series["series"][0]["labels"]["node"], "a");
+  EXPECT_EQ(series["series"][0]["points"][0][1], 450);  // [kT0, kT0+10s)
+  EXPECT_EQ(series["series"][0]["points"][1][1], 30);
+
+  json names = GetJson("/api/v1/labels");
+  for (const char* n : {"node", "pid", "comm", "exe"}) {
+    EXPECT_NE(std::find(names["names"].begin(), names["names"].end(), n), names["names"].end()) << n;
+  }
+  json values = GetJson("/api/v1/label_values?name=node");
+  EXPECT_EQ(values["values"], json::parse(R"(["a","b"])"));
+
+  json targets = GetJson("/api/v1/targets?" + kHour);
+  ASSERT_EQ(targets["nodes"].size(), 2u);
+  EXPECT_EQ(targets["nodes"][0]["node"], "a");
+  EXPECT_EQ(targets["nodes"][0]["processes"].size(), 2u);
+
+  json diff = GetJson("/api/v1/diff?" + Range(kT0 + 10 * kSec, kT0 + 3600 * kSec) + "&base_from=" +
+                      std::to_string(kT0 / 1'000'000) + "&base_to=" + std::to_string((kT0 + 10 * kSec) / 1'000'000));
+  EXPECT_TRUE(diff.is_object()) << diff.dump();
+
+  json types = GetJson("/api/v1/types");
+  ASSERT_EQ(types["types"].size(), 1u);
+  EXPECT_EQ(types["types"][0]["name"], "cpu");
+}
+
+TEST_F(ServerApiTest, ReSentBatchIsAcknowledgedNotStoredTwice) {
+  ASSERT_EQ(PostBatch(server_->port(), Workload(5).batch(), kToken).status, 200);
+  const uint64_t stored = StoredSamples();
+  HttpResult again = PostBatch(server_->port(), Workload(5).batch(), kToken);
+  ASSERT_EQ(again.status, 200) << again.body;
+  EXPECT_TRUE(json::parse(again.body)["duplicate"].get<bool>());
+  HttpResult older = PostBatch(server_->port(), Workload(4).batch(), kToken);
+  ASSERT_EQ(older.status, 200);
+  EXPECT_TRUE(json::parse(older.body)["duplicate"].get<bool>());
+  EXPECT_EQ(StoredSamples(), stored);
+  EXPECT_EQ(GetJson("/api/v1/profile?" + kHour)["total"], 500);
+}
+
+TEST_F(ServerApiTest, BadInputIsRejectedAndNothingIsStored) {
+  const int port = server_->port();
+  ASSERT_EQ(PostBatch(port, Workload(1).batch(), kToken).status, 200);
+  const uint64_t stored = StoredSamples();
+  uint64_t seq = 100;
+  auto expect = [&](HttpResult r, int status, const std::string& needle, const std::string& what) {
+    EXPECT_EQ(r.status, status) << what << ": " << r.body;
+    EXPECT_NE(r.body.find(needle), std::string::npos) << what << ": " << r.body;
+    if (status != 401) {
+      json j = json::parse(r.body, nullptr, false);
+      EXPECT_TRUE(j.contains("error")) << what << ": " << r.body;
+    }
+  };
+  // Authentication.
+  expect(PostBatch(port, Workload(++seq).batch(), ""), 401, "", "no token");
+  expect(PostBatch(port, Workload(++seq).batch(), "wrong"), 401, "", "wrong token");
+  EXPECT_EQ(HttpGet(port, "/api/v1/profile?" + kHour, "").status, 401);
+  // Bodies that are not a batch.
+  expect(HttpPostIngest(port, "this is not protobuf \xff\xff\xff", kToken), 400, "IngestBatch", "garbage");
+  expect(HttpPostIngest(port, "", kToken), 400, "IngestBatch", "empty body");
+  expect(HttpPostIngest(port, Workload(++seq).batch().SerializeAsString(), kToken, "application/json"), 415,
+         "Content-Type", "json content type");
+  expect(HttpPostIngest(port, "\x28\xb5\x2f\xfd garbage", kToken, "application/x-protobuf", false), 400, "IngestBatch",
+         "corrupt protobuf");
+  {
+    BatchFactory f = Workload(++seq);
+    f.mutable_batch().set_schema_version(7);
+    expect(PostBatch(port, f.batch(), kToken), 400, "schema_version", "schema version");
+  }
+  {
+    BatchFactory f = Workload(++seq);
+    f.mutable_batch().mutable_stacks(0)->add_locations(9999);
+    expect(PostBatch(port, f.batch(), kToken), 400, "out of range", "bad index");
+  }
+  {
+    BatchFactory f("agent-1", ++seq, kT0, kT0 + kSec);
+    Labels many;
+    for (int i = 0; i < 100; ++i) many.emplace_back("l" + std::to_string(1000 + i), "v");
+    f.Add("main", many, 1, kT0);
+    expect(PostBatch(port, f.batch(), kToken), 400, "label", "too many labels");
+  }
+  {
+    BatchFactory f("agent-1", ++seq, kT0, kT0 + kSec);
+    f.Add(std::string(10000, 'x'), {{"node", "a"}}, 1, kT0);
+    expect(PostBatch(port, f.batch(), kToken), 400, "string", "long string");
+  }
+  {
+    BatchFactory f("agent-1", ++seq, kT0, kT0 + kSec);
+    std::string big;
+    for (int i = 0; i < 40000; ++i) big += "f" + std::to_string(i) + std::string(400, 'x') + ";";
+    big += "leaf";
+    f.Add(big, {{"node", "a"}}, 1, kT0);
+    expect(HttpPostIngest(port, f.batch().SerializeAsString(), kToken, "application/x-protobuf", false), 413, "",
+           "too large");
+  }
+  // Queries.
+  expect(Get("/api/v1/profile?from=yesterday&to=now"), 400, "from", "bad from");
+  expect(Get("/api/v1/profile?from=now&to=now-1h"), 400, "", "from after to");
+  expect(Get("/api/v1/profile?" + kHour + "&selector=" + UrlEncode("{node=~\"(\"}")), 400, "selector", "bad regex");
+  expect(Get("/api/v1/profile?" + kHour + "&selector=" + UrlEncode("{node=a}")), 400, "selector", "unquoted value");
+  expect(Get("/api/v1/profile?" + kHour + "&format=svg"), 400, "format", "bad format");
+  expect(Get("/api/v1/series?" + kHour + "&step=1ms"), 400, "step", "too many points");
+  expect(Get("/api/v1/diff?" + kHour), 400, "base_from", "diff without base");
+  expect(Get("/api/v1/label_values"), 400, "name", "label values without name");
+  EXPECT_EQ(Get("/api/v1/nope").status, 404);
+
+  EXPECT_EQ(StoredSamples(), stored);
+  EXPECT_EQ(GetJson("/api/v1/profile?" + kHour)["total"], 500);
+  EXPECT_EQ(GetJson("/api/v1/label_values?name=node")["values"].size(), 2u);
+}
+
+// Four clients post batches as fast as they can; the server is killed with
+// SIGKILL mid-stream and restarted on the same data. Every batch it
+// acknowledged must be there; a batch it had not acknowledged is either there
+// once or not at all, and re-sending it after the restart stores it once.
+TEST_F(ServerApiTest, KillNineDuringIngestLosesNoAcknowledgedBatch) {
+  const int port = server_->port();
+  std::mutex mu;
+  std::set<uint64_t> acked;
+  std::map<uint64_t, uint64_t> unacked;  // seq -> agent
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> next_seq{1};
+  auto batch_for = [](uint64_t agent, uint64_t seq) {
+    BatchFactory f("agent-" + std::to_string(agent), seq, kT0, kT0 + kSec);
+    const Labels labels{{"node", "n" + std::to_string(agent)}, {"batch", std::to_string(seq)}};
+    f.Add("main;work;leaf" + std::to_string(seq % 7), labels, static_cast<int64_t>(seq), kT0 + (seq % 60) * kSec);
+    f.Add("main;idle", labels, 1, kT0 + (seq % 60) * kSec);
+    return f;
+  };
+  std::vector<std::thread> clients;
+  for (uint64_t agent = 0; agent < 4; ++agent) {
+    clients.emplace_back([&, agent] {
+      uint64_t seq = 0;
+      while (!stop) {
+        seq = next_seq++;  // globally unique, increasing per agent
+        HttpResult r = PostBatch(port, batch_for(agent, seq).batch(), kToken);
+        std::lock_guard<std::mutex> lock(mu);
+        if (r.status == 200) {
+          acked.insert(seq);
+        } else {
+          unacked[seq] = agent;
+          break;
+        }  // the server is gone: this agent's later batches would be spooled
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  server_->Kill();
+  stop = true;
+  for (auto& t : clients) t.join();
+  ASSERT_GT(acked.size(), 20u) << "too few batches before the kill to mean anything";
+
+  Restart(port);
+  json values = GetJson("/api/v1/label_values?name=batch");
+  std::set<uint64_t> present;
+  for (const auto& v : values["values"]) present.insert(std::stoull(v.get<std::string>()));
+  for (uint64_t seq : acked) EXPECT_TRUE(present.count(seq)) << "acknowledged batch " << seq << " lost";
+
+  // What an agent does next: re-send what it had not seen acknowledged.
+  // Each is its agent's last (highest) sequence, so it is stored unless it already was.
+  for (const auto& [seq, agent] : unacked) {
+    EXPECT_EQ(PostBatch(port, batch_for(agent, seq).batch(), kToken).status, 200);
+  }
+  int64_t expected = 0;
+  for (uint64_t seq : acked) expected += static_cast<int64_t>(seq) + 1;
+  json profile = GetJson("/api/v1/profile?" + kHour);
+  const int64_t total = profile["total"].get<int64_t>();
+  for (const auto& [seq, agent] : unacked) expected += static_cast<int64_t>(seq) + 1;
+  EXPECT_EQ(total, expected) << "a batch was lost or stored twice";
+  std::cerr << "acknowledged " << acked.size() << " batches before kill -9, " << unacked.size()
+            << " unacknowledged\n";
+}
+
+}  // namespace
+}  // namespace warpscope::testing

@@ -1,0 +1,65 @@
+// Test helper: a real warpscope-server process on loopback (STYLE.md rule 5),
+// and a small HTTP client for its API (zstd-compressed ingest, GETs).
+#pragma once
+
+#include <sys/types.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/status.h"
+#include "proto/warpscope/v1/ingest.pb.h"
+
+namespace warpscope::testing {
+
+// Starts `binary --listen 127.0.0.1:<port> --data-dir DIR [extra...]` and
+// waits for its "serving on" line. Port 0 lets the kernel pick (read port());
+// a restart passes the old port so clients keep their address.
+class ServerProcess {
+ public:
+  static StatusOr<std::unique_ptr<ServerProcess>> Start(const std::string& binary, const std::string& data_dir,
+                                                        const std::vector<std::string>& extra_args = {},
+                                                        int port = 0);
+  ~ServerProcess();  // SIGKILLs the process if still running
+
+  int port() const { return port_; }
+  pid_t pid() const { return pid_; }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  // Everything the server wrote to stderr so far.
+  std::string log() const;
+
+  void Kill();               // SIGKILL and reap
+  int Stop(int timeout_s = 20);  // SIGTERM, wait; returns the exit code (-1 on a signal)
+
+ private:
+  ServerProcess() = default;
+  void Reap(int timeout_s);
+
+  pid_t pid_ = -1;
+  int port_ = 0;
+  int exit_code_ = -1;
+  int stderr_fd_ = -1;
+  std::thread reader_;
+  mutable std::mutex mu_;
+  std::string log_;  // guarded by mu_
+};
+
+struct HttpResult {
+  int status = 0;  // 0 when no answer came (connection refused, timeout)
+  std::string body;
+  std::string content_type;
+};
+
+HttpResult HttpGet(int port, const std::string& path_and_query, const std::string& token = "");
+// POSTs body with Content-Encoding: zstd (compressed here) unless raw is set.
+HttpResult HttpPostIngest(int port, const std::string& body, const std::string& token = "",
+                          const std::string& content_type = "application/x-protobuf", bool compress = true);
+HttpResult PostBatch(int port, const warpscope::v1::IngestBatch& batch, const std::string& token = "");
+
+// Percent-encodes a query parameter value.
+std::string UrlEncode(const std::string& text);
+
+}  // namespace warpscope::testing
