@@ -1,4 +1,4 @@
-// The flame-graph answer of the query API (GET /api/v1/query/flamegraph):
+// The flame-graph answer of the query API (GET /api/v1/profile?format=json):
 // a MergedProfile as a compact call tree for the UI's canvas renderer, which
 // must stay quick to transfer and parse at 50k+ nodes. Hence string tables
 // and one small array per node rather than one object per node.

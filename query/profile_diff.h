@@ -1,4 +1,4 @@
-// The diff answer of the query API (GET /api/v1/query/diff): two profiles of
+// The diff answer of the query API (GET /api/v1/diff): two profiles of
 // one type (base: e.g. last week, target: now) merged into one call tree so
 // the UI can colour each node by its normalized change, e.g.
 // target_total / target.total - base_total / base.total.

@@ -1,4 +1,4 @@
-// Downloads of a queried profile (GET /api/v1/query/export?format=pprof|collapsed):
+// Downloads of a queried profile (GET /api/v1/profile?format=pprof or collapsed):
 // the same MergedProfile the flame graph shows, in the formats other tools read.
 // Frames are named by frame_label.h in both, as the agent's own exporters
 // (agent/export/) name them, so a profile reads the same recorded locally or

@@ -1,4 +1,4 @@
-// The top-functions answer of the query API (GET /api/v1/query/top): which
+// The top-functions answer of the query API (GET /api/v1/top): which
 // functions the profile's value went to, by self and by total.
 //
 //   {"version":1,"type":"cpu","unit":"samples","period_nanos":10000000,

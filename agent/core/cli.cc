@@ -94,7 +94,7 @@ StatusOr<std::string> TokenFromFileText(const std::string& text) {
 StatusOr<RunOptions> ParseRunArgs(const std::vector<std::string>& args) {
   RunOptions o;
   bool spool_dir_given = false;
-  FlagCursor c{args};
+  FlagCursor c{args, 0, {}, {}, false};
   for (; c.i < args.size(); ++c.i) {
     c.Load();
     const std::string& flag = c.flag;

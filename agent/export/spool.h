@@ -22,8 +22,9 @@
 //  24  u64     payload length (file size must be exactly header + length)
 //  32  payload
 //
-// Threading: a Spool is owned by the agent's uploader thread and is not
-// thread-safe; no method may be called from another thread. Within a process,
+// Threading: a Spool is not thread-safe. The uploader owns it and guards
+// every call with its own mutex (the run loop may spool a batch from its
+// thread when the uploader is stuck in a request; uploader.h). Within a process,
 // and across processes, one Spool owns a directory: Open takes an exclusive
 // flock on <dir>/LOCK and fails with FailedPrecondition if another owner holds it.
 #pragma once

@@ -25,6 +25,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <random>
 #include <string>
@@ -358,8 +359,8 @@ int Main(int argc, char** argv) {
   if (own_server) {
     ingest_exit = server->Stop();
     if (ingest_exit.exit_code != 0) {
-      fprintf(stderr, "server_load: server exited with %d after SIGTERM; log tail:\n%s\n", ingest_exit.exit_code,
-              server->log().c_str());
+      fprintf(stderr, "server_load: server exited with %d (signal %d: %s) after SIGTERM; log:\n%s\n",
+              ingest_exit.exit_code, ingest_exit.signal, strsignal(ingest_exit.signal), server->log().c_str());
     }
     server.reset();
   }

@@ -168,6 +168,7 @@ ExitUsage LocalServer::Stop(int timeout_s) {
   }
   usage.stop_seconds = Now() - begin;
   usage.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  usage.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
   usage.cpu_seconds = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
   usage.peak_rss_bytes = static_cast<int64_t>(ru.ru_maxrss) * 1024;
   pid_ = -1;

@@ -35,6 +35,7 @@ StatusOr<DirUsage> MeasureDirectory(const std::string& dir);
 // What a stopped server used over its whole life (wait4's rusage).
 struct ExitUsage {
   int exit_code = -1;  // -1 when killed by a signal
+  int signal = 0;      // the signal that ended it, if any
   double cpu_seconds = 0;
   int64_t peak_rss_bytes = 0;
   double stop_seconds = 0;  // SIGTERM to exit (the final flush)
