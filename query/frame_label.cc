@@ -4,17 +4,14 @@
 #include <cstdio>
 #include <functional>
 
+#include "agent/export/frame_names.h"
+
 namespace warpscope::query {
 
 namespace {
 
 constexpr char kKernelBinary[] = "[kernel.kallsyms]";
 
-std::string Hex(uint64_t value) {
-  char buf[24];
-  std::snprintf(buf, sizeof(buf), "0x%" PRIx64, value);
-  return buf;
-}
 
 std::string_view Basename(std::string_view path) {
   const size_t slash = path.rfind('/');
@@ -39,12 +36,12 @@ std::string FrameDisplayName(const storage::ResolvedFrame& frame) {
       if (frame.file.empty()) return "[unknown]";
       return std::string(Basename(frame.file)) + ":" + std::to_string(frame.line);
     case LabelKind::kKernel:
-      return Hex(frame.address);  // what kallsyms and System.map list
+      return HexAddress(frame.address);  // what kallsyms and System.map list
     default:
       // Native addresses are file offsets: they survive ASLR and match
       // `addr2line -e libfoo.so` on the same binary.
-      if (frame.mapping_file.empty()) return Hex(frame.address);
-      return std::string(Basename(frame.mapping_file)) + "+" + Hex(frame.address);
+      if (frame.mapping_file.empty()) return HexAddress(frame.address);
+      return std::string(Basename(frame.mapping_file)) + "+" + HexAddress(frame.address);
   }
 }
 

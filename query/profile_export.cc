@@ -3,6 +3,7 @@
 #include <map>
 #include <vector>
 
+#include "agent/export/collapsed_writer.h"
 #include "agent/export/pprof_writer.h"
 #include "agent/export/profile.h"
 #include "query/frame_label.h"
@@ -91,20 +92,6 @@ std::vector<SampleValueType> SampleTypes(const storage::ProfileTypeInfo& type) {
   return {{type.name.empty() ? "value" : type.name, type.sample_unit}};
 }
 
-void AppendFoldedName(const std::string& name, bool kernel, std::string* out) {
-  for (char c : name) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == ';') {
-      out->push_back(':');
-    } else if (u < 0x20 || u == 0x7f) {
-      out->push_back(' ');
-    } else {
-      out->push_back(c);
-    }
-  }
-  if (kernel) out->append("_[k]");
-}
-
 }  // namespace
 
 StatusOr<std::string> RenderPprofGzip(const storage::MergedProfile& profile, int64_t from_ns, int64_t to_ns) {
@@ -143,7 +130,7 @@ std::string RenderCollapsed(const storage::MergedProfile& profile) {
     for (auto it = stack.stack.frames.rbegin(); it != stack.stack.frames.rend(); ++it) {
       const FrameLabel& label = labels.label(labels.Intern(*it));
       if (!line.empty()) line.push_back(';');
-      AppendFoldedName(label.name, label.kind == LabelKind::kKernel, &line);
+      AppendCollapsedFrame(label.name, label.kind == LabelKind::kKernel, &line);
     }
     if (line.empty()) line = "[unknown]";
     values[line] += stack.value;

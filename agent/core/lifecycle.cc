@@ -6,8 +6,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <iostream>
 #include <cerrno>
 #include <string>
+
+#include "agent/core/cli.h"
 
 namespace warpscope {
 
@@ -51,6 +55,20 @@ bool StopSignals::Received() {
   if (fd_ < 0 || read(fd_, &info, sizeof(info)) != sizeof(info)) return false;
   last_signal_ = static_cast<int>(info.ssi_signo);
   return true;
+}
+
+int ReportFailure(int exit_code, const Status& status) {
+  std::cerr << "warpscope-agent: " << status.message() << "\n";
+  return exit_code;
+}
+
+int ExitCodeForStartFailure(const Status& status, int otherwise) {
+  return status.code() == StatusCode::kPermissionDenied ? kExitPermission : otherwise;
+}
+
+int64_t UnixNanosNow() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 }  // namespace warpscope

@@ -55,4 +55,14 @@ class StopSignals {
   int last_signal_ = 0;
 };
 
+// Prints "warpscope-agent: <message>" to stderr and returns exit_code (cli.h).
+int ReportFailure(int exit_code, const Status& status);
+
+// The exit code for a failure to start profiling: kExitPermission for missing
+// privileges, otherwise `otherwise`.
+int ExitCodeForStartFailure(const Status& status, int otherwise);
+
+// The wall clock in unix nanoseconds (profiles and batches are stamped with it).
+int64_t UnixNanosNow();
+
 }  // namespace warpscope

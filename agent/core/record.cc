@@ -22,15 +22,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-int Fail(int code, const Status& status) {
-  std::cerr << "warpscope-agent: " << status.message() << "\n";
-  return code;
-}
-
-int64_t UnixNanosNow() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 // One line per process (most samples first) into the profile's comments, and
 // a short summary for stderr: how many user stacks reached their root, and why
@@ -72,14 +63,14 @@ std::string SummarizeUnwinding(const AssemblerStats& stats, ProfileBuilder* buil
 
 int RunRecord(const RecordOptions& options) {
   if (Status s = CheckCanProfile(ReadPreflightFacts()); !s.ok()) {
-    return Fail(s.code() == StatusCode::kPermissionDenied ? kExitPermission : kExitUnsupported, s);
+    return ReportFailure(ExitCodeForStartFailure(s, kExitUnsupported), s);
   }
-  if (Status s = CheckWritable(options.output); !s.ok()) return Fail(kExitUsage, s);
+  if (Status s = CheckWritable(options.output); !s.ok()) return ReportFailure(kExitUsage, s);
 
   TargetWatch targets;
   for (uint32_t pid : options.pids) {
     if (Status s = targets.Add(pid); !s.ok()) {
-      return Fail(s.code() == StatusCode::kNotFound ? kExitNoSuchProcess : kExitError, s);
+      return ReportFailure(s.code() == StatusCode::kNotFound ? kExitNoSuchProcess : kExitError, s);
     }
   }
 
@@ -92,7 +83,7 @@ int RunRecord(const RecordOptions& options) {
   auto session_or = ProfilingSession::Create(session_options);
   if (!session_or.ok()) {
     const Status& s = session_or.status();
-    return Fail(s.code() == StatusCode::kPermissionDenied ? kExitPermission : kExitError, s);
+    return ReportFailure(ExitCodeForStartFailure(s, kExitError), s);
   }
   std::unique_ptr<ProfilingSession> session = std::move(session_or).value();
 
@@ -107,7 +98,7 @@ int RunRecord(const RecordOptions& options) {
   StopSignals stop_signals;
 
   if (Status s = session->Start(); !s.ok()) {
-    return Fail(s.code() == StatusCode::kPermissionDenied ? kExitPermission : kExitError, s);
+    return ReportFailure(ExitCodeForStartFailure(s, kExitError), s);
   }
   const size_t num_cpus = session->num_cpus();
   const auto start = Clock::now();
@@ -130,10 +121,10 @@ int RunRecord(const RecordOptions& options) {
       stop_reason = options.pids.size() == 1 ? "process exited" : "all processes exited";
       break;
     }
-    if (Status s = session->Poll(deadline); !s.ok()) return Fail(kExitError, s);
+    if (Status s = session->Poll(deadline); !s.ok()) return ReportFailure(kExitError, s);
   }
   const auto elapsed = Clock::now() - start;
-  if (Status s = session->StopAndDrainAll(); !s.ok()) return Fail(kExitError, s);
+  if (Status s = session->StopAndDrainAll(); !s.ok()) return ReportFailure(kExitError, s);
 
   const CpuSamplerStats stats = session->sampler_stats();
   session->AddCounters(&builder);
@@ -145,8 +136,8 @@ int RunRecord(const RecordOptions& options) {
 
   StatusOr<std::string> encoded = options.format == OutputFormat::kPprof ? EncodePprofGzip(profile)
                                                                          : StatusOr<std::string>(EncodeCollapsed(profile));
-  if (!encoded.ok()) return Fail(kExitError, encoded.status());
-  if (Status s = WriteFileAtomically(options.output, *encoded); !s.ok()) return Fail(kExitError, s);
+  if (!encoded.ok()) return ReportFailure(kExitError, encoded.status());
+  if (Status s = WriteFileAtomically(options.output, *encoded); !s.ok()) return ReportFailure(kExitError, s);
 
   const uint64_t drops = stats[WS_STAT_DROP_COUNTS_FULL] + stats[WS_STAT_DROP_STACKS_FULL] +
                          stats[WS_STAT_DROP_PROC_EVENTS];

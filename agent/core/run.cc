@@ -22,15 +22,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-int Fail(int code, const Status& status) {
-  std::cerr << "warpscope-agent: " << status.message() << "\n";
-  return code;
-}
-
-int64_t UnixNanosNow() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 // The token from --token or --token-file. Errors never contain the token.
 StatusOr<std::string> ResolveToken(const RunOptions& options) {
@@ -117,10 +108,10 @@ class WindowEncoder {
 
 int RunContinuous(const RunOptions& options, const std::string& node_name) {
   if (Status s = CheckCanProfile(ReadPreflightFacts()); !s.ok()) {
-    return Fail(s.code() == StatusCode::kPermissionDenied ? kExitPermission : kExitUnsupported, s);
+    return ReportFailure(ExitCodeForStartFailure(s, kExitUnsupported), s);
   }
   auto token = ResolveToken(options);
-  if (!token.ok()) return Fail(kExitUsage, token.status());
+  if (!token.ok()) return ReportFailure(kExitUsage, token.status());
 
   // Before any thread starts: the uploader thread must inherit the blocked
   // SIGINT/SIGTERM, or a signal delivered to it would kill the process
@@ -129,12 +120,12 @@ int RunContinuous(const RunOptions& options, const std::string& node_name) {
   TargetWatch targets;
   for (uint32_t pid : options.pids) {
     if (Status s = targets.Add(pid); !s.ok()) {
-      return Fail(s.code() == StatusCode::kNotFound ? kExitNoSuchProcess : kExitError, s);
+      return ReportFailure(s.code() == StatusCode::kNotFound ? kExitNoSuchProcess : kExitError, s);
     }
   }
 
   auto agent_id = LoadOrCreateAgentId(options.state_dir);
-  if (!agent_id.ok()) return Fail(kExitUsage, agent_id.status().WithContext("--state-dir " + options.state_dir));
+  if (!agent_id.ok()) return ReportFailure(kExitUsage, agent_id.status().WithContext("--state-dir " + options.state_dir));
 
   UploaderOptions upload_options;
   upload_options.server_url = options.server_url;
@@ -146,12 +137,12 @@ int RunContinuous(const RunOptions& options, const std::string& node_name) {
   if (!uploader_or.ok()) {
     const Status& s = uploader_or.status();
     // A locked spool means another agent runs with this state: a runtime clash, not a bad flag.
-    return Fail(s.code() == StatusCode::kFailedPrecondition ? kExitError : kExitUsage,
+    return ReportFailure(s.code() == StatusCode::kFailedPrecondition ? kExitError : kExitUsage,
                 s.WithContext("spool " + options.spool_dir));
   }
   std::unique_ptr<Uploader> uploader = std::move(uploader_or).value();
   auto sequencer = BatchSequencer::Open(options.state_dir, uploader->newest_spooled_sequence());
-  if (!sequencer.ok()) return Fail(kExitUsage, sequencer.status());
+  if (!sequencer.ok()) return ReportFailure(kExitUsage, sequencer.status());
 
   ProfilingSessionOptions session_options;
   session_options.pids = options.pids;
@@ -161,7 +152,7 @@ int RunContinuous(const RunOptions& options, const std::string& node_name) {
   auto session_or = ProfilingSession::Create(session_options);
   if (!session_or.ok()) {
     const Status& s = session_or.status();
-    return Fail(s.code() == StatusCode::kPermissionDenied ? kExitPermission : kExitError, s);
+    return ReportFailure(ExitCodeForStartFailure(s, kExitError), s);
   }
   std::unique_ptr<ProfilingSession> session = std::move(session_or).value();
 
@@ -183,7 +174,7 @@ int RunContinuous(const RunOptions& options, const std::string& node_name) {
   uploader->Start();
   if (Status s = session->Start(); !s.ok()) {
     uploader->Stop();
-    return Fail(s.code() == StatusCode::kPermissionDenied ? kExitPermission : kExitError, s);
+    return ReportFailure(ExitCodeForStartFailure(s, kExitError), s);
   }
   const auto interval = std::chrono::duration_cast<Clock::duration>(options.upload_interval);
   std::cerr << "warpscope-agent: profiling "

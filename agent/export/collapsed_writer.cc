@@ -36,13 +36,17 @@ std::string FoldLocation(const Profile& profile, const ProfileLocation& location
   std::string folded;
   for (auto it = names.rbegin(); it != names.rend(); ++it) {
     if (!folded.empty()) folded.push_back(';');
-    AppendSanitized(*it, &folded);
-    if (kernel) folded.append("_[k]");
+    AppendCollapsedFrame(*it, kernel, &folded);
   }
   return folded;
 }
 
 }  // namespace
+
+void AppendCollapsedFrame(const std::string& name, bool kernel, std::string* out) {
+  AppendSanitized(name, out);
+  if (kernel) out->append("_[k]");
+}
 
 std::string EncodeCollapsed(const Profile& profile) {
   std::vector<std::string> folded_locations(profile.locations.size());

@@ -20,4 +20,9 @@ namespace warpscope {
 
 std::string EncodeCollapsed(const Profile& profile);
 
+// Appends one frame name as the format allows it: ';' -> ':', control
+// characters -> ' ', "" -> "[unknown]", and "_[k]" after kernel frames.
+// Shared with the server's collapsed answers (query/profile_export.h).
+void AppendCollapsedFrame(const std::string& name, bool kernel, std::string* out);
+
 }  // namespace warpscope

@@ -5,14 +5,15 @@
 
 namespace warpscope {
 
-namespace {
-constexpr char kKernelBinary[] = "[kernel.kallsyms]";
-
-std::string Hex(uint64_t value) {
+std::string HexAddress(uint64_t value) {
   char buf[24];
   std::snprintf(buf, sizeof(buf), "0x%" PRIx64, value);
   return buf;
 }
+
+namespace {
+constexpr char kKernelBinary[] = "[kernel.kallsyms]";
+
 }  // namespace
 
 std::string BinaryBasename(const std::string& path) {
@@ -22,7 +23,7 @@ std::string BinaryBasename(const std::string& path) {
 
 std::string UnsymbolizedFrameName(const Profile& profile, const ProfileLocation& location) {
   if (location.mapping_id == 0 || location.mapping_id > profile.mappings.size()) {
-    return Hex(location.address);
+    return HexAddress(location.address);
   }
   const ProfileMapping& mapping = profile.mapping(location.mapping_id);
   // Kernel addresses are absolute and what kallsyms/System.map list; user
@@ -30,10 +31,10 @@ std::string UnsymbolizedFrameName(const Profile& profile, const ProfileLocation&
   // `addr2line -e libfoo.so`-style tooling on the same binary.
   if (mapping.is_kernel || location.kind == FrameKind::kKernel || mapping.filename.empty() ||
       location.address < mapping.memory_start) {
-    return Hex(location.address);
+    return HexAddress(location.address);
   }
   return BinaryBasename(mapping.filename) + "+" +
-         Hex(location.address - mapping.memory_start + mapping.file_offset);
+         HexAddress(location.address - mapping.memory_start + mapping.file_offset);
 }
 
 std::vector<std::string> FrameNamesInnermostFirst(const Profile& profile, const ProfileLocation& location) {

@@ -25,6 +25,9 @@ std::vector<std::string> FrameNamesInnermostFirst(const Profile& profile, const 
 // unknown.
 std::string FrameBinary(const Profile& profile, const ProfileLocation& location);
 
+// "0x1a2b": how an address without a symbol is written everywhere.
+std::string HexAddress(uint64_t address);
+
 // "/usr/lib/libfoo.so.1" -> "libfoo.so.1"; "[kernel.kallsyms]" unchanged.
 std::string BinaryBasename(const std::string& path);
 
