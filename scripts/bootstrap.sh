@@ -5,10 +5,14 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 lists=("$here/debian-packages.txt" "$@")
 mapfile -t packages < <(cat "${lists[@]}" | sed -e 's/#.*//' -e 's/[[:space:]]//g' | grep -v '^$')
+# Names that installed packages provide count as present (NodeSource's nodejs
+# provides npm and conflicts with Debian's).
+provided=" $(dpkg-query -W -f='${db:Status-Abbrev}${Provides}\n' 2>/dev/null | sed -n 's/^ii *//p' |
+  tr ',' '\n' | sed -e 's/(.*)//' -e 's/[[:space:]]//g' | grep -v '^$' | tr '\n' ' ')"
 missing=()
 for p in "${packages[@]}"; do
   status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
-  [[ "$status" == "install ok installed" ]] || missing+=("$p")
+  [[ "$status" == "install ok installed" || "$provided" == *" $p "* ]] || missing+=("$p")
 done
 if [[ ${#missing[@]} -eq 0 ]]; then
   exit 0

@@ -130,6 +130,8 @@ struct HttpServer::Impl {
   HttpServerOptions options;
   // path -> routes for that path (one per method).
   std::map<std::string, std::vector<Route>> routes;
+  // prefix (without its '*') -> routes under that prefix, longest first.
+  std::map<std::string, std::vector<Route>, std::greater<>> prefix_routes;
   ConnectionServer http;
   std::atomic<bool> accept_loop_done{false};
   bool stopped = false;
@@ -150,12 +152,12 @@ struct HttpServer::Impl {
         return r;
       }
     }
-    auto it = routes.find(req.path);
-    if (it == routes.end()) return HttpResponse::Error(404, "no such path: " + req.path);
+    const std::vector<Route>* candidates = RoutesFor(req.path);
+    if (candidates == nullptr) return HttpResponse::Error(404, "no such path: " + req.path);
     const std::string method = req.method == "HEAD" ? "GET" : req.method;
-    if (FindRoute(it->second, method) == nullptr) {
+    if (FindRoute(*candidates, method) == nullptr) {
       std::string allow;
-      for (const Route& r : it->second) {
+      for (const Route& r : *candidates) {
         allow += (allow.empty() ? "" : ", ") + r.method;
         if (r.method == "GET") allow += ", HEAD";
       }
@@ -175,6 +177,16 @@ struct HttpServer::Impl {
                                           std::to_string(options.max_request_bytes));
     }
     return std::nullopt;
+  }
+
+  // The routes of the exact path, else of the longest matching prefix.
+  const std::vector<Route>* RoutesFor(const std::string& path) const {
+    if (auto it = routes.find(path); it != routes.end()) return &it->second;
+    // Sorted descending, so a longer prefix comes before any shorter prefix of it.
+    for (const auto& [prefix, candidates] : prefix_routes) {
+      if (path.compare(0, prefix.size(), prefix) == 0) return &candidates;
+    }
+    return nullptr;
   }
 
   static const Route* FindRoute(const std::vector<Route>& candidates, const std::string& method) {
@@ -224,7 +236,7 @@ struct HttpServer::Impl {
     } else {
       request.body = std::move(raw);
     }
-    const Route* route = FindRoute(routes.at(req.path), req.method == "HEAD" ? "GET" : req.method);
+    const Route* route = FindRoute(*RoutesFor(req.path), req.method == "HEAD" ? "GET" : req.method);
     // The one place exceptions are caught: a handler should return errors as
     // responses, but one that throws must not take the server down.
     try {
@@ -258,10 +270,17 @@ StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions&
     if (r.path.empty() || r.path[0] != '/' || !r.handler) {
       return InvalidArgumentError("bad route \"" + r.method + " " + r.path + "\"");
     }
-    if (Impl::FindRoute(impl->routes[r.path], r.method) != nullptr) {
+    const size_t star = r.path.find('*');
+    const bool prefix = star != std::string::npos;
+    if (prefix && star != r.path.size() - 1) {
+      return InvalidArgumentError("bad route \"" + r.method + " " + r.path + "\": '*' only at the end");
+    }
+    std::vector<Route>& same_path =
+        prefix ? impl->prefix_routes[r.path.substr(0, r.path.size() - 1)] : impl->routes[r.path];
+    if (Impl::FindRoute(same_path, r.method) != nullptr) {
       return InvalidArgumentError("duplicate route " + r.method + " " + r.path);
     }
-    impl->routes[r.path].push_back(std::move(r));
+    same_path.push_back(std::move(r));
   }
 
   Impl* self = impl.get();

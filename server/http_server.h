@@ -77,7 +77,10 @@ using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
 
 struct Route {
   std::string method;  // "GET", "POST", ...
-  std::string path;    // exact match, e.g. "/api/v1/ingest"
+  // An exact path ("/api/v1/ingest"), or a prefix ending in '*' ("/assets/*";
+  // "/*" is a fallback for every path). An exact route wins over any prefix,
+  // a longer prefix over a shorter one.
+  std::string path;
   HttpHandler handler;
 };
 using Routes = std::vector<Route>;

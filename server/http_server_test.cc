@@ -459,6 +459,53 @@ TEST(HttpServerTest, BadRoutesAndListenValuesAreRejected) {
   }
 }
 
+TEST(HttpServerTest, PrefixRoutesAndFallback) {
+  Routes routes = TestRoutes();
+  auto text = [](std::string body) {
+    return [body](const HttpRequest& req) {
+      HttpResponse r;
+      r.content_type = "text/plain";
+      r.body = body + " " + req.path;
+      return r;
+    };
+  };
+  routes.push_back({"GET", "/assets/*", text("assets")});
+  routes.push_back({"GET", "/assets/deep/*", text("deep")});
+  routes.push_back({"GET", "/*", text("fallback")});
+  auto started = HttpServer::Start(LoopbackOptions(), std::move(routes));
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  auto server = std::move(started).value();
+  httplib::Client c("127.0.0.1", server->port());
+  auto body = [&](const char* path) {
+    auto r = c.Get(path);
+    return r ? std::to_string(r->status) + " " + r->body : std::string("no answer");
+  };
+  // An exact route wins; then the longest prefix; "/*" catches the rest.
+  EXPECT_EQ(body("/healthz"), "200 {\"ok\": true}");
+  EXPECT_EQ(body("/assets/app.js"), "200 assets /assets/app.js");
+  EXPECT_EQ(body("/assets/deep/x.css"), "200 deep /assets/deep/x.css");
+  EXPECT_EQ(body("/assets"), "200 fallback /assets");
+  EXPECT_EQ(body("/"), "200 fallback /");
+  EXPECT_EQ(body("/flame/view?x=1"), "200 fallback /flame/view");
+  // Static prefixes need no token; /api/ still does, before any route is looked up.
+  EXPECT_EQ(c.Get("/api/v1/anything")->status, 401);
+  auto head = c.Head("/assets/a.js");
+  ASSERT_TRUE(head);
+  EXPECT_EQ(head->status, 200);
+  auto post = c.Post("/assets/a.js", "x", "text/plain");
+  ASSERT_TRUE(post);
+  EXPECT_EQ(post->status, 405);
+  EXPECT_EQ(post->get_header_value("Allow"), "GET, HEAD");
+
+  Routes bad = TestRoutes();
+  bad.push_back({"GET", "/a*b", text("x")});
+  EXPECT_EQ(HttpServer::Start(LoopbackOptions(), bad).status().code(), StatusCode::kInvalidArgument);
+  Routes dup = TestRoutes();
+  dup.push_back({"GET", "/x/*", text("x")});
+  dup.push_back({"GET", "/x/*", text("y")});
+  EXPECT_EQ(HttpServer::Start(LoopbackOptions(), dup).status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST(ListenAddressTest, ParsesAndClassifies) {
   auto a = ParseListenAddress("127.0.0.1:7070");
   ASSERT_TRUE(a.ok());

@@ -1,5 +1,6 @@
 // warpscope-server: receives profiles from agents, stores them in the
-// embedded store under --data-dir and serves the query API (docs/api.md).
+// embedded store under --data-dir and serves the query API (docs/api.md)
+// and the web UI (ui/, embedded at build time).
 //
 // Threads: main parses flags, opens the store, starts the HTTP server and
 // then only waits for SIGINT/SIGTERM (a signalfd); HttpServer's workers run
@@ -16,6 +17,7 @@
 #include "server/api_handlers.h"
 #include "server/http_server.h"
 #include "server/server_options.h"
+#include "server/static_files.h"
 #include "storage/embedded/embedded_store.h"
 
 namespace {
@@ -44,7 +46,9 @@ int Run(const warpscope::server::ServerOptions& options) {
   http.insecure_listen_any = options.insecure_listen_any;
   http.max_request_bytes = options.max_request_bytes;
   http.threads = options.threads;
-  auto httpd = server::HttpServer::Start(http, server::ApiRoutes(store->get(), {}));
+  server::Routes routes = server::ApiRoutes(store->get(), {});
+  for (server::Route& r : server::StaticFileRoutes(server::EmbeddedUiFiles())) routes.push_back(std::move(r));
+  auto httpd = server::HttpServer::Start(http, std::move(routes));
   if (!httpd.ok()) {
     std::cerr << "warpscope-server: " << httpd.status().message() << "\n";
     return httpd.status().code() == StatusCode::kInvalidArgument ? 2 : 1;

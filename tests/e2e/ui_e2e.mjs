@@ -1,0 +1,314 @@
+// The web UI end to end (issue 6): a real warpscope-server fed by a real
+// agent profiling tests/testprogs/cpu_split, driven in Debian's headless
+// Chromium through playwright-core. Checks the workflow (load without
+// console errors, drag on the timeline, search, table, sandwich), saves a
+// screenshot per view, and prints the UI's measurements:
+//   flame graph of 50k nodes (build + draw), range selection on 1 h of data
+//   to the updated flame graph, and the gzipped bundle.
+// Run by CTest as ui_e2e (tests/e2e/CMakeLists.txt sets the WS_* paths).
+// Needs root (the agent loads BPF programs); exits 77 (skipped) otherwise.
+import { spawn } from "node:child_process";
+import { createRequire } from "node:module";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import zlib from "node:zlib";
+
+const env = (name) => {
+  const v = process.env[name];
+  if (!v) fail(`${name} is not set (run through ctest)`);
+  return v;
+};
+function fail(message) {
+  console.error(`ui_e2e: FAIL: ${message}`);
+  process.exitCode = 1;
+  throw new Error(message);
+}
+const log = (...a) => console.log("ui_e2e:", ...a);
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+const CHROMIUM = process.env.WS_CHROMIUM || "/usr/bin/chromium";
+const TOKEN = "ui-e2e-token";
+if (process.getuid() !== 0) {
+  console.log("ui_e2e: SKIP: needs root (the agent loads BPF programs)");
+  process.exit(77);
+}
+if (!fs.existsSync(CHROMIUM)) {
+  console.error(`ui_e2e: FAIL: no Chromium at ${CHROMIUM}: run scripts/bootstrap.sh (Debian package chromium)`);
+  process.exit(1);
+}
+const require = createRequire(path.join(env("WS_UI_DIR"), "package.json"));
+const { chromium } = require("playwright-core");
+
+const artifacts = env("WS_ARTIFACTS");
+fs.rmSync(artifacts, { recursive: true, force: true });
+fs.mkdirSync(artifacts, { recursive: true });
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), "ui_e2e-"));
+const children = [];
+
+function start(cmd, args, name) {
+  const child = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"] });
+  child.output = "";
+  child.stdout.on("data", (d) => (child.output += d));
+  child.stderr.on("data", (d) => (child.output += d));
+  child.on("exit", (code, signal) => (child.exited = { code, signal }));
+  child.label = name;
+  children.push(child);
+  return child;
+}
+
+async function waitFor(what, fn, timeoutMs) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > deadline) fail(`timed out waiting for ${what}`);
+    await sleep(200);
+  }
+}
+
+async function api(url, pathAndQuery) {
+  const res = await fetch(url + pathAndQuery, { headers: { Authorization: `Bearer ${TOKEN}` } });
+  if (!res.ok) fail(`${pathAndQuery}: HTTP ${res.status} ${await res.text()}`);
+  return res.json();
+}
+
+// A synthetic flame graph answer with `count` nodes (docs/api.md's format).
+function syntheticProfile(count) {
+  const names = ["total"];
+  for (let i = 0; i < 5000; i++) names.push(`synthetic::module_${i % 97}::function_${i}`);
+  const binaries = [""];
+  for (let i = 0; i < 20; i++) binaries.push(`libsynthetic_${i}.so`);
+  let seed = 12345;
+  const rand = (n) => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) % n);
+  const nodes = [[-1, 0, 0, 3, 0, 0]];
+  const depth = [0];
+  const children = [[]];
+  // Each new node hangs under a random recent node, at most 30 deep.
+  while (nodes.length < count) {
+    let parent = nodes.length < 50 ? rand(nodes.length) : nodes.length - 1 - rand(Math.min(nodes.length, 400));
+    while (depth[parent] >= 30) parent = nodes[parent][0];
+    nodes.push([parent, 1 + rand(5000), 1 + rand(20), 0, 1 + rand(50), 0]);
+    depth.push(depth[parent] + 1);
+    children.push([]);
+    children[parent].push(nodes.length - 1);
+  }
+  // Re-emit in preorder with sorted siblings, totals bottom-up.
+  const out = [];
+  const visit = (i, parent) => {
+    const k = out.length;
+    const [, name, binary, kind, self] = nodes[i];
+    out.push([parent, name, binary, kind, i === 0 ? 0 : self, 0]);
+    const kids = children[i].slice().sort((a, b) => names[nodes[a][1]].localeCompare(names[nodes[b][1]]));
+    for (const c of kids) visit(c, k);
+  };
+  visit(0, -1);
+  for (let i = out.length - 1; i >= 0; i--) {
+    out[i][5] += out[i][4];
+    if (out[i][0] >= 0) out[out[i][0]][5] += out[i][5];
+  }
+  return { version: 1, type: "cpu", unit: "samples", period_nanos: 10101010, total: out[0][5], truncated: 0, names, binaries, nodes: out };
+}
+
+function bundleGzipBytes(dist) {
+  let total = 0;
+  const walk = (d) => {
+    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
+      const p = path.join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else total += zlib.gzipSync(fs.readFileSync(p), { level: 9 }).length;
+    }
+  };
+  walk(dist);
+  return total;
+}
+
+const t0 = Date.now();
+let browser;
+let lastPage; // screenshotted when the test fails
+const metrics = {};
+try {
+  // The server, the workload, the agent, and the synthetic hour.
+  const server = start(env("WS_SERVER_BIN"), ["--listen", "127.0.0.1:0", "--data-dir", `${dir}/data`, "--token", TOKEN], "server");
+  const url = await waitFor("the server's address", () => /serving on (http:\/\/127\.0\.0\.1:\d+)/.exec(server.output)?.[1] ?? (server.exited && fail(`server exited: ${server.output}`)), 20000);
+  const port = url.split(":").pop();
+  const workload = start(path.join(env("WS_TESTPROGS_DIR"), "cpu_split"), ["20"], "cpu_split");
+  const agent = start(env("WS_AGENT_BIN"), ["run", "--server", url, "--token", TOKEN, "--frequency", "99", "--upload-interval", "2s",
+    "--state-dir", `${dir}/agent`, "--node-name", "e2e-node"], "agent");
+  const seed = start(env("WS_SEED_BIN"), [port, TOKEN, "e2e-synthetic"], "seed");
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-gpu"], headless: true });
+
+  const pidSelector = `{pid="${workload.pid}"}`;
+  const q = (s) => encodeURIComponent(s);
+  // Enough of the workload at the server: a few upload windows.
+  const firstMs = Date.now();
+  await waitFor("the agent's samples of cpu_split", async () => {
+    if (agent.exited) fail(`agent exited: ${agent.output}`);
+    const top = await api(url, `/api/v1/top?from=${firstMs - 60000}&to=now&selector=${q(pidSelector)}&limit=0`);
+    return top.total >= 500 ? top : null;
+  }, 30000);
+  await waitFor("the synthetic hour", () => seed.exited && (seed.exited.code === 0 || fail(`seed failed: ${seed.output}`)), 30000);
+  const series = await api(url, `/api/v1/series?from=${firstMs - 60000}&to=now&selector=${q(pidSelector)}&step=1s`);
+  const times = series.series.flatMap((s) => s.points.map((p) => p[0]));
+  const dataFrom = Math.min(...times);
+  const dataTo = Math.max(...times) + 1000;
+  log(`workload data ${((dataTo - dataFrom) / 1000).toFixed(0)} s; setup ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+
+  // The login prompt: a token-protected server asks once, then loads.
+  {
+    const page = await browser.newPage();
+    lastPage = page;
+    await page.goto(`${url}/?view=targets&from=now-5m`);
+    await page.locator(".modal input[type=password]").fill(TOKEN);
+    await page.locator(".modal button[type=submit]").click();
+    await page.locator(".target-node h3", { hasText: "e2e-node" }).waitFor({ timeout: 10000 });
+    await page.close();
+  }
+
+  const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+  await context.addInitScript((token) => sessionStorage.setItem("warpscope.token", token), TOKEN);
+  const page = await context.newPage();
+  lastPage = page;
+  const consoleErrors = [];
+  page.on("console", (m) => m.type() === "error" && consoleErrors.push(m.text()));
+  page.on("pageerror", (e) => consoleErrors.push(String(e)));
+  const flameVersion = () => page.locator(".view-flame .flame-panel, .view-table .flame-panel").first().getAttribute("data-version").then(Number);
+  const flameTotal = () => page.locator(".flame-panel").first().getAttribute("data-total").then(Number);
+  const shot = (name) => page.screenshot({ path: path.join(artifacts, `${name}.png`), fullPage: true });
+
+  // 1. The flame graph of the workload's whole range.
+  const from = dataFrom - 10000;
+  const to = dataTo + 2000;
+  await page.goto(`${url}/?from=${from}&to=${to}&selector=${q(pidSelector)}`);
+  await waitFor("the first flame graph", async () => (await flameVersion()) >= 1 && (await flameTotal()) > 0, 15000);
+  const totalBefore = await flameTotal();
+  await shot("flame");
+
+  // 2. Drag across the first half of the data on the timeline.
+  const over = await page.locator(".timeline .u-over").boundingBox();
+  const xAt = (t) => over.x + (over.width * (t - from)) / (to - from);
+  const versionBefore = await flameVersion();
+  await page.mouse.move(xAt(from) + 2, over.y + over.height / 2);
+  await page.mouse.down();
+  await page.mouse.move(xAt((dataFrom + dataTo) / 2), over.y + over.height / 2, { steps: 8 });
+  await page.mouse.up();
+  await waitFor("the flame graph after the drag", async () => (await flameVersion()) > versionBefore, 10000);
+  const totalAfter = await flameTotal();
+  log(`drag: flame graph total ${totalBefore} -> ${totalAfter} samples; URL ${new URL(page.url()).search}`);
+  if (!(totalAfter > 0 && totalAfter < totalBefore)) fail(`dragging on the timeline should narrow the flame graph (${totalBefore} -> ${totalAfter})`);
+  if (!/from=\d+&to=\d+/.test(page.url())) fail(`the URL should hold the selected range: ${page.url()}`);
+
+  // 3. Search: "/" focuses the box; the matches' share is shown.
+  await page.goto(`${url}/?from=${from}&to=${to}&selector=${q(pidSelector)}`);
+  await waitFor("the flame graph", async () => (await flameTotal()) > 0, 10000);
+  await page.keyboard.press("/");
+  await page.keyboard.type("hot_three_quarters");
+  const info = await waitFor("the search share", async () => {
+    const t = await page.locator(".search-info").textContent();
+    return /% of total/.test(t) ? t : null;
+  }, 5000);
+  const searchShare = Number(/([\d.]+)% of total/.exec(info)[1]);
+  log(`search "hot_three_quarters": ${info}`);
+  if (!(searchShare > 55 && searchShare < 92)) fail(`hot_three_quarters should be about 75% of cpu_split, found ${searchShare}%`);
+  if (!page.url().includes("search=hot_three_quarters")) fail("the URL should hold the search");
+  await shot("search");
+
+  // Click to zoom into a box of the second row, then Esc resets.
+  const canvas = await page.locator(".view-flame .flame-canvas").boundingBox();
+  await page.locator(".view-flame .flame-canvas").click({ position: { x: canvas.width / 2, y: 18 * 1.5 } });
+  await waitFor("zoom in the URL", () => page.url().includes("focus="), 3000);
+  await page.locator("body").click({ position: { x: 5, y: 5 } });
+  await page.keyboard.press("Escape");
+  await waitFor("Esc resetting the zoom", () => !page.url().includes("focus="), 3000);
+
+  // 4. The top table: the function's row, linked to the graph.
+  await page.locator("button.tab", { hasText: "Top functions" }).click();
+  const row = page.locator("table.top tbody tr", { hasText: "hot_three_quarters" }).first();
+  await row.waitFor({ timeout: 10000 });
+  const cells = await row.locator("td").allTextContents();
+  const tableTotalPct = parseFloat(cells[3]);
+  log(`table: hot_three_quarters self ${cells[0]} (${cells[1]}), total ${cells[2]} (${cells[3]})`);
+  // cpu_split's hot_three_quarters calls its spin loop: its share is in total, not self.
+  if (!(tableTotalPct > 55 && tableTotalPct < 92) || Math.abs(tableTotalPct - searchShare) > 1.0) {
+    fail(`table total% of hot_three_quarters ${cells[3]} should be about 75% and match the search's ${searchShare}%`);
+  }
+  await row.click();
+  await page.locator("table.top tbody tr.selected", { hasText: "hot_three_quarters" }).waitFor({ timeout: 5000 });
+  if (!page.url().includes("fn=hot_three_quarters")) fail("selecting a row should put the function in the URL");
+  await shot("table");
+
+  // 5. The sandwich of that function.
+  await page.locator("table.top tbody tr.selected button[data-sandwich]").click();
+  const numbers = await page.locator(".sandwich-numbers").textContent({ timeout: 10000 });
+  log(`sandwich: ${numbers.replace(/\s+/g, " ").trim()}`);
+  const pcts = [...numbers.matchAll(/\(([\d.]+)%\)/g)].map((m) => Number(m[1]));
+  if (pcts.length !== 2 || Math.abs(pcts[1] - tableTotalPct) > 1.0) fail(`sandwich total% ${pcts[1]} should match the table's ${tableTotalPct}`);
+  await shot("sandwich");
+
+  // 6. Diff and targets render (screenshots).
+  await page.locator("button.tab", { hasText: "Diff" }).click();
+  await page.locator(".diff-head p").waitFor({ timeout: 10000 });
+  await shot("diff");
+  // The search box also filters targets: clear it first.
+  await page.locator("input.search").fill("");
+  await page.locator("button.tab", { hasText: "Targets" }).click();
+  await page.locator(".target-node h3", { hasText: "e2e-node" }).waitFor({ timeout: 10000 });
+  await shot("targets");
+  if (consoleErrors.length) fail(`console errors: ${consoleErrors.join(" | ")}`);
+
+  // 7. Range selection to updated flame graph on 1 h of data.
+  const now = Date.now();
+  const hourFrom = now - 3600e3;
+  await page.goto(`${url}/?from=${hourFrom}&to=${now}&selector=${q('{node="e2e-synthetic"}')}`);
+  await waitFor("the hour's flame graph", async () => (await flameTotal()) > 0, 15000);
+  const hourTotal = await flameTotal();
+  const box = await page.locator(".timeline .u-over").boundingBox();
+  const v0 = await flameVersion();
+  await page.mouse.move(box.x + box.width * 0.25, box.y + box.height / 2);
+  await page.mouse.down();
+  await page.mouse.move(box.x + box.width * 0.75, box.y + box.height / 2, { steps: 8 });
+  await page.mouse.up();
+  await waitFor("the flame graph of the selection", async () => (await flameVersion()) > v0, 10000);
+  const perf = await page.evaluate(() => window.__warpscope.perf);
+  metrics.select_to_flame_ms_1h = Number(perf.selectToFlameMs.toFixed(1));
+  metrics.select_1h_samples = { hour: hourTotal, selection: await flameTotal(), nodes: perf.nodes };
+  await shot("hour");
+
+  // 8. A 50k-node flame graph (synthetic answer in place of the server's).
+  const synthetic = JSON.stringify(syntheticProfile(50000));
+  await page.route(/\/api\/v1\/profile\?.*synthetic-50k/, (route) => route.fulfill({ status: 200, contentType: "application/json", body: synthetic }));
+  const runs = [];
+  for (let i = 0; i < 3; i++) {
+    await page.goto(`${url}/?from=now-5m&selector=${q('{node="synthetic-50k"}')}&r=${i}`);
+    await waitFor("the 50k-node flame graph", async () => (await flameTotal()) > 0, 15000);
+    runs.push(await page.evaluate(() => ({ ...window.__warpscope.perf })));
+  }
+  const med = (k) => runs.map((r) => r[k]).sort((a, b) => a - b)[1];
+  metrics.flame_50k = { nodes: runs[0].nodes, build_ms: Number(med("buildMs").toFixed(1)), draw_ms: Number(med("drawMs").toFixed(1)),
+    render_ms: Number((med("buildMs") + med("drawMs")).toFixed(1)) };
+  await shot("flame_50k");
+  metrics.bundle_gzip_bytes = bundleGzipBytes(env("WS_UI_DIST"));
+  metrics.chromium = browser.version();
+  metrics.runtime_s = Number(((Date.now() - t0) / 1000).toFixed(1));
+  fs.writeFileSync(path.join(artifacts, "metrics.json"), JSON.stringify(metrics, null, 2) + "\n");
+  log(`flame graph of ${metrics.flame_50k.nodes} nodes: ${metrics.flame_50k.render_ms} ms (build ${metrics.flame_50k.build_ms} ms, draw ${metrics.flame_50k.draw_ms} ms; goal <= 100 ms)`);
+  log(`range selection on 1 h of data -> updated flame graph: ${metrics.select_to_flame_ms_1h} ms (goal <= 500 ms; ${JSON.stringify(metrics.select_1h_samples)})`);
+  log(`bundle: ${(metrics.bundle_gzip_bytes / 1024).toFixed(1)} KiB gzipped (goal <= 300 KB)`);
+  log(`screenshots and metrics.json in ${artifacts}; ${metrics.runtime_s} s; PASS`);
+} catch (e) {
+  if (!process.exitCode) console.error("ui_e2e: FAIL:", e);
+  process.exitCode = 1;
+  if (lastPage) {
+    await lastPage.screenshot({ path: path.join(artifacts, "failure.png"), fullPage: true }).catch(() => {});
+    console.error("ui_e2e: page at failure:", lastPage.url(), (await lastPage.locator("body").innerText().catch(() => "")).slice(0, 1500));
+  }
+  for (const c of children) if (c.output && c.label !== "cpu_split") console.error(`--- ${c.label} output (tail):\n${c.output.slice(-2000)}`);
+} finally {
+  if (browser) await browser.close().catch(() => {});
+  for (const c of children.reverse()) {
+    if (!c.exited) c.kill(c.label === "agent" || c.label === "server" ? "SIGTERM" : "SIGKILL");
+  }
+  await sleep(300);
+  for (const c of children) if (!c.exited) c.kill("SIGKILL");
+  fs.rmSync(dir, { recursive: true, force: true });
+}

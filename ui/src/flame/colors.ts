@@ -1,0 +1,84 @@
+// Box colours. By binary (default): a stable warm hue per binary name, so one
+// library reads as one colour across views. By kind: native, kernel, Python.
+// Diff: red grew, green shrank (share of each side's total).
+import { FlameData } from "./model";
+
+function hash(s: string): number {
+  let h = 2166136261;
+  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 16777619);
+  return h >>> 0;
+}
+
+const dark = () => matchMedia("(prefers-color-scheme: dark)").matches;
+
+const KIND_HUES = [210, 25, 130, 0]; // native blue, kernel orange, Python green, other grey
+
+export interface Palette {
+  // One colour per node, as an index into `styles`, so drawing changes
+  // fillStyle only when the colour changes.
+  styles: string[];
+  faded: string[];
+  nodeStyle: Uint16Array;
+  text: string;
+  highlight: string;
+}
+
+export function palette(d: FlameData, mode: "binary" | "kind"): Palette {
+  const isDark = dark();
+  const light = isDark ? 38 : 68;
+  const fadedLight = isDark ? 22 : 88;
+  const styles: string[] = [];
+  const faded: string[] = [];
+  const nodeStyle = new Uint16Array(d.n);
+  if (d.diff) return diffPalette(d, isDark);
+  const push = (h: number, s: number, jitter: number) => {
+    styles.push(`hsl(${h},${s}%,${light + jitter}%)`);
+    faded.push(`hsl(${h},${Math.round(s / 3)}%,${fadedLight}%)`);
+    return styles.length - 1;
+  };
+  if (mode === "kind") {
+    const byKind = KIND_HUES.map((h, k) => push(h, k === 3 ? 0 : 60, 0));
+    for (let i = 0; i < d.n; i++) nodeStyle[i] = byKind[Math.min(d.kind[i], 3)];
+  } else {
+    const byBinary = d.binaries.map((b) => {
+      if (!b) return push(0, 0, 0);
+      const h = hash(b);
+      // Warm hues (red..yellow) like classic flame graphs, with a little variety.
+      return push(h % 55, 65 + ((h >>> 8) % 25), ((h >>> 16) % 9) - 4);
+    });
+    const grey = push(0, 0, 0);
+    for (let i = 0; i < d.n; i++) nodeStyle[i] = d.kind[i] === 3 ? grey : byBinary[d.binary[i]];
+  }
+  return {
+    styles,
+    faded,
+    nodeStyle,
+    text: isDark ? "#f2f2f2" : "#111",
+    highlight: isDark ? "#d05ce3" : "#e040fb",
+  };
+}
+
+function diffPalette(d: FlameData, isDark: boolean): Palette {
+  const diff = d.diff!;
+  const B = diff.baseSum || 1;
+  const T = diff.targetSum || 1;
+  const styles: string[] = [];
+  const faded: string[] = [];
+  // 21 steps from green (-1) through neutral to red (+1).
+  for (let s = -10; s <= 10; s++) {
+    const a = Math.abs(s) / 10;
+    const hue = s < 0 ? 120 : 0;
+    const sat = Math.round(15 + 70 * a);
+    const l = isDark ? Math.round(30 + 10 * a) : Math.round(88 - 28 * a);
+    styles.push(s === 0 ? (isDark ? "hsl(0,0%,32%)" : "hsl(0,0%,82%)") : `hsl(${hue},${sat}%,${l}%)`);
+    faded.push(isDark ? "hsl(0,0%,20%)" : "hsl(0,0%,92%)");
+  }
+  const nodeStyle = new Uint16Array(d.n);
+  for (let i = 0; i < d.n; i++) {
+    const change = diff.targetTotal[i] / T - diff.baseTotal[i] / B;
+    const rel = change / Math.max(diff.targetTotal[i] / T, diff.baseTotal[i] / B, 1e-12);
+    const step = Math.max(-10, Math.min(10, Math.round(rel * 10)));
+    nodeStyle[i] = step + 10;
+  }
+  return { styles, faded, nodeStyle, text: isDark ? "#f2f2f2" : "#111", highlight: isDark ? "#d05ce3" : "#e040fb" };
+}

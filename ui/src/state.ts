@@ -1,0 +1,72 @@
+// The whole view state, mirrored in the URL's query string so a link shows
+// the same view (the server answers every non-API path with the app).
+
+export type View = "flame" | "table" | "sandwich" | "diff" | "targets";
+export type Orientation = "icicle" | "flame";
+export type ColorMode = "binary" | "kind";
+export type SortKey = "name" | "binary" | "self" | "total";
+
+export interface ViewState {
+  view: View;
+  type: string;
+  from: string;
+  to: string;
+  selector: string;
+  search: string; // highlights in the graphs, filters the table and the targets
+  focus: string; // the zoomed node as its path of frame names, ';'-separated
+  orient: Orientation;
+  color: ColorMode;
+  fn: string; // the selected function (top table, sandwich)
+  fnbin: string;
+  sort: SortKey;
+  base_from: string;
+  base_to: string;
+  live: boolean;
+}
+
+export const DEFAULTS: ViewState = {
+  view: "flame",
+  type: "cpu",
+  from: "now-1h",
+  to: "now",
+  selector: "",
+  search: "",
+  focus: "",
+  orient: "icicle",
+  color: "binary",
+  fn: "",
+  fnbin: "",
+  sort: "self",
+  base_from: "",
+  base_to: "",
+  live: false,
+};
+
+const VIEWS: View[] = ["flame", "table", "sandwich", "diff", "targets"];
+
+export function readState(search: string): ViewState {
+  const q = new URLSearchParams(search);
+  const s: ViewState = { ...DEFAULTS };
+  for (const key of Object.keys(DEFAULTS) as (keyof ViewState)[]) {
+    const v = q.get(key);
+    if (v === null) continue;
+    if (key === "live") s.live = v === "1";
+    else (s as unknown as Record<string, string>)[key] = v;
+  }
+  if (!VIEWS.includes(s.view)) s.view = "flame";
+  if (s.orient !== "flame") s.orient = "icicle";
+  if (s.color !== "kind") s.color = "binary";
+  if (!["name", "binary", "self", "total"].includes(s.sort)) s.sort = "self";
+  return s;
+}
+
+export function writeState(s: ViewState): string {
+  const q = new URLSearchParams();
+  for (const key of Object.keys(DEFAULTS) as (keyof ViewState)[]) {
+    const v = s[key];
+    if (v === DEFAULTS[key]) continue;
+    q.set(key, typeof v === "boolean" ? (v ? "1" : "0") : v);
+  }
+  const text = q.toString();
+  return text ? `?${text}` : location.pathname;
+}

@@ -1,0 +1,46 @@
+// The API's time syntax on the client (docs/api.md, "Common query
+// parameters"): unix ms, RFC 3339, or now-<duration>. The timeline needs
+// absolute times; the URL keeps what the user chose (relative ranges follow now).
+
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1e3, m: 60e3, h: 3600e3, d: 86400e3, w: 604800e3 };
+
+export function parseDurationMs(text: string): number | null {
+  const re = /(\d+)(ms|s|m|h|d|w)/g;
+  let total = 0;
+  let consumed = 0;
+  for (const m of text.matchAll(re)) {
+    if (m.index !== consumed) return null;
+    total += Number(m[1]) * UNIT_MS[m[2]];
+    consumed += m[0].length;
+  }
+  return consumed === text.length && consumed > 0 ? total : null;
+}
+
+export function resolveTime(text: string, nowMs: number): number | null {
+  const t = text.trim();
+  if (t === "now") return nowMs;
+  if (t.startsWith("now-")) {
+    const d = parseDurationMs(t.slice(4));
+    return d === null ? null : nowMs - d;
+  }
+  if (/^\d+$/.test(t)) return Number(t);
+  const parsed = Date.parse(t);
+  return Number.isNaN(parsed) ? null : parsed;
+}
+
+export function isRelative(text: string): boolean {
+  return text.trim().startsWith("now");
+}
+
+export function formatDuration(ms: number): string {
+  if (ms >= 86400e3 && ms % 3600e3 === 0) return `${+(ms / 86400e3).toFixed(1)}d`;
+  if (ms >= 3600e3) return `${+(ms / 3600e3).toFixed(1)}h`;
+  if (ms >= 60e3) return `${+(ms / 60e3).toFixed(1)}m`;
+  return `${+(ms / 1e3).toFixed(1)}s`;
+}
+
+export function formatTime(ms: number): string {
+  const d = new Date(ms);
+  const pad = (n: number) => String(n).padStart(2, "0");
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+}

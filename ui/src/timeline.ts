@@ -1,0 +1,81 @@
+// The timeline: samples per step for the current selector (/api/v1/series,
+// every series summed), drawn by uPlot. Dragging across it selects a range;
+// the app makes that the new [from, to).
+import uPlot from "uplot";
+import "uplot/dist/uPlot.min.css";
+
+export interface SeriesJson {
+  from_ms: number;
+  to_ms: number;
+  step_ms: number;
+  series: { labels: Record<string, string>; points: [number, number][] }[];
+}
+
+export class Timeline {
+  private plot: uPlot | null = null;
+  private data: uPlot.AlignedData = [[], []];
+  private range: [number, number] = [0, 1]; // seconds, what uPlot's x scale spans
+
+  constructor(
+    private container: HTMLElement,
+    private onSelect: (fromMs: number, toMs: number) => void,
+  ) {
+    new ResizeObserver(() => this.plot?.setSize(this.size())).observe(container);
+  }
+
+  private size() {
+    return { width: Math.max(this.container.clientWidth, 100), height: 130 };
+  }
+
+  // Steps without samples are absent in the answer: they are zeros here.
+  setSeries(s: SeriesJson): number {
+    const steps = Math.max(1, Math.ceil((s.to_ms - s.from_ms) / s.step_ms));
+    const xs = new Float64Array(steps);
+    const ys = new Float64Array(steps);
+    for (let k = 0; k < steps; k++) xs[k] = (s.from_ms + k * s.step_ms) / 1000;
+    let total = 0;
+    for (const series of s.series) {
+      for (const [t, v] of series.points) {
+        const k = Math.floor((t - s.from_ms) / s.step_ms);
+        if (k >= 0 && k < steps) ys[k] += v;
+        total += v;
+      }
+    }
+    this.data = [Array.from(xs), Array.from(ys)];
+    this.range = [s.from_ms / 1000, s.to_ms / 1000];
+    if (!this.plot) this.create();
+    else this.plot.setData(this.data);
+    return total;
+  }
+
+  private create(): void {
+    const css = getComputedStyle(document.documentElement);
+    const fg = css.getPropertyValue("--fg-muted").trim() || "#666";
+    const grid = css.getPropertyValue("--border").trim() || "#ddd";
+    const accent = css.getPropertyValue("--accent").trim() || "#d35400";
+    const opts: uPlot.Options = {
+      ...this.size(),
+      cursor: { drag: { x: true, y: false, setScale: false }, y: false },
+      select: { show: true, left: 0, top: 0, width: 0, height: 0 },
+      legend: { show: false },
+      scales: { x: { time: true, range: () => this.range }, y: { range: (_u, _min, max) => [0, Math.max(max, 1)] } },
+      axes: [
+        { stroke: fg, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid } },
+        { stroke: fg, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid }, size: 50 },
+      ],
+      series: [{}, { label: "samples", stroke: accent, fill: accent + "33", width: 1.5, points: { show: false } }],
+      hooks: {
+        setSelect: [
+          (u) => {
+            if (u.select.width < 3) return;
+            const from = u.posToVal(u.select.left, "x") * 1000;
+            const to = u.posToVal(u.select.left + u.select.width, "x") * 1000;
+            u.setSelect({ left: 0, top: 0, width: 0, height: 0 }, false);
+            this.onSelect(Math.round(from), Math.round(to));
+          },
+        ],
+      },
+    };
+    this.plot = new uPlot(opts, this.data, this.container);
+  }
+}
