@@ -12,10 +12,11 @@
 # arguments for server_load go in WS_SERVER_LOAD_ARGS (e.g. "--nodes 10"),
 # another build dir in WS_BUILD_DIR.
 #
-# The 24 h run posts 172,800 batches (~54 M rows) and takes as long as the
-# server needs (see docs/benchmarks.md for the last measured time); the load
-# generator itself needs ~2 ms of CPU per batch on the 2-core VM, so run it
-# when nobody else is compiling: the tool prints the load average.
+# The 1 h run takes about a minute on the 2-core VM. The 24 h run posts
+# 172,800 batches (~52 M rows) and takes about 20 minutes there (the server
+# needs ~26 µs of CPU per row, the generator ~4 ms per batch, on the same 2
+# cores); `bench/server_load.sh 1 6` is the quicker variant. Run it when nobody
+# else is compiling: the tool prints the load average before and after ingest.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 BUILD=${WS_BUILD_DIR:-build}

@@ -43,9 +43,13 @@ StatusOr<std::string> DecompressZstdCapped(std::string_view input, size_t max_ou
       return ResourceExhaustedError("zstd body decompresses to more than " + std::to_string(max_output_bytes) +
                                     " bytes");
     }
-    bool input_done = in.pos == in.size;
-    bool output_full = ob.pos == ob.size;
-    if (input_done && !output_full) break;  // decoder has flushed all it can
+    const bool input_done = in.pos == in.size;
+    const bool output_full = ob.pos == ob.size;
+    // 0: the frame just ended, fully flushed. Checked before anything else:
+    // when a frame's output ends exactly at a chunk boundary, one more call
+    // on an ended frame would return a new frame's header hint instead.
+    if (input_done && last_ret == 0) break;
+    if (input_done && !output_full) break;  // the decoder wants input that is not there
   }
   if (last_ret != 0) {
     return InvalidArgumentError("corrupt zstd body: truncated frame");

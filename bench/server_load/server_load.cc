@@ -14,7 +14,14 @@
 // data dir, then restarts it before each query so the first run of each query
 // is cold (process caches empty; the OS page cache is not dropped). With
 // --server-url it only posts and queries; CPU needs --server-pid, size needs
-// --data-dir (measured while running: no flush).
+// --data-dir (measured while running: no flush). --server-arg passes a flag
+// through to the server (repeat it: --server-arg=--retention --server-arg=0).
+//
+// Queries are flame graphs (format=json) of the last 1 h and 24 h before the
+// end of the loaded data (when that much was loaded), all nodes and one node,
+// each run 1 + --query-runs times. Answers are checked, not just timed: the
+// server's /api/v1/status sample count against the rows sent, and every flame
+// graph's "total" against the samples sent for that range and selector.
 //
 // Output: one markdown table on stdout; progress on stderr.
 #include <sys/stat.h>
@@ -27,6 +34,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <numeric>
 #include <random>
 #include <string>
 #include <vector>
@@ -257,7 +265,7 @@ void Describe(const FleetModel& fleet, const Options& o) {
   printf(
       "batch: %.1f KB protobuf, %.1f KB zstd-%d (%.1f bytes/row on the wire); sample+encode+compress %.2f ms "
       "CPU per batch\n",
-      raw / batches / 1024, wire / batches / 1024, o.zstd_level, wire / std::max(1.0, Median(row_counts) * batches),
+      raw / batches / 1024, wire / batches / 1024, o.zstd_level, wire / std::max(1.0, std::accumulate(row_counts.begin(), row_counts.end(), 0.0)),
       encode_cpu * 1000 / batches);
 }
 
