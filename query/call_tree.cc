@@ -54,9 +54,9 @@ void CallTree::ChildIndex::Grow() {
 
 void CallTree::AddProfile(const storage::MergedProfile& profile, int side) {
   CHECK(side >= 0 && side < sides_);
-  StackLabeler labeler(&labels_);
+  StackLabeler labeler(&labels_, profile);
   for (const storage::StackValue& stack : profile.stacks) {
-    if (stack.value > 0) AddStack(stack.stack, &labeler, side, stack.value);
+    if (stack.value > 0) AddStack(stack, &labeler, side, stack.value);
   }
 }
 
@@ -68,7 +68,7 @@ uint32_t CallTree::Child(uint32_t parent, uint32_t label) {
   return node;
 }
 
-void CallTree::AddStack(const storage::ResolvedStack& stack, StackLabeler* labeler, int side, int64_t value) {
+void CallTree::AddStack(const storage::StackValue& stack, StackLabeler* labeler, int side, int64_t value) {
   labeler->Label(stack, &scratch_labels_);
   uint32_t node = 0;
   nodes_[0].total[side] += value;

@@ -54,7 +54,7 @@ class CallTree {
     int64_t total[kMaxSides] = {};
   };
 
-  void AddStack(const storage::ResolvedStack& stack, StackLabeler* labeler, int side, int64_t value);
+  void AddStack(const storage::StackValue& stack, StackLabeler* labeler, int side, int64_t value);
   uint32_t Child(uint32_t parent, uint32_t label);
 
   // (parent << 32 | label) -> child node: open addressing with linear

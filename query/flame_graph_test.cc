@@ -24,6 +24,7 @@ using testing::Kernel;
 using testing::Native;
 using testing::Python;
 using testing::Stack;
+using testing::TestStack;
 
 json Parse(const std::string& text) {
   json parsed = json::parse(text, nullptr, /*allow_exceptions=*/false);
@@ -186,7 +187,7 @@ TEST(FlameGraphTest, FoldsSmallChildrenIntoOther) {
 
 TEST(FlameGraphTest, FoldingKeepsTotalsConsistentOnRandomTrees) {
   std::mt19937 rng(7);
-  std::vector<storage::StackValue> stacks;
+  std::vector<TestStack> stacks;
   for (int i = 0; i < 400; ++i) {
     std::vector<storage::ResolvedFrame> frames;
     const int depth = 1 + static_cast<int>(rng() % 8);
@@ -235,6 +236,15 @@ TEST(FlameGraphTest, BenchmarkFiftyThousandStacksOfDepthThirty) {
   storage::MergedProfile profile;
   profile.type = {"cpu", "samples", 10'000'000};
   const std::vector<std::string> binaries = {"/usr/bin/app", "/lib/x86_64-linux-gnu/libc.so.6", "/usr/lib/libtorch.so"};
+  // The frame table: frame d * 64 + f is function f of depth d.
+  for (int d = 0; d < 30; ++d) {
+    for (int f = 0; f < 64; ++f) {
+      profile.frames.push_back(Native("ns::Class" + std::to_string(d) + "::method_" + std::to_string(f) +
+                                          "(std::vector<int> const&)",
+                                      binaries[f % binaries.size()], 0x1000 + d * 64 + f, d));
+      profile.frames.back().location_id = 1 + d * 64 + f;  // as storage numbers distinct frames
+    }
+  }
   for (int i = 0; i < 50'000; ++i) {
     storage::StackValue stack;
     // Shared prefixes as real profiles have: each level picks among few functions near
@@ -242,12 +252,9 @@ TEST(FlameGraphTest, BenchmarkFiftyThousandStacksOfDepthThirty) {
     for (int d = 0; d < 30; ++d) {
       const uint32_t fanout = d < 5 ? 3 : 40;
       const uint32_t f = rng() % fanout;
-      stack.stack.frames.push_back(Native("ns::Class" + std::to_string(d) + "::method_" + std::to_string(f) +
-                                              "(std::vector<int> const&)",
-                                          binaries[f % binaries.size()], 0x1000 + d * 64 + f, d));
-      stack.stack.frames.back().location_id = 1 + d * 64 + f;  // as storage numbers distinct frames
+      stack.frames.push_back(static_cast<uint32_t>(d * 64 + f));
     }
-    std::reverse(stack.stack.frames.begin(), stack.stack.frames.end());
+    std::reverse(stack.frames.begin(), stack.frames.end());
     stack.value = 1 + rng() % 20;
     profile.total += stack.value;
     profile.stacks.push_back(std::move(stack));

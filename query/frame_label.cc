@@ -104,32 +104,12 @@ uint32_t FrameLabelInterner::InternLabel(FrameLabel label) {
   return it->second;
 }
 
-void StackLabeler::Label(const storage::ResolvedStack& stack, std::vector<uint32_t>* ids) {
-  ids->clear();
-  const std::vector<storage::ResolvedFrame>& frames = stack.frames;
-  size_t begin = 0;
-  while (begin < frames.size()) {
-    // A location's lines: its inlined frames and the outermost one after them.
-    size_t end = begin;
-    while (end + 1 < frames.size() && frames[end].inlined && frames[end + 1].location_id == frames[begin].location_id) {
-      ++end;
-    }
-    ++end;
-    const uint64_t location_id = frames[begin].location_id;
-    const uint32_t count = static_cast<uint32_t>(end - begin);
-    const auto it = location_id == 0 ? locations_.end() : locations_.find(location_id);
-    if (it != locations_.end() && it->second.count == count) {
-      ids->insert(ids->end(), line_labels_.begin() + it->second.first,
-                  line_labels_.begin() + it->second.first + count);
-    } else {
-      const size_t first = ids->size();
-      for (size_t i = begin; i < end; ++i) ids->push_back(interner_->Intern(frames[i]));
-      if (location_id != 0 && it == locations_.end()) {
-        locations_.emplace(location_id, CachedLocation{static_cast<uint32_t>(line_labels_.size()), count});
-        line_labels_.insert(line_labels_.end(), ids->begin() + first, ids->end());
-      }
-    }
-    begin = end;
+void StackLabeler::Label(const storage::StackValue& stack, std::vector<uint32_t>* ids) {
+  ids->resize(stack.frames.size());
+  for (size_t i = 0; i < stack.frames.size(); ++i) {
+    uint32_t& label = label_of_frame_[stack.frames[i]];
+    if (label == kUnlabeled) label = interner_->Intern(profile_.frame(stack.frames[i]));
+    (*ids)[i] = label;
   }
 }
 

@@ -18,7 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "storage/store_types.h"
+#include "storage/profile_store.h"
 
 namespace warpscope::query {
 
@@ -85,26 +85,23 @@ class FrameLabelInterner {
   std::unordered_map<std::string, uint32_t> label_ids_;  // kind, name, '\0', binary
 };
 
-// Labels whole stacks of one MergedProfile, naming each stored location once:
-// storage promises that equal location_ids mean equal frames within one
-// answer (the lines of an inlined location share its id), so a location seen
-// before costs one integer lookup instead of hashing its names. One per
-// answer: ids of two answers (a diff's sides) may mean different frames.
+// Labels the stacks of one MergedProfile, naming each entry of its frame
+// table once: a frame seen before costs one array lookup instead of hashing
+// its names. One per answer (a diff's two sides have two frame tables); the
+// profile must outlive it.
 class StackLabeler {
  public:
-  explicit StackLabeler(FrameLabelInterner* interner) : interner_(interner) {}
+  StackLabeler(FrameLabelInterner* interner, const storage::MergedProfile& profile)
+      : interner_(interner), profile_(profile), label_of_frame_(profile.frames.size(), kUnlabeled) {}
 
   // The label ids of `stack`'s frames, in the same (leaf first) order.
-  void Label(const storage::ResolvedStack& stack, std::vector<uint32_t>* ids);
+  void Label(const storage::StackValue& stack, std::vector<uint32_t>* ids);
 
  private:
-  struct CachedLocation {
-    uint32_t first;  // into line_labels_
-    uint32_t count;
-  };
+  static constexpr uint32_t kUnlabeled = UINT32_MAX;
   FrameLabelInterner* interner_;
-  std::unordered_map<uint64_t, CachedLocation> locations_;
-  std::vector<uint32_t> line_labels_;
+  const storage::MergedProfile& profile_;
+  std::vector<uint32_t> label_of_frame_;  // by frame table index
 };
 
 }  // namespace warpscope::query

@@ -71,7 +71,7 @@ TEST(FrameLabelTest, InternerMergesLinesAndAddressesOfOneFunction) {
   EXPECT_EQ(interner.label(interner.InternSynthetic("other")).kind, LabelKind::kSynthetic);
 }
 
-TEST(StackLabelerTest, NamesEachLocationOnceAndKeepsInlinedLinesApart) {
+TEST(StackLabelerTest, NamesEachFrameTableEntryOnceAndKeepsInlinedLinesApart) {
   // compute with helper inlined: one location (id 7), two frames.
   storage::ResolvedFrame helper = Native("helper", "/usr/bin/app", 0x40);
   helper.location_id = 7;
@@ -80,11 +80,12 @@ TEST(StackLabelerTest, NamesEachLocationOnceAndKeepsInlinedLinesApart) {
   compute.location_id = 7;
   storage::ResolvedFrame main = Native("main", "/usr/bin/app", 0x10);
   main.location_id = 3;
-  storage::ResolvedStack stack;
-  stack.frames = {helper, compute, main};
+  storage::MergedProfile profile;
+  profile.frames = {helper, compute, main};
+  storage::StackValue stack{{0, 1, 2}, 1};
 
   FrameLabelInterner interner;
-  StackLabeler labeler(&interner);
+  StackLabeler labeler(&interner, profile);
   std::vector<uint32_t> ids;
   labeler.Label(stack, &ids);
   ASSERT_EQ(ids.size(), 3u);
@@ -93,8 +94,7 @@ TEST(StackLabelerTest, NamesEachLocationOnceAndKeepsInlinedLinesApart) {
   EXPECT_EQ(interner.label(ids[2]).name, "main");
 
   // Again, from the cache; then the same location called from itself.
-  storage::ResolvedStack recursive;
-  recursive.frames = {helper, compute, helper, compute, main};
+  storage::StackValue recursive{{0, 1, 0, 1, 2}, 1};
   labeler.Label(recursive, &ids);
   std::vector<std::string> names;
   for (uint32_t id : ids) names.push_back(interner.label(id).name);

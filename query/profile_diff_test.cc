@@ -16,6 +16,7 @@ using nlohmann::json;
 using testing::CpuProfile;
 using testing::Native;
 using testing::Stack;
+using testing::TestStack;
 
 json Parse(const std::string& text) {
   json parsed = json::parse(text, nullptr, /*allow_exceptions=*/false);
@@ -55,7 +56,7 @@ TEST(ProfileDiffTest, EmptySidesAndTypeFromEitherSide) {
 TEST(ProfileDiffTest, FoldingRanksByShareOfEitherSide) {
   // Base total 1000, target total 10: "t_only" is 100% of the target but
   // tiny in absolute terms; it must survive folding, "b_small" and "b_smaller" must not.
-  std::vector<storage::StackValue> base_stacks = {Stack({Native("main"), Native("b_big")}, 990),
+  std::vector<TestStack> base_stacks = {Stack({Native("main"), Native("b_big")}, 990),
                                                   Stack({Native("main"), Native("b_small")}, 10),
                                                   Stack({Native("main"), Native("b_smaller")}, 5)};
   const storage::MergedProfile base = CpuProfile(base_stacks);
@@ -72,7 +73,7 @@ TEST(ProfileDiffTest, FoldingRanksByShareOfEitherSide) {
 TEST(ProfileDiffTest, FoldingKeepsBothSidesConsistentOnRandomTrees) {
   std::mt19937 rng(11);
   const auto random_profile = [&rng](int stacks) {
-    std::vector<storage::StackValue> out;
+    std::vector<TestStack> out;
     for (int i = 0; i < stacks; ++i) {
       std::vector<storage::ResolvedFrame> frames;
       const int depth = 1 + static_cast<int>(rng() % 6);

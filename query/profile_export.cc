@@ -27,26 +27,48 @@ bool Named(const storage::ResolvedFrame& frame) {
 }
 
 // Turns stored frames back into the pprof model's mappings, functions and
-// locations. One per export; not thread-safe.
+// locations. One per export of one profile; not thread-safe.
 class ProfileModelBuilder {
  public:
-  explicit ProfileModelBuilder(ProfileBuilder* builder) : builder_(builder) {}
+  ProfileModelBuilder(ProfileBuilder* builder, const storage::MergedProfile& profile)
+      : builder_(builder), profile_(profile), memo_(profile.frames.size()) {}
 
-  // Location ids of `frames` (leaf first): each run of inlined frames and the
+  // Location ids of `stack` (leaf first): each run of inlined frames and the
   // frame that ends it (the location's outermost line) become one location.
-  std::vector<uint64_t> Locations(const std::vector<storage::ResolvedFrame>& frames) {
+  // A run that is consecutive in the frame table (a stored location's lines
+  // always are) is built once and then found by its first frame.
+  std::vector<uint64_t> Locations(const storage::StackValue& stack) {
+    const std::vector<uint32_t>& frames = stack.frames;
     std::vector<uint64_t> ids;
     size_t begin = 0;
     while (begin < frames.size()) {
-      size_t end = begin;
-      while (end + 1 < frames.size() && frames[end].inlined) ++end;
-      ids.push_back(Location(frames, begin, end + 1));
+      size_t end = begin;  // the run is [begin, end]
+      bool consecutive = true;
+      while (end + 1 < frames.size() && profile_.frame(frames[end]).inlined) {
+        ++end;
+        consecutive = consecutive && frames[end] == frames[begin] + (end - begin);
+      }
+      const uint32_t count = static_cast<uint32_t>(end + 1 - begin);
+      MemoEntry& memo = memo_[frames[begin]];
+      if (consecutive && memo.count == count) {
+        ids.push_back(memo.location);
+      } else {
+        std::vector<const storage::ResolvedFrame*> run;
+        for (size_t i = begin; i <= end; ++i) run.push_back(&profile_.frame(frames[i]));
+        ids.push_back(Location(run));
+        if (consecutive && memo.count == 0) memo = {count, ids.back()};
+      }
       begin = end + 1;
     }
     return ids;
   }
 
  private:
+  struct MemoEntry {
+    uint32_t count = 0;  // frames in the run; 0 = none yet
+    uint64_t location = 0;
+  };
+
   uint64_t Function(const storage::ResolvedFrame& frame) {
     if (Named(frame)) return builder_->InternFunction(frame.function_name, frame.system_name, frame.file);
     const std::string name = FrameDisplayName(frame);
@@ -62,26 +84,29 @@ class ProfileModelBuilder {
     return builder_->InternMapping(mapping);
   }
 
-  uint64_t Location(const std::vector<storage::ResolvedFrame>& frames, size_t begin, size_t end) {
-    const storage::ResolvedFrame& outer = frames[end - 1];
+  // `run`: one location's frames, innermost first.
+  uint64_t Location(const std::vector<const storage::ResolvedFrame*>& run) {
+    const storage::ResolvedFrame& outer = *run.back();
     const LabelKind kind = FrameLabelKind(outer);
     const FrameKind profile_kind = ToProfileFrameKind(kind);
     // Interpreter frames and named frames without an address have nothing to
     // key a location on but their function and line.
-    if (end - begin == 1 && outer.address == 0 && (kind == LabelKind::kPython || Named(outer))) {
+    if (run.size() == 1 && outer.address == 0 && (kind == LabelKind::kPython || Named(outer))) {
       return builder_->InternSourceLocation(Function(outer), outer.line, profile_kind);
     }
     const uint64_t mapping_id = Mapping(outer, kind);
     std::vector<ProfileLine> lines;
     // A lone frame without a name keeps no lines: the pprof writer then names
     // it "libfoo.so+0x1a2b" itself, as frame_label.h does.
-    if (end - begin > 1 || Named(outer)) {
-      for (size_t i = begin; i < end; ++i) lines.push_back(ProfileLine{Function(frames[i]), frames[i].line});
+    if (run.size() > 1 || Named(outer)) {
+      for (const storage::ResolvedFrame* frame : run) lines.push_back(ProfileLine{Function(*frame), frame->line});
     }
     return builder_->InternLocation(mapping_id, outer.address, profile_kind, lines);
   }
 
   ProfileBuilder* builder_;
+  const storage::MergedProfile& profile_;
+  std::vector<MemoEntry> memo_;  // by frame table index of a run's first frame
 };
 
 std::vector<SampleValueType> SampleTypes(const storage::ProfileTypeInfo& type) {
@@ -108,10 +133,10 @@ StatusOr<std::string> RenderPprofGzip(const storage::MergedProfile& profile, int
 
   const uint32_t frequency_hz = period > 0 ? static_cast<uint32_t>((1'000'000'000 + period / 2) / period) : 0;
   ProfileBuilder builder(from_ns, period, frequency_hz);
-  ProfileModelBuilder model(&builder);
+  ProfileModelBuilder model(&builder, profile);
   for (const storage::StackValue& stack : profile.stacks) {
     if (stack.value <= 0) continue;
-    builder.AddSample(model.Locations(stack.stack.frames), stack.value, SampleLabels{});
+    builder.AddSample(model.Locations(stack), stack.value, SampleLabels{});
   }
   Profile out = builder.Finish(to_ns > from_ns ? to_ns - from_ns : 0);
   out.sample_types = sample_types;
@@ -121,14 +146,17 @@ StatusOr<std::string> RenderPprofGzip(const storage::MergedProfile& profile, int
 
 std::string RenderCollapsed(const storage::MergedProfile& profile) {
   FrameLabelInterner labels;
+  StackLabeler labeler(&labels, profile);
+  std::vector<uint32_t> stack_labels;
   std::map<std::string, int64_t> values;
   std::string line;
   for (const storage::StackValue& stack : profile.stacks) {
     if (stack.value <= 0) continue;
     line.clear();
+    labeler.Label(stack, &stack_labels);
     // Frames are leaf first; folded stacks root first.
-    for (auto it = stack.stack.frames.rbegin(); it != stack.stack.frames.rend(); ++it) {
-      const FrameLabel& label = labels.label(labels.Intern(*it));
+    for (auto it = stack_labels.rbegin(); it != stack_labels.rend(); ++it) {
+      const FrameLabel& label = labels.label(*it);
       if (!line.empty()) line.push_back(';');
       AppendCollapsedFrame(label.name, label.kind == LabelKind::kKernel, &line);
     }

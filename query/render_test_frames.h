@@ -2,6 +2,7 @@
 // table, exports). Stacks are written root first, as people read them.
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -51,20 +52,31 @@ inline storage::ResolvedFrame Inlined(storage::ResolvedFrame f) {
   return f;
 }
 
+// A stack with its frames spelled out; CpuProfile turns them into a frame table.
+struct TestStack {
+  std::vector<storage::ResolvedFrame> frames;  // leaf first
+  int64_t value = 0;
+};
+
 // `root_first` in reading order; stored leaf first as storage returns it.
-inline storage::StackValue Stack(std::vector<storage::ResolvedFrame> root_first, int64_t value) {
-  storage::StackValue s;
-  s.stack.frames.assign(root_first.rbegin(), root_first.rend());
-  s.value = value;
-  return s;
+inline TestStack Stack(std::vector<storage::ResolvedFrame> root_first, int64_t value) {
+  return TestStack{{root_first.rbegin(), root_first.rend()}, value};
 }
 
-inline storage::MergedProfile CpuProfile(std::vector<storage::StackValue> stacks) {
+// Equal frames share one frame table entry, as in storage's answers.
+inline storage::MergedProfile CpuProfile(const std::vector<TestStack>& stacks) {
   storage::MergedProfile p;
   p.type = {"cpu", "samples", 10'000'000};
-  for (storage::StackValue& s : stacks) {
+  for (const TestStack& s : stacks) {
+    storage::StackValue value;
+    for (const storage::ResolvedFrame& f : s.frames) {
+      auto it = std::find(p.frames.begin(), p.frames.end(), f);
+      if (it == p.frames.end()) it = p.frames.insert(p.frames.end(), f);
+      value.frames.push_back(static_cast<uint32_t>(it - p.frames.begin()));
+    }
+    value.value = s.value;
     p.total += s.value;
-    p.stacks.push_back(std::move(s));
+    p.stacks.push_back(std::move(value));
   }
   p.series = 1;
   return p;

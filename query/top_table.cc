@@ -17,7 +17,7 @@ std::string RenderTopJson(const storage::MergedProfile& profile, const TopOption
     size_t last_stack = SIZE_MAX;  // the last stack that counted this function's total
   };
   FrameLabelInterner labels;
-  StackLabeler labeler(&labels);
+  StackLabeler labeler(&labels, profile);
   std::vector<uint32_t> stack_labels;
   std::vector<Cost> costs;
   int64_t profile_total = 0;
@@ -25,7 +25,7 @@ std::string RenderTopJson(const storage::MergedProfile& profile, const TopOption
     const storage::StackValue& stack = profile.stacks[i];
     if (stack.value <= 0) continue;
     profile_total += stack.value;
-    labeler.Label(stack.stack, &stack_labels);
+    labeler.Label(stack, &stack_labels);
     for (size_t f = 0; f < stack_labels.size(); ++f) {
       const uint32_t id = stack_labels[f];
       if (id >= costs.size()) costs.resize(id + 1);

@@ -39,15 +39,24 @@ struct ProfileQuery {
 
 // One stack and its summed value over the query.
 struct StackValue {
-  ResolvedStack stack;
+  std::vector<uint32_t> frames;  // indexes into MergedProfile::frames, leaf first
   int64_t value = 0;
 };
 
+// A profile is a frame table plus stacks of indexes into it, as pprof has it:
+// a frame shared by thousands of stacks (main, the runtime, libc) is held and
+// rendered once, so an answer's memory follows its distinct frames, not
+// stacks x depth (docs/benchmarks.md, "Query memory").
 struct MergedProfile {
-  ProfileTypeInfo type;            // name "" when no samples of that type were ever stored
+  ProfileTypeInfo type;  // name "" when no samples of that type were ever stored
+  // The frames the stacks use: each location's lines once, innermost first
+  // and consecutive (so a stack lists them as a run), any order otherwise.
+  std::vector<ResolvedFrame> frames;
   std::vector<StackValue> stacks;  // distinct stacks (by content), any order; values > 0
   int64_t total = 0;               // sum of values
   uint64_t series = 0;             // series that contributed
+
+  const ResolvedFrame& frame(uint32_t index) const { return frames[index]; }
 };
 
 struct SeriesQuery {

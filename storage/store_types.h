@@ -26,11 +26,7 @@ struct ResolvedFrame {
   std::string mapping_file;  // "" when the location has no mapping
   std::string build_id;
   bool inlined = false;  // true for every line of a location except its last (outermost)
-};
-
-struct ResolvedStack {
-  uint64_t id = 0;                    // backend-specific
-  std::vector<ResolvedFrame> frames;  // leaf first
+  friend bool operator==(const ResolvedFrame&, const ResolvedFrame&) = default;
 };
 
 using Labels = std::vector<std::pair<std::string, std::string>>;  // sorted by name

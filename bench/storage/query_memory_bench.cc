@@ -45,6 +45,17 @@ long StatusKb(const char* field) {
   return -1;
 }
 
+// -1 for a profile without a frame table (the tool also builds against the
+// MergedProfile before it had one, for side-by-side runs).
+template <typename Profile>
+long FrameTableSize(const Profile& p) {
+  if constexpr (requires { p.frames.size(); }) {
+    return static_cast<long>(p.frames.size());
+  } else {
+    return -1;
+  }
+}
+
 void ResetPeakRss() {
   std::ofstream out("/proc/self/clear_refs");
   out << "5";
@@ -136,7 +147,7 @@ int Query(const std::string& dir, double hours, double range_hours, int node, in
       total = p->total;
       json_bytes = json.size();
       json_hash = std::hash<std::string>()(json);
-      if constexpr (requires { p->frames.size(); }) frames = static_cast<long>(p->frames.size());
+      frames = FrameTableSize(*p);
     });
     worker.join();
     if (!ok) return 1;

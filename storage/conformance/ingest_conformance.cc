@@ -61,7 +61,9 @@ MergedProfile StoreConformanceTest::Profile(const std::string& selector, int64_t
 
 std::map<std::string, int64_t> StoreConformanceTest::ByLeaf(const MergedProfile& profile) {
   std::map<std::string, int64_t> out;
-  for (const StackValue& s : profile.stacks) out[s.stack.frames.empty() ? "" : s.stack.frames[0].function_name] += s.value;
+  for (const StackValue& s : profile.stacks) {
+    out[s.frames.empty() ? "" : profile.frame(s.frames[0]).function_name] += s.value;
+  }
   return out;
 }
 
@@ -102,14 +104,14 @@ TEST_P(StoreConformanceTest, RoundTripKeepsValuesAndEveryFrameField) {
   EXPECT_EQ(a.value, 8);
   EXPECT_EQ(c.value, 2);
   // kernel, inner (inlined), outer, handle: the inlined location gives two frames.
-  ASSERT_EQ(a.stack.frames.size(), 4u);
-  const ResolvedFrame& k = a.stack.frames[0];
+  ASSERT_EQ(a.frames.size(), 4u);
+  const ResolvedFrame& k = p.frame(a.frames[0]);
   EXPECT_EQ(k.function_name, "do_syscall_64");
   EXPECT_EQ(k.kind, v1::FRAME_KIND_KERNEL);
   EXPECT_EQ(k.address, 0xffffffff81000000ull);
   EXPECT_EQ(k.mapping_file, "");
   EXPECT_FALSE(k.inlined);
-  const ResolvedFrame& in = a.stack.frames[1];
+  const ResolvedFrame& in = p.frame(a.frames[1]);
   EXPECT_EQ(in.function_name, "inner()");
   EXPECT_EQ(in.system_name, "_Z5innerv");
   EXPECT_EQ(in.file, "inner.h");
@@ -118,19 +120,47 @@ TEST_P(StoreConformanceTest, RoundTripKeepsValuesAndEveryFrameField) {
   EXPECT_EQ(in.mapping_file, "/lib/libc.so.6");
   EXPECT_EQ(in.build_id, "deadbeef");
   EXPECT_EQ(in.address, 0x4000u);
-  const ResolvedFrame& out = a.stack.frames[2];
+  const ResolvedFrame& out = p.frame(a.frames[2]);
   EXPECT_EQ(out.function_name, "outer()");
   EXPECT_EQ(out.line, 42);
   EXPECT_FALSE(out.inlined);
   EXPECT_EQ(out.location_id, in.location_id);
-  const ResolvedFrame& pyf = a.stack.frames[3];
+  EXPECT_EQ(a.frames[2], a.frames[1] + 1);  // a location's lines are consecutive in the frame table
+  const ResolvedFrame& pyf = p.frame(a.frames[3]);
   EXPECT_EQ(pyf.function_name, "handle");
   EXPECT_EQ(pyf.file, "app.py");
   EXPECT_EQ(pyf.kind, v1::FRAME_KIND_PYTHON);
-  ASSERT_EQ(c.stack.frames.size(), 1u);  // a location without lines: one frame, no function
-  EXPECT_EQ(c.stack.frames[0].function_name, "");
-  EXPECT_EQ(c.stack.frames[0].address, 0x9999u);
-  EXPECT_EQ(c.stack.frames[0].mapping_file, "/lib/libc.so.6");
+  ASSERT_EQ(c.frames.size(), 1u);  // a location without lines: one frame, no function
+  EXPECT_EQ(p.frame(c.frames[0]).function_name, "");
+  EXPECT_EQ(p.frame(c.frames[0]).address, 0x9999u);
+  EXPECT_EQ(p.frame(c.frames[0]).mapping_file, "/lib/libc.so.6");
+}
+
+TEST_P(StoreConformanceTest, FrameTableHoldsEachLocationOnce) {
+  BatchBuilder b("a", 1);
+  const uint32_t cpu = b.Cpu();
+  const uint32_t set = b.LabelSet({{"node", "n1"}});
+  b.Sample(kT0, cpu, set, b.SimpleStack({"leaf_x", "mid", "main"}), 3);
+  b.Sample(kT0, cpu, set, b.SimpleStack({"leaf_y", "mid", "main"}), 4);
+  b.Sample(kT0, cpu, set, b.SimpleStack({"main"}), 5);
+  MustIngest(b.batch());
+  MergedProfile p = Profile("", kT0, kT0 + kSec);
+  ASSERT_EQ(p.stacks.size(), 3u);
+  // Four distinct frames, each once, each used; stacks share their entries.
+  ASSERT_EQ(p.frames.size(), 4u);
+  std::map<std::string, uint32_t> index_of;
+  for (uint32_t i = 0; i < p.frames.size(); ++i) index_of[p.frames[i].function_name] = i;
+  EXPECT_EQ(index_of.size(), 4u);
+  std::map<int64_t, std::vector<uint32_t>> by_value;
+  for (const StackValue& s : p.stacks) {
+    for (uint32_t f : s.frames) ASSERT_LT(f, p.frames.size());
+    by_value[s.value] = s.frames;
+  }
+  EXPECT_EQ(by_value[3], (std::vector<uint32_t>{index_of["leaf_x"], index_of["mid"], index_of["main"]}));
+  EXPECT_EQ(by_value[4], (std::vector<uint32_t>{index_of["leaf_y"], index_of["mid"], index_of["main"]}));
+  EXPECT_EQ(by_value[5], (std::vector<uint32_t>{index_of["main"]}));
+  EXPECT_EQ(p.frames[index_of["mid"]].system_name, "_Zmid");
+  EXPECT_EQ(p.frames[index_of["mid"]].mapping_file, "/bin/app");
 }
 
 TEST_P(StoreConformanceTest, SameContentFromTwoAgentsMergesIntoOneStack) {

@@ -64,7 +64,7 @@ Status EmbeddedProfileStore::Recover() {
   ASSIGN_OR_RETURN(dictionary_,
                    dictionary::DictionaryStore::Open(options_.data_dir + "/dictionary.sqlite", options_.limits));
   series_ = std::make_unique<SeriesCatalog>(dictionary_.get());
-  stacks_ = std::make_unique<ResolvedStackCache>(dictionary_.get(), options_.stack_cache_frames);
+  stacks_ = std::make_unique<ResolvedStackCache>(dictionary_.get(), options_.stack_cache_bytes);
 
   ASSIGN_OR_RETURN(LoadedSegments loaded, LoadSegments(segments_dir()));
   for (const auto& s : loaded.segments) covered_seq_ = std::max(covered_seq_, s->hi);

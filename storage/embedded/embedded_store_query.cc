@@ -94,12 +94,13 @@ StatusOr<MergedProfile> EmbeddedProfileStore::SelectProfile(const storage::Profi
   for (uint64_t id = 0; id < sums.size(); ++id) {
     if (sums[id] > 0) stack_ids.push_back(id);
   }
-  ASSIGN_OR_RETURN(std::vector<storage::ResolvedStack> stacks, stacks_->Resolve(stack_ids));
-  out.stacks.reserve(stacks.size());
-  for (size_t i = 0; i < stacks.size(); ++i) {
+  ASSIGN_OR_RETURN(ResolvedStackTable table, stacks_->Resolve(stack_ids));
+  out.frames = std::move(table.frames);
+  out.stacks.reserve(table.stacks.size());
+  for (size_t i = 0; i < table.stacks.size(); ++i) {
     const int64_t value = sums[stack_ids[i]];
     out.total += value;
-    out.stacks.push_back({std::move(stacks[i]), value});
+    out.stacks.push_back({std::move(table.stacks[i]), value});
   }
   out.series = static_cast<uint64_t>(std::count(contributed.begin(), contributed.end(), 1));
   return out;

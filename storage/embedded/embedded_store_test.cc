@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "storage/embedded/embedded_store_test_util.h"
 #include "storage/embedded/head_record.h"
@@ -41,6 +42,51 @@ void ExpectAllDuplicates(EmbeddedProfileStore& store, int n) {
     StatusOr<storage::IngestResult> r = store.Ingest(OneSample("a", i, kT0 + i * kSec, i));
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     EXPECT_TRUE(r->duplicate) << "seq " << i;
+  }
+}
+
+// Each stack spelled out (function names root to leaf) with its value, sorted.
+std::vector<std::pair<std::vector<std::string>, int64_t>> Spelled(const storage::MergedProfile& p) {
+  std::vector<std::pair<std::vector<std::string>, int64_t>> out;
+  for (const storage::StackValue& s : p.stacks) {
+    std::vector<std::string> names;
+    for (auto it = s.frames.rbegin(); it != s.frames.rend(); ++it) names.push_back(p.frame(*it).function_name);
+    out.emplace_back(std::move(names), s.value);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST(EmbeddedStoreTest, AnswersDoNotDependOnTheStackCacheSize) {
+  ScratchDir dir;
+  storage::ProfileQuery all;
+  all.from_ns = kT0;
+  all.to_ns = kT0 + kSec;
+  std::vector<std::pair<std::vector<std::string>, int64_t>> expected;
+  // Unbounded for this data, none at all, and small enough to rotate many
+  // times within one query; each asked twice (cold, then from the cache).
+  for (size_t bytes : {size_t{64} << 20, size_t{0}, size_t{16} << 10}) {
+    SCOPED_TRACE(bytes);
+    EmbeddedStoreOptions options = ManualOptions(dir.data());
+    options.stack_cache_bytes = bytes;
+    auto store = MustOpen(options);
+    if (expected.empty()) {
+      MustIngest(*store, NodeBatch("n1", 1, kT0, 300, 12));
+      MustIngest(*store, NodeBatch("n2", 1, kT0, 300, 12));
+    }
+    for (int round = 0; round < 2; ++round) {
+      StatusOr<storage::MergedProfile> p = store->SelectProfile(all);
+      ASSERT_TRUE(p.ok()) << p.status().ToString();
+      ASSERT_EQ(p->stacks.size(), 600u);
+      if (expected.empty()) expected = Spelled(*p);
+      EXPECT_EQ(Spelled(*p), expected);
+      // Each location once (no inlined frames here), far fewer than the
+      // stacks' 600 x 13 frame references.
+      std::set<uint64_t> locations;
+      for (const storage::ResolvedFrame& f : p->frames) locations.insert(f.location_id);
+      EXPECT_EQ(locations.size(), p->frames.size());
+      EXPECT_LT(p->frames.size(), 600u * 13 / 4);
+    }
   }
 }
 

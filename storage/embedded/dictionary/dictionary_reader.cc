@@ -88,18 +88,74 @@ StatusOr<std::vector<uint64_t>> DictionaryReader::Ids(SqliteStatement& stmt) {
 
 StatusOr<std::vector<ResolvedStack>> DictionaryReader::ResolveStacks(const std::vector<uint64_t>& stack_ids) {
   ResetOnExit reset(this);
-  // Memos for this call only: stacks of one query share most frames. Nothing
-  // is kept across calls, so the reader's memory stays flat.
+  ASSIGN_OR_RETURN(std::vector<std::vector<uint64_t>> stack_locations, StackLocationsNoReset(stack_ids));
+  // Stacks of one call share most locations: each is read once.
+  std::vector<uint64_t> distinct;
+  std::unordered_map<uint64_t, size_t> index_of;
+  for (const std::vector<uint64_t>& locations : stack_locations) {
+    for (uint64_t id : locations) {
+      if (index_of.try_emplace(id, distinct.size()).second) distinct.push_back(id);
+    }
+  }
+  ASSIGN_OR_RETURN(std::vector<std::vector<ResolvedFrame>> frames, ResolveLocationsNoReset(distinct));
+  std::vector<ResolvedStack> out(stack_ids.size());
+  for (size_t i = 0; i < stack_ids.size(); ++i) {
+    out[i].id = stack_ids[i];
+    for (uint64_t id : stack_locations[i]) {
+      const std::vector<ResolvedFrame>& lines = frames[index_of[id]];
+      out[i].frames.insert(out[i].frames.end(), lines.begin(), lines.end());
+    }
+  }
+  return out;
+}
+
+StatusOr<std::vector<std::vector<uint64_t>>> DictionaryReader::StackLocations(const std::vector<uint64_t>& stack_ids) {
+  ResetOnExit reset(this);
+  return StackLocationsNoReset(stack_ids);
+}
+
+StatusOr<std::vector<std::vector<ResolvedFrame>>> DictionaryReader::ResolveLocations(
+    const std::vector<uint64_t>& location_ids) {
+  ResetOnExit reset(this);
+  return ResolveLocationsNoReset(location_ids);
+}
+
+StatusOr<std::vector<std::vector<uint64_t>>> DictionaryReader::StackLocationsNoReset(
+    const std::vector<uint64_t>& stack_ids) {
+  std::vector<std::vector<uint64_t>> out;
+  out.reserve(stack_ids.size());
+  for (uint64_t stack_id : stack_ids) {
+    stack_.Reset();
+    stack_.BindInt(1, static_cast<int64_t>(stack_id));
+    ASSIGN_OR_RETURN(bool row, stack_.Step());
+    if (!row) return NotFoundError("stack " + std::to_string(stack_id) + " not found");
+    std::string_view in = stack_.ColumnBlob(0);
+    std::vector<uint64_t> locations;
+    while (!in.empty()) {
+      uint64_t location_id = 0;
+      if (!GetVarint(&in, &location_id)) return Corrupt("stacks", stack_id);
+      locations.push_back(location_id);
+    }
+    out.push_back(std::move(locations));
+  }
+  return out;
+}
+
+StatusOr<std::vector<std::vector<ResolvedFrame>>> DictionaryReader::ResolveLocationsNoReset(
+    const std::vector<uint64_t>& location_ids) {
+  // A memo for this call only: locations of one query share most strings
+  // (files, mappings). Nothing is kept across calls, so the reader's memory
+  // stays flat.
   std::unordered_map<uint64_t, std::string> strings;
-  std::unordered_map<uint64_t, std::vector<ResolvedFrame>> locations;
   auto string = [&](uint64_t id) -> StatusOr<std::string> {
     if (auto it = strings.find(id); it != strings.end()) return it->second;
     ASSIGN_OR_RETURN(std::string s, String(id));
     strings.emplace(id, s);
     return s;
   };
-  auto location = [&](uint64_t id) -> StatusOr<const std::vector<ResolvedFrame>*> {
-    if (auto it = locations.find(id); it != locations.end()) return &it->second;
+  std::vector<std::vector<ResolvedFrame>> out;
+  out.reserve(location_ids.size());
+  for (uint64_t id : location_ids) {
     location_.Reset();
     location_.BindInt(1, static_cast<int64_t>(id));
     ASSIGN_OR_RETURN(bool row, location_.Step());
@@ -139,27 +195,8 @@ StatusOr<std::vector<ResolvedStack>> DictionaryReader::ResolveStacks(const std::
     }
     if (frames.empty()) frames.push_back(base);
     frames.back().inlined = false;
-    return &locations.emplace(id, std::move(frames)).first->second;
-  };
-
-  std::vector<ResolvedStack> out;
-  out.reserve(stack_ids.size());
-  for (uint64_t stack_id : stack_ids) {
-    stack_.Reset();
-    stack_.BindInt(1, static_cast<int64_t>(stack_id));
-    ASSIGN_OR_RETURN(bool row, stack_.Step());
-    if (!row) return NotFoundError("stack " + std::to_string(stack_id) + " not found");
-    std::string blob(stack_.ColumnBlob(0));
-    ResolvedStack stack;
-    stack.id = stack_id;
-    std::string_view in = blob;
-    while (!in.empty()) {
-      uint64_t location_id = 0;
-      if (!GetVarint(&in, &location_id)) return Corrupt("stacks", stack_id);
-      ASSIGN_OR_RETURN(const std::vector<ResolvedFrame>* frames, location(location_id));
-      stack.frames.insert(stack.frames.end(), frames->begin(), frames->end());
-    }
-    out.push_back(std::move(stack));
+    frames.shrink_to_fit();
+    out.push_back(std::move(frames));
   }
   return out;
 }

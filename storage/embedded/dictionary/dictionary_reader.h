@@ -20,6 +20,8 @@ class DictionaryReader {
   static StatusOr<std::unique_ptr<DictionaryReader>> Open(const std::string& path);
 
   StatusOr<std::vector<ResolvedStack>> ResolveStacks(const std::vector<uint64_t>& stack_ids);
+  StatusOr<std::vector<std::vector<uint64_t>>> StackLocations(const std::vector<uint64_t>& stack_ids);
+  StatusOr<std::vector<std::vector<ResolvedFrame>>> ResolveLocations(const std::vector<uint64_t>& location_ids);
   StatusOr<Labels> LabelSet(uint64_t label_set_id);
   StatusOr<ProfileTypeInfo> ProfileType(uint64_t type_id);
   StatusOr<std::vector<uint64_t>> SeriesMatching(const Labels& equal_matchers);
@@ -31,6 +33,9 @@ class DictionaryReader {
   explicit DictionaryReader(std::unique_ptr<SqliteDb> db) : db_(std::move(db)) {}
   Status PrepareStatements();
   StatusOr<std::string> String(uint64_t id);
+  // The bodies of StackLocations and ResolveLocations, without the reset.
+  StatusOr<std::vector<std::vector<uint64_t>>> StackLocationsNoReset(const std::vector<uint64_t>& stack_ids);
+  StatusOr<std::vector<std::vector<ResolvedFrame>>> ResolveLocationsNoReset(const std::vector<uint64_t>& location_ids);
   // 0 when the string was never stored.
   StatusOr<uint64_t> StringId(const std::string& value);
   // Runs `stmt` (bound by the caller) and collects column 0 of every row.

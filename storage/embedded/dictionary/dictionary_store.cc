@@ -40,6 +40,17 @@ StatusOr<std::vector<ResolvedStack>> DictionaryStore::ResolveStacks(const std::v
   return reader_->ResolveStacks(stack_ids);
 }
 
+StatusOr<std::vector<std::vector<uint64_t>>> DictionaryStore::StackLocations(const std::vector<uint64_t>& stack_ids) {
+  std::lock_guard<std::mutex> lock(read_mu_);
+  return reader_->StackLocations(stack_ids);
+}
+
+StatusOr<std::vector<std::vector<ResolvedFrame>>> DictionaryStore::ResolveLocations(
+    const std::vector<uint64_t>& location_ids) {
+  std::lock_guard<std::mutex> lock(read_mu_);
+  return reader_->ResolveLocations(location_ids);
+}
+
 StatusOr<Labels> DictionaryStore::LabelSet(uint64_t label_set_id) {
   std::lock_guard<std::mutex> lock(read_mu_);
   return reader_->LabelSet(label_set_id);

@@ -87,6 +87,11 @@ class DictionaryStore {
   StatusOr<ResolvedStack> ResolveStack(uint64_t stack_id);
   // Same order as `stack_ids`; shares lookups of common frames across stacks.
   StatusOr<std::vector<ResolvedStack>> ResolveStacks(const std::vector<uint64_t>& stack_ids);
+  // The two halves of ResolveStacks, for a cache that keeps locations apart
+  // from stacks: each stack's location ids (leaf first), and each location's
+  // frames (innermost line first). Same order as the ids given.
+  StatusOr<std::vector<std::vector<uint64_t>>> StackLocations(const std::vector<uint64_t>& stack_ids);
+  StatusOr<std::vector<std::vector<ResolvedFrame>>> ResolveLocations(const std::vector<uint64_t>& location_ids);
   StatusOr<Labels> LabelSet(uint64_t label_set_id);
   StatusOr<ProfileTypeInfo> ProfileType(uint64_t type_id);
 

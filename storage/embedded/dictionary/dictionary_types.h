@@ -28,7 +28,14 @@ struct InternedBatch {
 using storage::Labels;
 using storage::ProfileTypeInfo;
 using storage::ResolvedFrame;
-using storage::ResolvedStack;
+
+// One stack with its frames copied in (leaf first): what ResolveStacks gives
+// tests and tools. Queries go through ResolvedStackCache, which keeps each
+// location's frames once and answers with a frame table.
+struct ResolvedStack {
+  uint64_t id = 0;
+  std::vector<ResolvedFrame> frames;
+};
 
 // Row counts per table, for tests and metrics.
 struct DictionaryRowCounts {
