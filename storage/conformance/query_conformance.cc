@@ -101,6 +101,31 @@ TEST_P(StoreConformanceTest, ProfileTypesAreSeparate) {
   EXPECT_EQ((*types)[1].name, "gpu_time");
 }
 
+// Agents sampling at other frequencies send the same type name with other
+// periods: their counts do not add up, their CPU times do.
+TEST_P(StoreConformanceTest, OneTypeNameWithOtherPeriodsAddsUpInNanoseconds) {
+  BatchBuilder b("agent-periods", 1);
+  const uint32_t at100hz = b.Type("cpu", "samples", 10'000'000);
+  const uint32_t at20hz = b.Type("cpu", "samples", 50'000'000);
+  const uint32_t set = b.LabelSet({{"node", "n"}});
+  b.Sample(kT0, at100hz, set, b.SimpleStack({"fast_fn"}), 10);
+  b.Sample(kT0, at20hz, set, b.SimpleStack({"slow_fn"}), 2);
+  MustIngest(b.batch());
+  MergedProfile p = Profile("", kT0, kT0 + kSec, "cpu");
+  EXPECT_EQ(p.type.name, "cpu");
+  EXPECT_EQ(p.type.sample_unit, "nanoseconds");
+  EXPECT_EQ(p.total, 200'000'000);
+  EXPECT_EQ(ByLeaf(p), (std::map<std::string, int64_t>{{"fast_fn", 100'000'000}, {"slow_fn", 100'000'000}}));
+  SeriesQuery q;
+  q.profile.from_ns = kT0;
+  q.profile.to_ns = kT0 + kSec;
+  q.step_ns = kSec;
+  StatusOr<std::vector<Series>> series = store().SelectSeries(q);
+  ASSERT_TRUE(series.ok()) << series.status().message();
+  ASSERT_EQ(series->size(), 1u);
+  EXPECT_EQ((*series)[0].points, (std::vector<SeriesPoint>{{kT0, 200'000'000}}));
+}
+
 StatusOr<std::vector<Series>> RunSeries(ProfileStore& store, const std::string& selector, int64_t from, int64_t to,
                                         int64_t step, std::vector<std::string> group_by) {
   SeriesQuery q;

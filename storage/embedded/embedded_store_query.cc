@@ -30,6 +30,38 @@ bool InMask(const std::vector<uint8_t>& mask, uint64_t id) { return id < mask.si
 constexpr int64_t kMaxSteps = 11'000;
 constexpr int64_t kMaxGroupPoints = 50'000'000;
 
+// Types of one name can differ in period: agents sampling at 19 Hz and at
+// 99 Hz both send "cpu" in "samples", but a sample stands for 52.6 ms of CPU
+// in one and 10.1 ms in the other, so counts cannot be added. Such answers
+// are in nanoseconds (each row's value times its type's period); a single
+// (unit, period) keeps its own unit.
+struct TypeScaling {
+  ProfileTypeInfo info;
+  std::vector<int64_t> multiplier;  // by type id; empty when every multiplier is 1
+  int64_t Scale(uint32_t type_id, int64_t value) const {
+    return multiplier.empty() ? value : value * multiplier[type_id];
+  }
+};
+
+TypeScaling ScalingFor(const std::vector<TypeEntry>& types) {
+  TypeScaling out;
+  out.info = types.front().info;
+  const bool uniform = std::all_of(types.begin(), types.end(), [&](const TypeEntry& t) {
+    return t.info.sample_unit == out.info.sample_unit && t.info.period_nanos == out.info.period_nanos;
+  });
+  if (uniform) return out;
+  out.info.sample_unit = "nanoseconds";
+  out.info.period_nanos = 0;
+  uint32_t max_id = 0;
+  for (const TypeEntry& t : types) max_id = std::max(max_id, t.id);
+  out.multiplier.assign(max_id + 1, 1);
+  for (const TypeEntry& t : types) {
+    const bool counts = t.info.sample_unit == "samples" || t.info.sample_unit.empty();
+    out.multiplier[t.id] = counts && t.info.period_nanos > 0 ? t.info.period_nanos : 1;
+  }
+  return out;
+}
+
 }  // namespace
 
 Status EmbeddedProfileStore::ScanRows(const std::vector<TypeEntry>& types, int64_t from_ns, int64_t to_ns,
@@ -75,7 +107,8 @@ StatusOr<MergedProfile> EmbeddedProfileStore::SelectProfile(const storage::Profi
   MergedProfile out;
   ASSIGN_OR_RETURN(std::vector<TypeEntry> types, series_->Types(query.type));
   if (types.empty()) return out;
-  out.type = types.front().info;
+  const TypeScaling scaling = ScalingFor(types);
+  out.type = scaling.info;
   ASSIGN_OR_RETURN(std::vector<uint64_t> series, series_->Select(query.selector));
   if (series.empty()) return out;
   const std::vector<uint8_t> mask = Mask(series);
@@ -87,7 +120,7 @@ StatusOr<MergedProfile> EmbeddedProfileStore::SelectProfile(const storage::Profi
       [&](uint64_t id) { return InMask(mask, id); },
       [&](const SampleRow& r) {
         if (r.stack_id >= sums.size()) [[unlikely]] sums.resize(std::max<size_t>(r.stack_id + 1, sums.size() * 2), 0);
-        sums[r.stack_id] += r.value;
+        sums[r.stack_id] += scaling.Scale(r.type_id, r.value);
         contributed[r.series_id] = 1;
       }));
   std::vector<uint64_t> stack_ids;
@@ -117,6 +150,7 @@ StatusOr<std::vector<Series>> EmbeddedProfileStore::SelectSeries(const storage::
   }
   ASSIGN_OR_RETURN(std::vector<TypeEntry> types, series_->Types(q.type));
   if (types.empty()) return std::vector<Series>{};
+  const TypeScaling scaling = ScalingFor(types);
   ASSIGN_OR_RETURN(std::vector<uint64_t> series, series_->Select(q.selector));
   if (series.empty()) return std::vector<Series>{};
 
@@ -148,7 +182,7 @@ StatusOr<std::vector<Series>> EmbeddedProfileStore::SelectSeries(const storage::
       [&](const SampleRow& r) {
         std::vector<int64_t>& p = points[group[r.series_id]];
         if (p.empty()) p.assign(steps, 0);
-        p[(r.time_ns - q.from_ns) / query.step_ns] += r.value;
+        p[(r.time_ns - q.from_ns) / query.step_ns] += scaling.Scale(r.type_id, r.value);
       }));
   std::vector<Series> out;
   for (const auto& [values, g] : group_of_values) {  // map order: sorted by the label values
