@@ -33,7 +33,7 @@ agent=$!
 
 cat <<MSG
 demo: warpscope-server on ${url} (data in ./warpscope-data), agent profiling every process at 19 Hz.
-demo: the API (docs/api.md), e.g.
+demo: open ${url}/ in a browser for the UI; the API (docs/api.md), e.g.
   curl -o last5m.pb.gz '${url}/api/v1/profile?from=now-5m&format=pprof'   # then: go tool pprof -http=: last5m.pb.gz
   curl '${url}/api/v1/top?from=now-5m&limit=20'
   curl -G '${url}/api/v1/profile' --data-urlencode 'selector={comm=~"python.*"}' --data-urlencode format=collapsed
