@@ -103,21 +103,6 @@ StatusOr<ServerAddress> ParseServerUrl(const std::string& url, const std::string
   return a;
 }
 
-std::string UrlEncode(const std::string& text) {
-  static const char* hex = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : text) {
-    if (isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    }
-  }
-  return out;
-}
-
 HttpAnswer TimedGet(const ServerAddress& server, const std::string& path_and_query) {
   httplib::Client client(server.host, server.port);
   client.set_read_timeout(600, 0);

@@ -55,6 +55,5 @@ struct HttpAnswer {
 };
 HttpAnswer TimedGet(const ServerAddress& server, const std::string& path_and_query);
 
-std::string UrlEncode(const std::string& text);
 
 }  // namespace warpscope::bench

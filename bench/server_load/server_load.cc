@@ -44,6 +44,7 @@
 #include "bench/server_load/load_client.h"
 #include "bench/server_load/server_probe.h"
 #include "proto/warpscope/v1/ingest.pb.h"
+#include "tests/integration/server_process.h"
 
 namespace warpscope::bench {
 namespace {
@@ -276,6 +277,13 @@ struct QueryResult {
   std::string error;
 };
 
+// The server's flags after --listen and --data-dir.
+std::vector<std::string> ServerArgs(const std::string& token, const std::vector<std::string>& extra) {
+  std::vector<std::string> args = {"--token", token};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
 }  // namespace
 
 int Main(int argc, char** argv) {
@@ -301,7 +309,7 @@ int Main(int argc, char** argv) {
   const bool own_server = !o.server_bin.empty();
 
   // The server.
-  std::unique_ptr<LocalServer> server;
+  std::unique_ptr<testing::ServerProcess> server;
   std::string data_dir = o.data_dir, token = o.token;
   ServerAddress address;
   if (own_server) {
@@ -311,7 +319,7 @@ int Main(int argc, char** argv) {
       data_dir = templ;
     }
     if (token.empty()) token = "load-" + std::to_string(std::random_device()());
-    auto started = LocalServer::Start(o.server_bin, data_dir, token, o.server_args);
+    auto started = testing::ServerProcess::Start(o.server_bin, data_dir, ServerArgs(token, o.server_args));
     if (!started.ok()) Die(started.status().message());
     server = std::move(started).value();
     address.port = server->port();
@@ -361,11 +369,11 @@ int Main(int argc, char** argv) {
   const int64_t status_samples = status.status == 200 ? JsonInt(status.body, "samples") : -1;
 
   // Stop (final flush), measure the data dir.
-  ExitUsage ingest_exit;
+  testing::ServerExit ingest_exit;
   DirUsage disk;
   bool have_disk = false;
   if (own_server) {
-    ingest_exit = server->Stop();
+    ingest_exit = server->Stop(600);
     if (ingest_exit.exit_code != 0) {
       fprintf(stderr, "server_load: server exited with %d (signal %d: %s) after SIGTERM; log:\n%s\n",
               ingest_exit.exit_code, ingest_exit.signal, strsignal(ingest_exit.signal), server->log().c_str());
@@ -418,13 +426,14 @@ int Main(int argc, char** argv) {
         }
       }
       if (own_server) {
-        auto restarted = LocalServer::Start(o.server_bin, data_dir, token, o.server_args, address.port);
+        auto restarted =
+            testing::ServerProcess::Start(o.server_bin, data_dir, ServerArgs(token, o.server_args), address.port);
         if (!restarted.ok()) Die("restart: " + restarted.status().message());
         server = std::move(restarted).value();
         restart_seconds = std::max(restart_seconds, server->start_seconds());
       }
       const std::string path = "/api/v1/profile?type=cpu&from=" + std::to_string(from_ns / 1'000'000) +
-                               "&to=" + std::to_string(end_ns / 1'000'000) + "&selector=" + UrlEncode(selector) +
+                               "&to=" + std::to_string(end_ns / 1'000'000) + "&selector=" + testing::UrlEncode(selector) +
                                "&format=json";
       std::vector<double> warm;
       for (int run = 0; run <= o.query_runs; ++run) {
@@ -448,7 +457,7 @@ int Main(int argc, char** argv) {
       fprintf(stderr, "server_load: %s: cold %.1f ms, median %.1f ms\n", q.name.c_str(), q.cold_ms, q.median_ms);
       queries.push_back(q);
       if (own_server) {
-        const ExitUsage u = server->Stop();
+        const testing::ServerExit u = server->Stop(600);
         peak_rss_query = std::max(peak_rss_query, u.peak_rss_bytes);
         server.reset();
       }

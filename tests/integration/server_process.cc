@@ -4,6 +4,7 @@
 #include <httplib.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <zstd.h>
@@ -12,6 +13,13 @@
 #include <regex>
 
 namespace warpscope::testing {
+namespace {
+
+double NowSeconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
 
 StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(const std::string& binary, const std::string& data_dir,
                                                               const std::vector<std::string>& extra_args, int port) {
@@ -19,6 +27,7 @@ StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(const std::string&
   if (pipe2(pipe_fds, O_CLOEXEC) != 0) return ErrnoError(errno, "pipe");
   std::vector<std::string> argv = {binary, "--listen", "127.0.0.1:" + std::to_string(port), "--data-dir", data_dir};
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+  const double started = NowSeconds();
   const pid_t pid = fork();
   if (pid < 0) return ErrnoError(errno, "fork");
   if (pid == 0) {
@@ -43,15 +52,16 @@ StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(const std::string&
       if (n <= 0) break;
       std::lock_guard<std::mutex> lock(raw->mu_);
       raw->log_.append(buf, n);
+      if (raw->log_.size() > (4u << 20)) raw->log_.erase(0, raw->log_.size() - (2u << 20));
     }
   });
-  const std::regex serving("serving on http://[^:]+:([0-9]+)");
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (std::chrono::steady_clock::now() < deadline) {
+  const std::regex serving("serving on http://[^: ]+:([0-9]+)");
+  while (NowSeconds() < started + 120) {
     std::smatch m;
     const std::string log = p->log();
     if (std::regex_search(log, m, serving)) {
       p->port_ = std::stoi(m[1]);
+      p->start_seconds_ = NowSeconds() - started;
       return p;
     }
     int status = 0;
@@ -61,7 +71,7 @@ StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(const std::string&
     }
     usleep(20'000);
   }
-  return InternalError("warpscope-server did not start within 30 s: " + p->log());
+  return InternalError("warpscope-server did not print 'serving on' within 120 s: " + p->log());
 }
 
 ServerProcess::~ServerProcess() {
@@ -75,26 +85,28 @@ std::string ServerProcess::log() const {
   return log_;
 }
 
-void ServerProcess::Reap(int timeout_s) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+ServerExit ServerProcess::Reap(int timeout_s) {
+  ServerExit exit;
+  const double begin = NowSeconds();
+  int status = 0;
+  struct rusage ru {};
   for (;;) {
-    int status = 0;
-    const pid_t r = waitpid(pid_, &status, WNOHANG);
-    if (r == pid_) {
-      exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-      pid_ = -1;
-      break;
-    }
-    if (std::chrono::steady_clock::now() > deadline) {
+    if (wait4(pid_, &status, WNOHANG, &ru) == pid_) break;
+    if (NowSeconds() > begin + timeout_s) {
       kill(pid_, SIGKILL);
-      waitpid(pid_, &status, 0);
-      exit_code_ = -1;
-      pid_ = -1;
+      wait4(pid_, &status, 0, &ru);
       break;
     }
-    usleep(10'000);
+    usleep(5'000);
   }
+  exit.stop_seconds = NowSeconds() - begin;
+  exit.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  exit.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+  exit.cpu_seconds = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+  exit.peak_rss_bytes = static_cast<int64_t>(ru.ru_maxrss) * 1024;
+  pid_ = -1;
   if (reader_.joinable()) reader_.join();
+  return exit;
 }
 
 void ServerProcess::Kill() {
@@ -103,11 +115,10 @@ void ServerProcess::Kill() {
   Reap(10);
 }
 
-int ServerProcess::Stop(int timeout_s) {
-  if (pid_ <= 0) return exit_code_;
+ServerExit ServerProcess::Stop(int timeout_s) {
+  if (pid_ <= 0) return {};
   kill(pid_, SIGTERM);
-  Reap(timeout_s);
-  return exit_code_;
+  return Reap(timeout_s);
 }
 
 namespace {

@@ -1,9 +1,15 @@
-// Test helper: a real warpscope-server process on loopback (STYLE.md rule 5),
-// and a small HTTP client for its API (zstd-compressed ingest, GETs).
+// A real warpscope-server process on loopback (STYLE.md rule 5), and a small
+// HTTP client for its API (zstd-compressed ingest, GETs). Used by the
+// integration tests and by the load generator (bench/server_load), which
+// also reads what the process used from Stop()'s answer.
+//
+// Threading: a ServerProcess belongs to the thread that started it; its
+// stderr reader thread only appends to the log under mu_.
 #pragma once
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -15,9 +21,19 @@
 
 namespace warpscope::testing {
 
+// What a stopped server used over its whole life (wait4's rusage).
+struct ServerExit {
+  int exit_code = -1;  // -1 when killed by a signal
+  int signal = 0;      // the signal that ended it, if any
+  double cpu_seconds = 0;
+  int64_t peak_rss_bytes = 0;
+  double stop_seconds = 0;  // SIGTERM to exit (the final flush)
+};
+
 // Starts `binary --listen 127.0.0.1:<port> --data-dir DIR [extra...]` and
-// waits for its "serving on" line. Port 0 lets the kernel pick (read port());
-// a restart passes the old port so clients keep their address.
+// waits (up to 120 s: a restart may replay a long WAL) for its "serving on"
+// line. Port 0 lets the kernel pick (read port()); a restart passes the old
+// port so clients keep their address.
 class ServerProcess {
  public:
   static StatusOr<std::unique_ptr<ServerProcess>> Start(const std::string& binary, const std::string& data_dir,
@@ -28,19 +44,22 @@ class ServerProcess {
   int port() const { return port_; }
   pid_t pid() const { return pid_; }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
-  // Everything the server wrote to stderr so far.
+  // From fork to the "serving on" line.
+  double start_seconds() const { return start_seconds_; }
+  // What the server wrote to stderr so far (the last 2-4 MiB of it).
   std::string log() const;
 
-  void Kill();               // SIGKILL and reap
-  int Stop(int timeout_s = 20);  // SIGTERM, wait; returns the exit code (-1 on a signal)
+  void Kill();  // SIGKILL and reap
+  // SIGTERM, then wait up to timeout_s (SIGKILL after that).
+  ServerExit Stop(int timeout_s = 20);
 
  private:
   ServerProcess() = default;
-  void Reap(int timeout_s);
+  ServerExit Reap(int timeout_s);
 
   pid_t pid_ = -1;
   int port_ = 0;
-  int exit_code_ = -1;
+  double start_seconds_ = 0;
   int stderr_fd_ = -1;
   std::thread reader_;
   mutable std::mutex mu_;
