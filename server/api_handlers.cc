@@ -11,6 +11,7 @@
 #include "base/duration.h"
 #include "base/logging.h"
 #include "proto/warpscope/v1/ingest.pb.h"
+#include "query/flame_chart.h"
 #include "query/flame_graph.h"
 #include "query/profile_diff.h"
 #include "query/profile_export.h"
@@ -76,6 +77,21 @@ StatusOr<ProfileQuery> ParseProfileQuery(const HttpRequest& req, int64_t now_ns,
   if (!selector.ok()) return InvalidArgumentError("parameter '" + selector_key + "': " + selector.status().message());
   q.selector = std::move(selector).value();
   return q;
+}
+
+// group_by=a,b,c (at most 8 labels); `fallback` when absent.
+StatusOr<std::vector<std::string>> ParseGroupBy(const HttpRequest& req, const std::string& fallback) {
+  const std::string text = req.QueryValue("group_by").value_or(fallback);
+  std::vector<std::string> names;
+  size_t start = 0;
+  while (start < text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    std::string name = text.substr(start, comma - start);
+    if (!name.empty()) names.push_back(std::move(name));
+    start = comma + 1;
+  }
+  if (names.size() > 8) return InvalidArgumentError("parameter 'group_by': at most 8 labels");
+  return names;
 }
 
 json RangeJson(const ProfileQuery& q) {
@@ -197,16 +213,9 @@ class Handlers {
       }
       sq.step_ns = parsed->count();
     }
-    if (auto group = req.QueryValue("group_by"); group && !group->empty()) {
-      size_t start = 0;
-      while (start <= group->size()) {
-        const size_t comma = std::min(group->find(',', start), group->size());
-        std::string name = group->substr(start, comma - start);
-        if (!name.empty()) sq.group_by.push_back(std::move(name));
-        start = comma + 1;
-      }
-      if (sq.group_by.size() > 8) return HttpResponse::Error(400, "parameter 'group_by': at most 8 labels");
-    }
+    auto group_by = ParseGroupBy(req, "");
+    if (!group_by.ok()) return ErrorFor(group_by.status());
+    sq.group_by = std::move(group_by).value();
     auto series = store_->SelectSeries(sq);
     if (!series.ok()) return ErrorFor(series.status());
     json out = RangeJson(*q);
@@ -222,6 +231,34 @@ class Handlers {
     }
     out["series"] = std::move(list);
     return JsonOk(out);
+  }
+
+  // Samples per lane over time, for the flame chart. Ranges are capped: a
+  // flame chart of an hour is unreadable and its answer would be huge.
+  HttpResponse FlameChart(const HttpRequest& req) const {
+    auto q = ParseProfileQuery(req, options_.now_ns());
+    if (!q.ok()) return ErrorFor(q.status());
+    if (q->to_ns - q->from_ns > options_.max_flame_chart_range_ns) {
+      return HttpResponse::Error(400, "the flame chart takes ranges up to " +
+                                          std::to_string(options_.max_flame_chart_range_ns / 60'000'000'000) +
+                                          " minutes; choose a shorter range");
+    }
+    storage::TimelineQuery tq;
+    tq.profile = *q;
+    auto group_by = ParseGroupBy(req, "pid,comm,thread");
+    if (!group_by.ok()) return ErrorFor(group_by.status());
+    tq.group_by = std::move(group_by).value();
+    auto max_lanes = ParseUnsigned(req, "max_lanes", 32, 1000);
+    if (!max_lanes.ok()) return ErrorFor(max_lanes.status());
+    tq.max_points = options_.max_flame_chart_points;
+    auto timeline = store_->SelectStackTimeline(tq);
+    if (!timeline.ok()) return ErrorFor(timeline.status());
+    if (timeline->profile.type.name.empty()) timeline->profile.type.name = q->type;
+    query::FlameChartOptions o;
+    o.max_lanes = std::max<uint64_t>(*max_lanes, 1);
+    o.from_ns = q->from_ns;
+    o.to_ns = q->to_ns;
+    return HttpResponse::Json(200, query::RenderFlameChartJson(*timeline, o));
   }
 
   HttpResponse LabelNames(const HttpRequest&) const {
@@ -333,6 +370,7 @@ Routes ApiRoutes(ProfileStore* store, const ApiOptions& options) {
   routes.push_back({"GET", "/api/v1/top", bind(&Handlers::Top)});
   routes.push_back({"GET", "/api/v1/diff", bind(&Handlers::Diff)});
   routes.push_back({"GET", "/api/v1/series", bind(&Handlers::Series)});
+  routes.push_back({"GET", "/api/v1/flamechart", bind(&Handlers::FlameChart)});
   routes.push_back({"GET", "/api/v1/labels", bind(&Handlers::LabelNames)});
   routes.push_back({"GET", "/api/v1/label_values", bind(&Handlers::LabelValues)});
   routes.push_back({"GET", "/api/v1/targets", bind(&Handlers::Targets)});

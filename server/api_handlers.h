@@ -21,10 +21,13 @@ struct ApiOptions {
   // Default and most nodes of a flame-graph answer (`max_nodes`).
   size_t default_max_nodes = 8192;
   size_t max_max_nodes = 200'000;
+  // The flame chart's longest range and most (lane, time, stack) points.
+  int64_t max_flame_chart_range_ns = 15 * 60 * int64_t{1'000'000'000};
+  size_t max_flame_chart_points = 2'000'000;
 };
 
-// Every API route (ingest, profile, top, diff, series, labels, label values,
-// targets, types, status) plus /healthz. `store` must outlive the routes.
+// Every API route (ingest, profile, top, diff, series, flamechart, labels,
+// label values, targets, types, status) plus /healthz. `store` must outlive the routes.
 Routes ApiRoutes(storage::ProfileStore* store, const ApiOptions& options);
 
 // The HTTP status for a storage or parsing error: InvalidArgument 400,

@@ -79,6 +79,35 @@ struct Series {
   std::vector<SeriesPoint> points;  // ascending time, only steps with a value != 0
 };
 
+// The flame chart's question: which stacks ran when, per lane (a thread, or
+// whatever group_by says), at the time resolution the agents sent (the agent
+// stamps samples with their second).
+struct TimelineQuery {
+  ProfileQuery profile;
+  // Lane labels; empty puts everything in one lane. A series lacking a label
+  // lanes under "" for it.
+  std::vector<std::string> group_by;
+  // Distinct (lane, time, stack) points an answer may hold: more is
+  // InvalidArgument (a range too long for a flame chart), never a huge answer.
+  size_t max_points = 2'000'000;
+};
+
+struct TimelinePoint {
+  uint32_t lane = 0;   // index into StackTimeline::lanes
+  int64_t time_ns = 0;  // the time the rows were stored under
+  uint32_t stack = 0;  // index into StackTimeline::profile.stacks
+  int64_t value = 0;   // > 0
+  friend bool operator==(const TimelinePoint&, const TimelinePoint&) = default;
+};
+
+struct StackTimeline {
+  // The frames and the distinct stacks, each with its value over the range
+  // (so profile.total is the sum of every point's value).
+  MergedProfile profile;
+  std::vector<Labels> lanes;  // the group_by labels of each lane (sorted by name), lanes sorted by values
+  std::vector<TimelinePoint> points;  // sorted by lane, then time, then stack index
+};
+
 // Label sets seen in a range (the "targets": nodes, processes).
 struct SeriesLabelsQuery {
   std::string type;  // "" for every type
@@ -106,6 +135,7 @@ class ProfileStore {
 
   virtual StatusOr<MergedProfile> SelectProfile(const ProfileQuery& query) = 0;
   virtual StatusOr<std::vector<Series>> SelectSeries(const SeriesQuery& query) = 0;
+  virtual StatusOr<StackTimeline> SelectStackTimeline(const TimelineQuery& query) = 0;
   // Distinct label sets of series with samples in the range, sorted.
   virtual StatusOr<std::vector<Labels>> SelectSeriesLabels(const SeriesLabelsQuery& query) = 0;
 

@@ -42,6 +42,8 @@ class ProfileAssembler {
   // Continues into another profile (the next upload window of `run`). Location
   // ids belong to a builder, so every memo is cleared; stats keep accumulating.
   void SetBuilder(ProfileBuilder* builder);
+  // The time of the samples of the next batches (ProfileBuilder::SetSampleTime).
+  void SetSampleTime(int64_t unix_nanos) { builder_->SetSampleTime(unix_nanos); }
   const AssemblerStats& stats() const { return stats_; }
 
  private:

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "agent/core/lifecycle.h"
 #include "base/logging.h"
 
 namespace warpscope {
@@ -53,6 +54,15 @@ Status ProfilingSession::Start() {
   RETURN_IF_ERROR(sampler_->Start());
   drain_interval_ = sampler_->map_sizes().drain_interval;
   next_drain_ = Clock::now() + drain_interval_;
+  if (options_.stamp_sample_times) {
+    // Drain on the Unix clock's second boundaries (or a divisor of them), so
+    // each drain holds the samples of one whole bucket.
+    last_drain_unix_ = UnixNanosNow();
+    const int64_t interval = std::chrono::duration_cast<std::chrono::nanoseconds>(drain_interval_).count();
+    if (interval > 0) {
+      next_drain_ = Clock::now() + std::chrono::nanoseconds(interval - last_drain_unix_ % interval);
+    }
+  }
   return Status::Ok();
 }
 
@@ -86,6 +96,15 @@ Status ProfilingSession::Drain(bool final_drain) {
   CpuSampleBatch batch;
   symbolizer_.BeginEpoch();
   RETURN_IF_ERROR(final_drain ? sampler_->DrainAll(&batch) : sampler_->Drain(&batch));
+  if (options_.stamp_sample_times) {
+    // The samples were taken since the previous drain: they belong to the
+    // second holding the middle of that span (a short drain at an upload
+    // window's end lands in the right second too).
+    const int64_t now = UnixNanosNow();
+    const int64_t middle = last_drain_unix_ + (now - last_drain_unix_) / 2;
+    assembler_.SetSampleTime(middle - middle % kSampleTimeResolutionNanos);
+    last_drain_unix_ = now;
+  }
   assembler_.AddBatch(batch);
   missing_stacks_ += batch.missing_stacks;
   // Maps re-read during symbolization (dlopen) get a new generation: publish it.

@@ -23,12 +23,20 @@
 
 namespace warpscope {
 
+// The time bucket of stamped samples (ProfilingSessionOptions::stamp_sample_times).
+inline constexpr int64_t kSampleTimeResolutionNanos = 1'000'000'000;
+
 struct ProfilingSessionOptions {
   std::vector<uint32_t> pids;  // empty: every process
   uint32_t frequency_hz = 99;
   std::chrono::milliseconds drain_interval{1000};
   bool frame_pointers_only = false;  // no .eh_frame unwinding and no Python frames
   bool python_frames = true;
+  // Stamps samples with the second they were taken in (ProfileSample::
+  // time_nanos), so a window's profile keeps its per-second timeline (`run`;
+  // the server's flame chart). Drains are then aligned to whole seconds of
+  // the Unix clock. Off: samples carry no time (`record`).
+  bool stamp_sample_times = false;
 };
 
 class ProfilingSession {
@@ -91,6 +99,7 @@ class ProfilingSession {
   ProcessEventObserver observer_;
   Clock::duration drain_interval_{};
   Clock::time_point next_drain_{};
+  int64_t last_drain_unix_ = 0;  // stamp_sample_times: when the previous drain took its samples
   uint64_t missing_stacks_ = 0;  // stacks referenced by samples but absent from their batch
 };
 

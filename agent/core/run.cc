@@ -149,6 +149,7 @@ int RunContinuous(const RunOptions& options, const std::string& node_name) {
   session_options.frequency_hz = options.frequency_hz;
   session_options.drain_interval = options.drain_interval;
   session_options.python_frames = options.python_frames;
+  session_options.stamp_sample_times = true;
   auto session_or = ProfilingSession::Create(session_options);
   if (!session_or.ok()) {
     const Status& s = session_or.status();

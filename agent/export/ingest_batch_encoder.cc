@@ -169,8 +169,8 @@ StatusOr<v1::IngestBatch> EncodeIngestBatch(const Profile& profile, const Ingest
     return index;
   };
 
-  // (label set, stack) -> index into batch.samples, so equal series+stack merge.
-  std::map<std::pair<uint32_t, uint32_t>, int> sample_index;
+  // (label set, stack, time) -> index into batch.samples, so equal rows merge.
+  std::map<std::tuple<uint32_t, uint32_t, int64_t>, int> sample_index;
   std::vector<uint32_t> stack;
   for (const ProfileSample& sample : profile.samples) {
     stack.clear();
@@ -194,10 +194,11 @@ StatusOr<v1::IngestBatch> EncodeIngestBatch(const Profile& profile, const Ingest
     }
     const uint32_t label_set = tables.LabelSet(series);
     const uint32_t stack_index = tables.Stack(stack);
-    auto [it, inserted] = sample_index.try_emplace({label_set, stack_index}, batch.samples_size());
+    const int64_t time = sample.time_nanos != 0 ? sample.time_nanos : profile.time_nanos;
+    auto [it, inserted] = sample_index.try_emplace({label_set, stack_index, time}, batch.samples_size());
     if (inserted) {
       v1::Sample* pb = batch.add_samples();
-      pb->set_time_unix_nanos(profile.time_nanos);
+      pb->set_time_unix_nanos(time);
       pb->set_type(0);
       pb->set_label_set(label_set);
       pb->set_stack(stack_index);

@@ -37,7 +37,8 @@ struct IngestBatchHeader {
 };
 
 // Window start and end come from the profile (time_nanos, + duration_nanos);
-// samples are stamped with the window start. Counters are the profile's.
+// samples are stamped with their ProfileSample::time_nanos (the agent's
+// per-second buckets), or the window start when that is 0. Counters are the profile's.
 // `labels` gives exe and container labels per pid (a pid missing from it gets
 // only node, pid, comm and thread). InvalidArgument when the profile's ids are
 // inconsistent.

@@ -200,6 +200,26 @@ TEST(IngestBatchEncoderTest, SameBinaryInTwoProcessesSharesMappingAndLocations) 
   EXPECT_EQ(batch->samples(1).value(), 4);
 }
 
+// `run` stamps each second's samples: one row per (series, stack, second),
+// and unstamped samples take the window start.
+TEST(IngestBatchEncoderTest, SampleTimesKeepTheirSecond) {
+  ProfileBuilder b(1000, 10, 100);
+  const uint64_t f = b.InternFunction("spin", "spin");
+  const uint64_t l = b.InternLocation(0, 0x10, FrameKind::kNative, {{f, 0}});
+  b.AddSample({l}, 1, {1, 1, "app", "app"});  // no time yet: the window start
+  b.SetSampleTime(2'000'000'000);
+  b.AddSample({l}, 2, {1, 1, "app", "app"});
+  b.AddSample({l}, 3, {1, 2, "app", "app"});  // another thread, same name: same row
+  b.SetSampleTime(3'000'000'000);
+  b.AddSample({l}, 4, {1, 1, "app", "app"});
+  auto batch = EncodeIngestBatch(b.Finish(5), {kAgentId, 1, "n"}, {});
+  ASSERT_TRUE(batch.ok());
+  std::map<int64_t, int64_t> by_time;
+  for (const DecodedSample& d : Decode(*batch)) by_time[d.time] += d.value;
+  EXPECT_EQ(batch->samples_size(), 3);
+  EXPECT_EQ(by_time, (std::map<int64_t, int64_t>{{1000, 1}, {2'000'000'000, 5}, {3'000'000'000, 4}}));
+}
+
 TEST(IngestBatchEncoderTest, PythonFramesHaveNoMappingOrAddress) {
   ProfileBuilder b(1000, 10, 100);
   const uint64_t f = b.InternFunction("handler", "handler", "app.py");

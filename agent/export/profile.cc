@@ -70,7 +70,7 @@ void ProfileBuilder::AddSample(const std::vector<uint64_t>& location_ids_leaf_fi
     DCHECK(id >= 1 && id <= profile_.locations.size()) << "unknown location id " << id;
   }
   const int64_t cpu_nanos = count * profile_.period_nanos;
-  auto [it, inserted] = sample_index_.try_emplace(std::make_pair(location_ids_leaf_first, labels),
+  auto [it, inserted] = sample_index_.try_emplace(std::make_tuple(location_ids_leaf_first, labels, sample_time_nanos_),
                                                   profile_.samples.size());
   if (!inserted) {
     ProfileSample& existing = profile_.samples[it->second];
@@ -78,7 +78,7 @@ void ProfileBuilder::AddSample(const std::vector<uint64_t>& location_ids_leaf_fi
     existing.cpu_nanos += cpu_nanos;
     return;
   }
-  profile_.samples.push_back(ProfileSample{location_ids_leaf_first, count, cpu_nanos, labels});
+  profile_.samples.push_back(ProfileSample{location_ids_leaf_first, count, cpu_nanos, labels, sample_time_nanos_});
 }
 
 void ProfileBuilder::SetCounter(const std::string& name, uint64_t value) {

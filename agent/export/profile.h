@@ -65,6 +65,10 @@ struct ProfileSample {
   int64_t count = 0;                   // number of samples
   int64_t cpu_nanos = 0;               // count * sampling period
   SampleLabels labels;
+  // Start of the time bucket the samples were taken in (Unix epoch), or 0:
+  // somewhere in the profile's [time_nanos, + duration_nanos). `run` stamps
+  // every drain (1 s) so the server keeps per-second rows (flame chart).
+  int64_t time_nanos = 0;
 };
 
 // One pprof sample type ("cpu"/"nanoseconds").
@@ -122,8 +126,11 @@ class ProfileBuilder {
   // A location with no address (interpreter frames). Dedup key: (function, line, kind).
   uint64_t InternSourceLocation(uint64_t function_id, int64_t line, FrameKind kind);
 
+  // Samples with equal stack, labels and sample time are merged.
   void AddSample(const std::vector<uint64_t>& location_ids_leaf_first, int64_t count,
                  const SampleLabels& labels);
+  // The ProfileSample::time_nanos of samples added from now on (0: none).
+  void SetSampleTime(int64_t unix_nanos) { sample_time_nanos_ = unix_nanos; }
   void SetCounter(const std::string& name, uint64_t value);
   void AddComment(std::string comment);
 
@@ -145,7 +152,8 @@ class ProfileBuilder {
   std::map<std::tuple<std::string, std::string, std::string>, uint64_t> function_ids_;
   std::map<LocationKey, uint64_t> location_ids_;
   std::map<std::tuple<uint64_t, int64_t, FrameKind>, uint64_t> source_location_ids_;
-  std::map<std::pair<std::vector<uint64_t>, SampleLabels>, size_t> sample_index_;
+  std::map<std::tuple<std::vector<uint64_t>, SampleLabels, int64_t>, size_t> sample_index_;
+  int64_t sample_time_nanos_ = 0;
 };
 
 }  // namespace warpscope

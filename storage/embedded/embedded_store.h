@@ -119,6 +119,7 @@ class EmbeddedProfileStore final : public storage::ProfileStore {
   StatusOr<storage::IngestResult> Ingest(const warpscope::v1::IngestBatch& batch) override;
   StatusOr<storage::MergedProfile> SelectProfile(const storage::ProfileQuery& query) override;
   StatusOr<std::vector<storage::Series>> SelectSeries(const storage::SeriesQuery& query) override;
+  StatusOr<storage::StackTimeline> SelectStackTimeline(const storage::TimelineQuery& query) override;
   StatusOr<std::vector<storage::Labels>> SelectSeriesLabels(const storage::SeriesLabelsQuery& query) override;
   StatusOr<std::vector<std::string>> LabelNames() override;
   StatusOr<std::vector<std::string>> LabelValues(const std::string& name) override;
@@ -155,6 +156,15 @@ class EmbeddedProfileStore final : public storage::ProfileStore {
   Status ScanRows(const std::vector<TypeEntry>& types, int64_t from_ns, int64_t to_ns,
                   const std::function<bool(uint64_t)>& series_filter,
                   const std::function<void(const SampleRow&)>& visit);
+
+  // Groups the selected series by the values of `names` (sorted, unique):
+  // group[series id] is the group's index (-1 for series not in `series`),
+  // values[g] its label values.
+  struct SeriesGroups {
+    std::vector<int32_t> group;
+    std::vector<std::vector<std::string>> values;  // sorted
+  };
+  StatusOr<SeriesGroups> GroupSeries(const std::vector<uint64_t>& series, const std::vector<std::string>& names);
 
   std::string segments_dir() const { return options_.data_dir + "/segments"; }
 

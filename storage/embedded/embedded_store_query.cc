@@ -157,25 +157,13 @@ StatusOr<std::vector<Series>> EmbeddedProfileStore::SelectSeries(const storage::
   std::vector<std::string> names = query.group_by;
   std::sort(names.begin(), names.end());
   names.erase(std::unique(names.begin(), names.end()), names.end());
-  // Group of each selected series (by id), -1 for the rest.
-  std::map<std::vector<std::string>, int32_t> group_of_values;
-  std::vector<int32_t> group(series.back() + 1, -1);
-  for (uint64_t id : series) {
-    ASSIGN_OR_RETURN(Labels labels, series_->LabelsOf(id));
-    std::vector<std::string> values;
-    values.reserve(names.size());
-    for (const std::string& name : names) {
-      auto it = std::find_if(labels.begin(), labels.end(), [&](const auto& l) { return l.first == name; });
-      values.push_back(it == labels.end() ? "" : it->second);
-    }
-    auto [it, inserted] = group_of_values.try_emplace(std::move(values), static_cast<int32_t>(group_of_values.size()));
-    group[id] = it->second;
-  }
-  if (static_cast<int64_t>(group_of_values.size()) * steps > kMaxGroupPoints) {
-    return InvalidArgumentError(std::to_string(group_of_values.size()) + " groups x " + std::to_string(steps) +
+  ASSIGN_OR_RETURN(SeriesGroups groups, GroupSeries(series, names));
+  const std::vector<int32_t>& group = groups.group;
+  if (static_cast<int64_t>(groups.values.size()) * steps > kMaxGroupPoints) {
+    return InvalidArgumentError(std::to_string(groups.values.size()) + " groups x " + std::to_string(steps) +
                                 " points is too many; use a larger step or fewer group_by labels");
   }
-  std::vector<std::vector<int64_t>> points(group_of_values.size());  // allocated on a group's first row
+  std::vector<std::vector<int64_t>> points(groups.values.size());  // allocated on a group's first row
   RETURN_IF_ERROR(ScanRows(
       types, std::max(q.from_ns, RetentionCutoff()), q.to_ns,
       [&](uint64_t id) { return id < group.size() && group[id] >= 0; },
@@ -185,7 +173,8 @@ StatusOr<std::vector<Series>> EmbeddedProfileStore::SelectSeries(const storage::
         p[(r.time_ns - q.from_ns) / query.step_ns] += scaling.Scale(r.type_id, r.value);
       }));
   std::vector<Series> out;
-  for (const auto& [values, g] : group_of_values) {  // map order: sorted by the label values
+  for (size_t g = 0; g < groups.values.size(); ++g) {  // sorted by the label values
+    const std::vector<std::string>& values = groups.values[g];
     if (points[g].empty()) continue;
     Series s;
     for (size_t i = 0; i < names.size(); ++i) s.labels.emplace_back(names[i], values[i]);
@@ -194,6 +183,112 @@ StatusOr<std::vector<Series>> EmbeddedProfileStore::SelectSeries(const storage::
     }
     out.push_back(std::move(s));
   }
+  return out;
+}
+
+StatusOr<EmbeddedProfileStore::SeriesGroups> EmbeddedProfileStore::GroupSeries(const std::vector<uint64_t>& series,
+                                                                              const std::vector<std::string>& names) {
+  std::map<std::vector<std::string>, std::vector<uint64_t>> members;  // label values -> series ids
+  for (uint64_t id : series) {
+    ASSIGN_OR_RETURN(Labels labels, series_->LabelsOf(id));
+    std::vector<std::string> values;
+    values.reserve(names.size());
+    for (const std::string& name : names) {
+      auto it = std::find_if(labels.begin(), labels.end(), [&](const auto& l) { return l.first == name; });
+      values.push_back(it == labels.end() ? "" : it->second);
+    }
+    members[std::move(values)].push_back(id);
+  }
+  SeriesGroups out;
+  out.group.assign(series.empty() ? 0 : *std::max_element(series.begin(), series.end()) + 1, -1);
+  for (auto& [values, ids] : members) {  // map order: sorted by the label values
+    for (uint64_t id : ids) out.group[id] = static_cast<int32_t>(out.values.size());
+    out.values.push_back(values);
+  }
+  return out;
+}
+
+StatusOr<storage::StackTimeline> EmbeddedProfileStore::SelectStackTimeline(const storage::TimelineQuery& query) {
+  const storage::ProfileQuery& q = query.profile;
+  storage::StackTimeline out;
+  ASSIGN_OR_RETURN(std::vector<TypeEntry> types, series_->Types(q.type));
+  if (types.empty()) return out;
+  const TypeScaling scaling = ScalingFor(types);
+  out.profile.type = scaling.info;
+  ASSIGN_OR_RETURN(std::vector<uint64_t> series, series_->Select(q.selector));
+  if (series.empty()) return out;
+  std::vector<std::string> names = query.group_by;
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  ASSIGN_OR_RETURN(SeriesGroups groups, GroupSeries(series, names));
+  const std::vector<int32_t>& group = groups.group;
+
+  struct Key {
+    int32_t lane;
+    int64_t time;
+    uint64_t stack;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      uint64_t h = static_cast<uint64_t>(k.time) * 0x9E3779B97F4A7C15ull;
+      h ^= (k.stack + 0x632BE59BD9B4E019ull + (h << 6) + (h >> 2));
+      h ^= (static_cast<uint64_t>(k.lane) + 0x94D049BB133111EBull + (h << 6) + (h >> 2));
+      return static_cast<size_t>(h);
+    }
+  };
+  std::unordered_map<Key, int64_t, KeyHash> sums;
+  std::vector<uint8_t> contributed(group.size(), 0);
+  bool too_many = false;
+  RETURN_IF_ERROR(ScanRows(
+      types, std::max(q.from_ns, RetentionCutoff()), q.to_ns,
+      [&](uint64_t id) { return id < group.size() && group[id] >= 0; },
+      [&](const SampleRow& r) {
+        if (too_many) return;
+        auto [it, inserted] = sums.try_emplace(Key{group[r.series_id], r.time_ns, r.stack_id}, 0);
+        it->second += scaling.Scale(r.type_id, r.value);
+        contributed[r.series_id] = 1;
+        if (inserted && sums.size() > query.max_points) too_many = true;
+      }));
+  if (too_many) {
+    return InvalidArgumentError("the range holds more than " + std::to_string(query.max_points) +
+                                " (lane, time, stack) points; choose a shorter range or a narrower selector");
+  }
+  // Stacks: dense indexes in first-seen order of the sorted points.
+  std::vector<std::pair<Key, int64_t>> rows(sums.begin(), sums.end());
+  sums.clear();
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.first.lane, a.first.time, a.first.stack) < std::tie(b.first.lane, b.first.time, b.first.stack);
+  });
+  std::unordered_map<uint64_t, uint32_t> stack_index;
+  std::vector<uint64_t> stack_ids;
+  std::vector<int64_t> stack_values;
+  std::vector<int32_t> lane_index(groups.values.size(), -1);
+  out.points.reserve(rows.size());
+  for (const auto& [key, value] : rows) {
+    if (value <= 0) continue;
+    auto [it, inserted] = stack_index.try_emplace(key.stack, static_cast<uint32_t>(stack_ids.size()));
+    if (inserted) {
+      stack_ids.push_back(key.stack);
+      stack_values.push_back(0);
+    }
+    stack_values[it->second] += value;
+    if (lane_index[key.lane] < 0) {
+      lane_index[key.lane] = static_cast<int32_t>(out.lanes.size());
+      Labels labels;
+      for (size_t i = 0; i < names.size(); ++i) labels.emplace_back(names[i], groups.values[key.lane][i]);
+      out.lanes.push_back(std::move(labels));
+    }
+    out.points.push_back({static_cast<uint32_t>(lane_index[key.lane]), key.time, it->second, value});
+  }
+  ASSIGN_OR_RETURN(ResolvedStackTable table, stacks_->Resolve(stack_ids));
+  out.profile.frames = std::move(table.frames);
+  out.profile.stacks.reserve(table.stacks.size());
+  for (size_t i = 0; i < table.stacks.size(); ++i) {
+    out.profile.total += stack_values[i];
+    out.profile.stacks.push_back({std::move(table.stacks[i]), stack_values[i]});
+  }
+  out.profile.series = static_cast<uint64_t>(std::count(contributed.begin(), contributed.end(), 1));
   return out;
 }
 

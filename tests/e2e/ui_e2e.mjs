@@ -74,6 +74,42 @@ async function api(url, pathAndQuery) {
 }
 
 // A synthetic flame graph answer with `count` nodes (docs/api.md's format).
+// A flame-chart answer (docs/api.md) at the view's limit: `lanes` threads
+// over `seconds` (15 min), `perSecond` stacks per thread per second, drawn
+// from 400 stacks that share prefixes like real ones.
+function syntheticChart(fromMs, lanes, seconds, perSecond) {
+  let seed = 777;
+  const rand = (n) => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) % n);
+  const names = [];
+  for (let i = 0; i < 300; i++) names.push(`synthetic::chart_${i}`);
+  const binaries = ["", "libchart.so"];
+  const frames = names.map((_, i) => [i, 1, 0]);
+  const stacks = [];
+  for (let i = 0; i < 400; i++) {
+    const base = i < 20 ? [] : stacks[rand(stacks.length)].slice(0, 3 + rand(15));
+    while (base.length < 8 + rand(25)) base.push(rand(300));
+    stacks.push(base);
+  }
+  const out = { version: 1, type: "cpu", unit: "samples", period_nanos: 52631578, from_ms: fromMs, to_ms: fromMs + seconds * 1000,
+    total: 0, names, binaries, frames, stacks, lanes: [], truncated_lanes: 0, truncated_total: 0 };
+  for (let l = 0; l < lanes; l++) {
+    const points = [];
+    let total = 0;
+    for (let t = 0; t < seconds; t++) {
+      const picked = new Set();
+      while (picked.size < perSecond) picked.add(rand(400));
+      for (const st of [...picked].sort((a, b) => a - b)) {
+        const v = 1 + rand(3);
+        points.push([fromMs + t * 1000, st, v]);
+        total += v;
+      }
+    }
+    out.lanes.push({ labels: { pid: String(1000 + l), comm: "synthetic", thread: `worker-${l}` }, total, points });
+    out.total += total;
+  }
+  return out;
+}
+
 function syntheticProfile(count) {
   const names = ["total"];
   for (let i = 0; i < 5000; i++) names.push(`synthetic::module_${i % 97}::function_${i}`);
@@ -147,11 +183,18 @@ try {
     const top = await api(url, `/api/v1/top?from=${firstMs - 60000}&to=now&selector=${q(pidSelector)}&limit=0`);
     return top.total >= 500 ? top : null;
   }, 30000);
+  // The agent stamps samples with their second: wait for a few seconds of
+  // them, so the drag below can take some of the seconds and leave others.
+  const times = await waitFor("four seconds of the workload", async () => {
+    const from = Math.floor(firstMs / 1000) * 1000 - 60000; // steps on whole seconds, like the agent's
+    const series = await api(url, `/api/v1/series?from=${from}&to=now&selector=${q(pidSelector)}&step=1s`);
+    const t = [...new Set(series.series.flatMap((s) => s.points.map((p) => p[0])))].sort((a, b) => a - b);
+    return t.length >= 4 ? t : null;
+  }, 30000);
   await waitFor("the synthetic hour", () => seed.exited && (seed.exited.code === 0 || fail(`seed failed: ${seed.output}`)), 30000);
-  const series = await api(url, `/api/v1/series?from=${firstMs - 60000}&to=now&selector=${q(pidSelector)}&step=1s`);
-  const times = series.series.flatMap((s) => s.points.map((p) => p[0]));
-  const dataFrom = Math.min(...times);
-  const dataTo = Math.max(...times) + 1000;
+  const dataFrom = times[0];
+  const dataTo = times[times.length - 1] + 1000;
+  const dragTo = times[Math.floor(times.length / 2)] - 500; // between two seconds with samples
   log(`workload data ${((dataTo - dataFrom) / 1000).toFixed(0)} s; setup ${((Date.now() - t0) / 1000).toFixed(1)} s`);
 
   // The login prompt: a token-protected server asks once, then loads.
@@ -190,7 +233,7 @@ try {
   const versionBefore = await flameVersion();
   await page.mouse.move(xAt(from) + 2, over.y + over.height / 2);
   await page.mouse.down();
-  await page.mouse.move(xAt((dataFrom + dataTo) / 2), over.y + over.height / 2, { steps: 8 });
+  await page.mouse.move(xAt(dragTo), over.y + over.height / 2, { steps: 8 });
   await page.mouse.up();
   await waitFor("the flame graph after the drag", async () => (await flameVersion()) > versionBefore, 10000);
   const totalAfter = await flameTotal();
@@ -245,6 +288,22 @@ try {
   if (pcts.length !== 2 || Math.abs(pcts[1] - tableTotalPct) > 1.0) fail(`sandwich total% ${pcts[1]} should match the table's ${tableTotalPct}`);
   await shot("sandwich");
 
+  // 5b. The flame chart: the workload's threads, their samples in time
+  // order; the search (still in the URL) highlights in it too.
+  const chart = page.locator(".flamechart-panel");
+  const chartNumber = async (name) => Number(await chart.getAttribute(`data-${name}`));
+  await page.locator("button.tab", { hasText: "Flame chart" }).click();
+  await waitFor("the flame chart", async () => (await chartNumber("lanes")) > 0 && (await chartNumber("boxes")) > 0, 10000);
+  const laneHeads = await page.locator(".flamechart-lane-head").allTextContents();
+  if (!laneHeads.some((t) => t.includes(`pid ${workload.pid}`))) fail(`a flame chart lane should be the workload's (pid ${workload.pid}): ${laneHeads.join(" | ")}`);
+  const chartMatched = await chartNumber("matched");
+  if (!(chartMatched > 0)) fail("the search should highlight hot_three_quarters in the flame chart");
+  const chartPerf = await page.evaluate(() => window.__warpscope.perf);
+  metrics.flame_chart = { lanes: await chartNumber("lanes"), boxes: await chartNumber("boxes"), matched: chartMatched,
+    build_ms: Number(chartPerf.chartBuildMs.toFixed(1)), draw_ms: Number(chartPerf.chartDrawMs.toFixed(1)) };
+  log(`flame chart: ${JSON.stringify(metrics.flame_chart)}; lanes: ${laneHeads.join(" | ")}`);
+  await shot("flamechart");
+
   // 6. Diff and targets render (screenshots).
   await page.locator("button.tab", { hasText: "Diff" }).click();
   await page.locator(".diff-head p").waitFor({ timeout: 10000 });
@@ -287,6 +346,22 @@ try {
   metrics.flame_50k = { nodes: runs[0].nodes, build_ms: Number(med("buildMs").toFixed(1)), draw_ms: Number(med("drawMs").toFixed(1)),
     render_ms: Number((med("buildMs") + med("drawMs")).toFixed(1)) };
   await shot("flame_50k");
+
+  // 9. A flame chart at the view's limit: 32 threads x 15 min (synthetic).
+  const chartFrom = Math.floor(Date.now() / 1000) * 1000 - 900e3;
+  const bigChart = syntheticChart(chartFrom, 32, 900, 6);
+  const bigChartBody = JSON.stringify(bigChart);
+  await page.route(/\/api\/v1\/flamechart\?.*synthetic-chart/, (route) => route.fulfill({ status: 200, contentType: "application/json", body: bigChartBody }));
+  const chartRuns = [];
+  for (let i = 0; i < 3; i++) {
+    await page.goto(`${url}/?view=flamechart&from=${chartFrom}&to=${chartFrom + 900e3}&selector=${q('{node="synthetic-chart"}')}&r=${i}`);
+    await waitFor("the synthetic flame chart", async () => (await chartNumber("lanes")) === 32, 20000);
+    chartRuns.push(await page.evaluate(() => ({ ...window.__warpscope.perf })));
+  }
+  const chartMed = (k) => chartRuns.map((r) => r[k]).sort((a, b) => a - b)[1];
+  metrics.flame_chart_15min = { lanes: 32, points: bigChart.lanes.reduce((n, l) => n + l.points.length, 0),
+    boxes: chartRuns[0].chartBoxes, build_ms: Number(chartMed("chartBuildMs").toFixed(1)), draw_ms: Number(chartMed("chartDrawMs").toFixed(1)) };
+  await shot("flamechart_15min");
   metrics.bundle_gzip_bytes = bundleGzipBytes(env("WS_UI_DIST"));
   metrics.chromium = browser.version();
   metrics.runtime_s = Number(((Date.now() - t0) / 1000).toFixed(1));
@@ -294,6 +369,7 @@ try {
   log(`flame graph of ${metrics.flame_50k.nodes} nodes: ${metrics.flame_50k.render_ms} ms (build ${metrics.flame_50k.build_ms} ms, draw ${metrics.flame_50k.draw_ms} ms; goal <= 100 ms)`);
   log(`range selection on 1 h of data -> updated flame graph: ${metrics.select_to_flame_ms_1h} ms (goal <= 500 ms; ${JSON.stringify(metrics.select_1h_samples)})`);
   log(`bundle: ${(metrics.bundle_gzip_bytes / 1024).toFixed(1)} KiB gzipped (goal <= 300 KB)`);
+  log(`flame chart of 32 threads x 15 min: ${JSON.stringify(metrics.flame_chart_15min)}`);
   log(`screenshots and metrics.json in ${artifacts}; ${metrics.runtime_s} s; PASS`);
 } catch (e) {
   if (!process.exitCode) console.error("ui_e2e: FAIL:", e);

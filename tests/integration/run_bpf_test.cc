@@ -102,8 +102,15 @@ TEST_F(RunTest, StreamsTheWorkloadWithRightSharesLabelsAndOrder) {
     EXPECT_EQ(b.strings(b.types(0).name()), "cpu");
     EXPECT_EQ(b.types(0).period_nanos(), 1'000'000'000 / 499);
     for (const auto& c : b.counters()) counters.insert(b.strings(c.name()));
+    // Samples carry the second they were taken in: whole seconds inside the
+    // window, several per 4 s window (the flame chart's resolution).
+    std::set<int64_t> seconds;
     for (const auto& s : b.samples()) {
-      EXPECT_EQ(s.time_unix_nanos(), b.start_unix_nanos());
+      const int64_t when = s.time_unix_nanos();
+      seconds.insert(when);
+      EXPECT_EQ(when % 1'000'000'000, 0) << when;
+      EXPECT_GE(when, b.start_unix_nanos() - b.start_unix_nanos() % 1'000'000'000);
+      EXPECT_LT(when, b.end_unix_nanos());
       std::map<std::string, std::string> labels;
       for (const auto& l : b.label_sets(s.label_set()).labels()) labels[b.strings(l.key())] = b.strings(l.value());
       EXPECT_EQ(labels["pid"], std::to_string(prog));
@@ -123,6 +130,9 @@ TEST_F(RunTest, StreamsTheWorkloadWithRightSharesLabelsAndOrder) {
         }
       }
       for (const auto& fn : fns) t.containing[fn] += s.value();
+    }
+    if (b.end_unix_nanos() - b.start_unix_nanos() >= 3'500'000'000) {
+      EXPECT_GE(seconds.size(), 3u) << "a whole 4 s window spans at least 3 seconds";
     }
   }
   EXPECT_EQ(agent_ids.size(), 1u);

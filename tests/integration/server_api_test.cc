@@ -126,6 +126,18 @@ TEST_F(ServerApiTest, AnswersEveryQueryOfAnIngestedBatch) {
   EXPECT_EQ(series["series"][0]["points"][0][1], 450);  // [kT0, kT0+10s)
   EXPECT_EQ(series["series"][0]["points"][1][1], 30);
 
+  // flame chart: per thread lane, per stored second, root-first stacks.
+  json chart = GetJson("/api/v1/flamechart?" + Range(kT0, kT0 + 60 * kSec) + "&selector=" + UrlEncode("{node=\"a\"}"));
+  EXPECT_EQ(chart["total"], 480);
+  ASSERT_EQ(chart["lanes"].size(), 2u);
+  EXPECT_EQ(chart["lanes"][0]["labels"]["comm"], "app");  // largest first
+  EXPECT_EQ(chart["lanes"][0]["total"], 430);
+  ASSERT_EQ(chart["lanes"][0]["points"].size(), 3u);
+  EXPECT_EQ(chart["lanes"][0]["points"][2][0], (kT0 + 20 * kSec) / 1'000'000);
+  EXPECT_EQ(chart["lanes"][1]["labels"]["pid"], "200");
+  const json& py_stack = chart["stacks"][chart["lanes"][1]["points"][0][1].get<int>()];
+  EXPECT_EQ(chart["names"][chart["frames"][py_stack[0].get<int>()][0].get<int>()], "<module>");
+
   json names = GetJson("/api/v1/labels");
   for (const char* n : {"node", "pid", "comm", "exe"}) {
     EXPECT_NE(std::find(names["names"].begin(), names["names"].end(), n), names["names"].end()) << n;
@@ -223,6 +235,7 @@ TEST_F(ServerApiTest, BadInputIsRejectedAndNothingIsStored) {
   expect(Get("/api/v1/profile?" + kHour + "&format=svg"), 400, "format", "bad format");
   expect(Get("/api/v1/series?" + kHour + "&step=1ms"), 400, "step", "too many points");
   expect(Get("/api/v1/diff?" + kHour), 400, "base_from", "diff without base");
+  expect(Get("/api/v1/flamechart?" + kHour), 400, "shorter range", "flame chart of an hour");
   expect(Get("/api/v1/label_values"), 400, "name", "label values without name");
   EXPECT_EQ(Get("/api/v1/nope").status, 404);
 

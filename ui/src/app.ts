@@ -1,8 +1,10 @@
-// The app shell: header, toolbar, timeline and the five views, driven by
+// The app shell: header, toolbar, timeline and the six views, driven by
 // one ViewState that is mirrored in the URL. Everything runs on the page's
 // one thread; a newer refresh aborts the fetches of an older one.
 import { ApiError, apiBlob, apiGet, apiUrl } from "./api";
 import { FlameGraph, escapeHtml } from "./flame/flamegraph";
+import { FlameChart, formatSpan } from "./flame/flamechart";
+import { FlameChartJson, buildChart } from "./flame/chartmodel";
 import { DiffJson, FlameData, ProfileJson, findPath, fromDiff, fromProfile, pathOf } from "./flame/model";
 import { Matches, functionMatches, sandwich, searchMatches, toSpeedscope } from "./flame/analysis";
 import { SortKey, View, ViewState, readState, writeState } from "./state";
@@ -13,19 +15,28 @@ import { TargetsJson, renderTargets } from "./views/targets";
 
 const MAX_NODES = 20000;
 const LIVE_REFRESH_MS = 10_000;
+// The flame chart: at most this range (longer ones are not fetched) and
+// this many threads (the busiest).
+const MAX_CHART_MS = 15 * 60e3;
+const MAX_CHART_LANES = 32;
 
 // Numbers the end-to-end test reads (tests/e2e/): how long the last flame
-// graph took to build and draw, and a selection to its updated graph.
+// graph took to build and draw, and a selection to its updated graph; the
+// same for the flame chart (its merged boxes, all lanes).
 export interface UiPerf {
   buildMs: number;
   drawMs: number;
   nodes: number;
   selectToFlameMs: number;
   flameVersion: number;
+  chartBuildMs: number;
+  chartDrawMs: number;
+  chartBoxes: number;
 }
 
 const VIEW_TITLES: [View, string][] = [
   ["flame", "Flame graph"],
+  ["flamechart", "Flame chart"],
   ["table", "Top functions"],
   ["sandwich", "Sandwich"],
   ["diff", "Diff"],
@@ -41,7 +52,16 @@ function el<K extends keyof HTMLElementTagNameMap>(tag: K, cls = "", html = ""):
 
 export class App {
   private state: ViewState = readState(location.search);
-  readonly perf: UiPerf = { buildMs: 0, drawMs: 0, nodes: 0, selectToFlameMs: 0, flameVersion: 0 };
+  readonly perf: UiPerf = {
+    buildMs: 0,
+    drawMs: 0,
+    nodes: 0,
+    selectToFlameMs: 0,
+    flameVersion: 0,
+    chartBuildMs: 0,
+    chartDrawMs: 0,
+    chartBoxes: 0,
+  };
   private abort: AbortController | null = null;
   private liveTimer = 0;
   private selectT0 = 0;
@@ -70,27 +90,58 @@ export class App {
   private sandwichHead = el("div", "sandwich-head");
   private callers: FlameGraph;
   private callees: FlameGraph;
+  private chartHead = el("div", "flamechart-head");
+  private chartPanel = el("div", "flamechart-panel");
+  private chart: FlameChart;
+  private chartKey = "";
+  private chartTooLong = false;
   private diffHead = el("div", "diff-head");
+  private diffInfo = el("div", "diff-info");
+  private pickBaseButton = el("button", "pick-base", "Pick base range");
+  private pickingBase = false; // the next drag on the timeline sets the diff's base
   private diffGraph: FlameGraph;
   private targetsEl = el("div", "targets");
   private timeline: Timeline;
 
   constructor(root: HTMLElement) {
     const format = (v: number) => this.format(v);
+    // Right-click on a box: the sandwich of its function.
+    const onContext = (name: string, binary: string) => this.update({ view: "sandwich", fn: name, fnbin: binary }, true);
     this.buildShell(root);
-    this.flame = new FlameGraph(this.flamePanel, { format, onZoom: (n) => this.zoomTo(n) });
+    this.flame = new FlameGraph(this.flamePanel, { format, onZoom: (n) => this.zoomTo(n), onContext });
+    this.views.get("flamechart")!.append(this.chartHead, this.chartPanel);
+    this.chart = new FlameChart(this.chartPanel, {
+      onSelectRange: (from, to) => this.update({ from: String(from), to: String(to), live: false, focus: "" }, true),
+      onContext,
+    });
     const callersPanel = el("div", "flame-panel");
     const calleesPanel = el("div", "flame-panel");
     this.views.get("sandwich")!.append(this.sandwichHead, el("h4", "muted", "Callers ↑"), callersPanel, el("h4", "muted", "Callees ↓"), calleesPanel);
-    this.callers = new FlameGraph(callersPanel, { format });
+    this.callers = new FlameGraph(callersPanel, { format, onContext });
     this.callers.setInverted(true);
-    this.callees = new FlameGraph(calleesPanel, { format });
+    this.callees = new FlameGraph(calleesPanel, { format, onContext });
     const diffPanel = el("div", "flame-panel");
+    this.pickBaseButton.title = "then drag across the timeline: that range becomes the base";
+    this.pickBaseButton.addEventListener("click", () => {
+      this.pickingBase = !this.pickingBase;
+      this.syncPickBase();
+    });
+    const diffControls = el("div", "diff-controls");
+    diffControls.append(this.pickBaseButton);
+    this.diffHead.append(diffControls, this.diffInfo);
     this.views.get("diff")!.append(this.diffHead, diffPanel);
     this.diffGraph = new FlameGraph(diffPanel, { format });
     this.timeline = new Timeline(this.timelineEl, (from, to) => {
+      if (this.pickingBase && this.state.view === "diff") {
+        this.pickingBase = false;
+        this.update({ base_from: String(from), base_to: String(to) }, true);
+        return;
+      }
       this.selectT0 = performance.now();
       this.update({ from: String(from), to: String(to), live: false, focus: "" }, true);
+    });
+    this.message.addEventListener("click", (e) => {
+      if ((e.target as HTMLElement).closest("[data-action=last-minute]")) this.selectLastMinute();
     });
     window.addEventListener("popstate", () => {
       this.state = readState(location.search);
@@ -191,6 +242,8 @@ export class App {
     const host = s.view === "table" ? this.views.get("table")! : this.views.get("flame")!;
     if (s.view === "table" && this.tableEl.parentElement !== host) host.append(this.tableEl);
     if (this.flamePanel.parentElement !== host) host.append(this.flamePanel);
+    if (s.view !== "diff") this.pickingBase = false;
+    this.syncPickBase();
     this.liveBox.checked = s.live;
     if (document.activeElement !== this.selectorInput) this.selectorInput.value = s.selector;
     if (document.activeElement !== this.searchInput) this.searchInput.value = s.search;
@@ -208,6 +261,39 @@ export class App {
         : `${s.from} – ${s.to}`;
     clearInterval(this.liveTimer);
     if (s.live) this.liveTimer = window.setInterval(() => this.refresh(), LIVE_REFRESH_MS);
+  }
+
+  private syncPickBase(): void {
+    const on = this.pickingBase;
+    this.pickBaseButton.classList.toggle("active", on);
+    this.pickBaseButton.setAttribute("aria-pressed", String(on));
+    this.pickBaseButton.textContent = on ? "Drag across the timeline to pick the base (Esc cancels)" : "Pick base range";
+    this.timelineEl.classList.toggle("picking-base", on);
+    const base = this.state.view === "diff" ? this.baseRange(Date.now()) : null;
+    const a = base ? resolveTime(base[0], Date.now()) : null;
+    const b = base ? resolveTime(base[1], Date.now()) : null;
+    this.timeline?.setShade(a !== null && b !== null ? [a, b] : null);
+  }
+
+  // The diff's base: base_from/base_to, or the window of the same length
+  // just before the range.
+  private baseRange(now: number): [string, string] {
+    const from = resolveTime(this.state.from, now) ?? now - 3600e3;
+    const to = resolveTime(this.state.to, now) ?? now;
+    return [this.state.base_from || String(Math.round(2 * from - to)), this.state.base_to || String(Math.round(from))];
+  }
+
+  // The last minute of the current range (the flame chart's answer to a
+  // range that is too long); a range that follows now keeps following it.
+  private selectLastMinute(): void {
+    const s = this.state;
+    if (isRelative(s.from) && s.to === "now") {
+      this.update({ from: "now-1m", to: "now", focus: "" }, true);
+      return;
+    }
+    const now = Date.now();
+    const to = resolveTime(s.to, now) ?? now;
+    this.update({ from: String(to - 60e3), to: String(to), live: false, focus: "" }, true);
   }
 
   private span(): number {
@@ -235,11 +321,11 @@ export class App {
 
   private format(v: number): string {
     const period = this.profile?.periodNanos ?? 0;
+    const seconds = (s: number) => `${s >= 100 ? s.toFixed(0) : s.toFixed(2)} s`;
+    // Agents at different frequencies: the server answers in nanoseconds.
+    if (this.profile?.unit === "nanoseconds") return seconds(v / 1e9);
     const n = Number.isInteger(v) ? v.toLocaleString("en-US") : v.toFixed(1);
-    if (this.state.type === "cpu" && period > 0) {
-      const s = (v * period) / 1e9;
-      return `${n} (${s >= 100 ? s.toFixed(0) : s.toFixed(2)} s)`;
-    }
+    if (this.state.type === "cpu" && period > 0) return `${n} (${seconds((v * period) / 1e9)})`;
     return n;
   }
 
@@ -274,6 +360,7 @@ export class App {
       const work: Promise<unknown>[] = [series.then((x) => this.timeline.setSeries(x))];
       if (s.view === "flame" || s.view === "table" || s.view === "sandwich") work.push(this.loadProfile(signal));
       if (s.view === "table") work.push(this.loadTop(signal));
+      if (s.view === "flamechart") work.push(this.loadChart(signal));
       if (s.view === "diff") work.push(this.loadDiff(signal));
       if (s.view === "targets") work.push(this.loadTargets(signal));
       await Promise.all(work);
@@ -291,11 +378,28 @@ export class App {
   private async checkEmpty(signal: AbortSignal): Promise<void> {
     const s = this.state;
     const needsProfile = s.view === "flame" || s.view === "table" || s.view === "sandwich";
-    if (needsProfile && this.profile && this.profile.total[0] === 0) {
+    const chart = s.view === "flamechart" ? this.chart.getData() : null;
+    if (s.view === "flamechart" && this.chartTooLong) {
+      this.showMessage(
+        `<b>The flame chart shows up to 15 minutes of samples per thread.</b> Drag across the timeline to select a shorter range, or
+        <button class="link" data-action="last-minute">show the last minute of this range</button>.`,
+        "empty",
+      );
+      return;
+    }
+    const chartEmpty = chart !== null && (chart.lanes.length === 0 || chart.total === 0);
+    if ((needsProfile && this.profile && this.profile.total[0] === 0) || chartEmpty) {
       const types = await apiGet<{ types: unknown[] }>("/api/v1/types", {}, signal);
       if (types.types.length === 0) {
         this.showMessage(
           `<b>No agent has sent data yet.</b> Start one on each machine to profile:<pre>sudo warpscope-agent run --server ${escapeHtml(location.origin)}</pre>`,
+          "empty",
+        );
+      } else if (chartEmpty) {
+        this.showMessage(
+          `<b>No samples in this range${s.selector ? " for this selector" : ""}.</b> Try another range of up to 15 minutes${
+            s.selector ? " or clear the selector" : ""
+          }; the flame graph shows longer ones.`,
           "empty",
         );
       } else {
@@ -322,6 +426,42 @@ export class App {
     this.flame.setData(this.profile, this.state.color);
   }
 
+  // The flame chart, for ranges up to MAX_CHART_MS; a longer one is not
+  // fetched (checkEmpty says why and offers the last minute).
+  private async loadChart(signal: AbortSignal): Promise<void> {
+    const now = Date.now();
+    const from = resolveTime(this.state.from, now);
+    const to = resolveTime(this.state.to, now);
+    this.chartTooLong = from !== null && to !== null && to - from > MAX_CHART_MS;
+    if (this.chartTooLong) {
+      this.chart.setData(null, this.state.color);
+      this.chartKey = "";
+      return;
+    }
+    const params = { ...this.common(), group_by: "pid,comm,thread", max_lanes: MAX_CHART_LANES };
+    const key = apiUrl("", params);
+    if (key === this.chartKey && this.chart.getData() && !isRelative(this.state.from) && !isRelative(this.state.to)) return;
+    let json: FlameChartJson;
+    try {
+      json = await apiGet<FlameChartJson>("/api/v1/flamechart", params, signal);
+    } catch (e) {
+      if (!signal.aborted) {
+        // No stale chart under the error (a range with too many points).
+        this.chart.setData(null, this.state.color);
+        this.chartKey = "";
+        this.chart.draw();
+      }
+      throw e;
+    }
+    if (signal.aborted) return;
+    const t0 = performance.now();
+    const data = buildChart(json);
+    this.perf.chartBuildMs = performance.now() - t0;
+    this.perf.chartBoxes = data.boxes;
+    this.chartKey = key;
+    this.chart.setData(data, this.state.color);
+  }
+
   private top: TopJson | null = null;
   private async loadTop(signal: AbortSignal): Promise<void> {
     this.top = await apiGet<TopJson>("/api/v1/top", { ...this.common(), limit: 2000, sort: "self" }, signal);
@@ -330,11 +470,7 @@ export class App {
   private diff: FlameData | null = null;
   private async loadDiff(signal: AbortSignal): Promise<void> {
     const now = Date.now();
-    const from = resolveTime(this.state.from, now) ?? now - 3600e3;
-    const to = resolveTime(this.state.to, now) ?? now;
-    // Default base: the window of the same length just before.
-    const baseFrom = this.state.base_from || String(Math.round(2 * from - to));
-    const baseTo = this.state.base_to || String(Math.round(from));
+    const [baseFrom, baseTo] = this.baseRange(now);
     const json = await apiGet<DiffJson>("/api/v1/diff", { ...this.common(), base_from: baseFrom, base_to: baseTo, max_nodes: MAX_NODES }, signal);
     this.diff = fromDiff(json);
     this.diffGraph.setData(this.diff, "binary");
@@ -342,12 +478,12 @@ export class App {
       const ms = resolveTime(x, now);
       return ms === null ? escapeHtml(x) : formatTime(ms);
     };
-    this.diffHead.innerHTML = `<p>Base <b>${t(baseFrom)} – ${t(baseTo)}</b> (${json.base_total.toLocaleString("en-US")} samples)
+    this.diffInfo.innerHTML = `<p>Base <b>${t(baseFrom)} – ${t(baseTo)}</b> (${json.base_total.toLocaleString("en-US")} samples)
       against <b>${t(this.state.from)} – ${t(this.state.to)}</b> (${json.target_total.toLocaleString("en-US")} samples).
       Width: both shares together; <span class="grew">red</span>: a larger share of the target, <span class="shrank">green</span>: smaller.
-      Set the base with the URL's <code>base_from</code>/<code>base_to</code>, or
-      <button class="link" id="base-now">use the range before this one</button>.</p>`;
-    this.diffHead.querySelector("#base-now")!.addEventListener("click", () => this.update({ base_from: "", base_to: "" }, true));
+      Set the base with <b>Pick base range</b> and a drag across the timeline, with the URL's
+      <code>base_from</code>/<code>base_to</code>, or <button class="link" id="base-now">use the range before this one</button>.</p>`;
+    this.diffInfo.querySelector("#base-now")!.addEventListener("click", () => this.update({ base_from: "", base_to: "" }, true));
   }
 
   private targets: TargetsJson | null = null;
@@ -378,6 +514,16 @@ export class App {
       }
       this.renderBreadcrumb();
     }
+    if (s.view === "flamechart") {
+      this.chart.setColorMode(s.color);
+      this.chart.setSearch(s.search);
+      this.chart.draw();
+      this.perf.chartDrawMs = this.chart.lastDrawMs;
+      const d = this.chart.getData();
+      this.chartHead.innerHTML = `<span class="muted small">Each thread's stacks in time order, root on top${
+        d && d.lanes.length ? `, in ${escapeHtml(formatSpan(d.bucketMs))} buckets` : ""
+      }; blank: off CPU. Click a box to select its time span; right-click for its callers and callees (sandwich).</span>`;
+    }
     this.renderSearchInfo();
     if (s.view === "table" && this.top) {
       renderTopTable(this.tableEl, this.top, s.sort, s.search, { name: s.fn, binary: s.fnbin }, (v) => this.format(v), {
@@ -403,6 +549,12 @@ export class App {
   }
 
   private renderSearchInfo(): void {
+    if (this.state.view === "flamechart") {
+      const share = this.state.search ? this.chart.searchShare() : null;
+      this.searchInfo.textContent =
+        share === null ? "" : `${this.chart.matchedDrawn} boxes · ${(100 * share).toFixed(2)}% of the samples shown`;
+      return;
+    }
     const d = this.state.view === "diff" ? this.diff : this.profile;
     if (!this.state.search || !d) {
       this.searchInfo.textContent = "";
@@ -417,7 +569,7 @@ export class App {
     const d = this.profile;
     const f = this.flame.getFocus();
     if (!d || f === 0) {
-      this.breadcrumb.innerHTML = `<span class="muted small">Click a box to zoom in; Esc resets.</span>`;
+      this.breadcrumb.innerHTML = `<span class="muted small">Click a box to zoom in; right-click for its callers and callees (sandwich); Esc resets.</span>`;
       return;
     }
     const chain: number[] = [];
@@ -473,6 +625,10 @@ export class App {
       this.searchInput.select();
     } else if (e.key === "Escape") {
       if (typing) (e.target as HTMLElement).blur();
+      if (this.pickingBase) {
+        this.pickingBase = false;
+        this.syncPickBase();
+      }
       if (this.state.focus) this.update({ focus: "" }, false, false);
     }
   }

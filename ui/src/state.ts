@@ -1,7 +1,7 @@
 // The whole view state, mirrored in the URL's query string so a link shows
 // the same view (the server answers every non-API path with the app).
 
-export type View = "flame" | "table" | "sandwich" | "diff" | "targets";
+export type View = "flame" | "flamechart" | "table" | "sandwich" | "diff" | "targets";
 export type Orientation = "icicle" | "flame";
 export type ColorMode = "binary" | "kind";
 export type SortKey = "name" | "binary" | "self" | "total";
@@ -42,7 +42,7 @@ export const DEFAULTS: ViewState = {
   live: false,
 };
 
-const VIEWS: View[] = ["flame", "table", "sandwich", "diff", "targets"];
+const VIEWS: View[] = ["flame", "flamechart", "table", "sandwich", "diff", "targets"];
 
 export function readState(search: string): ViewState {
   const q = new URLSearchParams(search);

@@ -1,6 +1,7 @@
 // The timeline: samples per step for the current selector (/api/v1/series,
 // every series summed), drawn by uPlot. Dragging across it selects a range;
-// the app makes that the new [from, to).
+// the app makes that the new [from, to) (or, in the diff view, the base).
+// A shaded band can mark another range (the diff's base).
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
 
@@ -15,6 +16,8 @@ export class Timeline {
   private plot: uPlot | null = null;
   private data: uPlot.AlignedData = [[], []];
   private range: [number, number] = [0, 1]; // seconds, what uPlot's x scale spans
+  private shade: [number, number] | null = null; // ms
+  private shadeColor = "rgba(30, 132, 73, 0.18)";
 
   constructor(
     private container: HTMLElement,
@@ -48,11 +51,33 @@ export class Timeline {
     return total;
   }
 
+  // Marks [fromMs, toMs) on the plot (clipped to it), or nothing.
+  setShade(range: [number, number] | null): void {
+    const same = range === this.shade || (range && this.shade && range[0] === this.shade[0] && range[1] === this.shade[1]);
+    if (same) return;
+    this.shade = range;
+    this.plot?.redraw(false, false);
+  }
+
+  private drawShade(u: uPlot): void {
+    if (!this.shade) return;
+    const { left, top, width, height } = u.bbox;
+    const a = Math.max(left, u.valToPos(this.shade[0] / 1000, "x", true));
+    const b = Math.min(left + width, u.valToPos(this.shade[1] / 1000, "x", true));
+    if (!(b > a)) return;
+    u.ctx.save();
+    u.ctx.fillStyle = this.shadeColor;
+    u.ctx.fillRect(a, top, b - a, height);
+    u.ctx.restore();
+  }
+
   private create(): void {
     const css = getComputedStyle(document.documentElement);
     const fg = css.getPropertyValue("--fg-muted").trim() || "#666";
     const grid = css.getPropertyValue("--border").trim() || "#ddd";
     const accent = css.getPropertyValue("--accent").trim() || "#d35400";
+    const shrank = css.getPropertyValue("--shrank").trim();
+    if (/^#[0-9a-f]{6}$/i.test(shrank)) this.shadeColor = shrank + "2e";
     const opts: uPlot.Options = {
       ...this.size(),
       cursor: { drag: { x: true, y: false, setScale: false }, y: false },
@@ -61,10 +86,11 @@ export class Timeline {
       scales: { x: { time: true, range: () => this.range }, y: { range: (_u, _min, max) => [0, Math.max(max, 1)] } },
       axes: [
         { stroke: fg, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid } },
-        { stroke: fg, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid }, size: 50 },
+        { stroke: fg, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid }, size: 50, values: (_u, splits) => splits.map(compact) },
       ],
       series: [{}, { label: "samples", stroke: accent, fill: accent + "33", width: 1.5, points: { show: false } }],
       hooks: {
+        draw: [(u) => this.drawShade(u)],
         setSelect: [
           (u) => {
             if (u.select.width < 3) return;
@@ -78,4 +104,16 @@ export class Timeline {
     };
     this.plot = new uPlot(opts, this.data, this.container);
   }
+}
+
+// Axis numbers that fit 50 px: 950, 12k, 3.4M, 5.1G.
+function compact(v: number): string {
+  const a = Math.abs(v);
+  for (const [div, suffix] of [[1e12, "T"], [1e9, "G"], [1e6, "M"], [1e3, "k"]] as const) {
+    if (a >= div) {
+      const x = v / div;
+      return `${Number.isInteger(x) ? x : x.toFixed(x >= 10 ? 0 : 1)}${suffix}`;
+    }
+  }
+  return String(Number.isInteger(v) ? v : Number(v.toFixed(2)));
 }

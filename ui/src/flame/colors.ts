@@ -24,13 +24,25 @@ export interface Palette {
 }
 
 export function palette(d: FlameData, mode: "binary" | "kind"): Palette {
+  if (d.diff) return diffPalette(d, dark());
+  return framePalette(d.n, d.binaries, d.binary, d.kind, mode);
+}
+
+// One colour per item (a flame graph's node, a flame chart's frame) from its
+// binary and kind: both views give one binary the same colour.
+export function framePalette(
+  n: number,
+  binaries: string[],
+  binary: ArrayLike<number>,
+  kind: ArrayLike<number>,
+  mode: "binary" | "kind",
+): Palette {
   const isDark = dark();
   const light = isDark ? 38 : 68;
   const fadedLight = isDark ? 22 : 88;
   const styles: string[] = [];
   const faded: string[] = [];
-  const nodeStyle = new Uint16Array(d.n);
-  if (d.diff) return diffPalette(d, isDark);
+  const nodeStyle = new Uint16Array(n);
   const push = (h: number, s: number, jitter: number) => {
     styles.push(`hsl(${h},${s}%,${light + jitter}%)`);
     faded.push(`hsl(${h},${Math.round(s / 3)}%,${fadedLight}%)`);
@@ -38,16 +50,16 @@ export function palette(d: FlameData, mode: "binary" | "kind"): Palette {
   };
   if (mode === "kind") {
     const byKind = KIND_HUES.map((h, k) => push(h, k === 3 ? 0 : 60, 0));
-    for (let i = 0; i < d.n; i++) nodeStyle[i] = byKind[Math.min(d.kind[i], 3)];
+    for (let i = 0; i < n; i++) nodeStyle[i] = byKind[Math.min(kind[i], 3)];
   } else {
-    const byBinary = d.binaries.map((b) => {
+    const byBinary = binaries.map((b) => {
       if (!b) return push(0, 0, 0);
       const h = hash(b);
       // Warm hues (red..yellow) like classic flame graphs, with a little variety.
       return push(h % 55, 65 + ((h >>> 8) % 25), ((h >>> 16) % 9) - 4);
     });
     const grey = push(0, 0, 0);
-    for (let i = 0; i < d.n; i++) nodeStyle[i] = d.kind[i] === 3 ? grey : byBinary[d.binary[i]];
+    for (let i = 0; i < n; i++) nodeStyle[i] = kind[i] === 3 ? grey : (byBinary[binary[i]] ?? grey);
   }
   return {
     styles,

@@ -14,6 +14,8 @@ const FONT = '11px ui-monospace, "DejaVu Sans Mono", Menlo, monospace';
 
 export interface FlameGraphOptions {
   onZoom?: (node: number) => void;
+  // A right-click on a box other than the root: its function (the sandwich).
+  onContext?: (name: string, binary: string) => void;
   // Formats a value (samples) for tooltips.
   format: (value: number) => string;
 }
@@ -50,6 +52,14 @@ export class FlameGraph {
     this.canvas.addEventListener("click", (e) => {
       const node = this.hit(e);
       if (node >= 0) this.options.onZoom?.(node);
+    });
+    this.canvas.addEventListener("contextmenu", (e) => {
+      const node = this.hit(e);
+      const d = this.data;
+      if (!d || node <= 0 || !this.options.onContext) return;
+      e.preventDefault();
+      this.tooltip.hidden = true;
+      this.options.onContext(d.names[d.name[node]], d.binaries[d.binary[node]]);
     });
     new ResizeObserver(() => {
       if (this.container.clientWidth !== this.cssWidth) this.draw();
