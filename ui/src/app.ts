@@ -1,4 +1,4 @@
-// The app shell: header, toolbar, timeline and the six views, driven by
+// The app shell: header, toolbar, timeline and the seven views, driven by
 // one ViewState that is mirrored in the URL. Everything runs on the page's
 // one thread; a newer refresh aborts the fetches of an older one.
 import { ApiError, apiBlob, apiGet, apiUrl } from "./api";
@@ -12,6 +12,7 @@ import { SeriesJson, Timeline } from "./timeline";
 import { formatDuration, formatTime, isRelative, resolveTime } from "./time";
 import { TopJson, renderTopTable } from "./views/top_table";
 import { TargetsJson, renderTargets } from "./views/targets";
+import { GpuPanel } from "./views/gpu";
 
 const MAX_NODES = 20000;
 const LIVE_REFRESH_MS = 10_000;
@@ -32,6 +33,7 @@ export interface UiPerf {
   chartBuildMs: number;
   chartDrawMs: number;
   chartBoxes: number;
+  gpuDrawMs: number; // the GPUs view's last render (every chart)
 }
 
 const VIEW_TITLES: [View, string][] = [
@@ -40,6 +42,7 @@ const VIEW_TITLES: [View, string][] = [
   ["table", "Top functions"],
   ["sandwich", "Sandwich"],
   ["diff", "Diff"],
+  ["gpu", "GPUs"],
   ["targets", "Targets"],
 ];
 
@@ -61,6 +64,7 @@ export class App {
     chartBuildMs: 0,
     chartDrawMs: 0,
     chartBoxes: 0,
+    gpuDrawMs: 0,
   };
   private abort: AbortController | null = null;
   private liveTimer = 0;
@@ -101,6 +105,7 @@ export class App {
   private pickingBase = false; // the next drag on the timeline sets the diff's base
   private diffGraph: FlameGraph;
   private targetsEl = el("div", "targets");
+  private gpu: GpuPanel;
   private timeline: Timeline;
 
   constructor(root: HTMLElement) {
@@ -131,6 +136,15 @@ export class App {
     this.diffHead.append(diffControls, this.diffInfo);
     this.views.get("diff")!.append(this.diffHead, diffPanel);
     this.diffGraph = new FlameGraph(diffPanel, { format });
+    this.gpu = new GpuPanel(this.views.get("gpu")!, {
+      onPick: (patch) => this.update(patch, true),
+      onFocusPid: (pid) => this.update({ gpupid: pid }, false, false),
+      // A drag across a GPU chart: what the node's CPUs (the focused process's) did then.
+      onSelectRange: (from, to, selector) => {
+        this.selectT0 = performance.now();
+        this.update({ view: "flame", from: String(from), to: String(to), selector, live: false, focus: "" }, true);
+      },
+    });
     this.timeline = new Timeline(this.timelineEl, (from, to) => {
       if (this.pickingBase && this.state.view === "diff") {
         this.pickingBase = false;
@@ -363,6 +377,7 @@ export class App {
       if (s.view === "flamechart") work.push(this.loadChart(signal));
       if (s.view === "diff") work.push(this.loadDiff(signal));
       if (s.view === "targets") work.push(this.loadTargets(signal));
+      if (s.view === "gpu") work.push(this.gpu.load(s, signal));
       await Promise.all(work);
       if (signal.aborted) return;
       this.showMessage("");
@@ -538,12 +553,24 @@ export class App {
       this.diffGraph.setMatches(this.diff ? searchMatches(this.diff, s.search) : null);
       this.diffGraph.draw();
     }
+    if (s.view === "gpu") {
+      this.gpu.render(s);
+      this.perf.gpuDrawMs = this.gpu.lastDrawMs;
+    } else {
+      this.gpu.release();
+    }
     if (s.view === "targets" && this.targets) {
       if (this.targets.nodes.length === 0) {
         this.targetsEl.innerHTML = `<div class="empty"><b>No targets with samples in this range.</b> Agents appear here once they
           upload: <pre>sudo warpscope-agent run --server ${escapeHtml(location.origin)}</pre></div>`;
       } else {
-        renderTargets(this.targetsEl, this.targets, s.search, (selector) => this.update({ selector, view: "flame", focus: "" }, true));
+        renderTargets(
+          this.targetsEl,
+          this.targets,
+          s.search,
+          (selector) => this.update({ selector, view: "flame", focus: "" }, true),
+          (node, gpu) => this.update({ view: "gpu", gpunode: node, gpu, gpupid: "" }, true),
+        );
       }
     }
   }
@@ -630,6 +657,7 @@ export class App {
         this.syncPickBase();
       }
       if (this.state.focus) this.update({ focus: "" }, false, false);
+      if (this.state.view === "gpu" && this.state.gpupid) this.update({ gpupid: "" }, false, false);
     }
   }
 

@@ -1,7 +1,7 @@
 // The whole view state, mirrored in the URL's query string so a link shows
 // the same view (the server answers every non-API path with the app).
 
-export type View = "flame" | "flamechart" | "table" | "sandwich" | "diff" | "targets";
+export type View = "flame" | "flamechart" | "table" | "sandwich" | "diff" | "gpu" | "targets";
 export type Orientation = "icicle" | "flame";
 export type ColorMode = "binary" | "kind";
 export type SortKey = "name" | "binary" | "self" | "total";
@@ -22,6 +22,9 @@ export interface ViewState {
   base_from: string;
   base_to: string;
   live: boolean;
+  gpunode: string; // the GPU view's node (empty: the first with GPUs)
+  gpu: string; // its GPU index (empty: all GPUs of the node)
+  gpupid: string; // the process focused in the GPU view's legends
 }
 
 export const DEFAULTS: ViewState = {
@@ -40,9 +43,12 @@ export const DEFAULTS: ViewState = {
   base_from: "",
   base_to: "",
   live: false,
+  gpunode: "",
+  gpu: "",
+  gpupid: "",
 };
 
-const VIEWS: View[] = ["flame", "flamechart", "table", "sandwich", "diff", "targets"];
+const VIEWS: View[] = ["flame", "flamechart", "table", "sandwich", "diff", "gpu", "targets"];
 
 export function readState(search: string): ViewState {
   const q = new URLSearchParams(search);

@@ -1,9 +1,22 @@
 // The timeline: samples per step for the current selector (/api/v1/series,
 // every series summed), drawn by uPlot. Dragging across it selects a range;
 // the app makes that the new [from, to) (or, in the diff view, the base).
-// A shaded band can mark another range (the diff's base).
+// A shaded band can mark another range (the diff's base). Its cursor is
+// shared with the GPU view's charts.
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
+
+// One cursor for the timeline and the GPU view's charts: hovering one shows
+// the same time on the others. Only the cursor moves in sync; a drag
+// selects on the chart it happens on.
+export const SYNC_KEY = "warpscope-time";
+export function syncCursor(): uPlot.Cursor.Sync {
+  return {
+    key: SYNC_KEY,
+    scales: ["x", null],
+    filters: { pub: (type: string) => type === "mousemove" || type === "mouseleave", sub: () => true },
+  };
+}
 
 export interface SeriesJson {
   from_ms: number;
@@ -26,8 +39,12 @@ export class Timeline {
     new ResizeObserver(() => this.plot?.setSize(this.size())).observe(container);
   }
 
+  // The content box (clientWidth counts the padding): the plot then lines
+  // up with the GPU view's charts below.
   private size() {
-    return { width: Math.max(this.container.clientWidth, 100), height: 130 };
+    const css = getComputedStyle(this.container);
+    const padding = (parseFloat(css.paddingLeft) || 0) + (parseFloat(css.paddingRight) || 0);
+    return { width: Math.max(this.container.clientWidth - padding, 100), height: 130 };
   }
 
   // Steps without samples are absent in the answer: they are zeros here.
@@ -80,7 +97,7 @@ export class Timeline {
     if (/^#[0-9a-f]{6}$/i.test(shrank)) this.shadeColor = shrank + "2e";
     const opts: uPlot.Options = {
       ...this.size(),
-      cursor: { drag: { x: true, y: false, setScale: false }, y: false },
+      cursor: { drag: { x: true, y: false, setScale: false }, y: false, sync: syncCursor() },
       select: { show: true, left: 0, top: 0, width: 0, height: 0 },
       legend: { show: false },
       scales: { x: { time: true, range: () => this.range }, y: { range: (_u, _min, max) => [0, Math.max(max, 1)] } },

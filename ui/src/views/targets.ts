@@ -1,14 +1,28 @@
-// Nodes and the processes on each (/api/v1/targets), filtered by the
-// selector box (server side) and the search text (here). Clicking a process
-// narrows the selector to it.
+// Nodes, their GPUs and the processes on each (/api/v1/targets), filtered
+// by the selector box (server side) and the search text (here). Clicking a
+// process narrows the selector to it; clicking a GPU opens the GPUs view.
 import { escapeHtml } from "../flame/flamegraph";
+
+export interface GpuInfo {
+  gpu: string; // NVML's index on the node
+  uuid: string;
+  gpu_name: string;
+  pci_bus_id: string;
+}
 
 export interface TargetsJson {
   nodes: {
     node: string;
     series: number;
     processes: { pid: string; comm: string; exe: string; container_id?: string }[];
+    gpus?: GpuInfo[]; // nodes whose agent sends GPU metrics
   }[];
+}
+
+// GPU-1a2b3c4d-… → GPU-1a2b3c4d
+function shortUuid(uuid: string): string {
+  const m = /^(GPU-|MIG-)?([0-9a-f]{8})/i.exec(uuid);
+  return m ? `${m[1] ?? ""}${m[2]}` : uuid.slice(0, 12);
 }
 
 export function renderTargets(
@@ -16,29 +30,45 @@ export function renderTargets(
   targets: TargetsJson,
   filter: string,
   onPick: (selector: string) => void,
+  onGpu: (node: string, gpu: string) => void,
 ): void {
   const f = filter.trim().toLowerCase();
   const match = (...parts: (string | undefined)[]) => !f || parts.some((p) => p?.toLowerCase().includes(f));
   const blocks = targets.nodes
     .map((n) => {
       const procs = n.processes.filter((p) => match(n.node, p.pid, p.comm, p.exe, p.container_id));
-      if (procs.length === 0 && !match(n.node)) return "";
+      const gpus = n.gpus ?? [];
+      const gpusShown = gpus.filter((g) => match(n.node, g.gpu, g.uuid, g.gpu_name, g.pci_bus_id));
+      if (procs.length === 0 && gpusShown.length === 0 && !match(n.node)) return "";
+      const gpuList = gpus.length
+        ? `<div class="target-gpus"><span class="muted small">GPUs</span> ${gpus
+            .map(
+              (g) => `<button class="target-gpu" data-node="${escapeHtml(n.node)}" data-gpu="${escapeHtml(g.gpu)}"
+                title="${escapeHtml(`${g.uuid}${g.pci_bus_id ? ` · PCI ${g.pci_bus_id}` : ""}: its metrics in the GPUs view`)}">
+                <b>${escapeHtml(g.gpu)}</b> ${escapeHtml(g.gpu_name)} <span class="muted">${escapeHtml(shortUuid(g.uuid))}</span></button>`,
+            )
+            .join("")}</div>`
+        : "";
       return `<section class="target-node">
         <h3><button class="link" data-node="${escapeHtml(n.node)}">${escapeHtml(n.node || "(no node label)")}</button>
-          <span class="muted small">${n.series} series, ${n.processes.length} processes</span></h3>
-        <table class="top"><thead><tr><th class="num">PID</th><th>Process</th><th>Executable</th><th>Container</th></tr></thead>
+          <span class="muted small">${n.series} series, ${n.processes.length} processes${gpus.length ? `, ${gpus.length} GPU${gpus.length === 1 ? "" : "s"}` : ""}</span></h3>
+        ${gpuList}
+        ${procs.length === 0 && gpus.length > 0 ? "" : `<table class="top"><thead><tr><th class="num">PID</th><th>Process</th><th>Executable</th><th>Container</th></tr></thead>
         <tbody>${procs
           .map(
             (p) => `<tr data-node="${escapeHtml(n.node)}" data-pid="${escapeHtml(p.pid)}">
             <td class="num">${escapeHtml(p.pid)}</td><td class="fn">${escapeHtml(p.comm)}</td>
             <td class="muted">${escapeHtml(p.exe)}</td><td class="muted">${escapeHtml((p.container_id ?? "").slice(0, 12))}</td></tr>`,
           )
-          .join("")}</tbody></table></section>`;
+          .join("")}</tbody></table>`}</section>`;
     })
     .join("");
   el.innerHTML = blocks || `<div class="empty">No target matches “${escapeHtml(filter)}”.</div>`;
   const quote = (s: string) => JSON.stringify(s);
-  el.querySelectorAll<HTMLElement>("button[data-node]").forEach((b) =>
+  el.querySelectorAll<HTMLElement>("button.target-gpu").forEach((b) =>
+    b.addEventListener("click", () => onGpu(b.dataset.node!, b.dataset.gpu!)),
+  );
+  el.querySelectorAll<HTMLElement>("h3 button[data-node]").forEach((b) =>
     b.addEventListener("click", () => onPick(`{node=${quote(b.dataset.node!)}}`)),
   );
   el.querySelectorAll<HTMLElement>("tr[data-pid]").forEach((tr) =>
