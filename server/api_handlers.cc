@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "base/duration.h"
@@ -94,6 +95,33 @@ StatusOr<std::vector<std::string>> ParseGroupBy(const HttpRequest& req, const st
   return names;
 }
 
+// The step of a series answer over `range`: `step` when given (a duration of
+// at least 1 ms, at most 10000 points), else the smallest round step giving at
+// most `max_points` (default 300) points.
+StatusOr<int64_t> ParseStep(const HttpRequest& req, const TimeRange& range) {
+  auto max_points = ParseUnsigned(req, "max_points", 300, 10'000);
+  if (!max_points.ok()) return max_points.status();
+  int64_t step_ns = ChooseStep(range, static_cast<int>(std::max<uint64_t>(*max_points, 1)));
+  if (auto step = req.QueryValue("step"); step && !step->empty()) {
+    auto parsed = ParseDuration(*step);
+    if (!parsed.ok() || parsed->count() < 1'000'000) {
+      return InvalidArgumentError("parameter 'step': expected a duration of at least 1ms like 10s or 1m, found \"" +
+                                  *step + "\"");
+    }
+    if (range.span_ns() / parsed->count() > 10'000) {
+      return InvalidArgumentError("parameter 'step': more than 10000 points over the range; use a larger step");
+    }
+    step_ns = parsed->count();
+  }
+  return step_ns;
+}
+
+json LabelsJson(const storage::Labels& labels) {
+  json out = json::object();
+  for (const auto& [k, v] : labels) out[k] = v;
+  return out;
+}
+
 json RangeJson(const ProfileQuery& q) {
   return {{"from", FormatRfc3339(q.from_ns)}, {"to", FormatRfc3339(q.to_ns)}, {"from_ms", q.from_ns / 1'000'000},
           {"to_ms", q.to_ns / 1'000'000}};
@@ -119,7 +147,9 @@ class Handlers {
       if (status >= 500) LOG_WARNING() << "ingest from agent " << batch.agent_id() << ": " << result.status().message();
       return HttpResponse::Error(status, result.status().message());
     }
-    return JsonOk({{"stored_samples", result->samples}, {"duplicate", result->duplicate}});
+    return JsonOk({{"stored_samples", result->samples},
+                   {"stored_metric_points", result->metric_points},
+                   {"duplicate", result->duplicate}});
   }
 
   HttpResponse Profile(const HttpRequest& req) const {
@@ -198,21 +228,9 @@ class Handlers {
     if (!q.ok()) return ErrorFor(q.status());
     storage::SeriesQuery sq;
     sq.profile = *q;
-    const TimeRange range{q->from_ns, q->to_ns};
-    auto max_points = ParseUnsigned(req, "max_points", 300, 10'000);
-    if (!max_points.ok()) return ErrorFor(max_points.status());
-    sq.step_ns = ChooseStep(range, static_cast<int>(std::max<uint64_t>(*max_points, 1)));
-    if (auto step = req.QueryValue("step"); step && !step->empty()) {
-      auto parsed = ParseDuration(*step);
-      if (!parsed.ok() || parsed->count() < 1'000'000) {
-        return HttpResponse::Error(400, "parameter 'step': expected a duration of at least 1ms like 10s or 1m, found \"" +
-                                            *step + "\"");
-      }
-      if (range.span_ns() / parsed->count() > 10'000) {
-        return HttpResponse::Error(400, "parameter 'step': more than 10000 points over the range; use a larger step");
-      }
-      sq.step_ns = parsed->count();
-    }
+    auto step = ParseStep(req, TimeRange{q->from_ns, q->to_ns});
+    if (!step.ok()) return ErrorFor(step.status());
+    sq.step_ns = *step;
     auto group_by = ParseGroupBy(req, "");
     if (!group_by.ok()) return ErrorFor(group_by.status());
     sq.group_by = std::move(group_by).value();
@@ -223,14 +241,65 @@ class Handlers {
     out["step_ms"] = sq.step_ns / 1'000'000;
     json list = json::array();
     for (const storage::Series& s : *series) {
-      json labels = json::object();
-      for (const auto& [k, v] : s.labels) labels[k] = v;
       json points = json::array();
       for (const storage::SeriesPoint& p : s.points) points.push_back({p.time_ns / 1'000'000, p.value});
-      list.push_back({{"labels", std::move(labels)}, {"points", std::move(points)}});
+      list.push_back({{"labels", LabelsJson(s.labels)}, {"points", std::move(points)}});
     }
     out["series"] = std::move(list);
     return JsonOk(out);
+  }
+
+  // One metric downsampled: per step [t_ms, min, max, avg] of the raw points.
+  HttpResponse Metrics(const HttpRequest& req) const {
+    const std::string name = req.QueryValue("name").value_or("");
+    if (name.empty()) {
+      return HttpResponse::Error(400, "parameter 'name' (the metric, e.g. gpu_utilization) is required");
+    }
+    if (name.size() > 256) return HttpResponse::Error(400, "parameter 'name': longer than 256 bytes");
+    auto q = ParseProfileQuery(req, options_.now_ns());
+    if (!q.ok()) return ErrorFor(q.status());
+    storage::MetricQuery mq;
+    mq.name = name;
+    mq.from_ns = q->from_ns;
+    mq.to_ns = q->to_ns;
+    mq.selector = q->selector;
+    auto step = ParseStep(req, TimeRange{q->from_ns, q->to_ns});
+    if (!step.ok()) return ErrorFor(step.status());
+    mq.step_ns = *step;
+    auto group_by = ParseGroupBy(req, "");
+    if (!group_by.ok()) return ErrorFor(group_by.status());
+    mq.group_by = std::move(group_by).value();
+    auto infos = store_->MetricNames();
+    if (!infos.ok()) return ErrorFor(infos.status());
+    auto series = store_->SelectMetricSeries(mq);
+    if (!series.ok()) return ErrorFor(series.status());
+    // One name sent in several units (a misconfigured agent) lists them all.
+    std::string unit;
+    for (const storage::MetricInfo& info : *infos) {
+      if (info.name == name) unit += (unit.empty() ? "" : ",") + info.unit;
+    }
+    json out = RangeJson(*q);
+    out["name"] = name;
+    out["unit"] = unit;
+    out["step_ms"] = mq.step_ns / 1'000'000;
+    json list = json::array();
+    for (const storage::MetricSeries& s : *series) {
+      json points = json::array();
+      for (const storage::MetricStep& p : s.points) {
+        points.push_back({p.time_ns / 1'000'000, p.min, p.max, p.sum / static_cast<double>(p.count)});
+      }
+      list.push_back({{"labels", LabelsJson(s.labels)}, {"points", std::move(points)}});
+    }
+    out["series"] = std::move(list);
+    return JsonOk(out);
+  }
+
+  HttpResponse MetricNames(const HttpRequest&) const {
+    auto infos = store_->MetricNames();
+    if (!infos.ok()) return ErrorFor(infos.status());
+    json list = json::array();
+    for (const storage::MetricInfo& info : *infos) list.push_back({{"name", info.name}, {"unit", info.unit}});
+    return JsonOk({{"metrics", std::move(list)}});
   }
 
   // Samples per lane over time, for the flame chart. Ranges are capped: a
@@ -275,8 +344,10 @@ class Handlers {
     return JsonOk({{"name", *name}, {"values", *values}});
   }
 
-  // Nodes and, under each, its processes (pid, comm, exe, container) with
-  // samples in the range.
+  // Nodes and, under each, its processes (pid, comm, exe, container) and GPUs
+  // with samples or metric points in the range. A process seen only in
+  // per-process GPU metrics is listed like a CPU-profiled one; GPUs come from
+  // the labels of GPU metric series.
   HttpResponse Targets(const HttpRequest& req) const {
     auto q = ParseProfileQuery(req, options_.now_ns());
     if (!q.ok()) return ErrorFor(q.status());
@@ -289,11 +360,16 @@ class Handlers {
     if (!sets.ok()) return ErrorFor(sets.status());
     static const char* kProcessLabels[] = {"pid", "comm", "exe", "container_id", "container_runtime", "pod_uid",
                                            "qos_class"};
+    static const char* kGpuLabels[] = {"gpu", "uuid", "gpu_name", "pci_bus_id"};
+    // GPUs by (index, uuid), the index compared as a number ("2" before "10").
+    using GpuKey = std::tuple<size_t, std::string, std::string>;
     std::map<std::string, std::map<std::string, json>> nodes;  // node -> process key -> process
+    std::map<std::string, std::map<GpuKey, json>> gpus;        // node -> GPU key -> GPU
     std::map<std::string, uint64_t> node_series;
     for (const storage::Labels& labels : *sets) {
       std::string node, key;
       json process = json::object();
+      json gpu = json::object();
       for (const auto& [k, v] : labels) {
         if (k == "node") node = v;
         for (const char* p : kProcessLabels) {
@@ -302,15 +378,30 @@ class Handlers {
             key += k + "=" + v + "\n";
           }
         }
+        for (const char* g : kGpuLabels) {
+          if (k == g) gpu[k] = v;
+        }
       }
       ++node_series[node];
       if (!key.empty()) nodes[node].emplace(key, std::move(process));
+      if (gpu.contains("gpu") || gpu.contains("uuid")) {
+        const std::string index = gpu.value("gpu", ""), uuid = gpu.value("uuid", "");
+        // Per-process series may carry only some GPU labels: fill in, never overwrite.
+        json& entry = gpus[node][GpuKey{index.size(), index, uuid}];
+        if (entry.is_null()) entry = json::object();
+        for (auto& [k, v] : gpu.items()) {
+          if (!entry.contains(k)) entry[k] = v;
+        }
+      }
     }
     json list = json::array();
     for (const auto& [node, series] : node_series) {
       json processes = json::array();
       for (auto& [key, p] : nodes[node]) processes.push_back(p);
-      list.push_back({{"node", node}, {"series", series}, {"processes", std::move(processes)}});
+      json node_gpus = json::array();
+      for (auto& [key, g] : gpus[node]) node_gpus.push_back(g);
+      list.push_back(
+          {{"node", node}, {"series", series}, {"processes", std::move(processes)}, {"gpus", std::move(node_gpus)}});
     }
     json out = RangeJson(*q);
     out["nodes"] = std::move(list);
@@ -332,7 +423,8 @@ class Handlers {
     return JsonOk({{"ingested_batches", s.ingested_batches},
                    {"duplicate_batches", s.duplicate_batches},
                    {"rejected_batches", s.rejected_batches},
-                   {"samples", s.samples}});
+                   {"samples", s.samples},
+                   {"metric_points", s.metric_points}});
   }
 
  private:
@@ -371,6 +463,8 @@ Routes ApiRoutes(ProfileStore* store, const ApiOptions& options) {
   routes.push_back({"GET", "/api/v1/diff", bind(&Handlers::Diff)});
   routes.push_back({"GET", "/api/v1/series", bind(&Handlers::Series)});
   routes.push_back({"GET", "/api/v1/flamechart", bind(&Handlers::FlameChart)});
+  routes.push_back({"GET", "/api/v1/metrics", bind(&Handlers::Metrics)});
+  routes.push_back({"GET", "/api/v1/metric_names", bind(&Handlers::MetricNames)});
   routes.push_back({"GET", "/api/v1/labels", bind(&Handlers::LabelNames)});
   routes.push_back({"GET", "/api/v1/label_values", bind(&Handlers::LabelValues)});
   routes.push_back({"GET", "/api/v1/targets", bind(&Handlers::Targets)});

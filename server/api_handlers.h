@@ -26,8 +26,8 @@ struct ApiOptions {
   size_t max_flame_chart_points = 2'000'000;
 };
 
-// Every API route (ingest, profile, top, diff, series, flamechart, labels,
-// label values, targets, types, status) plus /healthz. `store` must outlive the routes.
+// Every API route (ingest, profile, top, diff, series, flamechart, metrics,
+// metric names, labels, label values, targets, types, status) plus /healthz. `store` must outlive the routes.
 Routes ApiRoutes(storage::ProfileStore* store, const ApiOptions& options);
 
 // The HTTP status for a storage or parsing error: InvalidArgument 400,

@@ -25,7 +25,8 @@ namespace warpscope::storage {
 struct IngestResult {
   // True when (agent_id, sequence) was already stored: acknowledged, not stored again.
   bool duplicate = false;
-  uint64_t samples = 0;  // sample rows stored by this call (0 for a duplicate)
+  uint64_t samples = 0;        // sample rows stored by this call (0 for a duplicate)
+  uint64_t metric_points = 0;  // metric points stored by this call (0 for a duplicate)
 };
 
 // Selects samples of one profile type in [from_ns, to_ns) whose series'
@@ -108,9 +109,44 @@ struct StackTimeline {
   std::vector<TimelinePoint> points;  // sorted by lane, then time, then stack index
 };
 
-// Label sets seen in a range (the "targets": nodes, processes).
+// Metrics (GPU metrics from NVML, issue 7): gauges and counters stored as
+// raw points per series (metric, label set), kept apart from profile types
+// (SelectProfile, SelectSeries, ProfileTypes never see them). A query
+// downsamples the points of one metric name into steps, per group.
+struct MetricQuery {
+  std::string name;  // MetricInfo.name; required
+  int64_t from_ns = 0;
+  int64_t to_ns = 0;
+  Selector selector;
+  // Steps are [t, t + step) for t = from_ns + k * step, as in SeriesQuery,
+  // with the same limits (InvalidArgument past them).
+  int64_t step_ns = 0;
+  // Labels to group by; empty puts every series in one group. A series
+  // lacking a label groups under "" for it.
+  std::vector<std::string> group_by;
+};
+
+// Every raw point of every series of a group within one step, summarized:
+// avg = sum / count. A point stored twice (two agents reporting one label
+// set, or a re-send under a new sequence) counts twice.
+struct MetricStep {
+  int64_t time_ns = 0;  // the step's start
+  double min = 0;
+  double max = 0;
+  double sum = 0;
+  uint64_t count = 0;  // > 0
+  friend bool operator==(const MetricStep&, const MetricStep&) = default;
+};
+
+struct MetricSeries {
+  Labels labels;                   // the group_by labels (sorted by name)
+  std::vector<MetricStep> points;  // ascending time, only steps with points
+  friend bool operator==(const MetricSeries&, const MetricSeries&) = default;
+};
+
+// Label sets seen in a range (the "targets": nodes, processes, GPUs).
 struct SeriesLabelsQuery {
-  std::string type;  // "" for every type
+  std::string type;  // a profile type, or "" for every profile type and every metric
   int64_t from_ns = 0;
   int64_t to_ns = 0;
   Selector selector;
@@ -120,13 +156,15 @@ struct StoreStats {
   uint64_t ingested_batches = 0;
   uint64_t duplicate_batches = 0;
   uint64_t rejected_batches = 0;
-  uint64_t samples = 0;  // rows stored since start
+  uint64_t samples = 0;        // sample rows stored since start
+  uint64_t metric_points = 0;  // metric points stored since start
 };
 
 class ProfileStore {
  public:
   virtual ~ProfileStore() = default;
 
+  // Stores a batch's samples and metric points (either may be empty).
   // Validates the whole batch first: InvalidArgument naming the field, and
   // nothing stored. Returns OK only once the batch is durable (survives
   // kill -9). Unavailable when the backend cannot take writes now (the server
@@ -136,11 +174,20 @@ class ProfileStore {
   virtual StatusOr<MergedProfile> SelectProfile(const ProfileQuery& query) = 0;
   virtual StatusOr<std::vector<Series>> SelectSeries(const SeriesQuery& query) = 0;
   virtual StatusOr<StackTimeline> SelectStackTimeline(const TimelineQuery& query) = 0;
-  // Distinct label sets of series with samples in the range, sorted.
+  // Distinct label sets of series with samples (or, for type "", metric
+  // points) in the range, sorted.
   virtual StatusOr<std::vector<Labels>> SelectSeriesLabels(const SeriesLabelsQuery& query) = 0;
+
+  // One series per group, sorted by the group's labels; groups without points
+  // in the range are left out, as is everything for a name never stored.
+  // InvalidArgument for an empty name, a step <= 0 or too many points.
+  virtual StatusOr<std::vector<MetricSeries>> SelectMetricSeries(const MetricQuery& query) = 0;
+  // Every (name, unit) ever stored, sorted by name, then unit.
+  virtual StatusOr<std::vector<MetricInfo>> MetricNames() = 0;
 
   virtual StatusOr<std::vector<std::string>> LabelNames() = 0;
   virtual StatusOr<std::vector<std::string>> LabelValues(const std::string& name) = 0;
+  // Profile types only; metrics are listed by MetricNames.
   virtual StatusOr<std::vector<ProfileTypeInfo>> ProfileTypes() = 0;
 
   virtual StoreStats stats() const = 0;

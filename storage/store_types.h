@@ -37,4 +37,12 @@ struct ProfileTypeInfo {
   int64_t period_nanos = 0;
 };
 
+// A metric the agents send (IngestBatch.metric_types: GPU metrics from NVML).
+// One name sent in two units is two MetricInfos.
+struct MetricInfo {
+  std::string name;  // "gpu_utilization", "gpu_power", ...
+  std::string unit;  // "percent", "watts", ...
+  friend bool operator==(const MetricInfo&, const MetricInfo&) = default;
+};
+
 }  // namespace warpscope::storage

@@ -153,6 +153,22 @@ StatusOr<RunOptions> ParseRunArgs(const std::vector<std::string>& args) {
       auto d = ParseDuration(v);
       if (!d.ok()) return d.status().WithContext("--drain-interval");
       o.drain_interval = std::chrono::duration_cast<std::chrono::milliseconds>(*d);
+    } else if (flag == "--no-gpu-metrics") {
+      o.gpu_metrics = false;
+    } else if (flag == "--nvml-library") {
+      ASSIGN_OR_RETURN(o.nvml_library, c.TakeValue());
+      if (o.nvml_library.empty()) return InvalidArgumentError("--nvml-library needs a path");
+    } else if (flag == "--gpu-metrics-interval") {
+      ASSIGN_OR_RETURN(std::string v, c.TakeValue());
+      auto d = ParseDuration(v);
+      if (!d.ok()) return d.status().WithContext("--gpu-metrics-interval");
+      if (*d < std::chrono::milliseconds(100) || *d > std::chrono::minutes(1)) {
+        return InvalidArgumentError("--gpu-metrics-interval must be between 100ms and 1m, got '" + v + "'");
+      }
+      o.gpu_metrics_interval = std::chrono::duration_cast<std::chrono::milliseconds>(*d);
+    } else if (flag == "--metrics-listen") {
+      ASSIGN_OR_RETURN(o.metrics_listen, c.TakeValue());
+      if (o.metrics_listen.empty()) return InvalidArgumentError("--metrics-listen needs HOST:PORT, e.g. 127.0.0.1:9400");
     } else {
       return InvalidArgumentError("unknown flag '" + args[c.i] + "' (see: warpscope-agent run --help)");
     }
@@ -289,6 +305,16 @@ until every --pid has exited.
   -p, --pid PID[,PID...]    only these processes (default: every process)
       --no-python           no CPython frames: show the interpreter's native frames
       --drain-interval D    how often samples are read from the kernel (default 1s)
+      --gpu-metrics-interval D
+                            how often NVIDIA GPU metrics are read through NVML
+                            (default 1s, 100ms..1m)
+      --nvml-library PATH   NVML to load (default libnvidia-ml.so.1 from the
+                            driver); without a driver GPU metrics are off
+      --no-gpu-metrics      do not collect GPU metrics
+      --metrics-listen H:P  serve Prometheus metrics at http://H:P/metrics:
+                            GPU metrics under dcgm-exporter's names, per-process
+                            GPU use and the agent's health (default: off;
+                            dcgm-exporter's port is 9400)
   -v, --verbose             debug logging
 
 Exit codes: 0 stopped by a signal or the --pid targets exited, 1 runtime error

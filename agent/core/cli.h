@@ -55,6 +55,10 @@ struct RunOptions {
   std::chrono::milliseconds drain_interval{1000};
   bool python_frames = true;
   bool verbose = false;
+  bool gpu_metrics = true;                             // --no-gpu-metrics turns NVML off
+  std::string nvml_library;                            // empty: libnvidia-ml.so.1
+  std::chrono::milliseconds gpu_metrics_interval{1000};
+  std::string metrics_listen;                          // empty: no Prometheus endpoint
 };
 
 // argv excludes the program name and the "run" subcommand.

@@ -94,6 +94,27 @@ TEST(RunCliTest, DefaultsAndTheIssueExample) {
   EXPECT_EQ(c->token, "abc");
 }
 
+TEST(RunCliTest, GpuMetricsFlags) {
+  auto d = ParseRun({"--server", "http://s:1"});
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d->gpu_metrics);
+  EXPECT_TRUE(d->nvml_library.empty());
+  EXPECT_EQ(d->gpu_metrics_interval, std::chrono::seconds(1));
+  EXPECT_TRUE(d->metrics_listen.empty()) << "no Prometheus endpoint unless asked";
+  auto a = ParseRun({"--server", "http://s:1", "--nvml-library", "/opt/nvml.so", "--gpu-metrics-interval", "500ms",
+                     "--metrics-listen", "127.0.0.1:9400"});
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(a->nvml_library, "/opt/nvml.so");
+  EXPECT_EQ(a->gpu_metrics_interval, std::chrono::milliseconds(500));
+  EXPECT_EQ(a->metrics_listen, "127.0.0.1:9400");
+  auto off = ParseRun({"--server", "http://s:1", "--no-gpu-metrics"});
+  ASSERT_TRUE(off.ok());
+  EXPECT_FALSE(off->gpu_metrics);
+  auto bad = ParseRun({"--server", "http://s:1", "--gpu-metrics-interval", "10ms"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("between 100ms and 1m"), std::string::npos);
+}
+
 TEST(RunCliTest, ClearErrors) {
   auto message = [](std::vector<std::string> args) {
     auto r = ParseRunArgs(args);

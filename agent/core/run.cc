@@ -6,16 +6,24 @@
 #include <iostream>
 #include <memory>
 
+#include <sys/resource.h>
+
+#include <fstream>
+#include <mutex>
+
+#include "agent/core/gpu_metrics_loop.h"
 #include "agent/core/lifecycle.h"
 #include "agent/core/preflight.h"
 #include "agent/core/profiling_session.h"
 #include "agent/export/agent_identity.h"
 #include "agent/export/ingest_batch_encoder.h"
+#include "agent/export/prometheus_exposition.h"
 #include "agent/export/uploader.h"
 #include "agent/process/process_labels.h"
 #include "base/duration.h"
 #include "base/file_util.h"
 #include "base/logging.h"
+#include "server/http_server.h"
 
 namespace warpscope {
 namespace {
@@ -36,14 +44,16 @@ StatusOr<std::string> ResolveToken(const RunOptions& options) {
 // Everything one upload window needs to become a batch. Sampling thread only.
 class WindowEncoder {
  public:
+  // `gpu` may be null (--no-gpu-metrics).
   WindowEncoder(std::string agent_id, std::string node, BatchSequencer sequencer, ProcessLabelCache* labels,
-                ProfilingSession* session, Uploader* uploader)
+                ProfilingSession* session, Uploader* uploader, GpuMetricsLoop* gpu)
       : agent_id_(std::move(agent_id)),
         node_(std::move(node)),
         sequencer_(std::move(sequencer)),
         labels_(labels),
         session_(session),
-        uploader_(uploader) {}
+        uploader_(uploader),
+        gpu_(gpu) {}
 
   // Finishes the window's profile, encodes it and hands it to the uploader.
   // A window that cannot be encoded is logged and skipped, never fatal.
@@ -57,14 +67,30 @@ class WindowEncoder {
     builder->SetCounter("upload_send_failures", up.send_failures);
     builder->SetCounter("upload_auth_failures", up.auth_failures);
     builder->SetCounter("encode_errors", encode_errors_);
+    std::vector<MetricReading> metrics;
+    if (gpu_ != nullptr) {
+      metrics = gpu_->TakePendingFromAnyThread();
+      const GpuMetricsLoopStats gs = gpu_->StatsFromAnyThread();
+      builder->SetCounter("gpu_metric_readings", gs.readings);
+      builder->SetCounter("gpu_metric_errors", gs.errors);
+      builder->SetCounter("gpu_metric_dropped_readings", gs.dropped_readings);
+    }
     const Profile profile = builder->Finish(duration_nanos);
+    health_.Update(profile.counters);
 
     ProcessLabelMap labels;
     for (const ProfileSample& sample : profile.samples) {
       if (!labels.count(sample.labels.pid)) labels.emplace(sample.labels.pid, labels_->Get(sample.labels.pid));
     }
+    for (const MetricReading& m : metrics) {
+      for (const auto& [k, v] : m.labels) {
+        if (k != "pid") continue;
+        const uint32_t pid = static_cast<uint32_t>(strtoul(v.c_str(), nullptr, 10));
+        if (!labels.count(pid)) labels.emplace(pid, labels_->Get(pid));
+      }
+    }
     labels_->EndWindow();
-    auto batch = EncodeIngestBatch(profile, {agent_id_, 0, node_}, labels);
+    auto batch = EncodeIngestBatch(profile, {agent_id_, 0, node_}, labels, metrics);
     if (!batch.ok()) {
       ++encode_errors_;
       LOG_ERROR() << "window skipped: " << batch.status().message();
@@ -86,11 +112,36 @@ class WindowEncoder {
                 << " bytes";
     ++batches_;
     samples_ += samples;
+    health_.Count(samples);
     uploader_->PostBatch(sequence, std::move(*body));
   }
 
   uint64_t batches() const { return batches_; }
   uint64_t samples() const { return samples_; }
+
+  // What the Prometheus endpoint shows about the agent; HTTP threads read it.
+  class HealthBoard {
+   public:
+    void Update(const std::vector<ProfileCounter>& counters) {
+      std::lock_guard<std::mutex> lock(mu_);
+      health_.counters.clear();
+      for (const ProfileCounter& c : counters) health_.counters.emplace_back(c.name, c.value);
+    }
+    void Count(int64_t samples) {
+      std::lock_guard<std::mutex> lock(mu_);
+      health_.samples += static_cast<uint64_t>(samples);
+      ++health_.batches;
+    }
+    AgentHealth SnapshotFromAnyThread() const {
+      std::lock_guard<std::mutex> lock(mu_);
+      return health_;
+    }
+
+   private:
+    mutable std::mutex mu_;
+    AgentHealth health_;
+  };
+  const HealthBoard& health() const { return health_; }
 
  private:
   const std::string agent_id_;
@@ -99,10 +150,66 @@ class WindowEncoder {
   ProcessLabelCache* labels_;
   ProfilingSession* session_;
   Uploader* uploader_;
+  GpuMetricsLoop* gpu_;
+  HealthBoard health_;
   uint64_t encode_errors_ = 0;
   uint64_t batches_ = 0;
   uint64_t samples_ = 0;
 };
+
+// The agent's own CPU time and resident memory, for its health metrics.
+void AddProcessUsage(AgentHealth* health) {
+  rusage usage{};
+  if (getrusage(RUSAGE_SELF, &usage) == 0) {
+    health->cpu_seconds = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+                          static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+  }
+  std::ifstream statm("/proc/self/statm");
+  uint64_t size = 0, resident = 0;
+  if (statm >> size >> resident) health->resident_bytes = resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+}
+
+// GET /metrics on --metrics-listen. Read-only numbers, no secrets: served
+// without a token on whatever address the operator chose (dcgm-exporter
+// does the same on :9400).
+StatusOr<std::unique_ptr<server::HttpServer>> StartMetricsEndpoint(const std::string& listen, const std::string& node,
+                                                                   const WindowEncoder* encoder,
+                                                                   const Uploader* uploader,
+                                                                   const GpuMetricsLoop* gpu) {
+  server::HttpServerOptions o;
+  o.listen = listen;
+  o.insecure_listen_any = true;
+  o.threads = 2;
+  o.max_request_bytes = 64 << 10;
+  server::Routes routes;
+  routes.push_back({"GET", "/metrics", [=](const server::HttpRequest&) {
+                      AgentHealth health = encoder->health().SnapshotFromAnyThread();
+                      const UploaderStats up = uploader->StatsFromAnyThread();
+                      health.batches_sent = up.batches_sent;
+                      health.batches_rejected = up.batches_rejected;
+                      health.batches_dropped = up.batches_dropped;
+                      health.send_failures = up.send_failures;
+                      health.spool_dropped_batches = up.spool_dropped_batches;
+                      health.spooled = up.spooled;
+                      std::vector<MetricReading> latest;
+                      if (gpu != nullptr) {
+                        const GpuMetricsLoopStats gs = gpu->StatsFromAnyThread();
+                        health.gpu_readings = gs.readings;
+                        health.gpu_errors = gs.errors;
+                        health.gpu_disabled = gs.disabled;
+                        health.gpu_off_reason = gs.off_reason;
+                        latest = gpu->LatestFromAnyThread();
+                      } else {
+                        health.gpu_off_reason = "--no-gpu-metrics";
+                      }
+                      AddProcessUsage(&health);
+                      server::HttpResponse r;
+                      r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+                      r.body = RenderPrometheusText(latest, health, node);
+                      return r;
+                    }});
+  return server::HttpServer::Start(o, std::move(routes));
+}
 
 }  // namespace
 
@@ -169,11 +276,36 @@ int RunContinuous(const RunOptions& options, const std::string& node_name) {
       default: break;
     }
   });
+  // GPU metrics on their own thread; NVML missing is an ordinary outcome.
+  std::unique_ptr<GpuMetricsLoop> gpu;
+  if (options.gpu_metrics) {
+    const std::string library = options.nvml_library;
+    gpu = std::make_unique<GpuMetricsLoop>([library] { return OpenNvmlMetricsSource(library); },
+                                           options.gpu_metrics_interval, ProcFs());
+    gpu->Start();
+    if (gpu->WaitUntilOpenFromAnyThread(std::chrono::seconds(10))) {
+      const std::string off = gpu->StatsFromAnyThread().off_reason;
+      if (!off.empty()) std::cerr << "warpscope-agent: " << off << "; profiling CPUs only\n";
+    }
+  }
   WindowEncoder encoder(*agent_id, node_name, std::move(sequencer).value(), &labels, session.get(),
-                        uploader.get());
+                        uploader.get(), gpu.get());
+  std::unique_ptr<server::HttpServer> metrics_endpoint;
+  if (!options.metrics_listen.empty()) {
+    auto started = StartMetricsEndpoint(options.metrics_listen, node_name, &encoder, uploader.get(), gpu.get());
+    if (!started.ok()) {
+      if (gpu) gpu->Stop();
+      uploader->Stop();
+      return ReportFailure(kExitUsage, started.status().WithContext("--metrics-listen " + options.metrics_listen));
+    }
+    metrics_endpoint = std::move(started).value();
+    std::cerr << "warpscope-agent: Prometheus metrics on http://" << options.metrics_listen << "/metrics\n";
+  }
 
   uploader->Start();
   if (Status s = session->Start(); !s.ok()) {
+    if (metrics_endpoint) metrics_endpoint->Stop();
+    if (gpu) gpu->Stop();
     uploader->Stop();
     return ReportFailure(ExitCodeForStartFailure(s, kExitError), s);
   }
@@ -224,6 +356,8 @@ int RunContinuous(const RunOptions& options, const std::string& node_name) {
     encoder.FinishWindow(builder.get(), duration);
     window_start_unix += duration;
   }
+  if (metrics_endpoint) metrics_endpoint->Stop();
+  if (gpu) gpu->Stop();
   // Sends what is queued while the server answers (bounded), spools the rest.
   uploader->Stop();
   const UploaderStats up = uploader->StatsFromAnyThread();

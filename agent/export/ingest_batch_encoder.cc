@@ -2,6 +2,8 @@
 
 #include <zstd.h>
 
+#include <cmath>
+#include <cstdlib>
 #include <map>
 #include <tuple>
 #include <unordered_map>
@@ -116,10 +118,49 @@ v1::FrameKind ToWire(FrameKind kind) {
 
 bool ValidId(uint64_t id, size_t size) { return id >= 1 && id <= size; }
 
+// Adds a process's labels from the agent's cache: exe and container ones
+// (comm is the BPF sample's for profiles, /proc's for metrics).
+void AddProcessLabels(const ProcessLabels& p, std::map<std::string, std::string>* series) {
+  (*series)["exe"] = p.exe;
+  (*series)["container_id"] = p.container.container_id;
+  (*series)["container_runtime"] = p.container.runtime;
+  (*series)["pod_uid"] = p.container.pod_uid;
+  (*series)["qos_class"] = p.container.qos_class;
+}
+
+void AddMetricPoints(const std::vector<MetricReading>& metrics, const IngestBatchHeader& header,
+                     const ProcessLabelMap& labels, BatchTables* tables, v1::IngestBatch* batch) {
+  std::map<std::pair<std::string, std::string>, uint32_t> types;  // (name, unit) -> index
+  for (const MetricReading& m : metrics) {
+    if (!std::isfinite(m.value) || m.metric.empty()) continue;
+    auto [type, inserted] = types.try_emplace({m.metric, m.unit}, static_cast<uint32_t>(batch->metric_types_size()));
+    if (inserted) {
+      v1::MetricType* pb = batch->add_metric_types();
+      pb->set_name(tables->String(m.metric));
+      pb->set_unit(tables->String(m.unit));
+    }
+    std::map<std::string, std::string> series(m.labels.begin(), m.labels.end());
+    series["node"] = header.node;
+    if (auto pid = series.find("pid"); pid != series.end()) {
+      char* end = nullptr;
+      const unsigned long value = strtoul(pid->second.c_str(), &end, 10);
+      if (auto it = labels.find(static_cast<uint32_t>(value)); end && *end == '\0' && it != labels.end()) {
+        if (!it->second.comm.empty()) series["comm"] = it->second.comm;
+        AddProcessLabels(it->second, &series);
+      }
+    }
+    v1::MetricPoint* point = batch->add_metric_points();
+    point->set_time_unix_nanos(m.time_unix_nanos);
+    point->set_metric(type->second);
+    point->set_label_set(tables->LabelSet(series));
+    point->set_value(m.value);
+  }
+}
+
 }  // namespace
 
 StatusOr<v1::IngestBatch> EncodeIngestBatch(const Profile& profile, const IngestBatchHeader& header,
-                                            const ProcessLabelMap& labels) {
+                                            const ProcessLabelMap& labels, const std::vector<MetricReading>& metrics) {
   v1::IngestBatch batch;
   batch.set_schema_version(kIngestSchemaVersion);
   batch.set_agent_id(header.agent_id);
@@ -184,14 +225,7 @@ StatusOr<v1::IngestBatch> EncodeIngestBatch(const Profile& profile, const Ingest
         {"comm", sample.labels.comm},
         {"thread", sample.labels.thread_name},
     };
-    if (auto it = labels.find(sample.labels.pid); it != labels.end()) {
-      const ProcessLabels& p = it->second;
-      series["exe"] = p.exe;
-      series["container_id"] = p.container.container_id;
-      series["container_runtime"] = p.container.runtime;
-      series["pod_uid"] = p.container.pod_uid;
-      series["qos_class"] = p.container.qos_class;
-    }
+    if (auto it = labels.find(sample.labels.pid); it != labels.end()) AddProcessLabels(it->second, &series);
     const uint32_t label_set = tables.LabelSet(series);
     const uint32_t stack_index = tables.Stack(stack);
     const int64_t time = sample.time_nanos != 0 ? sample.time_nanos : profile.time_nanos;
@@ -206,6 +240,8 @@ StatusOr<v1::IngestBatch> EncodeIngestBatch(const Profile& profile, const Ingest
     v1::Sample* pb = batch.mutable_samples(it->second);
     pb->set_value(pb->value() + sample.count);
   }
+
+  AddMetricPoints(metrics, header, labels, &tables, &batch);
 
   for (const ProfileCounter& counter : profile.counters) {
     v1::Counter* pb = batch.add_counters();

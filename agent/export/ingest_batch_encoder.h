@@ -19,6 +19,7 @@
 #include <string>
 #include <string_view>
 
+#include "agent/export/metric_reading.h"
 #include "agent/export/profile.h"
 #include "agent/process/process_labels.h"
 #include "base/status.h"
@@ -42,8 +43,14 @@ struct IngestBatchHeader {
 // `labels` gives exe and container labels per pid (a pid missing from it gets
 // only node, pid, comm and thread). InvalidArgument when the profile's ids are
 // inconsistent.
+//
+// `metrics` become metric points (metric_types + metric_points), each series
+// labelled with node plus the reading's labels; a reading with a "pid" label
+// also gets that process's comm, exe and container labels from `labels`.
+// Non-finite values are left out (the server would reject the batch).
 StatusOr<v1::IngestBatch> EncodeIngestBatch(const Profile& profile, const IngestBatchHeader& header,
-                                            const ProcessLabelMap& labels);
+                                            const ProcessLabelMap& labels,
+                                            const std::vector<MetricReading>& metrics = {});
 
 // The HTTP body: the serialized batch, zstd-compressed (also the spool's payload).
 StatusOr<std::string> CompressIngestBatch(const v1::IngestBatch& batch, int zstd_level = 3);

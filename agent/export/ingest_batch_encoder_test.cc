@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -18,7 +20,7 @@ constexpr char kPodUid[] = "8f2d1c3a-5b6e-4f70-9a81-b2c3d4e5f607";
 
 ProcessLabelMap AppLabels() {
   ProcessLabelMap labels;
-  labels[100] = {"/usr/bin/app", {kContainer, "containerd", kPodUid, "burstable"}};
+  labels[100] = {"", "/usr/bin/app", {kContainer, "containerd", kPodUid, "burstable"}};
   return labels;
 }
 
@@ -218,6 +220,55 @@ TEST(IngestBatchEncoderTest, SampleTimesKeepTheirSecond) {
   for (const DecodedSample& d : Decode(*batch)) by_time[d.time] += d.value;
   EXPECT_EQ(batch->samples_size(), 3);
   EXPECT_EQ(by_time, (std::map<int64_t, int64_t>{{1000, 1}, {2'000'000'000, 5}, {3'000'000'000, 4}}));
+}
+
+// GPU metrics ride in the same batch: types once, the node label on every
+// series, process labels for per-process readings, non-finite values left out.
+TEST(IngestBatchEncoderTest, MetricReadingsBecomeMetricPoints) {
+  ProfileBuilder b(1000, 10, 100);
+  ProcessLabelMap labels = AppLabels();
+  labels[100].comm = "train.py";
+  const std::vector<std::pair<std::string, std::string>> gpu0 = {{"gpu", "0"}, {"gpu_name", "NVIDIA H200"}, {"uuid", "GPU-1"}};
+  auto with_pid = gpu0;
+  with_pid.emplace_back("pid", "100");
+  std::sort(with_pid.begin(), with_pid.end());
+  std::vector<MetricReading> metrics = {
+      {"gpu_utilization", "percent", gpu0, 45, 1'000'000'000},
+      {"gpu_utilization", "percent", gpu0, 55, 2'000'000'000},
+      {"gpu_power", "watts", gpu0, 312.5, 1'000'000'000},
+      {"gpu_process_sm_utilization", "percent", with_pid, 30, 1'000'000'000},
+      {"gpu_power", "watts", gpu0, std::nan(""), 2'000'000'000},
+  };
+  auto batch = EncodeIngestBatch(b.Finish(5), {kAgentId, 1, "node-a"}, labels, metrics);
+  ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+  ASSERT_EQ(batch->metric_types_size(), 3);
+  ASSERT_EQ(batch->metric_points_size(), 4) << "the NaN reading is left out";
+  std::map<std::string, std::string> units;
+  for (const v1::MetricType& t : batch->metric_types()) units[Str(*batch, t.name())] = Str(*batch, t.unit());
+  EXPECT_EQ(units, (std::map<std::string, std::string>{
+                       {"gpu_power", "watts"}, {"gpu_process_sm_utilization", "percent"}, {"gpu_utilization", "percent"}}));
+  for (const v1::MetricPoint& p : batch->metric_points()) {
+    std::map<std::string, std::string> l;
+    for (const v1::Label& x : batch->label_sets(p.label_set()).labels()) l[Str(*batch, x.key())] = Str(*batch, x.value());
+    EXPECT_EQ(l["node"], "node-a");
+    EXPECT_EQ(l["gpu"], "0");
+    const std::string name = Str(*batch, batch->metric_types(p.metric()).name());
+    if (name == "gpu_process_sm_utilization") {
+      EXPECT_EQ(l["pid"], "100");
+      EXPECT_EQ(l["comm"], "train.py");
+      EXPECT_EQ(l["exe"], "/usr/bin/app");
+      EXPECT_EQ(l["container_id"], kContainer);
+      EXPECT_EQ(p.value(), 30);
+    } else {
+      EXPECT_EQ(l.count("pid"), 0u);
+    }
+    if (name == "gpu_power") {
+      EXPECT_DOUBLE_EQ(p.value(), 312.5);
+    }
+  }
+  EXPECT_EQ(batch->metric_points(0).time_unix_nanos(), 1'000'000'000);
+  EXPECT_EQ(batch->metric_points(1).time_unix_nanos(), 2'000'000'000);
+  EXPECT_EQ(batch->metric_points(0).label_set(), batch->metric_points(1).label_set()) << "one series";
 }
 
 TEST(IngestBatchEncoderTest, PythonFramesHaveNoMappingOrAddress) {

@@ -43,6 +43,7 @@ void StoreConformanceTest::MustIngest(const v1::IngestBatch& batch) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_FALSE(r->duplicate) << batch.agent_id() << " seq " << batch.sequence();
   ASSERT_EQ(r->samples, static_cast<uint64_t>(batch.samples_size()));
+  ASSERT_EQ(r->metric_points, static_cast<uint64_t>(batch.metric_points_size()));
 }
 
 MergedProfile StoreConformanceTest::Profile(const std::string& selector, int64_t from_ns, int64_t to_ns,
@@ -57,6 +58,23 @@ MergedProfile StoreConformanceTest::Profile(const std::string& selector, int64_t
   StatusOr<MergedProfile> p = store_->SelectProfile(q);
   EXPECT_TRUE(p.ok()) << p.status().ToString();
   return p.ok() ? std::move(p).value() : MergedProfile{};
+}
+
+std::vector<MetricSeries> StoreConformanceTest::Metric(const std::string& name, const std::string& selector,
+                                                       int64_t from_ns, int64_t to_ns, int64_t step_ns,
+                                                       std::vector<std::string> group_by) {
+  MetricQuery q;
+  q.name = name;
+  q.from_ns = from_ns;
+  q.to_ns = to_ns;
+  q.step_ns = step_ns;
+  q.group_by = std::move(group_by);
+  StatusOr<Selector> sel = Selector::Parse(selector);
+  EXPECT_TRUE(sel.ok()) << sel.status().ToString();
+  if (sel.ok()) q.selector = *sel;
+  StatusOr<std::vector<MetricSeries>> series = store_->SelectMetricSeries(q);
+  EXPECT_TRUE(series.ok()) << name << ": " << series.status().ToString();
+  return series.ok() ? std::move(series).value() : std::vector<MetricSeries>{};
 }
 
 std::map<std::string, int64_t> StoreConformanceTest::ByLeaf(const MergedProfile& profile) {

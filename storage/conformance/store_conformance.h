@@ -16,9 +16,10 @@
 
 #include <functional>
 #include <map>
-#include <ostream>
 #include <memory>
+#include <ostream>
 #include <string>
+#include <vector>
 
 #include "storage/conformance/test_batches.h"
 #include "storage/profile_store.h"
@@ -34,6 +35,7 @@ struct StoreBackend {
   // The backend's batch limits (the suite sends batches just past them).
   size_t max_string_bytes = 4096;
   size_t max_labels_per_set = 64;
+  size_t max_metric_types = 1024;
 };
 
 inline void PrintTo(const StoreBackend& backend, std::ostream* os) { *os << backend.name; }
@@ -53,6 +55,9 @@ class StoreConformanceTest : public ::testing::TestWithParam<StoreBackend> {
   MergedProfile Profile(const std::string& selector, int64_t from_ns, int64_t to_ns, const std::string& type = "cpu");
   // Sum of values per leaf function name.
   static std::map<std::string, int64_t> ByLeaf(const MergedProfile& profile);
+  // SelectMetricSeries that must succeed.
+  std::vector<MetricSeries> Metric(const std::string& name, const std::string& selector, int64_t from_ns,
+                                   int64_t to_ns, int64_t step_ns, std::vector<std::string> group_by = {});
 
  private:
   std::string dir_;

@@ -77,6 +77,21 @@ void BatchBuilder::Sample(int64_t time, uint32_t type, uint32_t label_set, uint3
   s->set_value(value);
 }
 
+uint32_t BatchBuilder::MetricType(const std::string& name, const std::string& unit) {
+  auto* m = batch_.add_metric_types();
+  m->set_name(Str(name));
+  m->set_unit(Str(unit));
+  return batch_.metric_types_size() - 1;
+}
+
+void BatchBuilder::MetricPoint(int64_t time, uint32_t metric, uint32_t label_set, double value) {
+  auto* p = batch_.add_metric_points();
+  p->set_time_unix_nanos(time);
+  p->set_metric(metric);
+  p->set_label_set(label_set);
+  p->set_value(value);
+}
+
 uint32_t BatchBuilder::SimpleFrame(const std::string& fn) {
   if (auto it = simple_frames_.find(fn); it != simple_frames_.end()) return it->second;
   if (app_mapping_ == 0) app_mapping_ = Mapping("/bin/app", "abc123");

@@ -32,6 +32,8 @@ class BatchBuilder {
   uint32_t LabelSet(const Labels& labels);
   uint32_t Type(const std::string& name, const std::string& unit, int64_t period);
   void Sample(int64_t time, uint32_t type, uint32_t label_set, uint32_t stack, int64_t value);
+  uint32_t MetricType(const std::string& name, const std::string& unit);
+  void MetricPoint(int64_t time, uint32_t metric, uint32_t label_set, double value);
 
   // Shortcuts: a native frame "fn" in "/bin/app" (one line), a stack of such
   // frames by name (leaf first), the "cpu" type (samples, 10 ms).

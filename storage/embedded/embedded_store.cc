@@ -14,6 +14,7 @@
 
 #include "base/logging.h"
 #include "storage/embedded/head_record.h"
+#include "storage/embedded/metric_row.h"
 
 namespace warpscope::embedded {
 
@@ -133,7 +134,7 @@ StatusOr<IngestResult> EmbeddedProfileStore::Ingest(const warpscope::v1::IngestB
     auto it = agents_.find(agent);
     if (it != agents_.end() && batch.sequence() <= it->second) {
       ++duplicate_batches_;
-      return IngestResult{.duplicate = true, .samples = 0};
+      return IngestResult{.duplicate = true};
     }
     in_flight_.insert(agent);
   }
@@ -152,13 +153,17 @@ StatusOr<IngestResult> EmbeddedProfileStore::Ingest(const warpscope::v1::IngestB
 
   ASSIGN_OR_RETURN(dictionary::InternedBatch ids, dictionary_->InternBatch(batch, {.record_sequence = false}));
   std::vector<SampleRow> rows;
-  rows.reserve(batch.samples_size());
+  rows.reserve(batch.samples_size() + batch.metric_points_size());
   for (const auto& s : batch.samples()) {
     rows.push_back(SampleRow{.time_ns = s.time_unix_nanos(),
                              .series_id = ids.label_set_ids[s.label_set()],
                              .stack_id = ids.stack_ids[s.stack()],
                              .value = s.value(),
                              .type_id = static_cast<uint32_t>(ids.type_ids[s.type()])});
+  }
+  for (const auto& p : batch.metric_points()) {
+    rows.push_back(MetricRow(p.time_unix_nanos(), ids.label_set_ids[p.label_set()],
+                             static_cast<uint32_t>(ids.metric_type_ids[p.metric()]), p.value()));
   }
   const std::string payload = EncodeHeadRecord(agent, batch.sequence(), rows);
   size_t head_rows = 0;
@@ -177,10 +182,14 @@ StatusOr<IngestResult> EmbeddedProfileStore::Ingest(const warpscope::v1::IngestB
     uint64_t& last = agents_[agent];
     last = std::max(last, batch.sequence());
   }
+  const IngestResult result{.duplicate = false,
+                            .samples = static_cast<uint64_t>(batch.samples_size()),
+                            .metric_points = static_cast<uint64_t>(batch.metric_points_size())};
   ++ingested_batches_;
-  samples_ += rows.size();
+  samples_ += result.samples;
+  metric_points_ += result.metric_points;
   if (head_rows >= options_.head_max_rows) RequestFlush();
-  return IngestResult{.duplicate = false, .samples = rows.size()};
+  return result;
 }
 
 void EmbeddedProfileStore::RequestFlush() {
@@ -222,7 +231,8 @@ storage::StoreStats EmbeddedProfileStore::stats() const {
   return storage::StoreStats{.ingested_batches = ingested_batches_.load(),
                              .duplicate_batches = duplicate_batches_.load(),
                              .rejected_batches = rejected_batches_.load(),
-                             .samples = samples_.load()};
+                             .samples = samples_.load(),
+                             .metric_points = metric_points_.load()};
 }
 
 EmbeddedStoreState EmbeddedProfileStore::state() const {

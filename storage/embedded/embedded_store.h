@@ -10,7 +10,8 @@
 //
 // Ingest: validate -> duplicate check on (agent_id, sequence) -> intern the
 // dictionaries (SQLite, durable, but *not* the sequence) -> append one WAL
-// record with the rows in global ids and the (agent, sequence) -> rows into
+// record with the rows (samples, and metric points as rows of metric types:
+// metric_row.h) in global ids and the (agent, sequence) -> rows into
 // the in-memory head -> the agent's sequence counts as stored -> OK. The
 // sequence only counts once the rows are durable, so a crash anywhere before
 // the WAL append leaves the agent's re-send welcome, and a crash after it
@@ -121,6 +122,8 @@ class EmbeddedProfileStore final : public storage::ProfileStore {
   StatusOr<std::vector<storage::Series>> SelectSeries(const storage::SeriesQuery& query) override;
   StatusOr<storage::StackTimeline> SelectStackTimeline(const storage::TimelineQuery& query) override;
   StatusOr<std::vector<storage::Labels>> SelectSeriesLabels(const storage::SeriesLabelsQuery& query) override;
+  StatusOr<std::vector<storage::MetricSeries>> SelectMetricSeries(const storage::MetricQuery& query) override;
+  StatusOr<std::vector<storage::MetricInfo>> MetricNames() override;
   StatusOr<std::vector<std::string>> LabelNames() override;
   StatusOr<std::vector<std::string>> LabelValues(const std::string& name) override;
   StatusOr<std::vector<storage::ProfileTypeInfo>> ProfileTypes() override;
@@ -209,7 +212,8 @@ class EmbeddedProfileStore final : public storage::ProfileStore {
   bool bg_flush_requested_ = false;
   std::thread bg_thread_;
 
-  std::atomic<uint64_t> ingested_batches_{0}, duplicate_batches_{0}, rejected_batches_{0}, samples_{0};
+  std::atomic<uint64_t> ingested_batches_{0}, duplicate_batches_{0}, rejected_batches_{0}, samples_{0},
+      metric_points_{0};
 };
 
 }  // namespace warpscope::embedded

@@ -114,7 +114,9 @@ Status EmbeddedProfileStore::CompactLocked() {
 }
 
 Status EmbeddedProfileStore::CompactRun(const std::vector<std::shared_ptr<const Segment>>& inputs) {
-  ASSIGN_OR_RETURN(std::vector<TypeEntry> types, series_->Types());
+  // Every type, metric types too: a metric row goes through WriteSegment's
+  // merge like a sample row (metric_row.h says why that keeps every point).
+  ASSIGN_OR_RETURN(std::vector<TypeEntry> types, series_->Types("", TypeKind::kAny));
   const int64_t cutoff = RetentionCutoff();
   std::vector<SampleRow> rows;
   uint64_t input_rows = 0;

@@ -1,11 +1,13 @@
 // EmbeddedProfileStore: the query side. Every answer comes from one scan of
 // the head plus the segments overlapping the range (ScanRows), with series
-// narrowed first through SeriesCatalog and ids resolved at the end.
+// narrowed first through SeriesCatalog and ids resolved at the end. Metric
+// queries read the same rows (metric_row.h) of metric types.
 #include <algorithm>
 #include <map>
 #include <unordered_map>
 
 #include "storage/embedded/embedded_store.h"
+#include "storage/embedded/metric_row.h"
 
 namespace warpscope::embedded {
 
@@ -29,6 +31,31 @@ bool InMask(const std::vector<uint8_t>& mask, uint64_t id) { return id < mask.si
 // Prometheus' cap on points per series; bounds a query's memory too.
 constexpr int64_t kMaxSteps = 11'000;
 constexpr int64_t kMaxGroupPoints = 50'000'000;
+
+// Steps t = from + k * step covering [from, to) (to > from): InvalidArgument
+// past kMaxSteps.
+StatusOr<int64_t> StepCount(int64_t from_ns, int64_t to_ns, int64_t step_ns) {
+  const int64_t steps = (to_ns - from_ns - 1) / step_ns + 1;
+  if (steps > kMaxSteps) {
+    return InvalidArgumentError("range / step gives " + std::to_string(steps) + " points, limit " +
+                                std::to_string(kMaxSteps));
+  }
+  return steps;
+}
+
+Status CheckGroupPoints(size_t groups, int64_t steps) {
+  if (static_cast<int64_t>(groups) * steps > kMaxGroupPoints) {
+    return InvalidArgumentError(std::to_string(groups) + " groups x " + std::to_string(steps) +
+                                " points is too many; use a larger step or fewer group_by labels");
+  }
+  return Status::Ok();
+}
+
+std::vector<std::string> SortedUnique(std::vector<std::string> names) {
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
+}
 
 // Types of one name can differ in period: agents sampling at 19 Hz and at
 // 99 Hz both send "cpu" in "samples", but a sample stands for 52.6 ms of CPU
@@ -105,7 +132,7 @@ Status EmbeddedProfileStore::ScanRows(const std::vector<TypeEntry>& types, int64
 
 StatusOr<MergedProfile> EmbeddedProfileStore::SelectProfile(const storage::ProfileQuery& query) {
   MergedProfile out;
-  ASSIGN_OR_RETURN(std::vector<TypeEntry> types, series_->Types(query.type));
+  ASSIGN_OR_RETURN(std::vector<TypeEntry> types, series_->Types(query.type, TypeKind::kProfile));
   if (types.empty()) return out;
   const TypeScaling scaling = ScalingFor(types);
   out.type = scaling.info;
@@ -143,26 +170,17 @@ StatusOr<std::vector<Series>> EmbeddedProfileStore::SelectSeries(const storage::
   const storage::ProfileQuery& q = query.profile;
   if (query.step_ns <= 0) return InvalidArgumentError("step must be positive");
   if (q.to_ns <= q.from_ns) return std::vector<Series>{};
-  const int64_t steps = (q.to_ns - q.from_ns - 1) / query.step_ns + 1;
-  if (steps > kMaxSteps) {
-    return InvalidArgumentError("range / step gives " + std::to_string(steps) + " points, limit " +
-                                std::to_string(kMaxSteps));
-  }
-  ASSIGN_OR_RETURN(std::vector<TypeEntry> types, series_->Types(q.type));
+  ASSIGN_OR_RETURN(const int64_t steps, StepCount(q.from_ns, q.to_ns, query.step_ns));
+  ASSIGN_OR_RETURN(std::vector<TypeEntry> types, series_->Types(q.type, TypeKind::kProfile));
   if (types.empty()) return std::vector<Series>{};
   const TypeScaling scaling = ScalingFor(types);
   ASSIGN_OR_RETURN(std::vector<uint64_t> series, series_->Select(q.selector));
   if (series.empty()) return std::vector<Series>{};
 
-  std::vector<std::string> names = query.group_by;
-  std::sort(names.begin(), names.end());
-  names.erase(std::unique(names.begin(), names.end()), names.end());
+  const std::vector<std::string> names = SortedUnique(query.group_by);
   ASSIGN_OR_RETURN(SeriesGroups groups, GroupSeries(series, names));
   const std::vector<int32_t>& group = groups.group;
-  if (static_cast<int64_t>(groups.values.size()) * steps > kMaxGroupPoints) {
-    return InvalidArgumentError(std::to_string(groups.values.size()) + " groups x " + std::to_string(steps) +
-                                " points is too many; use a larger step or fewer group_by labels");
-  }
+  RETURN_IF_ERROR(CheckGroupPoints(groups.values.size(), steps));
   std::vector<std::vector<int64_t>> points(groups.values.size());  // allocated on a group's first row
   RETURN_IF_ERROR(ScanRows(
       types, std::max(q.from_ns, RetentionCutoff()), q.to_ns,
@@ -211,15 +229,13 @@ StatusOr<EmbeddedProfileStore::SeriesGroups> EmbeddedProfileStore::GroupSeries(c
 StatusOr<storage::StackTimeline> EmbeddedProfileStore::SelectStackTimeline(const storage::TimelineQuery& query) {
   const storage::ProfileQuery& q = query.profile;
   storage::StackTimeline out;
-  ASSIGN_OR_RETURN(std::vector<TypeEntry> types, series_->Types(q.type));
+  ASSIGN_OR_RETURN(std::vector<TypeEntry> types, series_->Types(q.type, TypeKind::kProfile));
   if (types.empty()) return out;
   const TypeScaling scaling = ScalingFor(types);
   out.profile.type = scaling.info;
   ASSIGN_OR_RETURN(std::vector<uint64_t> series, series_->Select(q.selector));
   if (series.empty()) return out;
-  std::vector<std::string> names = query.group_by;
-  std::sort(names.begin(), names.end());
-  names.erase(std::unique(names.begin(), names.end()), names.end());
+  const std::vector<std::string> names = SortedUnique(query.group_by);
   ASSIGN_OR_RETURN(SeriesGroups groups, GroupSeries(series, names));
   const std::vector<int32_t>& group = groups.group;
 
@@ -293,7 +309,9 @@ StatusOr<storage::StackTimeline> EmbeddedProfileStore::SelectStackTimeline(const
 }
 
 StatusOr<std::vector<Labels>> EmbeddedProfileStore::SelectSeriesLabels(const storage::SeriesLabelsQuery& query) {
-  ASSIGN_OR_RETURN(std::vector<TypeEntry> types, series_->Types(query.type));
+  // Every type, metrics too, for the targets list (its GPUs come from metric series).
+  ASSIGN_OR_RETURN(std::vector<TypeEntry> types,
+                   series_->Types(query.type, query.type.empty() ? TypeKind::kAny : TypeKind::kProfile));
   if (types.empty()) return std::vector<Labels>{};
   ASSIGN_OR_RETURN(std::vector<uint64_t> series, series_->Select(query.selector));
   if (series.empty()) return std::vector<Labels>{};
@@ -321,11 +339,72 @@ StatusOr<std::vector<std::string>> EmbeddedProfileStore::LabelValues(const std::
 }
 
 StatusOr<std::vector<ProfileTypeInfo>> EmbeddedProfileStore::ProfileTypes() {
-  ASSIGN_OR_RETURN(std::vector<TypeEntry> types, series_->Types());
+  ASSIGN_OR_RETURN(std::vector<TypeEntry> types, series_->Types("", TypeKind::kProfile));
   std::vector<ProfileTypeInfo> out;
   for (TypeEntry& t : types) out.push_back(std::move(t.info));
   std::sort(out.begin(), out.end(), [](const ProfileTypeInfo& a, const ProfileTypeInfo& b) {
     return std::tie(a.name, a.sample_unit, a.period_nanos) < std::tie(b.name, b.sample_unit, b.period_nanos);
+  });
+  return out;
+}
+
+StatusOr<std::vector<storage::MetricSeries>> EmbeddedProfileStore::SelectMetricSeries(
+    const storage::MetricQuery& query) {
+  if (query.name.empty()) return InvalidArgumentError("metric name is empty");
+  if (query.step_ns <= 0) return InvalidArgumentError("step must be positive");
+  if (query.to_ns <= query.from_ns) return std::vector<storage::MetricSeries>{};
+  ASSIGN_OR_RETURN(const int64_t steps, StepCount(query.from_ns, query.to_ns, query.step_ns));
+  ASSIGN_OR_RETURN(std::vector<TypeEntry> types, series_->Types(query.name, TypeKind::kMetric));
+  if (types.empty()) return std::vector<storage::MetricSeries>{};
+  ASSIGN_OR_RETURN(std::vector<uint64_t> series, series_->Select(query.selector));
+  if (series.empty()) return std::vector<storage::MetricSeries>{};
+  const std::vector<std::string> names = SortedUnique(query.group_by);
+  ASSIGN_OR_RETURN(SeriesGroups groups, GroupSeries(series, names));
+  const std::vector<int32_t>& group = groups.group;
+  RETURN_IF_ERROR(CheckGroupPoints(groups.values.size(), steps));
+  struct Accumulator {
+    double min = 0, max = 0, sum = 0;
+    uint64_t count = 0;
+  };
+  std::vector<std::vector<Accumulator>> acc(groups.values.size());  // allocated on a group's first row
+  RETURN_IF_ERROR(ScanRows(
+      types, std::max(query.from_ns, RetentionCutoff()), query.to_ns,
+      [&](uint64_t id) { return id < group.size() && group[id] >= 0; },
+      [&](const SampleRow& r) {
+        std::vector<Accumulator>& g = acc[group[r.series_id]];
+        if (g.empty()) g.resize(steps);
+        Accumulator& a = g[(r.time_ns - query.from_ns) / query.step_ns];
+        const double value = MetricValue(r);
+        const uint64_t n = MetricMultiplicity(r);
+        if (a.count == 0) {
+          a.min = a.max = value;
+        } else {
+          a.min = std::min(a.min, value);
+          a.max = std::max(a.max, value);
+        }
+        a.sum += value * static_cast<double>(n);
+        a.count += n;
+      }));
+  std::vector<storage::MetricSeries> out;
+  for (size_t g = 0; g < groups.values.size(); ++g) {  // sorted by the label values
+    if (acc[g].empty()) continue;
+    storage::MetricSeries s;
+    for (size_t i = 0; i < names.size(); ++i) s.labels.emplace_back(names[i], groups.values[g][i]);
+    for (int64_t k = 0; k < steps; ++k) {
+      const Accumulator& a = acc[g][k];
+      if (a.count > 0) s.points.push_back({query.from_ns + k * query.step_ns, a.min, a.max, a.sum, a.count});
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+StatusOr<std::vector<storage::MetricInfo>> EmbeddedProfileStore::MetricNames() {
+  ASSIGN_OR_RETURN(std::vector<TypeEntry> types, series_->Types("", TypeKind::kMetric));
+  std::vector<storage::MetricInfo> out;
+  for (TypeEntry& t : types) out.push_back({std::move(t.info.name), std::move(t.info.sample_unit)});
+  std::sort(out.begin(), out.end(), [](const storage::MetricInfo& a, const storage::MetricInfo& b) {
+    return std::tie(a.name, a.unit) < std::tie(b.name, b.unit);
   });
   return out;
 }

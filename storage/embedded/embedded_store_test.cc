@@ -13,6 +13,7 @@
 
 #include "storage/embedded/embedded_store_test_util.h"
 #include "storage/embedded/head_record.h"
+#include "storage/embedded/metric_row.h"
 
 namespace warpscope::embedded {
 namespace {
@@ -253,6 +254,88 @@ TEST(EmbeddedStoreTest, RetentionDeletesOldSegmentsAndHidesOldRows) {
   store = MustOpen(options);
   EXPECT_EQ(Total(*store), 0);
   ExpectAllDuplicates(*store, 4);
+}
+
+// Metric points are rows whose value lives in the key (metric_row.h): a
+// flush and a compaction merge equal points into one row that counts them,
+// keep different values of one (series, time) apart, and never add two values
+// up, while sample rows of one key are still summed. Retention drops them
+// like samples.
+TEST(EmbeddedStoreTest, MetricRowsKeepEveryPointThroughFlushCompactionAndRetention) {
+  ScratchDir dir;
+  int64_t now = kT0 + 1000 * kSec;
+  EmbeddedStoreOptions options = ManualOptions(dir.data());
+  options.compaction.min_inputs = 2;
+  options.retention_ns = 1800 * kSec;
+  options.now_ns = [&] { return now; };
+  auto store = MustOpen(options);
+  const storage::Labels gpu = {{"gpu", "0"}, {"node", "n1"}};
+  for (int k = 1; k <= 4; ++k) {
+    storage::testing::BatchBuilder b("a", k);
+    const uint32_t util = b.MetricType("gpu_utilization", "percent");
+    const uint32_t set = b.LabelSet(gpu);
+    b.MetricPoint(kT0, util, set, 50);                        // the same point four times
+    b.MetricPoint(kT0 + kSec, util, set, 10.0 * k + 0.125);  // four values at one time
+    b.Sample(kT0, b.Cpu(), set, b.SimpleStack({"main"}), k);  // summed: 10
+    MustIngest(*store, b.batch());
+    ASSERT_TRUE(store->FlushNow().ok());
+  }
+  auto answer = [&] {
+    storage::MetricQuery q;
+    q.name = "gpu_utilization";
+    q.from_ns = kT0;
+    q.to_ns = kT0 + 60 * kSec;
+    q.step_ns = kSec;
+    StatusOr<std::vector<storage::MetricSeries>> r = store->SelectMetricSeries(q);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() && r->size() == 1 ? (*r)[0].points : std::vector<storage::MetricStep>{};
+  };
+  const std::vector<storage::MetricStep> expected = {
+      {.time_ns = kT0, .min = 50, .max = 50, .sum = 200, .count = 4},
+      {.time_ns = kT0 + kSec, .min = 10.125, .max = 40.125, .sum = 100.5, .count = 4}};
+  EXPECT_EQ(answer(), expected);
+  EXPECT_EQ(store->state().segments, 4u);
+  EXPECT_EQ(store->state().segment_rows, 12u);
+
+  ASSERT_TRUE(store->CompactNow().ok());
+  EmbeddedStoreState state = store->state();
+  ASSERT_EQ(state.segment_files, (std::vector<std::string>{SegmentFileName(1, 4)}));
+  // 4 equal points -> 1 row (counting 4); 4 different values -> 4 rows; 4 samples -> 1 row.
+  EXPECT_EQ(state.segment_rows, 6u);
+  StatusOr<std::unique_ptr<SegmentReader>> reader =
+      SegmentReader::Open(dir.data() + "/segments/" + state.segment_files[0]);
+  ASSERT_TRUE(reader.ok());
+  EXPECT_TRUE((*reader)->Verify().ok());
+  EXPECT_EQ(answer(), expected);
+  EXPECT_EQ(Total(*store), 10);
+
+  store.reset();
+  store = MustOpen(options);
+  EXPECT_EQ(answer(), expected);
+  EXPECT_EQ(Total(*store), 10);
+
+  now = kT0 + 7200 * kSec;  // everything is past retention now
+  EXPECT_TRUE(answer().empty());
+  ASSERT_TRUE(store->ApplyRetentionNow().ok());
+  EXPECT_EQ(store->state().segments, 0u);
+  EXPECT_TRUE(answer().empty());
+  StatusOr<std::vector<storage::MetricInfo>> names = store->MetricNames();
+  ASSERT_TRUE(names.ok());
+  EXPECT_EQ(*names, (std::vector<storage::MetricInfo>{{"gpu_utilization", "percent"}}));
+}
+
+TEST(EmbeddedStoreTest, MetricRowsRoundTripTheirValuesThroughAHeadRecord) {
+  const std::vector<double> values = {0.0, -0.0, 1.5, -3.25, 1e-300, 1.7976931348623157e308, 141e9};
+  std::vector<SampleRow> rows;
+  for (size_t i = 0; i < values.size(); ++i) rows.push_back(MetricRow(kT0 + static_cast<int64_t>(i), 7, 3, values[i]));
+  StatusOr<HeadRecord> back = DecodeHeadRecord(EncodeHeadRecord("agent-m", 1, rows), "test");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_EQ(back->rows, rows);
+  for (size_t i = 0; i < values.size(); ++i) {
+    EXPECT_EQ(MetricValue(back->rows[i]), values[i]);
+    EXPECT_EQ(MetricMultiplicity(back->rows[i]), 1u);
+  }
+  EXPECT_EQ(MetricRow(0, 1, 1, -0.0), MetricRow(0, 1, 1, 0.0));  // one zero, so equal points merge
 }
 
 TEST(EmbeddedStoreTest, DamagedSegmentGivesDataLossNamingTheFile) {

@@ -30,7 +30,7 @@ StatusOr<storage::Labels> SeriesCatalog::LabelsOf(uint64_t series_id) {
   return labels;
 }
 
-StatusOr<std::vector<TypeEntry>> SeriesCatalog::Types(const std::string& name) {
+StatusOr<std::vector<TypeEntry>> SeriesCatalog::Types(const std::string& name, TypeKind kind) {
   size_t known;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -50,7 +50,9 @@ StatusOr<std::vector<TypeEntry>> SeriesCatalog::Types(const std::string& name) {
   if (types_.size() == known) types_.insert(types_.end(), added.begin(), added.end());
   std::vector<TypeEntry> out;
   for (size_t i = 0; i < types_.size(); ++i) {
-    if (name.empty() || types_[i].name == name) out.push_back({static_cast<uint32_t>(i + 1), types_[i]});
+    if (!name.empty() && types_[i].name != name) continue;
+    TypeEntry entry{static_cast<uint32_t>(i + 1), types_[i]};
+    if (kind == TypeKind::kAny || entry.is_metric() == (kind == TypeKind::kMetric)) out.push_back(std::move(entry));
   }
   return out;
 }

@@ -1,6 +1,7 @@
-// The query side's view of series (label sets) and profile types: answers
-// "which series pass this selector" from the dictionary's label index plus an
-// in-memory cache of label sets, and keeps the (few) profile types in memory.
+// The query side's view of series (label sets) and types: answers "which
+// series pass this selector" from the dictionary's label index plus an
+// in-memory cache of label sets, and keeps the (few) profile and metric types
+// in memory.
 //
 // Series are few (thousands) and immutable once interned, so every label set
 // a query touched stays cached for the store's life.
@@ -21,9 +22,15 @@
 
 namespace warpscope::embedded {
 
+// Profile types and metric types share one id space (dictionary_types.h,
+// kMetricTypePeriodNanos); a query asks for the kind it reads.
+enum class TypeKind { kProfile, kMetric, kAny };
+
 struct TypeEntry {
   uint32_t id = 0;
+  // For a metric: name, sample_unit = the metric's unit, period_nanos = kMetricTypePeriodNanos.
   storage::ProfileTypeInfo info;
+  bool is_metric() const { return info.period_nanos == dictionary::kMetricTypePeriodNanos; }
 };
 
 class SeriesCatalog {
@@ -35,8 +42,8 @@ class SeriesCatalog {
   // index; every matcher is then checked on the cached labels.
   StatusOr<std::vector<uint64_t>> Select(const Selector& selector);
   StatusOr<storage::Labels> LabelsOf(uint64_t series_id);
-  // Every profile type, ascending id; `name` "" for all, else those with that name.
-  StatusOr<std::vector<TypeEntry>> Types(const std::string& name = "");
+  // The types of `kind`, ascending id; `name` "" for all, else those with that name.
+  StatusOr<std::vector<TypeEntry>> Types(const std::string& name, TypeKind kind);
 
  private:
   dictionary::DictionaryStore* const dictionary_;  // owned by the store, outlives this

@@ -126,6 +126,27 @@ void BatchFactory::Add(const std::string& stack, const std::vector<std::pair<std
   s->set_value(value);
 }
 
+uint32_t BatchFactory::MetricType(const std::string& name, const std::string& unit) {
+  auto it = metric_types_.find({name, unit});
+  if (it != metric_types_.end()) return it->second;
+  auto* m = batch_.add_metric_types();
+  m->set_name(String(name));
+  m->set_unit(String(unit));
+  const uint32_t index = batch_.metric_types_size() - 1;
+  metric_types_.emplace(std::make_pair(name, unit), index);
+  return index;
+}
+
+void BatchFactory::AddMetric(const std::string& name, const std::string& unit,
+                             const std::vector<std::pair<std::string, std::string>>& labels, double value,
+                             int64_t time_ns) {
+  auto* p = batch_.add_metric_points();
+  p->set_time_unix_nanos(time_ns);
+  p->set_metric(MetricType(name, unit));
+  p->set_label_set(LabelSet(labels));
+  p->set_value(value);
+}
+
 void BatchFactory::AddCounter(const std::string& name, uint64_t value) {
   auto* c = batch_.add_counters();
   c->set_name(String(name));

@@ -23,6 +23,10 @@ class BatchFactory {
   void Add(const std::string& stack, const std::vector<std::pair<std::string, std::string>>& labels, int64_t value,
            int64_t time_ns, const std::string& type = "cpu");
   void AddCounter(const std::string& name, uint64_t value);
+  // Adds one metric point (a GPU metric, say) of metric `name` in `unit` at
+  // time_ns in the series `labels`.
+  void AddMetric(const std::string& name, const std::string& unit,
+                 const std::vector<std::pair<std::string, std::string>>& labels, double value, int64_t time_ns);
 
   const warpscope::v1::IngestBatch& batch() const { return batch_; }
   warpscope::v1::IngestBatch& mutable_batch() { return batch_; }
@@ -33,9 +37,11 @@ class BatchFactory {
   uint32_t Stack(const std::string& stack);
   uint32_t LabelSet(std::vector<std::pair<std::string, std::string>> labels);
   uint32_t Type(const std::string& type);
+  uint32_t MetricType(const std::string& name, const std::string& unit);
 
   warpscope::v1::IngestBatch batch_;
   std::map<std::string, uint32_t> strings_, mappings_, locations_, stacks_, label_sets_, types_;
+  std::map<std::pair<std::string, std::string>, uint32_t> metric_types_;
 };
 
 }  // namespace warpscope::testing

@@ -7,6 +7,7 @@
 #include <signal.h>
 
 #include <atomic>
+#include <cmath>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <map>
@@ -242,6 +243,175 @@ TEST_F(ServerApiTest, BadInputIsRejectedAndNothingIsStored) {
   EXPECT_EQ(StoredSamples(), stored);
   EXPECT_EQ(GetJson("/api/v1/profile?" + kHour)["total"], 500);
   EXPECT_EQ(GetJson("/api/v1/label_values?name=node")["values"].size(), 2u);
+}
+
+Labels GpuLabels(const std::string& node, const std::string& gpu) {
+  return {{"node", node},
+          {"gpu", gpu},
+          {"uuid", "GPU-" + node + "-" + gpu},
+          {"gpu_name", "NVIDIA H200"},
+          {"pci_bus_id", "00000000:" + gpu + "9:00.0"}};
+}
+
+// GPU metrics beside the Workload's samples: node a's GPUs 0 and 1 (with a
+// process, pid 300, seen only in per-process GPU metrics), and node c, which
+// sends GPU metrics only (GPUs 2 and 10).
+BatchFactory WithGpuMetrics(BatchFactory f) {
+  for (int s = 0; s < 5; ++s) {
+    f.AddMetric("gpu_utilization", "percent", GpuLabels("a", "0"), 10.0 * s, kT0 + s * kSec);
+    f.AddMetric("gpu_utilization", "percent", GpuLabels("a", "1"), 50, kT0 + s * kSec);
+  }
+  f.AddMetric("gpu_power", "watts", GpuLabels("a", "0"), 301.5, kT0);
+  f.AddMetric("gpu_power", "watts", GpuLabels("a", "0"), 420.25, kT0 + 12 * kSec);
+  f.AddMetric("gpu_process_sm_utilization", "percent",
+              {{"node", "a"}, {"pid", "300"}, {"comm", "trainer"}, {"exe", "/usr/bin/trainer"}, {"gpu", "0"},
+               {"uuid", "GPU-a-0"}},
+              75, kT0);
+  return f;
+}
+
+TEST_F(ServerApiTest, GpuMetricsAreStoredQueriedAndListedAsTargets) {
+  const int port = server_->port();
+  HttpResult r = PostBatch(port, WithGpuMetrics(Workload(1)).batch(), kToken);
+  ASSERT_EQ(r.status, 200) << r.body;
+  json ack = json::parse(r.body);
+  EXPECT_EQ(ack["stored_samples"], 5);
+  EXPECT_EQ(ack["stored_metric_points"], 13);
+  EXPECT_EQ(ack["duplicate"], false);
+  BatchFactory metrics_only("agent-c", 1, kT0, kT0 + 10 * kSec);
+  metrics_only.AddMetric("gpu_utilization", "percent", GpuLabels("c", "10"), 5, kT0);
+  metrics_only.AddMetric("gpu_utilization", "percent", GpuLabels("c", "2"), 7, kT0);
+  r = PostBatch(port, metrics_only.batch(), kToken);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json::parse(r.body)["stored_samples"], 0);
+  EXPECT_EQ(json::parse(r.body)["stored_metric_points"], 2);
+
+  const std::string node_a = "&selector=" + UrlEncode("{node=\"a\"}");
+  auto check_metrics = [&] {
+    json m = GetJson("/api/v1/metrics?name=gpu_utilization&" + kHour + node_a + "&step=10s&group_by=gpu");
+    EXPECT_EQ(m["name"], "gpu_utilization");
+    EXPECT_EQ(m["unit"], "percent");
+    EXPECT_EQ(m["step_ms"], 10000);
+    EXPECT_EQ(m["from_ms"], kT0 / 1'000'000);
+    const int64_t t0_ms = kT0 / 1'000'000;
+    EXPECT_EQ(m["series"], json::parse(R"([{"labels":{"gpu":"0"},"points":[[)" + std::to_string(t0_ms) +
+                                       R"(,0.0,40.0,20.0]]},{"labels":{"gpu":"1"},"points":[[)" +
+                                       std::to_string(t0_ms) + R"(,50.0,50.0,50.0]]}])"))
+        << m.dump();
+    json power = GetJson("/api/v1/metrics?name=gpu_power&" + kHour + "&step=10s");
+    EXPECT_EQ(power["unit"], "watts");
+    ASSERT_EQ(power["series"].size(), 1u);
+    EXPECT_EQ(power["series"][0]["labels"], json::object());
+    EXPECT_EQ(power["series"][0]["points"][0], json::parse("[" + std::to_string(t0_ms) + ",301.5,301.5,301.5]"));
+    EXPECT_EQ(power["series"][0]["points"][1],
+              json::parse("[" + std::to_string(t0_ms + 10'000) + ",420.25,420.25,420.25]"));
+  };
+  check_metrics();
+
+  // The step follows the range like /series: 1 h in at most 300 points is 15 s.
+  json chosen = GetJson("/api/v1/metrics?name=gpu_utilization&" + kHour);
+  EXPECT_EQ(chosen["step_ms"], 15000);
+  ASSERT_EQ(chosen["series"].size(), 1u);
+  EXPECT_EQ(chosen["series"][0]["points"][0][1], 0.0);
+  EXPECT_EQ(chosen["series"][0]["points"][0][2], 50.0);
+  json unknown = GetJson("/api/v1/metrics?name=gpu_nosuch&" + kHour);
+  EXPECT_EQ(unknown["unit"], "");
+  EXPECT_EQ(unknown["series"], json::array());
+  HttpResult no_name = Get("/api/v1/metrics?" + kHour);
+  EXPECT_EQ(no_name.status, 400);
+  EXPECT_NE(no_name.body.find("'name'"), std::string::npos) << no_name.body;
+  EXPECT_EQ(Get("/api/v1/metrics?name=gpu_power&" + kHour + "&step=1ms").status, 400);
+
+  EXPECT_EQ(GetJson("/api/v1/metric_names"), json::parse(R"({"metrics":[
+      {"name":"gpu_power","unit":"watts"},
+      {"name":"gpu_process_sm_utilization","unit":"percent"},
+      {"name":"gpu_utilization","unit":"percent"}]})"));
+  // Profile types are untouched by metrics.
+  json types = GetJson("/api/v1/types");
+  ASSERT_EQ(types["types"].size(), 1u);
+  EXPECT_EQ(types["types"][0]["name"], "cpu");
+  EXPECT_EQ(GetJson("/api/v1/profile?" + kHour)["total"], 500);
+
+  json targets = GetJson("/api/v1/targets?" + kHour);
+  ASSERT_EQ(targets["nodes"].size(), 3u) << targets.dump();
+  const json& a = targets["nodes"][0];
+  EXPECT_EQ(a["node"], "a");
+  std::set<std::string> pids;
+  for (const auto& p : a["processes"]) pids.insert(p["pid"].get<std::string>());
+  EXPECT_EQ(pids, (std::set<std::string>{"100", "200", "300"}));
+  EXPECT_EQ(a["gpus"], json::parse(R"([
+      {"gpu":"0","uuid":"GPU-a-0","gpu_name":"NVIDIA H200","pci_bus_id":"00000000:09:00.0"},
+      {"gpu":"1","uuid":"GPU-a-1","gpu_name":"NVIDIA H200","pci_bus_id":"00000000:19:00.0"}])"));
+  EXPECT_EQ(targets["nodes"][1]["node"], "b");
+  EXPECT_EQ(targets["nodes"][1]["gpus"], json::array());
+  const json& c = targets["nodes"][2];
+  EXPECT_EQ(c["node"], "c");
+  EXPECT_EQ(c["processes"], json::array());
+  ASSERT_EQ(c["gpus"].size(), 2u);
+  EXPECT_EQ(c["gpus"][0]["gpu"], "2");  // by index as a number
+  EXPECT_EQ(c["gpus"][1]["gpu"], "10");
+  // A profile type narrows the targets to its samples: no GPUs.
+  json cpu_targets = GetJson("/api/v1/targets?type=cpu&" + kHour);
+  ASSERT_EQ(cpu_targets["nodes"].size(), 2u);
+  EXPECT_EQ(cpu_targets["nodes"][0]["gpus"], json::array());
+  EXPECT_EQ(GetJson("/api/v1/status")["metric_points"], 15);
+
+  // Acknowledged metrics survive kill -9.
+  server_->Kill();
+  Restart(port);
+  check_metrics();
+  HttpResult again = PostBatch(port, WithGpuMetrics(Workload(1)).batch(), kToken);
+  ASSERT_EQ(again.status, 200);
+  EXPECT_EQ(json::parse(again.body)["duplicate"], true);
+  EXPECT_EQ(json::parse(again.body)["stored_metric_points"], 0);
+  check_metrics();
+}
+
+TEST_F(ServerApiTest, BadMetricBatchIsRejectedAndNothingIsStored) {
+  const int port = server_->port();
+  const uint64_t seq = 1;
+  auto expect_400 = [&](BatchFactory f, const std::string& needle, const std::string& what) {
+    HttpResult r = PostBatch(port, f.batch(), kToken);
+    EXPECT_EQ(r.status, 400) << what << ": " << r.body;
+    EXPECT_NE(r.body.find(needle), std::string::npos) << what << ": " << r.body;
+  };
+  {
+    BatchFactory f = WithGpuMetrics(Workload(seq));
+    f.mutable_batch().mutable_metric_points(3)->set_value(std::nan(""));
+    expect_400(std::move(f), "metric_points[3].value: NaN", "NaN");
+  }
+  {
+    BatchFactory f = WithGpuMetrics(Workload(seq));
+    f.mutable_batch().mutable_metric_points(0)->set_value(HUGE_VAL);
+    expect_400(std::move(f), "metric_points[0].value", "infinity");
+  }
+  {
+    BatchFactory f = WithGpuMetrics(Workload(seq));
+    f.mutable_batch().mutable_metric_points(5)->set_metric(77);
+    expect_400(std::move(f), "metric_points[5].metric: index 77 out of range", "metric index");
+  }
+  {
+    BatchFactory f = WithGpuMetrics(Workload(seq));
+    f.mutable_batch().mutable_metric_points(2)->set_label_set(1000);
+    expect_400(std::move(f), "metric_points[2].label_set", "label set index");
+  }
+  {
+    BatchFactory f = WithGpuMetrics(Workload(seq));
+    f.mutable_batch().mutable_metric_types(0)->set_name(0);
+    expect_400(std::move(f), "metric_types[0].name: empty", "empty name");
+  }
+  json status = GetJson("/api/v1/status");
+  EXPECT_EQ(status["metric_points"], 0);
+  EXPECT_EQ(status["samples"], 0);
+  EXPECT_EQ(status["rejected_batches"], 5);
+  EXPECT_EQ(GetJson("/api/v1/metric_names")["metrics"], json::array());
+  EXPECT_EQ(GetJson("/api/v1/targets?" + kHour)["nodes"], json::array());
+  EXPECT_EQ(GetJson("/api/v1/metrics?name=gpu_utilization&" + kHour)["series"], json::array());
+  // The same sequence, fixed, goes in whole.
+  HttpResult ok = PostBatch(port, WithGpuMetrics(Workload(seq)).batch(), kToken);
+  ASSERT_EQ(ok.status, 200) << ok.body;
+  EXPECT_EQ(json::parse(ok.body)["stored_metric_points"], 13);
+  EXPECT_EQ(GetJson("/api/v1/metric_names")["metrics"].size(), 3u);
 }
 
 // Four clients post batches as fast as they can; the server is killed with

@@ -1,5 +1,6 @@
 #include "storage/embedded/dictionary/batch_validator.h"
 
+#include <cmath>
 #include <string>
 #include <string_view>
 #include <unordered_set>
@@ -110,6 +111,10 @@ Status ValidateBatch(const IngestBatch& batch, const BatchLimits& limits) {
     RETURN_IF_ERROR(CheckIndex([&] { return Field("types", i, "name"); }, t.name(), n_strings, "strings"));
     RETURN_IF_ERROR(
         CheckIndex([&] { return Field("types", i, "sample_unit"); }, t.sample_unit(), n_strings, "strings"));
+    if (t.period_nanos() < 0) {
+      return InvalidArgumentError(Field("types", i, "period_nanos") + ": negative (" +
+                                  std::to_string(t.period_nanos()) + ")");
+    }
   }
   for (int i = 0; i < batch.samples_size(); ++i) {
     const auto& s = batch.samples(i);
@@ -117,6 +122,30 @@ Status ValidateBatch(const IngestBatch& batch, const BatchLimits& limits) {
     RETURN_IF_ERROR(CheckIndex([&] { return Field("samples", i, "label_set"); }, s.label_set(), batch.label_sets_size(),
                                "label_sets"));
     RETURN_IF_ERROR(CheckIndex([&] { return Field("samples", i, "stack"); }, s.stack(), batch.stacks_size(), "stacks"));
+  }
+  if (static_cast<size_t>(batch.metric_types_size()) > limits.max_metric_types) {
+    return InvalidArgumentError("metric_types: " + std::to_string(batch.metric_types_size()) + " types, limit " +
+                                std::to_string(limits.max_metric_types));
+  }
+  for (int i = 0; i < batch.metric_types_size(); ++i) {
+    const auto& m = batch.metric_types(i);
+    RETURN_IF_ERROR(CheckIndex([&] { return Field("metric_types", i, "name"); }, m.name(), n_strings, "strings"));
+    RETURN_IF_ERROR(CheckIndex([&] { return Field("metric_types", i, "unit"); }, m.unit(), n_strings, "strings"));
+    if (batch.strings(static_cast<int>(m.name())).empty()) {
+      return InvalidArgumentError(Field("metric_types", i, "name") + ": empty metric name");
+    }
+  }
+  for (int i = 0; i < batch.metric_points_size(); ++i) {
+    const auto& p = batch.metric_points(i);
+    RETURN_IF_ERROR(CheckIndex([&] { return Field("metric_points", i, "metric"); }, p.metric(),
+                               batch.metric_types_size(), "metric_types"));
+    RETURN_IF_ERROR(CheckIndex([&] { return Field("metric_points", i, "label_set"); }, p.label_set(),
+                               batch.label_sets_size(), "label_sets"));
+    if (!std::isfinite(p.value())) [[unlikely]] {
+      return InvalidArgumentError(Field("metric_points", i, "value") + ": " +
+                                  (std::isnan(p.value()) ? "NaN" : p.value() > 0 ? "+inf" : "-inf") +
+                                  " is not a finite number");
+    }
   }
   for (int i = 0; i < batch.counters_size(); ++i) {
     RETURN_IF_ERROR(

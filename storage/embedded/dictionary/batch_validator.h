@@ -15,10 +15,15 @@ struct BatchLimits {
   size_t max_labels_per_set = 64;
   size_t max_stack_depth = 1024;
   size_t max_lines_per_location = 64;
+  // Metric types in one batch (an agent sends a few dozen NVML metrics).
+  size_t max_metric_types = 1024;
 };
 
 // OK, or InvalidArgument naming the field and index ("stacks[3].locations[7]:
-// index 912 out of range, batch has 900 locations").
+// index 912 out of range, batch has 900 locations"). Profile types need a
+// period >= 0 (negative periods mark metric types in the dictionary:
+// dictionary_types.h), metric types a non-empty name, metric points a finite
+// value.
 Status ValidateBatch(const warpscope::v1::IngestBatch& batch, const BatchLimits& limits = {});
 
 }  // namespace warpscope::dictionary

@@ -30,6 +30,7 @@ CREATE TABLE label_sets(id INTEGER PRIMARY KEY, labels BLOB NOT NULL UNIQUE);
 -- The inverted index behind SeriesMatching, LabelNames and LabelValues.
 CREATE TABLE label_index(key_id INTEGER NOT NULL, value_id INTEGER NOT NULL,
   label_set_id INTEGER NOT NULL, PRIMARY KEY(key_id, value_id, label_set_id)) WITHOUT ROWID;
+-- Also metric types: period_nanos -1, sample_unit_id the metric's unit (schema version 2).
 CREATE TABLE profile_types(id INTEGER PRIMARY KEY, name_id INTEGER NOT NULL,
   sample_unit_id INTEGER NOT NULL, period_nanos INTEGER NOT NULL,
   UNIQUE(name_id, sample_unit_id, period_nanos));
@@ -82,6 +83,11 @@ Status CreateOrCheckSchema(SqliteDb& db) {
                                      "; upgrade the server");
     }
     if (found < 1) return DataLossError("dictionary schema_version " + std::to_string(found) + " is invalid");
+    if (found < kDictionarySchemaVersion) {
+      // 1 -> 2 changes no table (see dictionary_schema.h).
+      RETURN_IF_ERROR(db.Exec("UPDATE meta SET value = " + std::to_string(kDictionarySchemaVersion) +
+                              " WHERE key = 'schema_version'"));
+    }
     return Status::Ok();
   };
   Status status = check();

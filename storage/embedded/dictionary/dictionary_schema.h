@@ -14,7 +14,13 @@
 
 namespace warpscope::dictionary {
 
-inline constexpr int64_t kDictionarySchemaVersion = 1;
+// Versions:
+//   1  the tables of dictionary_schema.cc
+//   2  the same tables; profile_types may also hold metric types (period_nanos
+//      kMetricTypePeriodNanos, dictionary_types.h), which a version-1 server
+//      would take for profile types. A version-1 file is migrated by raising
+//      its version (it holds no metric types).
+inline constexpr int64_t kDictionarySchemaVersion = 2;
 inline constexpr int32_t kDictionaryApplicationId = 0x57534443;  // "WSDC"
 
 // Sets WAL journaling and synchronous=FULL on `db` (per-connection settings):
@@ -23,7 +29,8 @@ inline constexpr int32_t kDictionaryApplicationId = 0x57534443;  // "WSDC"
 Status ConfigureDurability(SqliteDb& db);
 
 // Creates the schema in an empty database, or checks the version of an
-// existing one. Run once, on the writer connection, before anything else.
+// existing one and migrates an older one forward. Run once, on the writer
+// connection, before anything else.
 Status CreateOrCheckSchema(SqliteDb& db);
 
 }  // namespace warpscope::dictionary

@@ -3,9 +3,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <functional>
 #include <thread>
 
+#include "storage/embedded/dictionary/dictionary_schema.h"
 #include "storage/embedded/dictionary/dictionary_store.h"
 #include "storage/embedded/dictionary/dictionary_test_util.h"
 
@@ -45,6 +47,10 @@ SmallBatch MakeSmallBatch(uint64_t sequence = 1) {
   s.type = b.Type("cpu", "samples", 10'000'000);
   b.Sample(1000, s.type, s.set_x, s.stack_a, 5);
   b.Sample(1000, s.type, s.set_y, s.stack_b, 2);
+  const uint32_t power = b.MetricType("gpu_power", "watts");
+  const uint32_t util = b.MetricType("gpu_utilization", "percent");
+  b.MetricPoint(1000, power, s.set_x, 301.5);
+  b.MetricPoint(1000, util, s.set_y, 97);
   return s;
 }
 
@@ -242,6 +248,27 @@ TEST(DictionaryTest, EveryValidationErrorStoresNothing) {
       {"sample stack", [](v1::IngestBatch& b) { b.mutable_samples(1)->set_stack(2); }, "samples[1].stack"},
       {"sample series", [](v1::IngestBatch& b) { b.mutable_samples(0)->set_label_set(5); }, "samples[0].label_set"},
       {"counter", [](v1::IngestBatch& b) { b.add_counters()->set_name(10'000); }, "counters[0].name"},
+      {"negative period", [](v1::IngestBatch& b) { b.mutable_types(0)->set_period_nanos(-1); },
+       "types[0].period_nanos"},
+      {"metric name index", [](v1::IngestBatch& b) { b.mutable_metric_types(1)->set_name(10'000); },
+       "metric_types[1].name"},
+      {"metric unit index", [](v1::IngestBatch& b) { b.mutable_metric_types(0)->set_unit(10'000); },
+       "metric_types[0].unit"},
+      {"empty metric name", [](v1::IngestBatch& b) { b.mutable_metric_types(1)->set_name(0); },
+       "metric_types[1].name: empty"},
+      {"too many metric types",
+       [](v1::IngestBatch& b) {
+         for (int i = 0; i < 1024; ++i) *b.add_metric_types() = b.metric_types(0);
+       },
+       "metric_types: 1026 types, limit 1024"},
+      {"point metric", [](v1::IngestBatch& b) { b.mutable_metric_points(1)->set_metric(2); },
+       "metric_points[1].metric"},
+      {"point series", [](v1::IngestBatch& b) { b.mutable_metric_points(0)->set_label_set(2); },
+       "metric_points[0].label_set"},
+      {"NaN", [](v1::IngestBatch& b) { b.mutable_metric_points(1)->set_value(std::nan("")); },
+       "metric_points[1].value: NaN"},
+      {"infinity", [](v1::IngestBatch& b) { b.mutable_metric_points(0)->set_value(-HUGE_VAL); },
+       "metric_points[0].value: -inf"},
   };
   ScratchDir dir;
   auto store = OpenOrDie(dir.db());
@@ -363,10 +390,95 @@ void ExecDirect(const std::string& path, const std::string& sql) {
   sqlite3_close(db);
 }
 
+// Column 0 of the first row of `sql`, run on the file directly.
+int64_t QueryDirect(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* stmt = nullptr;
+  EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  int64_t value = -1;
+  if (sqlite3_step(stmt) == SQLITE_ROW) value = sqlite3_column_int64(stmt, 0);
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+  return value;
+}
+
+// Metric types live in profile_types (period kMetricTypePeriodNanos), in the
+// type id space, never confused with a profile type of the same name and unit.
+TEST(DictionaryTest, MetricTypesShareTheTypeIdSpace) {
+  ScratchDir dir;
+  std::vector<uint64_t> first_ids;
+  {
+    auto store = OpenOrDie(dir.db());
+    ASSERT_NE(store, nullptr);
+    BatchBuilder b("agent-m", 1);
+    const uint32_t cpu = b.Type("cpu", "samples", 10'000'000);
+    const uint32_t cpu_metric = b.MetricType("cpu", "samples");
+    const uint32_t power = b.MetricType("gpu_power", "watts");
+    const uint32_t power_again = b.MetricType("gpu_power", "watts");
+    const uint32_t set = b.LabelSet({{"gpu", "0"}, {"node", "n1"}});
+    b.MetricPoint(1000, power, set, 1.5);
+    StatusOr<InternedBatch> ids = store->InternBatch(b.batch());
+    ASSERT_TRUE(ids.ok()) << ids.status().ToString();
+    ASSERT_EQ(ids->metric_type_ids.size(), 3u);
+    EXPECT_NE(ids->metric_type_ids[cpu_metric], ids->type_ids[cpu]);
+    EXPECT_NE(ids->metric_type_ids[cpu_metric], ids->metric_type_ids[power]);
+    EXPECT_EQ(ids->metric_type_ids[power], ids->metric_type_ids[power_again]);
+    StatusOr<ProfileTypeInfo> info = store->ProfileType(ids->metric_type_ids[power]);
+    ASSERT_TRUE(info.ok());
+    EXPECT_EQ(info->name, "gpu_power");
+    EXPECT_EQ(info->sample_unit, "watts");
+    EXPECT_EQ(info->period_nanos, kMetricTypePeriodNanos);
+    EXPECT_EQ(store->ProfileType(ids->type_ids[cpu])->period_nanos, 10'000'000);
+    first_ids = {ids->type_ids[cpu], ids->metric_type_ids[cpu_metric], ids->metric_type_ids[power]};
+  }
+  auto store = OpenOrDie(dir.db());
+  ASSERT_NE(store, nullptr);
+  BatchBuilder b("agent-m", 2);
+  const uint32_t power = b.MetricType("gpu_power", "watts");
+  const uint32_t cpu_metric = b.MetricType("cpu", "samples");
+  const uint32_t cpu = b.Type("cpu", "samples", 10'000'000);
+  StatusOr<InternedBatch> ids = store->InternBatch(b.batch());
+  ASSERT_TRUE(ids.ok()) << ids.status().ToString();
+  EXPECT_EQ((std::vector<uint64_t>{ids->type_ids[cpu], ids->metric_type_ids[cpu_metric], ids->metric_type_ids[power]}),
+            first_ids);
+  EXPECT_EQ(ids->new_rows, 0u);  // all known, from the database
+}
+
+// Rule 7: a version-1 file (before metric types) opens, keeps its data and is
+// raised to the current version.
+TEST(DictionaryTest, OpensVersionOneFilesAndMigratesThem) {
+  ScratchDir dir;
+  InternedBatch before;
+  {
+    auto store = OpenOrDie(dir.db());
+    ASSERT_NE(store, nullptr);
+    SmallBatch s = MakeSmallBatch(3);
+    s.b.batch().clear_metric_types();
+    s.b.batch().clear_metric_points();
+    before = *store->InternBatch(s.b.batch());
+  }
+  ExecDirect(dir.db(), "UPDATE meta SET value = 1 WHERE key = 'schema_version'");
+  ASSERT_EQ(QueryDirect(dir.db(), "SELECT value FROM meta WHERE key = 'schema_version'"), 1);
+  {
+    auto store = OpenOrDie(dir.db());
+    ASSERT_NE(store, nullptr);
+    EXPECT_TRUE(*store->SeenBefore("agent-1", 3));
+    StatusOr<InternedBatch> again = store->InternBatch(MakeSmallBatch(4).b.batch());
+    ASSERT_TRUE(again.ok()) << again.status().ToString();
+    EXPECT_EQ(again->stack_ids, before.stack_ids);
+    EXPECT_EQ(again->type_ids, before.type_ids);
+    EXPECT_EQ(again->metric_type_ids.size(), 2u);
+    EXPECT_EQ(store->ProfileType(again->metric_type_ids[0])->period_nanos, kMetricTypePeriodNanos);
+  }
+  EXPECT_EQ(QueryDirect(dir.db(), "SELECT value FROM meta WHERE key = 'schema_version'"), kDictionarySchemaVersion);
+}
+
 TEST(DictionaryTest, RefusesNewerSchemaVersionAndForeignDatabases) {
   ScratchDir dir;
   { ASSERT_NE(OpenOrDie(dir.db()), nullptr); }
-  ExecDirect(dir.db(), "UPDATE meta SET value = 2 WHERE key = 'schema_version'");
+  ExecDirect(dir.db(), "UPDATE meta SET value = " + std::to_string(kDictionarySchemaVersion + 1) +
+                           " WHERE key = 'schema_version'");
   StatusOr<std::unique_ptr<DictionaryStore>> newer = DictionaryStore::Open(dir.db());
   ASSERT_FALSE(newer.ok());
   EXPECT_EQ(newer.status().code(), StatusCode::kFailedPrecondition);

@@ -112,6 +112,19 @@ class BatchBuilder {
     s->set_stack(stack);
     s->set_value(value);
   }
+  uint32_t MetricType(const std::string& name, const std::string& unit) {
+    auto* m = batch_.add_metric_types();
+    m->set_name(Str(name));
+    m->set_unit(Str(unit));
+    return batch_.metric_types_size() - 1;
+  }
+  void MetricPoint(int64_t time, uint32_t metric, uint32_t label_set, double value) {
+    auto* p = batch_.add_metric_points();
+    p->set_time_unix_nanos(time);
+    p->set_metric(metric);
+    p->set_label_set(label_set);
+    p->set_value(value);
+  }
   v1::IngestBatch& batch() { return batch_; }
 
  private:

@@ -19,10 +19,19 @@ struct InternedBatch {
   std::vector<uint64_t> stack_ids;      // by batch stack index
   std::vector<uint64_t> label_set_ids;  // by batch label-set index
   std::vector<uint64_t> type_ids;       // by batch type index
+  std::vector<uint64_t> metric_type_ids;  // by batch metric type index (same id space as type_ids)
   // Dictionary rows this call inserted (all tables, label index included);
   // 0 when all content was already known.
   uint64_t new_rows = 0;
 };
+
+// Metric types (IngestBatch.metric_types) are rows of the profile_types
+// table, marked by this period (a profile type's is >= 0: ValidateBatch),
+// with the metric's unit as sample_unit. Sharing the table gives them type
+// ids in the one id space that WAL records, the head and segments key rows
+// by, so metric points are stored as rows beside samples; readers tell the
+// two apart by the period. Schema version 2 (dictionary_schema.h).
+inline constexpr int64_t kMetricTypePeriodNanos = -1;
 
 // The resolved forms are the storage interface's (storage/store_types.h).
 using storage::Labels;

@@ -243,6 +243,20 @@ Status DictionaryWriter::InternAll(const IngestBatch& batch, bool record_sequenc
                                            },
                                            new_rows));
   }
+  out->metric_type_ids.resize(batch.metric_types_size());
+  for (int i = 0; i < batch.metric_types_size(); ++i) {
+    const auto& m = batch.metric_types(i);
+    uint64_t name = string_ids[m.name()], unit = string_ids[m.unit()];
+    key_ = Key({name, unit, ZigZag(kMetricTypePeriodNanos)});
+    ASSIGN_OR_RETURN(out->metric_type_ids[i], Intern(
+                                                  types_, insert_type_,
+                                                  [&](SqliteStatement& s) {
+                                                    s.BindInt(2, i64(name));
+                                                    s.BindInt(3, i64(unit));
+                                                    s.BindInt(4, kMetricTypePeriodNanos);
+                                                  },
+                                                  new_rows));
+  }
   if (!record_sequence) return Status::Ok();
   return UpsertSequence(batch.agent_id(), batch.sequence());
 }

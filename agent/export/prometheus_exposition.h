@@ -1,0 +1,56 @@
+// The agent's Prometheus endpoint (`--metrics-listen`, issue 7) as text
+// exposition format 0.0.4: GPU metrics under the names and labels of NVIDIA's
+// dcgm-exporter, so dashboards built for it work unchanged, `warpscope_`
+// names for what DCGM has no field for (per-process GPU use), and the
+// agent's own health.
+//
+// DCGM labels on every GPU series: gpu (index), UUID, pci_bus_id, device
+// ("nvidia<index>"), modelName, Hostname. Units follow DCGM: MiB for frame
+// buffer memory, W, MHz, °C, KB/s for PCIe, mJ for energy, ratios (0..1) for
+// the profiling (GPM) fields.
+//
+// Pure functions; any thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "agent/export/metric_reading.h"
+
+namespace warpscope {
+
+// A GPU metric the collector turned off for one device, and why.
+struct GpuMetricOff {
+  std::string gpu;
+  std::string metric;
+  std::string reason;
+};
+
+struct AgentHealth {
+  uint64_t samples = 0;        // CPU samples encoded into batches
+  uint64_t batches = 0;        // batches handed to the uploader
+  uint64_t batches_sent = 0;   // acknowledged by the server
+  uint64_t batches_rejected = 0;
+  uint64_t batches_dropped = 0;
+  uint64_t send_failures = 0;
+  uint64_t spool_dropped_batches = 0;
+  uint64_t spooled = 0;        // waiting in the spool now
+  // The agent's named counters (BPF map drops, unwinding, symbolization...),
+  // as in the batches; exported as warpscope_agent_events_total{event=NAME}.
+  std::vector<std::pair<std::string, uint64_t>> counters;
+  uint64_t gpu_readings = 0;
+  uint64_t gpu_errors = 0;
+  std::vector<GpuMetricOff> gpu_disabled;
+  std::string gpu_off_reason;  // non-empty when GPU metrics are off altogether
+  double cpu_seconds = 0;      // the agent process's user + system time
+  uint64_t resident_bytes = 0;
+};
+
+// `latest`: the newest reading of every GPU series (per-process ones carry
+// pid and comm). `node` is the Hostname label.
+std::string RenderPrometheusText(const std::vector<MetricReading>& latest, const AgentHealth& health,
+                                 const std::string& node);
+
+}  // namespace warpscope

@@ -1,0 +1,93 @@
+#include "agent/export/prometheus_exposition.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/tools/prometheus_parse.h"
+
+namespace warpscope {
+namespace {
+
+using nlohmann::json;
+
+const std::vector<std::pair<std::string, std::string>> kGpu0 = {
+    {"gpu", "0"}, {"gpu_name", "NVIDIA H200"}, {"pci_bus_id", "00000000:19:00.0"}, {"uuid", "GPU-0a1b"}};
+
+std::vector<MetricReading> Readings() {
+  auto process = kGpu0;
+  process.emplace_back("comm", "python3 \"train\"");
+  process.emplace_back("pid", "4242");
+  std::sort(process.begin(), process.end());
+  return {
+      {"gpu_utilization", "percent", kGpu0, 87, 1},
+      {"gpu_memory_used", "bytes", kGpu0, 10.0 * (1 << 30), 1},
+      {"gpu_memory_total", "bytes", kGpu0, 141.0 * (1 << 30), 1},
+      {"gpu_power", "watts", kGpu0, 312.25, 1},
+      {"gpu_energy", "joules", kGpu0, 1234.5, 1},
+      {"gpu_pcie_tx", "bytes_per_second", kGpu0, 2048, 1},
+      {"gpu_sm_activity", "percent", kGpu0, 50, 1},
+      {"gpu_process_sm_utilization", "percent", process, 30, 1},
+  };
+}
+
+// The text as Prometheus' own parser reads it: names, types, DCGM labels, units.
+TEST(PrometheusExpositionTest, DcgmNamesLabelsAndUnitsParse) {
+  AgentHealth health;
+  health.samples = 1900;
+  health.counters = {{"drop_counts_map_full", 3}};
+  health.gpu_disabled = {{"0", "gpu_ecc_corrected", "NOT_SUPPORTED"}};
+  const std::string text = RenderPrometheusText(Readings(), health, "node-a");
+  const json parsed = testing::ParsePrometheusText(text);
+  ASSERT_FALSE(parsed.contains("error")) << parsed.dump() << "\n" << text;
+  auto families = testing::PrometheusFamilies(parsed);
+
+  auto one = [&](const std::string& family) -> json {
+    EXPECT_TRUE(families.count(family)) << family << " missing in\n" << text;
+    if (!families.count(family) || families[family]["samples"].empty()) return json();
+    return families[family]["samples"][0];
+  };
+  json util = one("DCGM_FI_DEV_GPU_UTIL");
+  EXPECT_EQ(families["DCGM_FI_DEV_GPU_UTIL"]["type"], "gauge");
+  EXPECT_EQ(util["value"], 87.0);
+  EXPECT_EQ(util["labels"], (json{{"gpu", "0"},
+                                  {"UUID", "GPU-0a1b"},
+                                  {"pci_bus_id", "00000000:19:00.0"},
+                                  {"device", "nvidia0"},
+                                  {"modelName", "NVIDIA H200"},
+                                  {"Hostname", "node-a"}}));
+  EXPECT_EQ(one("DCGM_FI_DEV_FB_USED")["value"], 10240.0);  // MiB
+  EXPECT_EQ(one("DCGM_FI_DEV_FB_FREE")["value"], 131.0 * 1024);
+  EXPECT_EQ(one("DCGM_FI_DEV_POWER_USAGE")["value"], 312.25);
+  // Counters: the parser names the family without _total.
+  EXPECT_EQ(one("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION")["value"], 1234500.0);  // mJ
+  EXPECT_EQ(one("DCGM_FI_DEV_PCIE_TX_THROUGHPUT")["value"], 2.0);              // KB/s
+  EXPECT_EQ(one("DCGM_FI_PROF_SM_ACTIVE")["value"], 0.5);                      // ratio
+  json process = one("warpscope_gpu_process_sm_utilization_percent");
+  EXPECT_EQ(process["labels"]["pid"], "4242");
+  EXPECT_EQ(process["labels"]["comm"], "python3 \"train\"") << "quotes escaped and read back";
+  EXPECT_EQ(process["value"], 30.0);
+  EXPECT_EQ(one("warpscope_agent_samples")["value"], 1900.0);
+  EXPECT_EQ(families["warpscope_agent_samples"]["type"], "counter");
+  EXPECT_EQ(one("warpscope_agent_events")["labels"]["event"], "drop_counts_map_full");
+  EXPECT_EQ(one("warpscope_agent_gpu_metric_disabled")["labels"]["metric"], "gpu_ecc_corrected");
+  EXPECT_EQ(one("warpscope_agent_gpu_metrics_enabled")["value"], 1.0);
+}
+
+TEST(PrometheusExpositionTest, NoGpuStillGivesAgentHealth) {
+  AgentHealth health;
+  health.gpu_off_reason = "libnvidia-ml.so.1 not found";
+  const json parsed = testing::ParsePrometheusText(RenderPrometheusText({}, health, "n"));
+  ASSERT_FALSE(parsed.contains("error")) << parsed.dump();
+  auto families = testing::PrometheusFamilies(parsed);
+  EXPECT_EQ(families.count("DCGM_FI_DEV_GPU_UTIL"), 0u);
+  EXPECT_EQ(families["warpscope_agent_gpu_metrics_enabled"]["samples"][0]["value"], 0.0);
+  EXPECT_EQ(families.count("process_resident_memory_bytes"), 1u);
+}
+
+// The helper really parses: broken text is an error, not an empty answer.
+TEST(PrometheusExpositionTest, ParserRejectsBrokenText) {
+  const json parsed = testing::ParsePrometheusText("metric{label=\"unterminated} 1\n");
+  EXPECT_TRUE(parsed.contains("error")) << parsed.dump();
+}
+
+}  // namespace
+}  // namespace warpscope

@@ -1,0 +1,240 @@
+// GPU metrics through the whole pipeline, without a GPU: the real agent
+// (`warpscope-agent run`, BPF, root) loads the scripted fake NVML
+// (tests/fakes/fake_nvml) through its real dlopen path and streams to a real
+// warpscope-server on loopback; the test reads the stored series, the
+// downsampled query, the targets, and the agent's Prometheus endpoint as
+// Prometheus' own parser reads it.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "tests/integration/server_process.h"
+#include "tests/integration/subprocess.h"
+#include "tests/tools/prometheus_parse.h"
+
+namespace warpscope::testing {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+constexpr char kToken[] = "gpu-metrics-token";
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  const int port = ntohs(a.sin_port);
+  close(fd);
+  return port;
+}
+
+class GpuMetricsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = MakeTempDir();
+    auto s = ServerProcess::Start(WS_SERVER_BIN, dir_ + "/data", {"--token", kToken});
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    server_ = std::move(s).value();
+    // A real process for the per-process readings to name.
+    process_ = StartProcess({"/bin/sleep", "120"});
+    for (int i = 0; i < 200; ++i) {
+      std::string comm;
+      std::ifstream("/proc/" + std::to_string(process_) + "/comm") >> comm;
+      if (comm == "sleep") break;
+      std::this_thread::sleep_for(10ms);
+    }
+  }
+  void TearDown() override {
+    StopAgent();
+    kill(process_, SIGKILL);
+    WaitProcess(process_);
+    server_.reset();
+    unsetenv("WS_FAKE_NVML_SCRIPT");
+    RunProcess({"rm", "-rf", dir_});
+  }
+  void WriteScript(int utilization) {
+    const std::string tmp = dir_ + "/nvml.script.tmp";
+    std::ofstream(tmp) << "devices 2\n"
+                       << "device 0 name \"NVIDIA H200\" uuid GPU-0000aaaa pci 00000000:19:00.0 gpm 1\n"
+                       << "device 1 name \"NVIDIA H200\" uuid GPU-1111bbbb pci 00000000:3b:00.0\n"
+                       << "set 0 utilization_gpu " << utilization << "\n"
+                       << "set 0 power_mw 312000\n"
+                       << "set 0 memory_used 10737418240\n"
+                       << "set 0 gpm_sm_util 50\n"
+                       << "set 1 utilization_gpu 5\n"
+                       << "error 1 nvmlDeviceGetPowerUsage NOT_SUPPORTED\n"
+                       << "process 0 " << process_ << " sm 30 mem 10 used 1073741824\n";
+    ASSERT_EQ(rename(tmp.c_str(), (dir_ + "/nvml.script").c_str()), 0);
+  }
+  void StartAgent(const std::string& nvml_library) {
+    setenv("WS_FAKE_NVML_SCRIPT", (dir_ + "/nvml.script").c_str(), 1);
+    metrics_port_ = FreePort();
+    agent_ = StartProcess({"/bin/sh", "-c",
+                           std::string("exec ") + WS_AGENT_BIN + " run --server " + server_->url() + " --token " +
+                               kToken + " --upload-interval 2s --state-dir " + dir_ + "/agent --node-name gpu-node" +
+                               " --nvml-library " + nvml_library + " --metrics-listen 127.0.0.1:" +
+                               std::to_string(metrics_port_) + " --pid " + std::to_string(process_) + " 2> " + dir_ +
+                               "/agent.log"});
+    ASSERT_GT(agent_, 0);
+  }
+  int StopAgent() {
+    if (agent_ <= 0) return 0;
+    kill(agent_, SIGTERM);
+    const int code = WaitProcess(agent_);
+    agent_ = -1;
+    return code;
+  }
+  std::string AgentLog() {
+    std::ifstream in(dir_ + "/agent.log");
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  json GetJson(const std::string& path) {
+    HttpResult r = HttpGet(server_->port(), path, kToken);
+    EXPECT_EQ(r.status, 200) << path << ": " << r.body;
+    return json::parse(r.body, nullptr, false);
+  }
+  json Metric(const std::string& name, const std::string& group_by) {
+    return GetJson("/api/v1/metrics?name=" + name + "&from=" + std::to_string(start_ms_) + "&to=now&step=1h" +
+                   "&group_by=" + group_by);
+  }
+
+  std::string dir_;
+  std::unique_ptr<ServerProcess> server_;
+  pid_t process_ = -1;
+  pid_t agent_ = -1;
+  int metrics_port_ = 0;
+  int64_t start_ms_ = NowMs() - 60'000;
+};
+
+// Points of a one-step answer: [t, min, max, avg] of the series with `label`=`value`.
+json StepOf(const json& answer, const std::string& label, const std::string& value) {
+  for (const json& s : answer["series"]) {
+    if (s["labels"].value(label, "") == value && !s["points"].empty()) return s["points"][0];
+  }
+  return json();
+}
+
+TEST_F(GpuMetricsTest, ScriptedNvmlReachesTheStoreTheQueryAndPrometheus) {
+  WriteScript(45);
+  StartAgent(WS_FAKE_NVML_PATH);
+  // The first readings, then a change the downsampled query must show as min/max.
+  auto wait_for = [&](auto pred, int seconds) {
+    for (int i = 0; i < seconds * 4 && !pred(); ++i) std::this_thread::sleep_for(250ms);
+    return pred();
+  };
+  ASSERT_TRUE(wait_for([&] { return !StepOf(Metric("gpu_utilization", "gpu"), "gpu", "0").is_null(); }, 30))
+      << AgentLog();
+  WriteScript(85);
+  ASSERT_TRUE(wait_for([&] {
+    json p = StepOf(Metric("gpu_utilization", "gpu"), "gpu", "0");
+    return !p.is_null() && p[2].get<double>() == 85;
+  }, 30)) << AgentLog();
+
+  json util = Metric("gpu_utilization", "gpu");
+  EXPECT_EQ(util["unit"], "percent");
+  json gpu0 = StepOf(util, "gpu", "0");
+  EXPECT_EQ(gpu0[1].get<double>(), 45) << "min";
+  EXPECT_EQ(gpu0[2].get<double>(), 85) << "max";
+  EXPECT_GT(gpu0[3].get<double>(), 45);
+  EXPECT_LT(gpu0[3].get<double>(), 85) << "avg of both";
+  EXPECT_EQ(StepOf(util, "gpu", "1")[3].get<double>(), 5);
+
+  // Power: unsupported on GPU 1 only; the other metrics of GPU 1 keep coming.
+  json power = Metric("gpu_power", "gpu");
+  EXPECT_EQ(power["unit"], "watts");
+  EXPECT_EQ(StepOf(power, "gpu", "0")[3].get<double>(), 312);
+  EXPECT_TRUE(StepOf(power, "gpu", "1").is_null()) << power.dump();
+  EXPECT_EQ(StepOf(Metric("gpu_memory_used", "gpu"), "gpu", "0")[1].get<double>(), 10737418240.0) << "exact";
+  EXPECT_EQ(StepOf(Metric("gpu_sm_activity", "gpu"), "gpu", "0")[3].get<double>(), 50) << "GPM";
+
+  // Per process: the real pid, its comm from /proc.
+  json proc = Metric("gpu_process_sm_utilization", "pid,comm,gpu");
+  json p = StepOf(proc, "pid", std::to_string(process_));
+  ASSERT_FALSE(p.is_null()) << proc.dump();
+  EXPECT_EQ(p[3].get<double>(), 30);
+  for (const json& s : proc["series"]) EXPECT_EQ(s["labels"]["comm"], "sleep");
+  EXPECT_FALSE(StepOf(Metric("gpu_process_memory_used", "pid"), "pid", std::to_string(process_)).is_null());
+
+  // Targets list the node's GPUs.
+  json targets = GetJson("/api/v1/targets?from=" + std::to_string(start_ms_) + "&to=now");
+  bool found = false;
+  for (const json& node : targets["nodes"]) {
+    if (node["node"] != "gpu-node") continue;
+    found = true;
+    ASSERT_EQ(node["gpus"].size(), 2u) << node.dump();
+    EXPECT_EQ(node["gpus"][0]["uuid"], "GPU-0000aaaa");
+    EXPECT_EQ(node["gpus"][1]["pci_bus_id"], "00000000:3b:00.0");
+  }
+  EXPECT_TRUE(found) << targets.dump();
+
+  // The Prometheus endpoint, parsed by Prometheus' client library.
+  HttpResult r = HttpGet(metrics_port_, "/metrics");
+  ASSERT_EQ(r.status, 200);
+  json parsed = ParsePrometheusText(r.body);
+  ASSERT_FALSE(parsed.contains("error")) << parsed.dump() << "\n" << r.body;
+  auto families = PrometheusFamilies(parsed);
+  auto sample = [&](const std::string& family, const std::string& gpu) -> json {
+    for (const json& s : families[family]["samples"]) {
+      if (s["labels"].value("gpu", "") == gpu) return s;
+    }
+    return json();
+  };
+  EXPECT_EQ(sample("DCGM_FI_DEV_GPU_UTIL", "0")["value"], 85.0);
+  EXPECT_EQ(sample("DCGM_FI_DEV_GPU_UTIL", "0")["labels"]["UUID"], "GPU-0000aaaa");
+  EXPECT_EQ(sample("DCGM_FI_DEV_GPU_UTIL", "0")["labels"]["Hostname"], "gpu-node");
+  EXPECT_EQ(sample("DCGM_FI_DEV_POWER_USAGE", "0")["value"], 312.0);
+  EXPECT_TRUE(sample("DCGM_FI_DEV_POWER_USAGE", "1").is_null());
+  EXPECT_EQ(sample("DCGM_FI_DEV_FB_USED", "0")["value"], 10240.0);
+  EXPECT_EQ(sample("warpscope_gpu_process_sm_utilization_percent", "0")["labels"]["pid"], std::to_string(process_));
+  bool power_off = false;
+  for (const json& s : families["warpscope_agent_gpu_metric_disabled"]["samples"]) {
+    power_off |= s["labels"]["gpu"] == "1" && s["labels"]["metric"] == "gpu_power";
+  }
+  EXPECT_TRUE(power_off) << r.body;
+  EXPECT_EQ(families["warpscope_agent_gpu_metrics_enabled"]["samples"][0]["value"], 1.0);
+
+  EXPECT_EQ(StopAgent(), 0) << AgentLog();
+  EXPECT_EQ(AgentLog().find("GPU metrics off"), std::string::npos) << AgentLog();
+}
+
+// No driver: the agent says once why GPU metrics are off and keeps profiling.
+TEST_F(GpuMetricsTest, NoNvmlLibraryKeepsProfilingCpus) {
+  StartAgent(dir_ + "/no/libnvidia-ml.so.1");
+  bool uploaded = false;
+  for (int i = 0; i < 60 && !uploaded; ++i) {
+    std::this_thread::sleep_for(250ms);
+    uploaded = GetJson("/api/v1/status")["ingested_batches"].get<int64_t>() >= 2;
+  }
+  EXPECT_TRUE(uploaded) << AgentLog();
+  HttpResult r = HttpGet(metrics_port_, "/metrics");
+  ASSERT_EQ(r.status, 200);
+  auto families = PrometheusFamilies(ParsePrometheusText(r.body));
+  EXPECT_EQ(families["warpscope_agent_gpu_metrics_enabled"]["samples"][0]["value"], 0.0);
+  EXPECT_EQ(families.count("DCGM_FI_DEV_GPU_UTIL"), 0u);
+  EXPECT_EQ(StopAgent(), 0);
+  const std::string log = AgentLog();
+  const size_t first = log.find("GPU metrics off");
+  ASSERT_NE(first, std::string::npos) << log;
+  EXPECT_EQ(log.find("GPU metrics off", first + 1), std::string::npos) << "said once\n" << log;
+  EXPECT_TRUE(Metric("gpu_utilization", "gpu")["series"].empty());
+}
+
+}  // namespace
+}  // namespace warpscope::testing
