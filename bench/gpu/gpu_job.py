@@ -2,7 +2,8 @@
 agent's NVML readings with nvidia-smi (bench/gpu/nvml_vs_smi.sh):
 
   busy    15 s  back-to-back 8192^2 bf16 matmuls (utilization ~100%)
-  partial 15 s  matmuls for 50 ms, sleep 50 ms (utilization ~50%)
+  partial 15 s  3 matmuls (~5 ms), sleep 5 ms (utilization ~50%, steady at
+                NVML's sampling periods, so two readers agree)
   idle    10 s  nothing on the GPU, 6 GiB more held (memory changes)
 
   python3 gpu_job.py SECONDS
@@ -39,11 +40,10 @@ def main():
                         a @ b
                     torch.cuda.synchronize()
                 else:
-                    t = time.time()
-                    while time.time() - t < 0.05:
+                    for _ in range(3):
                         a @ b
-                        torch.cuda.synchronize()
-                    time.sleep(0.05)
+                    torch.cuda.synchronize()
+                    time.sleep(0.005)
             if time.time() >= end:
                 break
     print(f"phase end {int(time.time() * 1000)}", flush=True)

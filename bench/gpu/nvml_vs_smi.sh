@@ -11,6 +11,10 @@ SECS=${2:-60}
 PY=${PY:-/opt/torch/.venv/bin/python3}
 OUT=${OUT:-/tmp/nvml_vs_smi}
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# Binaries carried from the build machine may bring their Debian libraries in
+# BUILD_DIR/lib; only warpscope's own processes use them.
+ws=(env)
+[ -d "$B/lib" ] && ws=(env LD_LIBRARY_PATH="$B/lib")
 mkdir -p "$OUT"
 rm -rf "$OUT/data" "$OUT/agent"
 
@@ -20,12 +24,12 @@ nvidia-smi --query-gpu=$fields --format=csv,noheader,nounits >/dev/null 2>&1 ||
   fields="timestamp,utilization.gpu,power.draw,memory.used,memory.total,clocks.sm,temperature.gpu"
 echo "$fields" | tee "$OUT/smi_fields.txt"
 
-"$B/bin/warpscope-server" --listen 127.0.0.1:7071 --data-dir "$OUT/data" --token t >"$OUT/server.log" 2>&1 &
+"${ws[@]}" "$B/bin/warpscope-server" --listen 127.0.0.1:7071 --data-dir "$OUT/data" --token t >"$OUT/server.log" 2>&1 &
 server=$!
 "$PY" "$here/gpu_job.py" $((SECS + 25)) >"$OUT/phases.txt" 2>"$OUT/job.log" &
 job=$!
 sleep 10   # CUDA init, the first phase under way
-"$B/bin/warpscope-agent" run --server http://127.0.0.1:7071 --token t --state-dir "$OUT/agent" \
+"${ws[@]}" "$B/bin/warpscope-agent" run --server http://127.0.0.1:7071 --token t --state-dir "$OUT/agent" \
   --upload-interval 5s --metrics-listen 127.0.0.1:9400 2>"$OUT/agent.log" &
 agent=$!
 sleep 2
@@ -55,4 +59,4 @@ python3 "$here/compare_nvidia_smi.py" "$OUT" "$job"
 echo "== nvidia-smi pmon (head)"; head -8 "$OUT/pmon.txt"
 echo "== Prometheus endpoint (DCGM names)"; grep -E '^(DCGM_FI_DEV_GPU_UTIL|DCGM_FI_DEV_POWER_USAGE|DCGM_FI_DEV_FB_USED|DCGM_FI_PROF_SM_ACTIVE|warpscope_gpu_process_sm)' "$OUT/prometheus.txt" | head -8
 echo "== NVML collection cost (real libnvidia-ml)"
-"$B/bin/nvml_collect_bench" --library /usr/lib/libnvidia-ml.so.1 --interval-ms 1000 2>&1 | tail -4 || true
+"${ws[@]}" "$B/bin/nvml_collect_bench" --library /usr/lib/libnvidia-ml.so.1 --interval-ms 1000 --per-call 2>&1 | tail -30 || true

@@ -83,6 +83,7 @@ struct GpuDeviceState {
   // Deprecated-API fallbacks: set when the current call is missing or
   // unsupported and the older one exists.
   bool temperature_legacy = false;
+  bool memory_legacy = false;  // nvmlDeviceGetMemoryInfo (v1) instead of _v2
   bool clock_reasons_legacy = false;
   bool ecc_legacy = false;  // nvmlDeviceGetTotalEccErrors instead of field values
   // PCIe throughput from GPM (averaged over the interval, no extra driver

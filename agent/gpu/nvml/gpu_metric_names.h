@@ -24,6 +24,8 @@ inline constexpr MetricSpec kUtilization{"gpu_utilization", "percent"};
 inline constexpr MetricSpec kMemoryUtilization{"gpu_memory_utilization", "percent"};
 inline constexpr MetricSpec kMemoryUsed{"gpu_memory_used", "bytes"};
 inline constexpr MetricSpec kMemoryTotal{"gpu_memory_total", "bytes"};
+// The driver's reservation (not in gpu_memory_used); drivers with _v2 only.
+inline constexpr MetricSpec kMemoryReserved{"gpu_memory_reserved", "bytes"};
 inline constexpr MetricSpec kSmClock{"gpu_sm_clock", "mhz"};
 inline constexpr MetricSpec kMemoryClock{"gpu_memory_clock", "mhz"};
 inline constexpr MetricSpec kSmClockMax{"gpu_sm_clock_max", "mhz"};

@@ -163,7 +163,8 @@ void GpuMetricsCollector::DisableMissingFunctions(GpuDeviceState& d) {
   };
   const Need needs[] = {
       {Source::kUtilization, fn_.nvmlDeviceGetUtilizationRates != nullptr, "nvmlDeviceGetUtilizationRates"},
-      {Source::kMemory, fn_.nvmlDeviceGetMemoryInfo != nullptr, "nvmlDeviceGetMemoryInfo"},
+      {Source::kMemory, fn_.nvmlDeviceGetMemoryInfo_v2 != nullptr || fn_.nvmlDeviceGetMemoryInfo != nullptr,
+       "nvmlDeviceGetMemoryInfo_v2 and nvmlDeviceGetMemoryInfo"},
       {Source::kSmClock, fn_.nvmlDeviceGetClockInfo != nullptr, "nvmlDeviceGetClockInfo"},
       {Source::kMemoryClock, fn_.nvmlDeviceGetClockInfo != nullptr, "nvmlDeviceGetClockInfo"},
       {Source::kSmClockMax, fn_.nvmlDeviceGetMaxClockInfo != nullptr, "nvmlDeviceGetMaxClockInfo"},
@@ -198,6 +199,7 @@ void GpuMetricsCollector::DisableMissingFunctions(GpuDeviceState& d) {
     if (!need.present) Disable(d, need.source, MissingReason(need.function));
   }
   d.temperature_legacy = fn_.nvmlDeviceGetTemperatureV == nullptr;
+  d.memory_legacy = fn_.nvmlDeviceGetMemoryInfo_v2 == nullptr;
   d.clock_reasons_legacy = fn_.nvmlDeviceGetCurrentClocksEventReasons == nullptr;
   d.ecc_legacy = fn_.nvmlDeviceGetFieldValues == nullptr;
 }
@@ -282,8 +284,25 @@ void GpuMetricsCollector::CollectDeviceMetrics(GpuDeviceState& d, bool slow_turn
     }
   }
   if (!d.IsOff(Source::kMemory)) {
+    if (!d.memory_legacy) {
+      // v2 reports the driver's reservation apart, so "used" is what
+      // nvidia-smi shows (v1's "used" includes the reservation).
+      nvmlMemory_v2_t memory = {};
+      memory.version = nvmlMemory_v2;
+      const nvmlReturn_t code = fn_.nvmlDeviceGetMemoryInfo_v2(h, &memory);
+      if (NvmlMeansUnsupported(code) && fn_.nvmlDeviceGetMemoryInfo != nullptr) {
+        LOG_INFO() << "GPU " << d.index << ": nvmlDeviceGetMemoryInfo_v2: " << NvmlErrorName(code)
+                   << "; using nvmlDeviceGetMemoryInfo";
+        d.memory_legacy = true;
+      } else if (Check(d, Source::kMemory, "nvmlDeviceGetMemoryInfo_v2", code)) {
+        sink.Emit(d, m::kMemoryUsed, static_cast<double>(memory.used));
+        sink.Emit(d, m::kMemoryReserved, static_cast<double>(memory.reserved));
+        sink.Emit(d, m::kMemoryTotal, static_cast<double>(memory.total));
+      }
+    }
     nvmlMemory_t memory = {};
-    if (Check(d, Source::kMemory, "nvmlDeviceGetMemoryInfo", fn_.nvmlDeviceGetMemoryInfo(h, &memory))) {
+    if (d.memory_legacy &&
+        Check(d, Source::kMemory, "nvmlDeviceGetMemoryInfo", fn_.nvmlDeviceGetMemoryInfo(h, &memory))) {
       sink.Emit(d, m::kMemoryUsed, static_cast<double>(memory.used));
       sink.Emit(d, m::kMemoryTotal, static_cast<double>(memory.total));
     }

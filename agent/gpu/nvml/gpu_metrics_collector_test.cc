@@ -38,7 +38,7 @@ set 0 ecc_uncorrected 1
 // Every per-GPU metric of the first interval: all but GPM's (which need two
 // samples, and on a GPM GPU bring PCIe throughput), processes' and events'.
 const std::set<std::string> kDeviceMetrics = {
-    "gpu_utilization", "gpu_memory_utilization", "gpu_memory_used", "gpu_memory_total",
+    "gpu_utilization", "gpu_memory_utilization", "gpu_memory_used", "gpu_memory_reserved", "gpu_memory_total",
     "gpu_sm_clock", "gpu_memory_clock", "gpu_sm_clock_max", "gpu_memory_clock_max",
     "gpu_power", "gpu_power_limit", "gpu_energy", "gpu_temperature",
     "gpu_temperature_slowdown", "gpu_clock_event_reasons", "gpu_ecc_corrected", "gpu_ecc_uncorrected"};
@@ -217,7 +217,9 @@ TEST(GpuMetricsCollectorTest, OldDriverMissingFunctionsTurnOffOnlyTheirMetrics) 
   const auto readings = collector->Collect(2);
   const auto names = MetricNames(readings);
   // The deprecated fallbacks keep temperature and clock event reasons.
-  for (const std::string& metric : kDeviceMetrics) EXPECT_EQ(names.count(metric), 1u) << metric;
+  for (const std::string& metric : kDeviceMetrics) {
+    EXPECT_EQ(names.count(metric), metric == "gpu_memory_reserved" ? 0u : 1u) << metric;  // v1 has no reservation
+  }
   EXPECT_EQ(ValueOf(readings, "gpu_temperature"), 41);
   EXPECT_EQ(ValueOf(readings, "gpu_clock_event_reasons"), 0x41);
   EXPECT_EQ(ValueOf(readings, "gpu_ecc_corrected"), 3);  // nvmlDeviceGetTotalEccErrors
@@ -233,6 +235,23 @@ TEST(GpuMetricsCollectorTest, OldDriverMissingFunctionsTurnOffOnlyTheirMetrics) 
     EXPECT_NE(d.reason.find("missing from libws_fake_nvml_old.so (older driver?)"), std::string::npos) << d.reason;
   }
   EXPECT_EQ(collector->ErrorCount(), 0u);
+}
+
+// nvidia-smi's "memory.used" leaves out the driver's reservation, as
+// nvmlDeviceGetMemoryInfo_v2 does; v1 (older drivers) includes it.
+TEST(GpuMetricsCollectorTest, MemoryUsedExcludesTheReservationWhereV2Exists) {
+  FakeNvmlScript script("set 0 memory_used 1073741824\nset 0 memory_reserved 644743168\n");
+  auto collector = OpenCollector(kFakeNvmlPath);
+  ASSERT_NE(collector, nullptr);
+  auto readings = collector->Collect(1);
+  EXPECT_EQ(ValueOf(readings, "gpu_memory_used"), 1073741824.0);
+  EXPECT_EQ(ValueOf(readings, "gpu_memory_reserved"), 644743168.0);
+  auto old = OpenCollector(kFakeNvmlOldPath);
+  ASSERT_NE(old, nullptr);
+  readings = old->Collect(1);
+  EXPECT_EQ(ValueOf(readings, "gpu_memory_used"), 1073741824.0 + 644743168.0);
+  EXPECT_TRUE(Find(readings, "gpu_memory_reserved").empty());
+  EXPECT_TRUE(old->DisabledMetrics().empty() || !IsDisabled(*old, 0, "gpu_memory_used"));
 }
 
 TEST(GpuMetricsCollectorTest, EveryGpuHasItsOwnLabelsAndSwitches) {

@@ -155,6 +155,20 @@ struct nvmlMemory_t {
 };
 static_assert(sizeof(nvmlMemory_t) == 24);
 
+// nvmlDeviceGetMemoryInfo_v2 (r510+): "used" is allocated memory only, as
+// nvidia-smi shows it; v1's "used" also counts the driver's reservation.
+struct nvmlMemory_v2_t {
+  unsigned int version;
+  unsigned long long total;
+  unsigned long long reserved;
+  unsigned long long free;
+  unsigned long long used;
+};
+static_assert(sizeof(nvmlMemory_v2_t) == 40);
+static_assert(offsetof(nvmlMemory_v2_t, reserved) == 16);
+// NVML_STRUCT_VERSION(Memory, 2)
+inline constexpr unsigned int nvmlMemory_v2 = static_cast<unsigned int>(sizeof(nvmlMemory_v2_t)) | (2U << 24);
+
 // nvmlDeviceGetTemperatureV (new in r545+; nvmlDeviceGetTemperature is
 // deprecated in CUDA 13.0). version must be nvmlTemperature_v1.
 struct nvmlTemperature_v1_t {
@@ -278,6 +292,7 @@ static_assert(sizeof(nvmlGpmMetricsGet_t) == 24 + 40 * NVML_GPM_METRIC_MAX);
   X(nvmlReturn_t, nvmlDeviceGetPciInfo_v3, (nvmlDevice_t device, nvmlPciInfo_t * pci))             \
   X(nvmlReturn_t, nvmlDeviceGetUtilizationRates, (nvmlDevice_t device, nvmlUtilization_t * utilization)) \
   X(nvmlReturn_t, nvmlDeviceGetMemoryInfo, (nvmlDevice_t device, nvmlMemory_t * memory))           \
+  X(nvmlReturn_t, nvmlDeviceGetMemoryInfo_v2, (nvmlDevice_t device, nvmlMemory_v2_t * memory))     \
   X(nvmlReturn_t, nvmlDeviceGetClockInfo, (nvmlDevice_t device, nvmlClockType_t type, unsigned int* clock)) \
   X(nvmlReturn_t, nvmlDeviceGetMaxClockInfo,                                                       \
     (nvmlDevice_t device, nvmlClockType_t type, unsigned int* clock))                              \

@@ -168,10 +168,28 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory) 
   WS_FAKE_ENTER_DEVICE(nvmlDeviceGetMemoryInfo, device)
   if (memory == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
   memory->total = U64(d, Value::memory_total);
-  memory->used = U64(d, Value::memory_used);
+  memory->used = U64(d, Value::memory_used) + U64(d, Value::memory_reserved);  // v1 counts the reservation
   memory->free = memory->total > memory->used ? memory->total - memory->used : 0;
   return NVML_SUCCESS;
 }
+
+#ifndef WS_FAKE_NVML_OLD_DRIVER
+nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t* memory) {
+  WS_FAKE_ENTER_DEVICE(nvmlDeviceGetMemoryInfo_v2, device)
+  if (memory == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (memory->version != nvmlMemory_v2) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+  // The v1 call's scripted error applies here too: one switch for "memory".
+  if (d.errors[static_cast<int>(Fn::nvmlDeviceGetMemoryInfo)] != NVML_SUCCESS) {
+    return d.errors[static_cast<int>(Fn::nvmlDeviceGetMemoryInfo)];
+  }
+  memory->total = U64(d, Value::memory_total);
+  memory->reserved = U64(d, Value::memory_reserved);
+  memory->used = U64(d, Value::memory_used);
+  const unsigned long long taken = memory->used + memory->reserved;
+  memory->free = memory->total > taken ? memory->total - taken : 0;
+  return NVML_SUCCESS;
+}
+#endif
 
 nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, nvmlClockType_t type, unsigned int* clock) {
   WS_FAKE_ENTER_DEVICE(nvmlDeviceGetClockInfo, device)

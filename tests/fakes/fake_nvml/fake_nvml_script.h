@@ -29,6 +29,7 @@ const char* FnName(Fn fn);
   X(utilization_memory, 0)                                              \
   X(memory_total, 85899345920.0) /* 80 GiB */                           \
   X(memory_used, 0)                                                     \
+  X(memory_reserved, 0)                                                 \
   X(clock_sm, 345)                                                      \
   X(clock_mem, 3201)                                                    \
   X(max_clock_sm, 1980)                                                 \
