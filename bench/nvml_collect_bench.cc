@@ -42,6 +42,8 @@ struct Flags {
   bool per_call = false;
   int per_call_repeats = 20;
   int per_call_spacing_ms = 0;  // between repeats: a driver may cache between reads
+  int slow_every = -1;          // -1: the collector's defaults
+  int gpm_every = -1;
 };
 
 int64_t Nanos(clockid_t clock) {
@@ -74,6 +76,8 @@ std::string FakeScriptText(int gpus, int processes) {
 int Run(const Flags& flags, const std::string& library, int fake_gpus) {
   GpuMetricsOptions options;
   options.library_path = library;
+  if (flags.slow_every > 0) options.slow_metrics_every = flags.slow_every;
+  if (flags.gpm_every > 0) options.gpm_every = flags.gpm_every;
   auto opened = GpuMetricsCollector::Open(options);
   if (!opened.ok()) {
     std::printf("nvml_collect_bench library=%s error=%s\n", library.c_str(), Quote(opened.status().message()).c_str());
@@ -112,10 +116,11 @@ int Run(const Flags& flags, const std::string& library, int fake_gpus) {
   std::printf(
       "nvml_collect_bench library=%s fake=%d gpus=%d collects=%d interval_ms=%d readings_per_collect=%.1f "
       "first_collect_cpu_us=%.1f cpu_us_per_collect=%.2f max_cpu_us=%.1f wall_us_per_collect=%.1f "
-      "core_percent_at_1s=%.5f core_percent_per_gpu_at_1s=%.5f errors=%llu disabled=%zu\n",
+      "core_percent_at_1s=%.5f core_percent_per_gpu_at_1s=%.5f errors=%llu disabled=%zu slow_every=%d gpm_every=%d\n",
       library.c_str(), fake ? 1 : 0, gpus, collects, flags.interval_ms, static_cast<double>(reading_count) / collects,
       first_cpu / 1e3, cpu_us, cpu_max / 1e3, wall_total / 1e3 / collects, core_percent, core_percent / gpus,
-      static_cast<unsigned long long>(collector.ErrorCount()), collector.DisabledMetrics().size());
+      static_cast<unsigned long long>(collector.ErrorCount()), collector.DisabledMetrics().size(),
+      flags.slow_every, flags.gpm_every);
   (void)fake_gpus;
   if (flags.print_readings) {
     for (const GpuReading& r : readings) {
@@ -277,10 +282,15 @@ int main(int argc, char** argv) {
       flags.per_call_repeats = std::atoi(value());
     } else if (arg == "--per-call-spacing-ms") {
       flags.per_call_spacing_ms = std::atoi(value());
+    } else if (arg == "--slow-every") {
+      flags.slow_every = std::atoi(value());
+    } else if (arg == "--gpm-every") {
+      flags.gpm_every = std::atoi(value());
     } else {
       std::fprintf(stderr,
                    "usage: nvml_collect_bench [--library PATH] [--gpus 1,8] [--processes N] [--collects N] "
-                   "[--interval-ms MS] [--print-readings] [--per-call [--per-call-repeats N] [--per-call-spacing-ms MS]]\n");
+                   "[--interval-ms MS] [--slow-every N] [--gpm-every N] [--print-readings] "
+                   "[--per-call [--per-call-repeats N] [--per-call-spacing-ms MS]]\n");
       return 2;
     }
   }

@@ -77,7 +77,8 @@ GpuMetricsCollector::GpuMetricsCollector(std::unique_ptr<NvmlLibrary> library, c
     : library_(std::move(library)),
       fn_(library_->fn()),
       gpm_request_(std::make_unique<nvmlGpmMetricsGet_t>()),
-      slow_metrics_every_(std::max(1, options.slow_metrics_every)) {}
+      slow_metrics_every_(std::max(1, options.slow_metrics_every)),
+      gpm_every_(std::max(1, options.gpm_every)) {}
 
 GpuMetricsCollector::~GpuMetricsCollector() {
   for (auto& device : devices_) {
@@ -261,11 +262,13 @@ std::vector<GpuReading> GpuMetricsCollector::Collect(int64_t now_unix_nanos) {
 
 void GpuMetricsCollector::CollectInto(int64_t now_unix_nanos, std::vector<GpuReading>* readings) {
   GpuReadingSink sink(readings, now_unix_nanos);
-  const bool slow_turn = collect_count_++ % static_cast<uint64_t>(slow_metrics_every_) == 0;
+  const bool slow_turn = collect_count_ % static_cast<uint64_t>(slow_metrics_every_) == 0;
+  const bool gpm_turn = collect_count_ % static_cast<uint64_t>(gpm_every_) == 0;
+  ++collect_count_;
   for (auto& device : devices_) {
     CollectDeviceMetrics(*device, slow_turn, sink);
     CollectEcc(*device, sink);
-    CollectGpm(*device, sink);
+    if (gpm_turn) CollectGpm(*device, sink);
     CollectProcessUtilization(*device, sink);
     CollectProcessMemory(*device, sink);
   }
