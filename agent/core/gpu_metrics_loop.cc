@@ -129,9 +129,14 @@ void GpuMetricsLoop::RunLoop() {
         xid_last_[gpu_labels] = MetricReading{"gpu_xid_last", "code", gpu_labels, code, r.time_unix_nanos};
       }
     }
-    latest_.clear();
+    const uint64_t collect = stats_.collects;
     for (const MetricReading& r : readings) {
-      if (r.metric != "gpu_xid_errors") latest_.push_back(r);
+      if (r.metric == "gpu_xid_errors") continue;
+      auto& entry = latest_[{r.metric, r.labels}];
+      if (entry.first != collect || r.time_unix_nanos >= entry.second.time_unix_nanos) entry = {collect, r};
+    }
+    for (auto it = latest_.begin(); it != latest_.end();) {
+      it = collect - it->second.first >= 10 ? latest_.erase(it) : std::next(it);
     }
     for (const MetricReading& r : readings) pending_.push_back(r);
     while (pending_.size() > max_pending_) {
@@ -151,7 +156,9 @@ std::vector<MetricReading> GpuMetricsLoop::TakePendingFromAnyThread() {
 
 std::vector<MetricReading> GpuMetricsLoop::LatestFromAnyThread() const {
   std::lock_guard<std::mutex> lock(mu_);
-  std::vector<MetricReading> out = latest_;
+  std::vector<MetricReading> out;
+  out.reserve(latest_.size() + xid_totals_.size() + xid_last_.size());
+  for (const auto& [key, entry] : latest_) out.push_back(entry.second);
   for (const auto& [labels, r] : xid_totals_) out.push_back(r);
   for (const auto& [labels, r] : xid_last_) out.push_back(r);
   return out;

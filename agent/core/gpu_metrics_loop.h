@@ -95,7 +95,12 @@ class GpuMetricsLoop {
   bool stop_ = false;
   bool opened_ = false;  // guarded by mu_
   std::deque<MetricReading> pending_;   // guarded by mu_
-  std::vector<MetricReading> latest_;   // guarded by mu_
+  // The newest reading of each (metric, labels) and the collect it came in:
+  // some metrics are read only every few intervals (per-process
+  // utilization), so a series stays until it is 10 collects old.
+  std::map<std::pair<std::string, std::vector<std::pair<std::string, std::string>>>,
+           std::pair<uint64_t, MetricReading>>
+      latest_;  // guarded by mu_
   std::map<std::vector<std::pair<std::string, std::string>>, MetricReading> xid_totals_, xid_last_;  // guarded by mu_
   GpuMetricsLoopStats stats_;           // guarded by mu_
   std::thread thread_;

@@ -58,6 +58,7 @@ std::unique_ptr<GpuMetricsCollector> OpenCollector(const char* library_path, int
   GpuMetricsOptions options;
   options.library_path = library_path;
   options.slow_metrics_every = slow_metrics_every;
+  options.process_utilization_every = 1;  // tests that want every Nth set it themselves
   auto collector = GpuMetricsCollector::Open(options);
   if (!collector.ok()) {
     ADD_FAILURE() << collector.status().ToString();

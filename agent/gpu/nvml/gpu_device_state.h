@@ -115,8 +115,8 @@ class GpuReadingSink {
     Next(device, spec, value);
   }
   // With one label beyond the device's, kept in key order.
-  void EmitWithLabel(const GpuDeviceState& device, const gpu_metric::MetricSpec& spec, std::string_view key,
-                     std::string_view label_value, double value);
+  GpuReading& EmitWithLabel(const GpuDeviceState& device, const gpu_metric::MetricSpec& spec, std::string_view key,
+                            std::string_view label_value, double value);
   // Drops the readings of earlier intervals that this one did not reuse.
   void Finish() { out_->resize(count_); }
   size_t count() const { return count_; }

@@ -65,12 +65,13 @@ GpuReading& GpuReadingSink::Next(const GpuDeviceState& device, const gpu_metric:
   return r;
 }
 
-void GpuReadingSink::EmitWithLabel(const GpuDeviceState& device, const gpu_metric::MetricSpec& spec,
-                                   std::string_view key, std::string_view label_value, double value) {
+GpuReading& GpuReadingSink::EmitWithLabel(const GpuDeviceState& device, const gpu_metric::MetricSpec& spec,
+                                          std::string_view key, std::string_view label_value, double value) {
   GpuReading& r = Next(device, spec, value);
   auto at = std::lower_bound(r.labels.begin(), r.labels.end(), key,
                              [](const auto& label, std::string_view k) { return label.first < k; });
   r.labels.emplace(at, std::string(key), std::string(label_value));
+  return r;
 }
 
 GpuMetricsCollector::GpuMetricsCollector(std::unique_ptr<NvmlLibrary> library, const GpuMetricsOptions& options)
@@ -78,7 +79,8 @@ GpuMetricsCollector::GpuMetricsCollector(std::unique_ptr<NvmlLibrary> library, c
       fn_(library_->fn()),
       gpm_request_(std::make_unique<nvmlGpmMetricsGet_t>()),
       slow_metrics_every_(std::max(1, options.slow_metrics_every)),
-      gpm_every_(std::max(1, options.gpm_every)) {}
+      gpm_every_(std::max(1, options.gpm_every)),
+      process_utilization_every_(std::max(1, options.process_utilization_every)) {}
 
 GpuMetricsCollector::~GpuMetricsCollector() {
   for (auto& device : devices_) {
@@ -264,12 +266,13 @@ void GpuMetricsCollector::CollectInto(int64_t now_unix_nanos, std::vector<GpuRea
   GpuReadingSink sink(readings, now_unix_nanos);
   const bool slow_turn = collect_count_ % static_cast<uint64_t>(slow_metrics_every_) == 0;
   const bool gpm_turn = collect_count_ % static_cast<uint64_t>(gpm_every_) == 0;
+  const bool process_turn = collect_count_ % static_cast<uint64_t>(process_utilization_every_) == 0;
   ++collect_count_;
   for (auto& device : devices_) {
     CollectDeviceMetrics(*device, slow_turn, sink);
     CollectEcc(*device, sink);
     if (gpm_turn) CollectGpm(*device, sink);
-    CollectProcessUtilization(*device, sink);
+    if (process_turn) CollectProcessUtilization(*device, sink, now_unix_nanos);
     CollectProcessMemory(*device, sink);
   }
   CollectXidEvents(sink);

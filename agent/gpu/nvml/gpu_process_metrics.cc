@@ -153,7 +153,8 @@ void GpuMetricsCollector::CollectGpm(GpuDeviceState& d, GpuReadingSink& sink) {
   d.gpm_have_previous = true;
 }
 
-void GpuMetricsCollector::CollectProcessUtilization(GpuDeviceState& d, GpuReadingSink& sink) {
+void GpuMetricsCollector::CollectProcessUtilization(GpuDeviceState& d, GpuReadingSink& sink,
+                                                    int64_t now_unix_nanos) {
   if (d.IsOff(Source::kProcessUtilization)) return;
   std::vector<nvmlProcessUtilizationSample_t>& samples = d.utilization_samples;
   unsigned int count = 0;
@@ -170,23 +171,34 @@ void GpuMetricsCollector::CollectProcessUtilization(GpuDeviceState& d, GpuReadin
   if (!Check(d, Source::kProcessUtilization, "nvmlDeviceGetProcessUtilization", code)) return;
   count = std::min(count, static_cast<unsigned int>(samples.size()));
 
-  // A pid with several samples in the interval: report their mean.
-  std::sort(samples.begin(), samples.begin() + count,
-            [](const auto& a, const auto& b) { return a.pid < b.pid; });
+  // The samples carry the driver's CPU timestamps (Unix µs): one reading per
+  // pid per second they fall in (the mean of that second's samples, if the
+  // driver returns several), stamped with that second. A timestamp far from
+  // now (another clock) puts the pid's samples at now, as one mean.
+  constexpr int64_t kSecond = 1'000'000'000;
+  auto bucket_of = [&](unsigned long long us) {
+    const int64_t ns = static_cast<int64_t>(us) * 1000;
+    if (ns > now_unix_nanos + kSecond || ns < now_unix_nanos - 3600 * kSecond) return now_unix_nanos;
+    return ns - ns % kSecond;
+  };
+  std::sort(samples.begin(), samples.begin() + count, [&](const auto& a, const auto& b) {
+    return a.pid != b.pid ? a.pid < b.pid : a.timeStamp < b.timeStamp;
+  });
   for (unsigned int i = 0; i < count;) {
     const unsigned int pid = samples[i].pid;
+    const int64_t bucket = bucket_of(samples[i].timeStamp);
     double sm = 0;
     double mem = 0;
     unsigned int j = i;
-    for (; j < count && samples[j].pid == pid; ++j) {
+    for (; j < count && samples[j].pid == pid && bucket_of(samples[j].timeStamp) == bucket; ++j) {
       sm += samples[j].smUtil;
       mem += samples[j].memUtil;
       d.process_last_seen_us = std::max(d.process_last_seen_us, samples[j].timeStamp);
     }
     const double n = j - i;
     const DecimalText pid_text(pid);
-    sink.EmitWithLabel(d, m::kProcessSmUtilization, m::kLabelPid, pid_text.view, sm / n);
-    sink.EmitWithLabel(d, m::kProcessMemoryUtilization, m::kLabelPid, pid_text.view, mem / n);
+    sink.EmitWithLabel(d, m::kProcessSmUtilization, m::kLabelPid, pid_text.view, sm / n).time_unix_nanos = bucket;
+    sink.EmitWithLabel(d, m::kProcessMemoryUtilization, m::kLabelPid, pid_text.view, mem / n).time_unix_nanos = bucket;
     i = j;
   }
 }

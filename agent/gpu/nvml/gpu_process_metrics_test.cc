@@ -1,6 +1,7 @@
 // Per-process metrics, XID events and GPM through the fake NVML.
 #include <signal.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <string>
@@ -39,6 +40,38 @@ std::vector<const GpuReading*> OfPid(const std::vector<GpuReading>& readings, co
     if (Label(*r, "pid") == pid) found.push_back(r);
   }
   return found;
+}
+
+// nvmlDeviceGetProcessUtilization is the costliest query (~2.9 ms on an
+// H200): by default it runs every 5th interval; its readings are stamped
+// with the second of the driver's sample.
+TEST(GpuProcessMetricsTest, ProcessUtilizationEveryNthIntervalKeepsTheSamplesSecond) {
+  FakeNvmlScript script("process 0 4242 sm 30 mem 10 used 1048576\n");
+  GpuMetricsOptions options;
+  options.library_path = kFakeNvmlPath;
+  EXPECT_EQ(options.process_utilization_every, 5) << "the default";
+  options.process_utilization_every = 3;
+  auto opened = GpuMetricsCollector::Open(options);
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  auto& collector = *opened;
+  timespec ts{};
+  for (int i = 0; i < 6; ++i) {
+    clock_gettime(CLOCK_REALTIME, &ts);
+    const int64_t now = int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+    const auto readings = collector->Collect(now);
+    const auto sm = OfPid(readings, "gpu_process_sm_utilization", "4242");
+    EXPECT_EQ(OfPid(readings, "gpu_process_memory_used", "4242").size(), 1u) << "memory every interval";
+    if (i % 3 != 0) {
+      EXPECT_TRUE(sm.empty()) << "collect " << i;
+      continue;
+    }
+    ASSERT_EQ(sm.size(), 1u) << "collect " << i;
+    EXPECT_EQ(sm[0]->value, 30);
+    // The fake's sample is from now: its second, not the collect's time.
+    EXPECT_EQ(sm[0]->time_unix_nanos % 1'000'000'000, 0);
+    EXPECT_LE(sm[0]->time_unix_nanos, now);
+    EXPECT_GT(sm[0]->time_unix_nanos, now - 2'000'000'000);
+  }
 }
 
 TEST(GpuProcessMetricsTest, ProcessReadingsCarryTheRealPid) {
