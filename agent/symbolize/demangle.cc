@@ -1,6 +1,7 @@
 #include "agent/symbolize/demangle.h"
 
 #include <cxxabi.h>
+#include <libiberty/demangle.h>
 
 #include <cstdlib>
 
@@ -12,8 +13,27 @@ std::string_view StripSymbolVersion(std::string_view name) {
   return at == std::string_view::npos || at == 0 ? name : name.substr(0, at);
 }
 
+namespace {
+
+// Rust, through libiberty (Debian's libiberty-dev, the GNU toolchain's own
+// demangler): v0 names ("_RNv...") and legacy ones, which are Itanium-shaped
+// ("_ZN...17h<16 hex>E") and would otherwise show their hash. "" when `name`
+// is neither.
+std::string DemangleRust(const std::string& name) {
+  char* out = cplus_demangle(name.c_str(), DMGL_PARAMS | DMGL_ANSI | DMGL_RUST);
+  if (out == nullptr) return "";
+  std::string result(out);
+  std::free(out);
+  return result;
+}
+
+}  // namespace
+
 std::string Demangle(std::string_view mangled) {
   const std::string name(StripSymbolVersion(mangled));
+  if (name.starts_with("_R") || name.starts_with("_ZN")) {
+    if (std::string rust = DemangleRust(name); !rust.empty()) return rust;
+  }
   // "_Z" for functions, "___Z" for blocks; everything else is not Itanium C++.
   if (!name.starts_with("_Z") && !name.starts_with("___Z")) return name;
   int status = 0;

@@ -55,6 +55,15 @@ TEST(DemangleTest, Names) {
   EXPECT_EQ(Demangle(""), "");
   EXPECT_EQ(Demangle("@weird"), "@weird");
   EXPECT_EQ(StripSymbolVersion("a@b"), "a");
+  // Rust: v0, and legacy without its hash; C++ that merely starts like them is untouched.
+  EXPECT_EQ(Demangle("_RNvCs6ygKICNz7jq_17bash_tool_backend4main"), "bash_tool_backend::main");
+  EXPECT_EQ(Demangle("_RNvNtCs1234_7mycrate3foo3bar"), "mycrate::foo::bar");
+  EXPECT_EQ(Demangle("_ZN3foo3bar17h0123456789abcdefE"), "foo::bar");
+  EXPECT_EQ(Demangle("_ZN4core3ptr85drop_in_place$LT$std..rt..lang_start$LT$$LP$$RP$$GT$..$u7b$$u7b$closure$u7d$$u7d$"
+                     "$GT$17h2f1c4f5b1a2b3c4dE"),
+            "core::ptr::drop_in_place<std::rt::lang_start<()>::{{closure}}>");
+  EXPECT_EQ(Demangle("_ZN3foo3barE"), "foo::bar");
+  EXPECT_EQ(Demangle("_Rbogus"), "_Rbogus");
 }
 
 TEST(ElfSymbolsTest, FixtureLibrary) {
