@@ -16,13 +16,6 @@ int64_t ThreadCpuNanos() {
   return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
-const std::string* LabelValue(const MetricReading& r, const std::string& key) {
-  for (const auto& [k, v] : r.labels) {
-    if (k == key) return &v;
-  }
-  return nullptr;
-}
-
 }  // namespace
 
 GpuMetricsLoop::GpuMetricsLoop(SourceFactory open_source, std::chrono::milliseconds interval, ProcFs procfs,
@@ -51,9 +44,9 @@ void GpuMetricsLoop::Stop() {
 void GpuMetricsLoop::LabelProcesses(std::vector<MetricReading>* readings) {
   std::set<uint32_t> seen;
   for (MetricReading& r : *readings) {
-    const std::string* pid_text = LabelValue(r, "pid");
-    if (pid_text == nullptr || LabelValue(r, "comm") != nullptr) continue;
-    const uint32_t pid = static_cast<uint32_t>(strtoul(pid_text->c_str(), nullptr, 10));
+    const std::optional<uint32_t> pid_or = ReadingPid(r);
+    if (!pid_or || FindLabel(r, "comm") != nullptr) continue;
+    const uint32_t pid = *pid_or;
     seen.insert(pid);
     auto it = comm_of_pid_.find(pid);
     if (it == comm_of_pid_.end()) {

@@ -83,11 +83,8 @@ class WindowEncoder {
       if (!labels.count(sample.labels.pid)) labels.emplace(sample.labels.pid, labels_->Get(sample.labels.pid));
     }
     for (const MetricReading& m : metrics) {
-      for (const auto& [k, v] : m.labels) {
-        if (k != "pid") continue;
-        const uint32_t pid = static_cast<uint32_t>(strtoul(v.c_str(), nullptr, 10));
-        if (!labels.count(pid)) labels.emplace(pid, labels_->Get(pid));
-      }
+      const std::optional<uint32_t> pid = ReadingPid(m);
+      if (pid && !labels.count(*pid)) labels.emplace(*pid, labels_->Get(*pid));
     }
     labels_->EndWindow();
     auto batch = EncodeIngestBatch(profile, {agent_id_, 0, node_}, labels, metrics);

@@ -3,7 +3,6 @@
 #include <zstd.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <map>
 #include <tuple>
 #include <unordered_map>
@@ -119,7 +118,7 @@ v1::FrameKind ToWire(FrameKind kind) {
 bool ValidId(uint64_t id, size_t size) { return id >= 1 && id <= size; }
 
 // Adds a process's labels from the agent's cache: exe and container ones
-// (comm is the BPF sample's for profiles, /proc's for metrics).
+// (comm is the BPF sample's for profiles; metric readings bring their own).
 void AddProcessLabels(const ProcessLabels& p, std::map<std::string, std::string>* series) {
   (*series)["exe"] = p.exe;
   (*series)["container_id"] = p.container.container_id;
@@ -141,13 +140,8 @@ void AddMetricPoints(const std::vector<MetricReading>& metrics, const IngestBatc
     }
     std::map<std::string, std::string> series(m.labels.begin(), m.labels.end());
     series["node"] = header.node;
-    if (auto pid = series.find("pid"); pid != series.end()) {
-      char* end = nullptr;
-      const unsigned long value = strtoul(pid->second.c_str(), &end, 10);
-      if (auto it = labels.find(static_cast<uint32_t>(value)); end && *end == '\0' && it != labels.end()) {
-        if (!it->second.comm.empty()) series["comm"] = it->second.comm;
-        AddProcessLabels(it->second, &series);
-      }
+    if (const std::optional<uint32_t> pid = ReadingPid(m)) {
+      if (auto it = labels.find(*pid); it != labels.end()) AddProcessLabels(it->second, &series);
     }
     v1::MetricPoint* point = batch->add_metric_points();
     point->set_time_unix_nanos(m.time_unix_nanos);

@@ -46,7 +46,8 @@ struct IngestBatchHeader {
 //
 // `metrics` become metric points (metric_types + metric_points), each series
 // labelled with node plus the reading's labels; a reading with a "pid" label
-// also gets that process's comm, exe and container labels from `labels`.
+// also gets that process's exe and container labels from `labels` (its comm
+// comes with the reading).
 // Non-finite values are left out (the server would reject the batch).
 StatusOr<v1::IngestBatch> EncodeIngestBatch(const Profile& profile, const IngestBatchHeader& header,
                                             const ProcessLabelMap& labels,

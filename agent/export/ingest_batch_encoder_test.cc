@@ -20,7 +20,7 @@ constexpr char kPodUid[] = "8f2d1c3a-5b6e-4f70-9a81-b2c3d4e5f607";
 
 ProcessLabelMap AppLabels() {
   ProcessLabelMap labels;
-  labels[100] = {"", "/usr/bin/app", {kContainer, "containerd", kPodUid, "burstable"}};
+  labels[100] = {"/usr/bin/app", {kContainer, "containerd", kPodUid, "burstable"}};
   return labels;
 }
 
@@ -227,10 +227,10 @@ TEST(IngestBatchEncoderTest, SampleTimesKeepTheirSecond) {
 TEST(IngestBatchEncoderTest, MetricReadingsBecomeMetricPoints) {
   ProfileBuilder b(1000, 10, 100);
   ProcessLabelMap labels = AppLabels();
-  labels[100].comm = "train.py";
   const std::vector<std::pair<std::string, std::string>> gpu0 = {{"gpu", "0"}, {"gpu_name", "NVIDIA H200"}, {"uuid", "GPU-1"}};
   auto with_pid = gpu0;
   with_pid.emplace_back("pid", "100");
+  with_pid.emplace_back("comm", "train.py");  // as the GPU metrics loop adds it
   std::sort(with_pid.begin(), with_pid.end());
   std::vector<MetricReading> metrics = {
       {"gpu_utilization", "percent", gpu0, 45, 1'000'000'000},

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -13,11 +14,34 @@ namespace warpscope {
 struct MetricReading {
   std::string metric;  // "gpu_utilization", "gpu_process_memory_used", ...
   std::string unit;    // "percent", "bytes", "watts", "mhz", "celsius", ...
-  // Sorted by key. Per-process readings carry "pid"; the encoder adds the
-  // process's comm, exe and container labels from it.
+  // Sorted by key. Per-process readings carry "pid" (and "comm", added by
+  // the agent's GPU metrics loop); the encoder adds the process's exe and
+  // container labels from it.
   std::vector<std::pair<std::string, std::string>> labels;
   double value = 0;
   int64_t time_unix_nanos = 0;
 };
+
+// The value of label `key`, or null.
+inline const std::string* FindLabel(const MetricReading& r, const std::string& key) {
+  for (const auto& [k, v] : r.labels) {
+    if (k == key) return &v;
+  }
+  return nullptr;
+}
+
+// The process of a per-process reading: its "pid" label when that is a
+// decimal number that fits, else nullopt.
+inline std::optional<uint32_t> ReadingPid(const MetricReading& r) {
+  const std::string* text = FindLabel(r, "pid");
+  if (text == nullptr || text->empty() || text->size() > 10) return std::nullopt;
+  uint64_t pid = 0;
+  for (char c : *text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    pid = pid * 10 + static_cast<uint64_t>(c - '0');
+  }
+  if (pid > UINT32_MAX) return std::nullopt;
+  return static_cast<uint32_t>(pid);
+}
 
 }  // namespace warpscope

@@ -5,7 +5,6 @@ namespace warpscope {
 const ProcessLabels& ProcessLabelCache::Get(uint32_t pid) {
   auto [it, inserted] = cache_.try_emplace(pid);
   if (!inserted) return it->second;
-  if (auto comm = procfs_.ReadComm(pid); comm.ok()) it->second.comm = *comm;
   if (auto exe = procfs_.ReadExeLink(pid); exe.ok()) it->second.exe = *exe;
   if (auto cgroup = procfs_.ReadCgroup(pid); cgroup.ok()) it->second.container = ParseCgroupFile(*cgroup);
   // A process that vanished before we looked is an ordinary outcome: no exe,

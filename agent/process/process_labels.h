@@ -17,7 +17,6 @@
 namespace warpscope {
 
 struct ProcessLabels {
-  std::string comm;         // /proc/PID/comm (the process name); empty when unreadable
   std::string exe;          // /proc/PID/exe target; empty when unreadable
   ContainerInfo container;  // empty fields on the host
 };
