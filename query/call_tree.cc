@@ -80,31 +80,6 @@ void CallTree::AddStack(const storage::StackValue& stack, StackLabeler* labeler,
   nodes_[node].self[side] += value;
 }
 
-namespace {
-
-// String table of a JSON answer: each distinct string once, in order of first use.
-class JsonStringTable {
- public:
-  uint32_t Index(std::string_view s) {
-    const auto [it, inserted] = index_.try_emplace(s, static_cast<uint32_t>(strings_.size()));
-    if (inserted) strings_.push_back(s);
-    return it->second;
-  }
-  void AppendArray(std::string* out) const {
-    out->push_back('[');
-    for (size_t i = 0; i < strings_.size(); ++i) {
-      if (i != 0) out->push_back(',');
-      AppendJsonString(strings_[i], out);
-    }
-    out->push_back(']');
-  }
-
- private:
-  std::unordered_map<std::string_view, uint32_t> index_;
-  std::vector<std::string_view> strings_;
-};
-
-}  // namespace
 
 void CallTree::AppendJsonMembers(size_t max_nodes, std::string* out) const {
   const size_t n = nodes_.size();

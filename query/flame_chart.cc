@@ -1,7 +1,6 @@
 #include "query/flame_chart.h"
 
 #include <algorithm>
-#include <map>
 #include <numeric>
 #include <unordered_map>
 #include <vector>
@@ -11,32 +10,6 @@
 #include "query/profile_json.h"
 
 namespace warpscope::query {
-namespace {
-
-// Dense ids for strings, in first-use order.
-class StringTable {
- public:
-  uint32_t Id(const std::string& s) {
-    auto [it, inserted] = ids_.try_emplace(s, static_cast<uint32_t>(order_.size()));
-    if (inserted) order_.push_back(&it->first);
-    return it->second;
-  }
-  void AppendJson(std::string* out) const {
-    out->push_back('[');
-    for (size_t i = 0; i < order_.size(); ++i) {
-      if (i) out->push_back(',');
-      AppendJsonString(*order_[i], out);
-    }
-    out->push_back(']');
-  }
-
- private:
-  std::unordered_map<std::string, uint32_t> ids_;  // node-based: keys stay put
-  std::vector<const std::string*> order_;
-};
-
-}  // namespace
-
 std::string RenderFlameChartJson(const storage::StackTimeline& timeline, const FlameChartOptions& options) {
   const storage::MergedProfile& profile = timeline.profile;
   // Lanes by total, largest first (ties: the store's order, which is by labels).
@@ -63,7 +36,7 @@ std::string RenderFlameChartJson(const storage::StackTimeline& timeline, const F
   // Stacks and frames the kept lanes use, each once.
   FrameLabelInterner interner;
   StackLabeler labeler(&interner, profile);
-  StringTable names, binaries;
+  JsonStringTable names, binaries;  // views into the interner's labels, which outlive them
   std::vector<int32_t> frame_of_label;  // label id -> index in "frames"
   std::string frames_json = "[";
   size_t frames = 0;
@@ -84,9 +57,9 @@ std::string RenderFlameChartJson(const storage::StackTimeline& timeline, const F
         frame_of_label[label] = static_cast<int32_t>(frames);
         const FrameLabel& f = interner.label(label);
         frames_json.append(frames++ ? ",[" : "[");
-        AppendJsonInt(names.Id(f.name), &frames_json);
+        AppendJsonInt(names.Index(f.name), &frames_json);
         frames_json.push_back(',');
-        AppendJsonInt(binaries.Id(f.binary), &frames_json);
+        AppendJsonInt(binaries.Index(f.binary), &frames_json);
         frames_json.push_back(',');
         AppendJsonInt(static_cast<int64_t>(f.kind), &frames_json);
         frames_json.push_back(']');
@@ -140,9 +113,9 @@ std::string RenderFlameChartJson(const storage::StackTimeline& timeline, const F
   out.append(",\"total\":");
   AppendJsonInt(profile.total, &out);
   out.append(",\"names\":");
-  names.AppendJson(&out);
+  names.AppendArray(&out);
   out.append(",\"binaries\":");
-  binaries.AppendJson(&out);
+  binaries.AppendArray(&out);
   out.append(",\"frames\":");
   out.append(frames_json);
   out.append(",\"stacks\":");

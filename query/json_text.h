@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <vector>
 
 namespace warpscope::query {
 
@@ -19,5 +21,28 @@ void AppendJsonString(std::string_view text, std::string* out);
 
 // Appends a decimal integer.
 void AppendJsonInt(int64_t value, std::string* out);
+
+// String table of a JSON answer ("names", "binaries"): each distinct string
+// once, in order of first use. Keeps views: the strings must outlive it.
+class JsonStringTable {
+ public:
+  uint32_t Index(std::string_view s) {
+    const auto [it, inserted] = index_.try_emplace(s, static_cast<uint32_t>(strings_.size()));
+    if (inserted) strings_.push_back(s);
+    return it->second;
+  }
+  void AppendArray(std::string* out) const {
+    out->push_back('[');
+    for (size_t i = 0; i < strings_.size(); ++i) {
+      if (i != 0) out->push_back(',');
+      AppendJsonString(strings_[i], out);
+    }
+    out->push_back(']');
+  }
+
+ private:
+  std::unordered_map<std::string_view, uint32_t> index_;
+  std::vector<std::string_view> strings_;
+};
 
 }  // namespace warpscope::query
