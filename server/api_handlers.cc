@@ -137,7 +137,13 @@ class Handlers {
       return HttpResponse::Error(415, "ingest takes Content-Type application/x-protobuf (a warpscope.v1.IngestBatch), "
                                       "found \"" + type + "\"");
     }
-    warpscope::v1::IngestBatch batch;
+    // Parsed into an arena: a batch is thousands of small messages and
+    // strings, and freeing them one by one cost ~15% of ingest CPU.
+    google::protobuf::ArenaOptions arena_options;
+    arena_options.start_block_size = 64 << 10;
+    arena_options.max_block_size = 1 << 20;
+    google::protobuf::Arena arena(arena_options);
+    auto& batch = *google::protobuf::Arena::CreateMessage<warpscope::v1::IngestBatch>(&arena);
     if (req.body.empty() || !batch.ParseFromString(req.body)) {
       return HttpResponse::Error(400, "body is not a warpscope.v1.IngestBatch protobuf");
     }

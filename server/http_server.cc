@@ -2,6 +2,7 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <cerrno>
@@ -202,6 +203,11 @@ struct HttpServer::Impl {
     std::string raw;
     if (reader != nullptr && HasBody(req)) {
       bool too_big = false;
+      // Reserve what Content-Length announces (CheckBeforeBody has capped it)
+      // instead of growing the buffer chunk by chunk.
+      if (auto len = ContentLength(req); len && *len > 0) {
+        raw.reserve(std::min<size_t>(static_cast<size_t>(*len), options.max_request_bytes));
+      }
       bool ok = (*reader)([&](const char* data, size_t n) {
         if (raw.size() + n > options.max_request_bytes) {
           too_big = true;

@@ -508,6 +508,8 @@ int Main(int argc, char** argv) {
     row("server CPU during ingest",
         Fmt("%.1f s", server_cpu) + Fmt(" (%.2f cores busy)", server_cpu / ingest.wall_seconds));
     row("**ingest rows/s per server core** (rows / server CPU s)", Fmt("%.0f", rows / server_cpu));
+    row("**ingest CPU samples/s per server core** (samples in those rows / server CPU s)",
+        Fmt("%.0f", static_cast<double>(ingest.sample_values) / server_cpu));
   } else {
     row("server CPU during ingest", "n/a (pass --server-pid)");
   }

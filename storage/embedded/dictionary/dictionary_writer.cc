@@ -4,30 +4,13 @@
 #include <string_view>
 #include <tuple>
 
+#include "storage/embedded/dictionary/content_fingerprint.h"
 #include "storage/embedded/dictionary/content_key.h"
 #include "storage/embedded/dictionary/dictionary_schema.h"
 
 namespace warpscope::dictionary {
 
 using warpscope::v1::IngestBatch;
-
-uint64_t ContentIds::Add(const std::string& key) {
-  uint64_t id = next_id_++;
-  ids_.emplace(key, id);
-  staged_.push_back(key);
-  return id;
-}
-
-void ContentIds::Load(std::string key, uint64_t id) {
-  ids_.emplace(std::move(key), id);
-  next_id_ = std::max(next_id_, id + 1);
-}
-
-void ContentIds::Rollback() {
-  for (const std::string& key : staged_) ids_.erase(key);
-  next_id_ -= staged_.size();
-  staged_.clear();
-}
 
 StatusOr<std::unique_ptr<DictionaryWriter>> DictionaryWriter::Open(const std::string& path, const BatchLimits& limits) {
   ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> db, SqliteDb::Open(path));
@@ -89,7 +72,7 @@ Status ForEachRow(SqliteDb& db, const char* sql, RowFn row) {
 Status DictionaryWriter::LoadCache() {
   auto u = [](const SqliteStatement& s, int i) { return static_cast<uint64_t>(s.ColumnInt(i)); };
   RETURN_IF_ERROR(ForEachRow(*db_, "SELECT id, value FROM strings",
-                             [&](SqliteStatement& s) { strings_.Load(std::string(s.ColumnBlob(1)), u(s, 0)); }));
+                             [&](SqliteStatement& s) { strings_.Load(s.ColumnBlob(1), u(s, 0)); }));
   RETURN_IF_ERROR(ForEachRow(*db_, "SELECT id, filename_id, build_id_id FROM mappings", [&](SqliteStatement& s) {
     mappings_.Load(Key({u(s, 1), u(s, 2)}), u(s, 0));
   }));
@@ -104,9 +87,9 @@ Status DictionaryWriter::LoadCache() {
         locations_.Load(std::move(key), u(s, 0));
       }));
   RETURN_IF_ERROR(ForEachRow(*db_, "SELECT id, location_ids FROM stacks",
-                             [&](SqliteStatement& s) { stacks_.Load(std::string(s.ColumnBlob(1)), u(s, 0)); }));
+                             [&](SqliteStatement& s) { stacks_.Load(s.ColumnBlob(1), u(s, 0)); }));
   RETURN_IF_ERROR(ForEachRow(*db_, "SELECT id, labels FROM label_sets",
-                             [&](SqliteStatement& s) { label_sets_.Load(std::string(s.ColumnBlob(1)), u(s, 0)); }));
+                             [&](SqliteStatement& s) { label_sets_.Load(s.ColumnBlob(1), u(s, 0)); }));
   RETURN_IF_ERROR(
       ForEachRow(*db_, "SELECT id, name_id, sample_unit_id, period_nanos FROM profile_types", [&](SqliteStatement& s) {
         types_.Load(Key({u(s, 1), u(s, 2), ZigZag(s.ColumnInt(3))}), u(s, 0));
@@ -121,9 +104,10 @@ bool DictionaryWriter::SeenBefore(const std::string& agent_id, uint64_t sequence
 }
 
 template <typename BindFn>
-StatusOr<uint64_t> DictionaryWriter::Intern(ContentIds& ids, SqliteStatement& insert, BindFn bind, uint64_t* new_rows) {
-  if (uint64_t id = ids.Find(key_); id != 0) return id;
-  uint64_t id = ids.Add(key_);
+StatusOr<uint64_t> DictionaryWriter::Intern(ContentIds& ids, std::string_view key, SqliteStatement& insert, BindFn bind,
+                                            uint64_t* new_rows) {
+  if (uint64_t id = ids.Find(key); id != 0) return id;
+  uint64_t id = ids.Add(key);
   insert.Reset();
   insert.BindInt(1, static_cast<int64_t>(id));
   bind(insert);
@@ -132,74 +116,154 @@ StatusOr<uint64_t> DictionaryWriter::Intern(ContentIds& ids, SqliteStatement& in
   return id;
 }
 
+// One batch's indices resolved to global ids on demand (0: not yet), with
+// every string's, mapping's, function's and location's fingerprint computed up
+// front. Lives for one InternAll call.
+struct DictionaryWriter::BatchResolution {
+  explicit BatchResolution(const IngestBatch& b)
+      : batch(b),
+        string_ids(b.strings_size()),
+        mapping_ids(b.mappings_size() + 1),
+        function_ids(b.functions_size()),
+        location_ids(b.locations_size()) {}
+  const IngestBatch& batch;
+  std::vector<uint64_t> string_ids, mapping_ids, function_ids, location_ids;  // mapping k + 1: batch mapping k
+  std::vector<Fingerprint> location_fingerprints;
+};
+
+void DictionaryWriter::FingerprintLocations(BatchResolution* r) {
+  const IngestBatch& batch = r->batch;
+  std::vector<Fingerprint> strings(batch.strings_size());
+  for (int i = 0; i < batch.strings_size(); ++i) strings[i] = FingerprintOf(batch.strings(i));
+  FingerprintBuilder b('m');
+  std::vector<Fingerprint> mappings(batch.mappings_size() + 1);
+  mappings[0] = b.Finish();  // "no mapping"
+  for (int i = 0; i < batch.mappings_size(); ++i) {
+    b.Reset('m');
+    b.Add(strings[batch.mappings(i).filename()]);
+    b.Add(strings[batch.mappings(i).build_id()]);
+    mappings[i + 1] = b.Finish();
+  }
+  std::vector<Fingerprint> functions(batch.functions_size());
+  for (int i = 0; i < batch.functions_size(); ++i) {
+    const auto& f = batch.functions(i);
+    b.Reset('f');
+    b.Add(strings[f.name()]);
+    b.Add(strings[f.system_name()]);
+    b.Add(strings[f.filename()]);
+    functions[i] = b.Finish();
+  }
+  r->location_fingerprints.resize(batch.locations_size());
+  for (int i = 0; i < batch.locations_size(); ++i) {
+    const auto& loc = batch.locations(i);
+    b.Reset('l');
+    b.Add(mappings[loc.mapping()]);
+    b.AddU64(loc.address());
+    b.AddU64(static_cast<uint64_t>(loc.kind()));
+    for (const auto& line : loc.lines()) {
+      b.Add(functions[line.function()]);
+      b.AddU64(static_cast<uint64_t>(line.line()));
+    }
+    r->location_fingerprints[i] = b.Finish();
+  }
+}
+
+StatusOr<uint64_t> DictionaryWriter::StringId(BatchResolution* r, uint32_t i, uint64_t* new_rows) {
+  if (r->string_ids[i] != 0) return r->string_ids[i];
+  const std::string& value = r->batch.strings(i);
+  ASSIGN_OR_RETURN(r->string_ids[i], Intern(
+                                         strings_, value, insert_string_,
+                                         [&](SqliteStatement& s) { s.BindBlob(2, value); }, new_rows));
+  return r->string_ids[i];
+}
+
+StatusOr<uint64_t> DictionaryWriter::MappingId(BatchResolution* r, uint32_t index, uint64_t* new_rows) {
+  if (index == 0 || r->mapping_ids[index] != 0) return r->mapping_ids[index];
+  const auto& m = r->batch.mappings(static_cast<int>(index - 1));
+  ASSIGN_OR_RETURN(uint64_t file, StringId(r, m.filename(), new_rows));
+  ASSIGN_OR_RETURN(uint64_t build, StringId(r, m.build_id(), new_rows));
+  key_ = Key({file, build});
+  ASSIGN_OR_RETURN(r->mapping_ids[index], Intern(
+                                              mappings_, key_, insert_mapping_,
+                                              [&](SqliteStatement& s) {
+                                                s.BindInt(2, static_cast<int64_t>(file));
+                                                s.BindInt(3, static_cast<int64_t>(build));
+                                              },
+                                              new_rows));
+  return r->mapping_ids[index];
+}
+
+StatusOr<uint64_t> DictionaryWriter::FunctionId(BatchResolution* r, uint32_t i, uint64_t* new_rows) {
+  if (r->function_ids[i] != 0) return r->function_ids[i];
+  const auto& f = r->batch.functions(static_cast<int>(i));
+  ASSIGN_OR_RETURN(uint64_t name, StringId(r, f.name(), new_rows));
+  ASSIGN_OR_RETURN(uint64_t system, StringId(r, f.system_name(), new_rows));
+  ASSIGN_OR_RETURN(uint64_t file, StringId(r, f.filename(), new_rows));
+  key_ = Key({name, system, file});
+  ASSIGN_OR_RETURN(r->function_ids[i], Intern(
+                                           functions_, key_, insert_function_,
+                                           [&](SqliteStatement& s) {
+                                             s.BindInt(2, static_cast<int64_t>(name));
+                                             s.BindInt(3, static_cast<int64_t>(system));
+                                             s.BindInt(4, static_cast<int64_t>(file));
+                                           },
+                                           new_rows));
+  return r->function_ids[i];
+}
+
+StatusOr<uint64_t> DictionaryWriter::LocationId(BatchResolution* r, uint32_t i, uint64_t* new_rows) {
+  if (r->location_ids[i] != 0) return r->location_ids[i];
+  const auto& loc = r->batch.locations(static_cast<int>(i));
+  std::string lines;
+  for (const auto& line : loc.lines()) {
+    ASSIGN_OR_RETURN(uint64_t function, FunctionId(r, line.function(), new_rows));
+    PutVarint(&lines, function);
+    PutVarint(&lines, ZigZag(line.line()));
+  }
+  ASSIGN_OR_RETURN(uint64_t mapping, MappingId(r, loc.mapping(), new_rows));
+  key_ = Key({mapping, loc.address(), static_cast<uint64_t>(loc.kind())});
+  key_ += lines;
+  ASSIGN_OR_RETURN(r->location_ids[i], Intern(
+                                           locations_, key_, insert_location_,
+                                           [&](SqliteStatement& s) {
+                                             s.BindInt(2, static_cast<int64_t>(mapping));
+                                             s.BindInt(3, static_cast<int64_t>(loc.address()));
+                                             s.BindInt(4, loc.kind());
+                                             s.BindBlob(5, lines);
+                                           },
+                                           new_rows));
+  return r->location_ids[i];
+}
+
 Status DictionaryWriter::InternAll(const IngestBatch& batch, bool record_sequence, InternedBatch* out) {
   uint64_t* new_rows = &out->new_rows;
   auto i64 = [](uint64_t v) { return static_cast<int64_t>(v); };
+  BatchResolution r(batch);
+  FingerprintLocations(&r);
 
-  std::vector<uint64_t> string_ids(batch.strings_size());
-  for (int i = 0; i < batch.strings_size(); ++i) {
-    key_ = batch.strings(i);
-    ASSIGN_OR_RETURN(string_ids[i], Intern(
-                                        strings_, insert_string_,
-                                        [&](SqliteStatement& s) { s.BindBlob(2, batch.strings(i)); }, new_rows));
-  }
-  // Index 0 means "no mapping" in locations; batch mapping k is at k + 1.
-  std::vector<uint64_t> mapping_ids(batch.mappings_size() + 1, 0);
-  for (int i = 0; i < batch.mappings_size(); ++i) {
-    uint64_t file = string_ids[batch.mappings(i).filename()];
-    uint64_t build = string_ids[batch.mappings(i).build_id()];
-    key_ = Key({file, build});
-    ASSIGN_OR_RETURN(mapping_ids[i + 1], Intern(
-                                             mappings_, insert_mapping_,
-                                             [&](SqliteStatement& s) {
-                                               s.BindInt(2, i64(file));
-                                               s.BindInt(3, i64(build));
-                                             },
-                                             new_rows));
-  }
-  std::vector<uint64_t> function_ids(batch.functions_size());
-  for (int i = 0; i < batch.functions_size(); ++i) {
-    const auto& f = batch.functions(i);
-    uint64_t name = string_ids[f.name()], system = string_ids[f.system_name()], file = string_ids[f.filename()];
-    key_ = Key({name, system, file});
-    ASSIGN_OR_RETURN(function_ids[i], Intern(
-                                          functions_, insert_function_,
-                                          [&](SqliteStatement& s) {
-                                            s.BindInt(2, i64(name));
-                                            s.BindInt(3, i64(system));
-                                            s.BindInt(4, i64(file));
-                                          },
-                                          new_rows));
-  }
-  std::vector<uint64_t> location_ids(batch.locations_size());
-  std::string lines;
-  for (int i = 0; i < batch.locations_size(); ++i) {
-    const auto& loc = batch.locations(i);
-    lines.clear();
-    for (const auto& line : loc.lines()) {
-      PutVarint(&lines, function_ids[line.function()]);
-      PutVarint(&lines, ZigZag(line.line()));
-    }
-    uint64_t mapping = mapping_ids[loc.mapping()];
-    key_ = Key({mapping, loc.address(), static_cast<uint64_t>(loc.kind())});
-    key_ += lines;
-    ASSIGN_OR_RETURN(location_ids[i], Intern(
-                                          locations_, insert_location_,
-                                          [&](SqliteStatement& s) {
-                                            s.BindInt(2, i64(mapping));
-                                            s.BindInt(3, i64(loc.address()));
-                                            s.BindInt(4, loc.kind());
-                                            s.BindBlob(5, lines);
-                                          },
-                                          new_rows));
-  }
   out->stack_ids.resize(batch.stacks_size());
+  FingerprintBuilder b('s');
   for (int i = 0; i < batch.stacks_size(); ++i) {
-    key_.clear();
-    for (uint32_t loc : batch.stacks(i).locations()) PutVarint(&key_, location_ids[loc]);
+    const auto& locations = batch.stacks(i).locations();
+    b.Reset('s');
+    for (uint32_t loc : locations) b.Add(r.location_fingerprints[loc]);
+    const Fingerprint fingerprint = b.Finish();
+    if (uint64_t id = stack_fingerprints_.Find(fingerprint); id != 0) {
+      out->stack_ids[i] = id;
+      continue;
+    }
+    // Not seen by fingerprint (new, or known before this process started):
+    // the exact path, which also interns whatever frames are new.
+    std::string stack_key;
+    for (uint32_t loc : locations) {
+      ASSIGN_OR_RETURN(uint64_t location, LocationId(&r, loc, new_rows));
+      PutVarint(&stack_key, location);
+    }
     ASSIGN_OR_RETURN(out->stack_ids[i],
                      Intern(
-                         stacks_, insert_stack_, [&](SqliteStatement& s) { s.BindBlob(2, key_); }, new_rows));
+                         stacks_, stack_key, insert_stack_, [&](SqliteStatement& s) { s.BindBlob(2, stack_key); },
+                         new_rows));
+    stack_fingerprints_.Insert(fingerprint, out->stack_ids[i]);
   }
   out->label_set_ids.resize(batch.label_sets_size());
   // (name, key id, value id); sorted by name so equal sets encode equally.
@@ -207,7 +271,9 @@ Status DictionaryWriter::InternAll(const IngestBatch& batch, bool record_sequenc
   for (int i = 0; i < batch.label_sets_size(); ++i) {
     labels.clear();
     for (const auto& l : batch.label_sets(i).labels()) {
-      labels.emplace_back(batch.strings(l.key()), string_ids[l.key()], string_ids[l.value()]);
+      ASSIGN_OR_RETURN(uint64_t key_id, StringId(&r, l.key(), new_rows));
+      ASSIGN_OR_RETURN(uint64_t value_id, StringId(&r, l.value(), new_rows));
+      labels.emplace_back(batch.strings(l.key()), key_id, value_id);
     }
     std::sort(labels.begin(), labels.end());
     key_.clear();
@@ -217,8 +283,7 @@ Status DictionaryWriter::InternAll(const IngestBatch& batch, bool record_sequenc
     }
     uint64_t before = *new_rows;
     ASSIGN_OR_RETURN(out->label_set_ids[i],
-                     Intern(
-                         label_sets_, insert_label_set_, [&](SqliteStatement& s) { s.BindBlob(2, key_); }, new_rows));
+                     Intern(label_sets_, key_, insert_label_set_, [&](SqliteStatement& s) { s.BindBlob(2, key_); }, new_rows));
     if (*new_rows == before) continue;  // known set: its index rows exist
     for (const auto& [name, key_id, value_id] : labels) {
       insert_label_index_.Reset();
@@ -232,10 +297,10 @@ Status DictionaryWriter::InternAll(const IngestBatch& batch, bool record_sequenc
   out->type_ids.resize(batch.types_size());
   for (int i = 0; i < batch.types_size(); ++i) {
     const auto& t = batch.types(i);
-    uint64_t name = string_ids[t.name()], unit = string_ids[t.sample_unit()];
+    ASSIGN_OR_RETURN(uint64_t name, StringId(&r, t.name(), new_rows));
+    ASSIGN_OR_RETURN(uint64_t unit, StringId(&r, t.sample_unit(), new_rows));
     key_ = Key({name, unit, ZigZag(t.period_nanos())});
-    ASSIGN_OR_RETURN(out->type_ids[i], Intern(
-                                           types_, insert_type_,
+    ASSIGN_OR_RETURN(out->type_ids[i], Intern(types_, key_, insert_type_,
                                            [&](SqliteStatement& s) {
                                              s.BindInt(2, i64(name));
                                              s.BindInt(3, i64(unit));
@@ -246,10 +311,10 @@ Status DictionaryWriter::InternAll(const IngestBatch& batch, bool record_sequenc
   out->metric_type_ids.resize(batch.metric_types_size());
   for (int i = 0; i < batch.metric_types_size(); ++i) {
     const auto& m = batch.metric_types(i);
-    uint64_t name = string_ids[m.name()], unit = string_ids[m.unit()];
+    ASSIGN_OR_RETURN(uint64_t name, StringId(&r, m.name(), new_rows));
+    ASSIGN_OR_RETURN(uint64_t unit, StringId(&r, m.unit(), new_rows));
     key_ = Key({name, unit, ZigZag(kMetricTypePeriodNanos)});
-    ASSIGN_OR_RETURN(out->metric_type_ids[i], Intern(
-                                                  types_, insert_type_,
+    ASSIGN_OR_RETURN(out->metric_type_ids[i], Intern(types_, key_, insert_type_,
                                                   [&](SqliteStatement& s) {
                                                     s.BindInt(2, i64(name));
                                                     s.BindInt(3, i64(unit));
@@ -310,6 +375,8 @@ void DictionaryWriter::RollbackCache() {
   for (ContentIds* ids : {&strings_, &mappings_, &functions_, &locations_, &stacks_, &label_sets_, &types_}) {
     ids->Rollback();
   }
+  // It may hold ids just taken back; it is only a cache.
+  stack_fingerprints_.Clear();
 }
 
 StatusOr<InternedBatch> DictionaryWriter::InternBatch(const IngestBatch& batch, bool record_sequence) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -14,33 +15,12 @@
 #include "base/status.h"
 #include "proto/warpscope/v1/ingest.pb.h"
 #include "storage/embedded/dictionary/batch_validator.h"
+#include "storage/embedded/dictionary/content_fingerprint.h"
+#include "storage/embedded/dictionary/content_ids.h"
 #include "storage/embedded/dictionary/dictionary_types.h"
 #include "storage/embedded/dictionary/sqlite_handle.h"
 
 namespace warpscope::dictionary {
-
-// Content (content_key.h encoding) -> id for one table. Ids handed out inside
-// a transaction are staged so that a rollback can take them back.
-class ContentIds {
- public:
-  // 0 when absent.
-  uint64_t Find(const std::string& key) const {
-    auto it = ids_.find(key);
-    return it == ids_.end() ? 0 : it->second;
-  }
-  // Gives `key` the next id; the caller has checked it is absent.
-  uint64_t Add(const std::string& key);
-  // Used while loading from the database at open.
-  void Load(std::string key, uint64_t id);
-  void Commit() { staged_.clear(); }
-  void Rollback();
-  size_t size() const { return ids_.size(); }
-
- private:
-  std::unordered_map<std::string, uint64_t> ids_;
-  std::vector<std::string> staged_;
-  uint64_t next_id_ = 1;
-};
 
 class DictionaryWriter {
  public:
@@ -59,16 +39,30 @@ class DictionaryWriter {
   // The body of InternBatch's transaction; on error the caller rolls back.
   Status InternAll(const warpscope::v1::IngestBatch& batch, bool record_sequence, InternedBatch* out);
   Status UpsertSequence(const std::string& agent_id, uint64_t sequence);
-  // Interns `key` in `ids`; on a miss runs `insert` with parameter 1 bound to
+  // Interns `key` (content_key.h encoding) in `ids`; on a miss runs `insert` with parameter 1 bound to
   // the new id and `bind` binding the rest.
   template <typename BindFn>
-  StatusOr<uint64_t> Intern(ContentIds& ids, SqliteStatement& insert, BindFn bind, uint64_t* new_rows);
+  StatusOr<uint64_t> Intern(ContentIds& ids, std::string_view key, SqliteStatement& insert, BindFn bind,
+                            uint64_t* new_rows);
   void CommitCache();
   void RollbackCache();
+  // InternAll's helpers: the batch's strings, mappings, functions and
+  // locations resolved to ids only when a stack that uses them is not
+  // recognized by its fingerprint (content_fingerprint.h).
+  struct BatchResolution;
+  static void FingerprintLocations(BatchResolution* r);
+  StatusOr<uint64_t> StringId(BatchResolution* r, uint32_t index, uint64_t* new_rows);
+  StatusOr<uint64_t> MappingId(BatchResolution* r, uint32_t index, uint64_t* new_rows);
+  StatusOr<uint64_t> FunctionId(BatchResolution* r, uint32_t index, uint64_t* new_rows);
+  StatusOr<uint64_t> LocationId(BatchResolution* r, uint32_t index, uint64_t* new_rows);
 
   std::unique_ptr<SqliteDb> db_;
   BatchLimits limits_;
   ContentIds strings_, mappings_, functions_, locations_, stacks_, label_sets_, types_;
+  // Stack fingerprint -> stack id, for stacks interned by this process; a
+  // bounded cache (at most 48 bytes per entry, cleared when full).
+  FingerprintIds stack_fingerprints_{kMaxStackFingerprints};
+  static constexpr size_t kMaxStackFingerprints = 1 << 20;
   std::unordered_map<std::string, uint64_t> last_sequence_;  // agent_id -> committed sequence
   SqliteStatement begin_, commit_, rollback_;
   SqliteStatement insert_string_, insert_mapping_, insert_function_, insert_location_, insert_stack_, insert_label_set_,
