@@ -242,7 +242,9 @@ EmbeddedStoreState EmbeddedProfileStore::state() const {
   for (const auto& s : *segments_) {
     out.segment_rows += s->reader->row_count();
     out.segment_files.push_back(SegmentFileName(s->lo, s->hi));
+    if (s->rollup != nullptr) out.rollup_files.push_back(RollupFileName(s->lo, s->hi));
   }
+  out.rollup_scans = rollup_scans_.load(std::memory_order_relaxed);
   out.head_rows = active_.size() + (frozen_ ? frozen_->size() : 0);
   out.covered_seq = covered_seq_;
   out.wal_next_seq = wal_->next_seq();

@@ -90,10 +90,14 @@ struct EmbeddedStoreOptions {
   // distinct frames) left 16 MB resident after the query.
   size_t stack_cache_bytes = size_t{64} << 20;
   SegmentWriteOptions segment;
+  // A compaction output of at least this many rows gets a rollup
+  // (segment_catalog.h) when the rollup is at least this many times smaller.
+  uint64_t min_rollup_input_rows = 10'000;
+  uint64_t min_rollup_reduction = 4;
   wal::WalOptions wal;
   // Tests only: called at named points of flush and compaction ("flush:frozen",
   // "flush:segment_written", "flush:sequences_recorded", "compact:output_written",
-  // "compact:input_deleted"); returning true stops the operation right there,
+  // "compact:rollup_written", "compact:input_deleted"); returning true stops the operation right there,
   // leaving the files as a crash at that point would. The store must then be
   // destroyed with flush_on_close off, like a dead process.
   std::function<bool(std::string_view point)> crash_point_for_test;
@@ -107,6 +111,8 @@ struct EmbeddedStoreState {
   uint64_t covered_seq = 0;   // WAL records up to here are in segments
   uint64_t wal_next_seq = 0;
   std::vector<std::string> segment_files;  // names, ascending WAL range
+  std::vector<std::string> rollup_files;   // of the segments that have one
+  uint64_t rollup_scans = 0;               // segments a query read from their rollup, since open
 };
 
 class EmbeddedProfileStore final : public storage::ProfileStore {
@@ -151,14 +157,21 @@ class EmbeddedProfileStore final : public storage::ProfileStore {
   Status FlushLocked();
   Status CompactLocked();
   Status CompactRun(const std::vector<std::shared_ptr<const Segment>>& inputs);
+  // Writes the rollup of a compaction output; null when not worth it.
+  StatusOr<std::unique_ptr<SegmentReader>> WriteRollup(const Segment& segment);
   Status RetentionLocked();
 
   // Visits every row of the given types in [from, to) whose series passes
   // `series_filter` (called per row for head rows, per run for segments),
   // from the head and every overlapping segment, each row exactly once.
+  // kSummed: the visitor ignores row times (it sums over the range), so a
+  // segment lying wholly inside the range may be read from its rollup, whose
+  // rows carry the segment's min time.
+  enum class RowTimes { kNeeded, kSummed };
   Status ScanRows(const std::vector<TypeEntry>& types, int64_t from_ns, int64_t to_ns,
                   const std::function<bool(uint64_t)>& series_filter,
-                  const std::function<void(const SampleRow&)>& visit);
+                  const std::function<void(const SampleRow&)>& visit,
+                  RowTimes times = RowTimes::kNeeded);
 
   // Groups the selected series by the values of `names` (sorted, unique):
   // group[series id] is the group's index (-1 for series not in `series`),
@@ -212,6 +225,7 @@ class EmbeddedProfileStore final : public storage::ProfileStore {
   bool bg_flush_requested_ = false;
   std::thread bg_thread_;
 
+  std::atomic<uint64_t> rollup_scans_{0};
   std::atomic<uint64_t> ingested_batches_{0}, duplicate_batches_{0}, rejected_batches_{0}, samples_{0},
       metric_points_{0};
 };

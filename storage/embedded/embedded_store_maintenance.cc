@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <unordered_map>
 
 #include "base/logging.h"
 #include "storage/embedded/embedded_store.h"
@@ -26,7 +27,58 @@ Status SimulatedCrash(std::string_view point) {
   return InternalError("simulated crash at " + std::string(point));
 }
 
+// The segment first: a rollup left alone is dead at the next Open.
+Status DeleteSegmentFiles(const Segment& segment) {
+  for (const SegmentReader* r : {segment.reader.get(), segment.rollup.get()}) {
+    if (r != nullptr && ::unlink(r->path().c_str()) != 0 && errno != ENOENT) {
+      return ErrnoError(errno, "delete " + r->path());
+    }
+  }
+  return Status::Ok();
+}
+
+struct RollupKey {
+  uint64_t series, stack;
+  bool operator==(const RollupKey&) const = default;
+};
+struct RollupKeyHash {
+  size_t operator()(const RollupKey& k) const { return std::hash<uint64_t>{}(k.series * 0x9E3779B97F4A7C15ull ^ k.stack); }
+};
+
 }  // namespace
+
+StatusOr<std::unique_ptr<SegmentReader>> EmbeddedProfileStore::WriteRollup(const Segment& segment) {
+  const SegmentReader& reader = *segment.reader;
+  if (reader.row_count() < options_.min_rollup_input_rows) return std::unique_ptr<SegmentReader>();
+  // Profile types only: metric rows keep their value in the key (metric_row.h)
+  // and their queries always need time.
+  ASSIGN_OR_RETURN(std::vector<TypeEntry> types, series_->Types("", TypeKind::kProfile));
+  std::vector<SampleRow> rows;
+  uint64_t profile_rows = 0;
+  for (const TypeEntry& t : types) {
+    std::unordered_map<RollupKey, int64_t, RollupKeyHash> sums;
+    RETURN_IF_ERROR(reader.Scan(INT64_MIN, INT64_MAX, nullptr, t.id, [&](const SampleRow& r) {
+      sums[RollupKey{r.series_id, r.stack_id}] += r.value;
+      ++profile_rows;
+    }));
+    for (const auto& [key, value] : sums) {
+      SampleRow row;
+      row.time_ns = reader.min_time();
+      row.type_id = t.id;
+      row.series_id = key.series;
+      row.stack_id = key.stack;
+      row.value = value;
+      rows.push_back(row);
+    }
+  }
+  // Worth a file only when it saves most of the scan.
+  if (rows.empty() || rows.size() * options_.min_rollup_reduction > profile_rows) {
+    return std::unique_ptr<SegmentReader>();
+  }
+  const std::string path = segments_dir() + "/" + RollupFileName(segment.lo, segment.hi);
+  RETURN_IF_ERROR(WriteSegment(path, std::move(rows), options_.segment));
+  return SegmentReader::Open(path);
+}
 
 Status EmbeddedProfileStore::FlushNow() {
   std::lock_guard<std::mutex> lock(maintenance_mu_);
@@ -136,6 +188,13 @@ Status EmbeddedProfileStore::CompactRun(const std::vector<std::shared_ptr<const 
   output->lo = lo;
   output->hi = hi;
   ASSIGN_OR_RETURN(output->reader, SegmentReader::Open(path));
+  // The rollup is an optional copy: failing to write it costs query speed only.
+  if (StatusOr<std::unique_ptr<SegmentReader>> rollup = WriteRollup(*output); !rollup.ok()) {
+    LOG_WARNING() << "rollup of " << path << ": " << rollup.status().ToString();
+  } else {
+    output->rollup = std::move(rollup).value();
+  }
+  if (CrashPoint("compact:rollup_written")) return SimulatedCrash("compact:rollup_written");
   {
     std::unique_lock<std::shared_mutex> lock(state_mu_);
     auto list = std::make_shared<SegmentList>();
@@ -154,9 +213,7 @@ Status EmbeddedProfileStore::CompactRun(const std::vector<std::shared_ptr<const 
   // crash from here on only leaves files that the next Open deletes. Queries
   // still reading an input keep it alive through their open fd.
   for (const auto& in : inputs) {
-    if (::unlink(in->reader->path().c_str()) != 0 && errno != ENOENT) {
-      return ErrnoError(errno, "delete " + in->reader->path());
-    }
+    RETURN_IF_ERROR(DeleteSegmentFiles(*in));
     if (CrashPoint("compact:input_deleted")) return SimulatedCrash("compact:input_deleted");
   }
   LOG_DEBUG() << "compacted " << inputs.size() << " segments (" << input_rows << " rows) into " << path;
@@ -185,11 +242,7 @@ Status EmbeddedProfileStore::RetentionLocked() {
   // still there) be replayed at the next Open: their rows are all older than
   // the cutoff too, so answers never show them and the next flush and
   // retention drop them again.
-  for (const auto& s : expired) {
-    if (::unlink(s->reader->path().c_str()) != 0 && errno != ENOENT) {
-      return ErrnoError(errno, "delete " + s->reader->path());
-    }
-  }
+  for (const auto& s : expired) RETURN_IF_ERROR(DeleteSegmentFiles(*s));
   LOG_INFO() << "retention deleted " << expired.size() << " segments";
   return FsyncDir(segments_dir());
 }

@@ -93,7 +93,7 @@ TypeScaling ScalingFor(const std::vector<TypeEntry>& types) {
 
 Status EmbeddedProfileStore::ScanRows(const std::vector<TypeEntry>& types, int64_t from_ns, int64_t to_ns,
                                       const std::function<bool(uint64_t)>& series_filter,
-                                      const std::function<void(const SampleRow&)>& visit) {
+                                      const std::function<void(const SampleRow&)>& visit, RowTimes times) {
   if (types.empty() || from_ns >= to_ns) return Status::Ok();
   uint32_t min_type = UINT32_MAX, max_type = 0;
   for (const TypeEntry& t : types) {
@@ -123,8 +123,12 @@ Status EmbeddedProfileStore::ScanRows(const std::vector<TypeEntry>& types, int64
   for (const auto& segment : *segments) {
     const SegmentReader& reader = *segment->reader;
     if (reader.row_count() == 0 || reader.max_time() < from_ns || reader.min_time() >= to_ns) continue;
+    const bool whole = reader.min_time() >= from_ns && reader.max_time() < to_ns;
+    const bool use_rollup = times == RowTimes::kSummed && whole && segment->rollup != nullptr;
+    if (use_rollup) rollup_scans_.fetch_add(1, std::memory_order_relaxed);
+    const SegmentReader& source = use_rollup ? *segment->rollup : reader;
     for (const TypeEntry& t : types) {
-      RETURN_IF_ERROR(reader.Scan(from_ns, to_ns, series_filter, t.id, visit));
+      RETURN_IF_ERROR(source.Scan(from_ns, to_ns, series_filter, t.id, visit));
     }
   }
   return Status::Ok();
@@ -149,7 +153,8 @@ StatusOr<MergedProfile> EmbeddedProfileStore::SelectProfile(const storage::Profi
         if (r.stack_id >= sums.size()) [[unlikely]] sums.resize(std::max<size_t>(r.stack_id + 1, sums.size() * 2), 0);
         sums[r.stack_id] += scaling.Scale(r.type_id, r.value);
         contributed[r.series_id] = 1;
-      }));
+      },
+      RowTimes::kSummed));
   std::vector<uint64_t> stack_ids;
   for (uint64_t id = 0; id < sums.size(); ++id) {
     if (sums[id] > 0) stack_ids.push_back(id);

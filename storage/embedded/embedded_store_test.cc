@@ -205,11 +205,58 @@ TEST(EmbeddedStoreTest, CompactionMergesSegmentsAndKeepsAnswers) {
   EXPECT_EQ(Total(*store), total);
 }
 
+// Compaction writes a rollup beside its output (segment_catalog.h): flame
+// graphs over ranges that cover the segment read it, with the same answers;
+// anything narrower reads the rows themselves.
+TEST(EmbeddedStoreTest, CompactionRollupAnswersWholeSegmentRanges) {
+  ScratchDir dir;
+  EmbeddedStoreOptions options = ManualOptions(dir.data());
+  options.min_rollup_input_rows = 1;
+  options.min_rollup_reduction = 2;  // 10 rows of 4 series: 4 rollup rows
+  auto store = FourSegments(options);
+  ASSERT_TRUE(store->CompactNow().ok());
+  EXPECT_EQ(store->state().rollup_files, (std::vector<std::string>{RollupFileName(1, 10)}));
+  EXPECT_EQ(SegmentFilesOnDisk(dir.data()),
+            (std::vector<std::string>{SegmentFileName(1, 10), RollupFileName(1, 10)}));
+  EXPECT_EQ(Total(*store), 55);
+  EXPECT_EQ(store->state().rollup_scans, 1u);
+  EXPECT_EQ(Total(*store, kT0 + 3 * kSec, kT0 + 6 * kSec), 3 + 4 + 5);  // partial: the rows
+  EXPECT_EQ(store->state().rollup_scans, 1u);
+  EXPECT_EQ(Total(*store, kT0, kT0 + 11 * kSec), 55);
+  EXPECT_EQ(store->state().rollup_scans, 2u);
+  // Reopened, the rollup is found again; retention deletes it with its segment.
+  store.reset();
+  int64_t now = kT0 + 100 * 24 * 3600 * kSec;
+  options.now_ns = [&] { return now; };
+  options.retention_ns = 3600 * kSec;
+  store = MustOpen(options);
+  EXPECT_EQ(store->state().rollup_files, (std::vector<std::string>{RollupFileName(1, 10)}));
+  ASSERT_TRUE(store->ApplyRetentionNow().ok());
+  EXPECT_TRUE(SegmentFilesOnDisk(dir.data()).empty());
+}
+
+TEST(EmbeddedStoreTest, RollupWithoutItsSegmentIsDeadAtOpen) {
+  ScratchDir dir;
+  EmbeddedStoreOptions options = ManualOptions(dir.data());
+  {
+    auto store = FourSegments(options);
+    ASSERT_TRUE(store->FlushNow().ok());
+  }
+  std::ofstream(dir.data() + "/segments/" + RollupFileName(1, 10)) << "orphan";
+  std::ofstream(dir.data() + "/segments/" + RollupFileName(1, 6) + ".tmp.AbCdEf") << "partial";
+  auto store = MustOpen(options);
+  EXPECT_TRUE(store->state().rollup_files.empty());
+  for (const std::string& name : SegmentFilesOnDisk(dir.data())) EXPECT_TRUE(name.starts_with("seg-")) << name;
+  EXPECT_EQ(Total(*store), 55);
+}
+
 TEST(EmbeddedStoreTest, CrashAtEachCompactionStepLeavesEachRowOnce) {
-  for (const char* point : {"compact:output_written", "compact:input_deleted"}) {
+  for (const char* point : {"compact:output_written", "compact:rollup_written", "compact:input_deleted"}) {
     SCOPED_TRACE(point);
     ScratchDir dir;
     EmbeddedStoreOptions options = ManualOptions(dir.data());
+    options.min_rollup_input_rows = 1;
+    options.min_rollup_reduction = 2;  // 10 rows of 4 series: 4 rollup rows
     options.crash_point_for_test = [&](std::string_view p) { return p == point; };
     {
       auto store = FourSegments(options);
@@ -222,7 +269,10 @@ TEST(EmbeddedStoreTest, CrashAtEachCompactionStepLeavesEachRowOnce) {
     auto store = MustOpen(options);
     EXPECT_EQ(Total(*store), 55);
     EXPECT_EQ(store->state().segment_files, (std::vector<std::string>{SegmentFileName(1, 10)}));
-    EXPECT_EQ(SegmentFilesOnDisk(dir.data()), (std::vector<std::string>{SegmentFileName(1, 10)}));
+    // The output was written before the crash; its rollup only from the second point on.
+    std::vector<std::string> files{SegmentFileName(1, 10)};
+    if (std::string_view(point) != "compact:output_written") files.push_back(RollupFileName(1, 10));
+    EXPECT_EQ(SegmentFilesOnDisk(dir.data()), files);
     ExpectAllDuplicates(*store, 10);
   }
 }

@@ -16,6 +16,7 @@ namespace warpscope::embedded {
 namespace {
 
 constexpr std::string_view kPrefix = "seg-";
+constexpr std::string_view kRollupPrefix = "sum-";
 constexpr std::string_view kSuffix = ".wss";
 
 bool ParseDigits(std::string_view s, uint64_t* out) {
@@ -41,18 +42,32 @@ Status FsyncDir(const std::string& dir) {
 
 }  // namespace
 
-std::string SegmentFileName(uint64_t lo, uint64_t hi) {
+namespace {
+
+std::string RangeFileName(std::string_view prefix, uint64_t lo, uint64_t hi) {
   char buf[64];
-  std::snprintf(buf, sizeof(buf), "seg-%020" PRIu64 "-%020" PRIu64 ".wss", lo, hi);
+  std::snprintf(buf, sizeof(buf), "%.*s%020" PRIu64 "-%020" PRIu64 ".wss", static_cast<int>(prefix.size()),
+                prefix.data(), lo, hi);
   return buf;
 }
 
-bool ParseSegmentFileName(std::string_view name, uint64_t* lo, uint64_t* hi) {
-  if (name.size() != kPrefix.size() + 20 + 1 + 20 + kSuffix.size()) return false;
-  if (!name.starts_with(kPrefix) || !name.ends_with(kSuffix)) return false;
-  name.remove_prefix(kPrefix.size());
+bool ParseRangeFileName(std::string_view prefix, std::string_view name, uint64_t* lo, uint64_t* hi) {
+  if (name.size() != prefix.size() + 20 + 1 + 20 + kSuffix.size()) return false;
+  if (!name.starts_with(prefix) || !name.ends_with(kSuffix)) return false;
+  name.remove_prefix(prefix.size());
   if (name[20] != '-') return false;
   return ParseDigits(name.substr(0, 20), lo) && ParseDigits(name.substr(21, 20), hi) && *lo <= *hi;
+}
+
+}  // namespace
+
+std::string SegmentFileName(uint64_t lo, uint64_t hi) { return RangeFileName(kPrefix, lo, hi); }
+bool ParseSegmentFileName(std::string_view name, uint64_t* lo, uint64_t* hi) {
+  return ParseRangeFileName(kPrefix, name, lo, hi);
+}
+std::string RollupFileName(uint64_t lo, uint64_t hi) { return RangeFileName(kRollupPrefix, lo, hi); }
+bool ParseRollupFileName(std::string_view name, uint64_t* lo, uint64_t* hi) {
+  return ParseRangeFileName(kRollupPrefix, name, lo, hi);
 }
 
 StatusOr<LoadedSegments> LoadSegments(const std::string& dir) {
@@ -63,7 +78,7 @@ StatusOr<LoadedSegments> LoadSegments(const std::string& dir) {
     uint64_t lo, hi;
     std::string name;
   };
-  std::vector<Named> named;
+  std::vector<Named> named, rollups;
   std::vector<std::string> dead;
   while (dirent* e = ::readdir(d)) {
     std::string_view name = e->d_name;
@@ -71,7 +86,10 @@ StatusOr<LoadedSegments> LoadSegments(const std::string& dir) {
     uint64_t lo = 0, hi = 0;
     if (ParseSegmentFileName(name, &lo, &hi)) {
       named.push_back({lo, hi, std::string(name)});
-    } else if (name.starts_with(kPrefix) && name.find(".tmp.") != std::string_view::npos) {
+    } else if (ParseRollupFileName(name, &lo, &hi)) {
+      rollups.push_back({lo, hi, std::string(name)});
+    } else if ((name.starts_with(kPrefix) || name.starts_with(kRollupPrefix)) &&
+               name.find(".tmp.") != std::string_view::npos) {
       dead.emplace_back(name);  // WriteSegment's temporary, never renamed into place
     }
     // Anything else is not ours: left alone.
@@ -94,6 +112,16 @@ StatusOr<LoadedSegments> LoadSegments(const std::string& dir) {
     }
     live.push_back(std::move(n));
   }
+  // A rollup lives only beside the live segment of its exact range.
+  std::vector<const Named*> rollup_of(live.size(), nullptr);
+  for (Named& r : rollups) {
+    auto it = std::lower_bound(live.begin(), live.end(), r.lo, [](const Named& n, uint64_t lo) { return n.lo < lo; });
+    if (it != live.end() && it->lo == r.lo && it->hi == r.hi) {
+      rollup_of[it - live.begin()] = &r;
+    } else {
+      dead.push_back(r.name);
+    }
+  }
 
   LoadedSegments out;
   for (const std::string& name : dead) {
@@ -103,13 +131,23 @@ StatusOr<LoadedSegments> LoadSegments(const std::string& dir) {
     out.deleted.push_back(name);
   }
   if (!dead.empty()) RETURN_IF_ERROR(FsyncDir(dir));
-  for (const Named& n : live) {
+  for (size_t i = 0; i < live.size(); ++i) {
+    const Named& n = live[i];
     StatusOr<std::unique_ptr<SegmentReader>> reader = SegmentReader::Open(dir + "/" + n.name);
     if (!reader.ok()) return reader.status();
     auto segment = std::make_shared<Segment>();
     segment->lo = n.lo;
     segment->hi = n.hi;
     segment->reader = std::move(reader).value();
+    if (rollup_of[i] != nullptr) {
+      // Only a copy: an unreadable one is dropped, not fatal.
+      StatusOr<std::unique_ptr<SegmentReader>> rollup = SegmentReader::Open(dir + "/" + rollup_of[i]->name);
+      if (rollup.ok()) {
+        segment->rollup = std::move(rollup).value();
+      } else {
+        LOG_WARNING() << "ignoring rollup " << rollup_of[i]->name << ": " << rollup.status().ToString();
+      }
+    }
     out.segments.push_back(std::move(segment));
   }
   return out;

@@ -15,6 +15,14 @@
 // Because WriteSegment publishes a file with one rename, a crash at any step
 // of a flush or a compaction leaves every row in exactly one live place.
 //
+// Rollups: segments/sum-<lo>-<hi>.wss, written by compaction after its output
+// seg-<lo>-<hi>.wss, holds that segment's profile rows summed over time (each
+// (type, series, stack) once, at the segment's min time). A query that needs
+// no time resolution (a flame graph) and covers the segment's whole time span
+// reads the rollup instead. It is a derived copy: live only beside a live
+// segment of the same range (otherwise dead and deleted), and a segment
+// without one is simply read in full.
+//
 // Stateless functions; any thread. The store serializes the ones that change
 // files (its maintenance mutex).
 #pragma once
@@ -37,11 +45,14 @@ struct Segment {
   uint64_t lo = 0;  // WAL seq range covered, inclusive
   uint64_t hi = 0;
   std::unique_ptr<SegmentReader> reader;
+  std::unique_ptr<SegmentReader> rollup;  // may be null; see "Rollups" above
 };
 using SegmentList = std::vector<std::shared_ptr<const Segment>>;  // ascending lo, disjoint ranges
 
 std::string SegmentFileName(uint64_t lo, uint64_t hi);
 bool ParseSegmentFileName(std::string_view name, uint64_t* lo, uint64_t* hi);
+std::string RollupFileName(uint64_t lo, uint64_t hi);
+bool ParseRollupFileName(std::string_view name, uint64_t* lo, uint64_t* hi);
 
 struct LoadedSegments {
   SegmentList segments;
