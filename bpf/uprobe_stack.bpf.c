@@ -51,6 +51,10 @@ int ws_uprobe_stack(struct pt_regs *ctx) {
   const __u64 pid_tgid = bpf_get_current_pid_tgid();
   event->pid = pid_tgid >> 32;
   event->tid = (__u32)pid_tgid;
+  event->time_ns = bpf_ktime_get_ns();
+  event->args[0] = PT_REGS_PARM1(ctx);
+  event->args[1] = PT_REGS_PARM2(ctx);
+  event->args[2] = PT_REGS_PARM3(ctx);
   if (ws_unwind_user(ctx, event->pid, &event->stack, python_frames) != 0) {
     __u64 *missing = uprobe_stat(WS_UPROBE_NOT_DESCRIBED);
     if (missing) *missing += 1;

@@ -1,6 +1,7 @@
 #include "agent/core/probe_stack.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <iostream>
 #include <map>
@@ -125,9 +126,12 @@ int RunProbeStack(const std::vector<std::string>& args) {
   }
   std::map<std::vector<uint64_t>, uint64_t> stacks;
   uint64_t by_end[WS_END_MAX] = {};
+  // The first calls' integer arguments (e.g. a probe's correlation id).
+  std::vector<std::array<uint64_t, 3>> first_args;
   const auto deadline = std::chrono::steady_clock::now() + o.duration;
   while (std::chrono::steady_clock::now() < deadline) {
     Status s = (*collector)->Poll(std::chrono::milliseconds(100), [&](const ws_uprobe_stack_event& e) {
+      if (first_args.size() < 5) first_args.push_back({e.args[0], e.args[1], e.args[2]});
       const uint32_t len = std::min<uint32_t>(e.stack.len, WS_MAX_STACK_FRAMES);
       auto [it, inserted] = stacks.try_emplace(std::vector<uint64_t>(e.stack.frames, e.stack.frames + len), 0);
       ++it->second;
@@ -146,7 +150,9 @@ int RunProbeStack(const std::vector<std::string>& args) {
   std::cout << o.symbol << ": " << stats.values[WS_UPROBE_HITS] << " calls, " << captured << " stacks captured ("
             << stats.values[WS_UPROBE_DROPPED] << " dropped, " << stats.values[WS_UPROBE_NOT_DESCRIBED]
             << " before the process was described), " << stacks.size() << " distinct\n";
-  std::cout << "stack ends:";
+  std::cout << "arguments of the first calls:";
+  for (const auto& a : first_args) std::cout << " (" << a[0] << ", " << a[1] << ", " << a[2] << ")";
+  std::cout << "\nstack ends:";
   for (uint32_t end = 0; end < WS_END_MAX; ++end) {
     if (by_end[end]) std::cout << " " << StackEndName(end) << "=" << by_end[end];
   }

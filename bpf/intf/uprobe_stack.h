@@ -16,6 +16,11 @@ enum ws_uprobe_stat {
 struct ws_uprobe_stack_event {
   __u32 pid;
   __u32 tid;
+  __u64 time_ns; /* bpf_ktime_get_ns(): CLOCK_MONOTONIC */
+  /* The probed function's first three integer arguments (x86-64 rdi, rsi,
+   * rdx; arm64 x0..x2): for libwarpscope_cuda.so's warpscope_cuda_launch_probe
+   * the launch's correlation id, launch kind and graph exec id. */
+  __u64 args[3];
   struct ws_stack stack;
 };
 

@@ -284,5 +284,35 @@ TEST_F(UnwindTest, UprobeStacksUseTheSameUnwinder) {
   }
 }
 
+#ifdef WS_CUDA_LIBRARY_PATH
+// Launch stacks for GPU time (issue 8): the uprobe on libwarpscope_cuda.so's
+// probe function sees the probe's arguments (correlation id, launch kind,
+// graph exec id) and the whole stack of the code that launched.
+TEST_F(UnwindTest, UprobeOnTheCudaLaunchProbeSeesItsArgumentsAndCaller) {
+  pid_t prog = StartProcess({kProgs + "/cuda_probe_caller", WS_CUDA_LIBRARY_PATH, "4"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  auto r = RunProcess({kAgent, "probe-stack", "--pid", std::to_string(prog), "--uprobe",
+                       std::string(WS_CUDA_LIBRARY_PATH) + ":warpscope_cuda_launch_probe", "--duration", "2s", "--top",
+                       "1"});
+  WaitProcess(prog);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  printf("%s", r.out.c_str());
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"(warpscope_cuda_launch_probe: (\d+) calls, (\d+) stacks)")))
+      << r.out;
+  EXPECT_GT(std::stoull(m[1]), 200u) << "about 1,000 calls/s for 2 s";
+  EXPECT_EQ(m[1], m[2]) << "every call captured";
+  // Correlation ids count up from 1000 (the agent attached a little after the start).
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"(arguments of the first calls: \((\d+), 1, 77\) \((\d+), 1, 77\))")))
+      << r.out;
+  EXPECT_GE(std::stoull(m[1]), 1000u);
+  EXPECT_EQ(std::stoull(m[2]), std::stoull(m[1]) + 1);
+  EXPECT_NE(r.out.find("stack ends: root="), std::string::npos) << r.out;
+  for (const char* fn : {"#0 warpscope_cuda_launch_probe", "enqueue_kernel", "training_step", "main"}) {
+    EXPECT_NE(r.out.find(fn), std::string::npos) << fn << " missing:\n" << r.out;
+  }
+}
+#endif
+
 }  // namespace
 }  // namespace warpscope::testing
