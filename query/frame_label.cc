@@ -11,6 +11,8 @@ namespace warpscope::query {
 namespace {
 
 constexpr char kKernelBinary[] = "[kernel.kallsyms]";
+// The "binary" of CUDA kernel frames (gpu_time leaves).
+constexpr char kCudaKernelBinary[] = "[cuda kernel]";
 
 
 std::string_view Basename(std::string_view path) {
@@ -24,6 +26,7 @@ LabelKind FrameLabelKind(const storage::ResolvedFrame& frame) {
   switch (frame.kind) {
     case warpscope::v1::FRAME_KIND_KERNEL: return LabelKind::kKernel;
     case warpscope::v1::FRAME_KIND_PYTHON: return LabelKind::kPython;
+    case warpscope::v1::FRAME_KIND_CUDA_KERNEL: return LabelKind::kCudaKernel;
     default: return LabelKind::kNative;
   }
 }
@@ -37,6 +40,8 @@ std::string FrameDisplayName(const storage::ResolvedFrame& frame) {
       return std::string(Basename(frame.file)) + ":" + std::to_string(frame.line);
     case LabelKind::kKernel:
       return HexAddress(frame.address);  // what kallsyms and System.map list
+    case LabelKind::kCudaKernel:
+      return "[unknown kernel]";
     default:
       // Native addresses are file offsets: they survive ASLR and match
       // `addr2line -e libfoo.so` on the same binary.
@@ -48,6 +53,7 @@ std::string FrameDisplayName(const storage::ResolvedFrame& frame) {
 std::string FrameBinaryName(const storage::ResolvedFrame& frame) {
   const LabelKind kind = FrameLabelKind(frame);
   if (kind == LabelKind::kPython) return frame.file;
+  if (kind == LabelKind::kCudaKernel) return kCudaKernelBinary;
   if (!frame.mapping_file.empty()) return std::string(Basename(frame.mapping_file));
   return kind == LabelKind::kKernel ? kKernelBinary : "";
 }

@@ -25,7 +25,8 @@ namespace warpscope::query {
 // The "kind" column of the JSON answers. 0..2 are FrameKind's numbers;
 // kSynthetic marks nodes that are no frame: the root ("total") and the
 // "other" nodes that hold folded children.
-enum class LabelKind : uint8_t { kNative = 0, kKernel = 1, kPython = 2, kSynthetic = 3 };
+// kCudaKernel: a CUDA kernel, the leaf of gpu_time stacks.
+enum class LabelKind : uint8_t { kNative = 0, kKernel = 1, kPython = 2, kSynthetic = 3, kCudaKernel = 4 };
 
 struct FrameLabel {
   std::string name;    // never empty

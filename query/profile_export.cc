@@ -18,6 +18,7 @@ FrameKind ToProfileFrameKind(LabelKind kind) {
   switch (kind) {
     case LabelKind::kKernel: return FrameKind::kKernel;
     case LabelKind::kPython: return FrameKind::kPython;
+    case LabelKind::kCudaKernel: return FrameKind::kCudaKernel;
     default: return FrameKind::kNative;
   }
 }

@@ -13,6 +13,8 @@ std::string HexAddress(uint64_t value) {
 
 namespace {
 constexpr char kKernelBinary[] = "[kernel.kallsyms]";
+// The "binary" of CUDA kernel frames (gpu_time leaves).
+constexpr char kCudaKernelBinary[] = "[cuda kernel]";
 
 }  // namespace
 
@@ -69,6 +71,7 @@ std::string FrameBinary(const Profile& profile, const ProfileLocation& location)
     const uint64_t fn = location.lines.front().function_id;
     if (fn != 0 && fn <= profile.functions.size()) return profile.function(fn).filename;  // the source file
   }
+  if (location.kind == FrameKind::kCudaKernel) return kCudaKernelBinary;
   return location.kind == FrameKind::kKernel ? kKernelBinary : "";
 }
 

@@ -110,6 +110,7 @@ v1::FrameKind ToWire(FrameKind kind) {
   switch (kind) {
     case FrameKind::kKernel: return v1::FRAME_KIND_KERNEL;
     case FrameKind::kPython: return v1::FRAME_KIND_PYTHON;
+    case FrameKind::kCudaKernel: return v1::FRAME_KIND_CUDA_KERNEL;
     case FrameKind::kNative: break;
   }
   return v1::FRAME_KIND_NATIVE;
@@ -153,21 +154,26 @@ void AddMetricPoints(const std::vector<MetricReading>& metrics, const IngestBatc
 
 }  // namespace
 
-StatusOr<v1::IngestBatch> EncodeIngestBatch(const Profile& profile, const IngestBatchHeader& header,
-                                            const ProcessLabelMap& labels, const std::vector<MetricReading>& metrics) {
-  v1::IngestBatch batch;
-  batch.set_schema_version(kIngestSchemaVersion);
-  batch.set_agent_id(header.agent_id);
-  batch.set_sequence(header.sequence);
-  batch.set_start_unix_nanos(profile.time_nanos);
-  batch.set_end_unix_nanos(profile.time_nanos + profile.duration_nanos);
-  BatchTables tables(&batch);
+namespace {
 
-  v1::ProfileType* type = batch.add_types();
-  type->set_name(tables.String(kIngestCpuTypeName));
-  type->set_sample_unit(tables.String(kIngestCpuSampleUnit));
+// The profile's wire type: its one sample type when it has exactly one
+// (gpu_time/nanoseconds), else the CPU profile's cpu/samples.
+uint32_t AddProfileType(const Profile& profile, BatchTables* tables, v1::IngestBatch* batch) {
+  v1::ProfileType* type = batch->add_types();
+  if (profile.sample_types.size() == 1) {
+    type->set_name(tables->String(profile.sample_types[0].type));
+    type->set_sample_unit(tables->String(profile.sample_types[0].unit));
+  } else {
+    type->set_name(tables->String(kIngestCpuTypeName));
+    type->set_sample_unit(tables->String(kIngestCpuSampleUnit));
+  }
   type->set_period_nanos(profile.period_nanos);
+  return static_cast<uint32_t>(batch->types_size() - 1);
+}
 
+// Adds `profile`'s samples (ProfileSample::count each) as rows of type `type`.
+Status AddProfileSamples(const Profile& profile, uint32_t type, const IngestBatchHeader& header,
+                         const ProcessLabelMap& labels, BatchTables& tables, v1::IngestBatch& batch) {
   // Profile location id -> batch location index, filled on first use.
   std::vector<int64_t> location_index(profile.locations.size(), -1);
   auto location = [&](uint64_t id) -> StatusOr<uint32_t> {
@@ -177,8 +183,9 @@ StatusOr<v1::IngestBatch> EncodeIngestBatch(const Profile& profile, const Ingest
     if (location_index[id - 1] >= 0) return static_cast<uint32_t>(location_index[id - 1]);
     const ProfileLocation& loc = profile.locations[id - 1];
     uint32_t mapping = 0;
-    uint64_t address = loc.kind == FrameKind::kPython ? 0 : loc.address;
-    if (loc.mapping_id != 0 && loc.kind != FrameKind::kPython) {
+    const bool addressless = loc.kind == FrameKind::kPython || loc.kind == FrameKind::kCudaKernel;
+    uint64_t address = addressless ? 0 : loc.address;
+    if (loc.mapping_id != 0 && !addressless) {
       if (!ValidId(loc.mapping_id, profile.mappings.size())) {
         return InvalidArgumentError("location " + std::to_string(id) + " refers to unknown mapping " +
                                     std::to_string(loc.mapping_id));
@@ -205,6 +212,7 @@ StatusOr<v1::IngestBatch> EncodeIngestBatch(const Profile& profile, const Ingest
   };
 
   // (label set, stack, time) -> index into batch.samples, so equal rows merge.
+  // Per profile, so per type.
   std::map<std::tuple<uint32_t, uint32_t, int64_t>, int> sample_index;
   std::vector<uint32_t> stack;
   for (const ProfileSample& sample : profile.samples) {
@@ -219,6 +227,7 @@ StatusOr<v1::IngestBatch> EncodeIngestBatch(const Profile& profile, const Ingest
         {"comm", sample.labels.comm},
         {"thread", sample.labels.thread_name},
     };
+    for (const auto& [key, value] : sample.labels.extra) series[key] = value;
     if (auto it = labels.find(sample.labels.pid); it != labels.end()) AddProcessLabels(it->second, &series);
     const uint32_t label_set = tables.LabelSet(series);
     const uint32_t stack_index = tables.Stack(stack);
@@ -227,12 +236,34 @@ StatusOr<v1::IngestBatch> EncodeIngestBatch(const Profile& profile, const Ingest
     if (inserted) {
       v1::Sample* pb = batch.add_samples();
       pb->set_time_unix_nanos(time);
-      pb->set_type(0);
+      pb->set_type(type);
       pb->set_label_set(label_set);
       pb->set_stack(stack_index);
     }
     v1::Sample* pb = batch.mutable_samples(it->second);
     pb->set_value(pb->value() + sample.count);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<v1::IngestBatch> EncodeIngestBatch(const std::vector<const Profile*>& profiles,
+                                            const IngestBatchHeader& header, const ProcessLabelMap& labels,
+                                            const std::vector<MetricReading>& metrics) {
+  if (profiles.empty() || profiles[0] == nullptr) return InvalidArgumentError("no profile to encode");
+  const Profile& profile = *profiles[0];
+  v1::IngestBatch batch;
+  batch.set_schema_version(kIngestSchemaVersion);
+  batch.set_agent_id(header.agent_id);
+  batch.set_sequence(header.sequence);
+  batch.set_start_unix_nanos(profile.time_nanos);
+  batch.set_end_unix_nanos(profile.time_nanos + profile.duration_nanos);
+  BatchTables tables(&batch);
+  for (const Profile* p : profiles) {
+    if (p == nullptr) continue;
+    const uint32_t type = AddProfileType(*p, &tables, &batch);
+    RETURN_IF_ERROR(AddProfileSamples(*p, type, header, labels, tables, batch));
   }
 
   AddMetricPoints(metrics, header, labels, &tables, &batch);
@@ -243,6 +274,11 @@ StatusOr<v1::IngestBatch> EncodeIngestBatch(const Profile& profile, const Ingest
     pb->set_value(counter.value);
   }
   return batch;
+}
+
+StatusOr<v1::IngestBatch> EncodeIngestBatch(const Profile& profile, const IngestBatchHeader& header,
+                                            const ProcessLabelMap& labels, const std::vector<MetricReading>& metrics) {
+  return EncodeIngestBatch(std::vector<const Profile*>{&profile}, header, labels, metrics);
 }
 
 StatusOr<std::string> CompressIngestBatch(const v1::IngestBatch& batch, int zstd_level) {

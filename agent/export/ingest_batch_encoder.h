@@ -52,6 +52,14 @@ struct IngestBatchHeader {
 StatusOr<v1::IngestBatch> EncodeIngestBatch(const Profile& profile, const IngestBatchHeader& header,
                                             const ProcessLabelMap& labels,
                                             const std::vector<MetricReading>& metrics = {});
+// Several profiles of one window in one batch, each its own profile type: the
+// CPU profile first (it gives the window), then e.g. GPU time, whose profile
+// has one sample type (Profile::sample_types: {"gpu_time", "nanoseconds"})
+// and ProfileSample::count = the value. A sample's SampleLabels::extra become
+// series labels (device, stream, graph_id).
+StatusOr<v1::IngestBatch> EncodeIngestBatch(const std::vector<const Profile*>& profiles,
+                                            const IngestBatchHeader& header, const ProcessLabelMap& labels,
+                                            const std::vector<MetricReading>& metrics = {});
 
 // The HTTP body: the serialized batch, zstd-compressed (also the spool's payload).
 StatusOr<std::string> CompressIngestBatch(const v1::IngestBatch& batch, int zstd_level = 3);

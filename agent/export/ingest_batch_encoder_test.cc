@@ -286,6 +286,50 @@ TEST(IngestBatchEncoderTest, PythonFramesHaveNoMappingOrAddress) {
   EXPECT_EQ(Str(*batch, batch->functions(0).filename()), "app.py");
 }
 
+// GPU time (issue 8) travels beside the CPU profile: its own type, kernel
+// leaves of kind CUDA_KERNEL without mapping or address, and its extra
+// series labels.
+TEST(IngestBatchEncoderTest, GpuTimeProfileIsItsOwnTypeWithKernelLeavesAndDeviceLabels) {
+  const Profile cpu = MakeTestProfile();
+  ProfileBuilder b(cpu.time_nanos, 0, 0);
+  const uint64_t py = b.InternSourceLocation(b.InternFunction("train_step", "train_step", "train.py"), 40,
+                                             FrameKind::kPython);
+  const uint64_t kernel = b.InternSourceLocation(
+      b.InternFunction("void gemm<float>(int)", "_Z4gemmIfEvi", ""), 0, FrameKind::kCudaKernel);
+  SampleLabels labels{100, 101, "python3", "pt_main_thread", {{"device", "0"}, {"stream", "7"}}};
+  b.AddSample({kernel, py}, 123456, labels);
+  Profile gpu = b.Finish(cpu.duration_nanos);
+  gpu.sample_types = {{"gpu_time", "nanoseconds"}};
+  auto batch = EncodeIngestBatch({&cpu, &gpu}, {kAgentId, 3, "node-a"}, AppLabels());
+  ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+  ASSERT_EQ(batch->types_size(), 2);
+  EXPECT_EQ(Str(*batch, batch->types(0).name()), "cpu");
+  EXPECT_EQ(Str(*batch, batch->types(1).name()), "gpu_time");
+  EXPECT_EQ(Str(*batch, batch->types(1).sample_unit()), "nanoseconds");
+  EXPECT_EQ(batch->types(1).period_nanos(), 0);
+  const v1::Location* leaf = FindLocation(*batch, "void gemm<float>(int)");
+  ASSERT_NE(leaf, nullptr);
+  EXPECT_EQ(leaf->kind(), v1::FRAME_KIND_CUDA_KERNEL);
+  EXPECT_EQ(leaf->mapping(), 0u);
+  EXPECT_EQ(leaf->address(), 0u);
+  int gpu_rows = 0;
+  for (int i = 0; i < batch->samples_size(); ++i) {
+    if (batch->samples(i).type() != 1) continue;
+    ++gpu_rows;
+    const DecodedSample d = Decode(*batch)[i];
+    EXPECT_EQ(d.value, 123456);
+    EXPECT_EQ(d.frames, (std::vector<std::string>{"void gemm<float>(int)", "train_step"}));
+    EXPECT_EQ(d.labels.at("device"), "0");
+    EXPECT_EQ(d.labels.at("stream"), "7");
+    EXPECT_EQ(d.labels.at("exe"), "/usr/bin/app");
+  }
+  EXPECT_EQ(gpu_rows, 1);
+  // The CPU rows are unchanged by the second profile.
+  auto alone = EncodeIngestBatch(cpu, {kAgentId, 3, "node-a"}, AppLabels());
+  ASSERT_TRUE(alone.ok());
+  EXPECT_EQ(batch->samples_size(), alone->samples_size() + 1);
+}
+
 TEST(IngestBatchEncoderTest, EmptyWindowIsAValidBatch) {
   ProfileBuilder b(1000, 10, 100);
   b.SetCounter("drops", 0);

@@ -11,6 +11,7 @@
 #include <string>
 #include <tuple>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace warpscope {
@@ -39,7 +40,9 @@ struct ProfileLine {
 
 // kPython: an interpreter frame (function = code object, line from its line
 // table); it has no mapping and address 0.
-enum class FrameKind : uint8_t { kNative = 0, kKernel = 1, kPython = 2 };
+// kCudaKernel: a CUDA kernel (the leaf of GPU-time stacks); no mapping or
+// address, function = kernel name.
+enum class FrameKind : uint8_t { kNative = 0, kKernel = 1, kPython = 2, kCudaKernel = 3 };
 
 struct ProfileLocation {
   uint64_t id = 0;
@@ -55,8 +58,10 @@ struct SampleLabels {
   uint32_t tid = 0;
   std::string comm;         // process name (the thread-group leader's comm)
   std::string thread_name;  // the sampled thread's comm
+  // More series labels, sorted by key (GPU time: device, stream, graph_id).
+  std::vector<std::pair<std::string, std::string>> extra;
   bool operator<(const SampleLabels& o) const {
-    return std::tie(pid, tid, comm, thread_name) < std::tie(o.pid, o.tid, o.comm, o.thread_name);
+    return std::tie(pid, tid, comm, thread_name, extra) < std::tie(o.pid, o.tid, o.comm, o.thread_name, o.extra);
   }
 };
 

@@ -11,7 +11,10 @@ function hash(s: string): number {
 
 const dark = () => matchMedia("(prefers-color-scheme: dark)").matches;
 
-const KIND_HUES = [210, 25, 130, 0]; // native blue, kernel orange, Python green, other grey
+// native blue, kernel orange, Python green, other grey, CUDA kernel purple
+const KIND_HUES = [210, 25, 130, 0, 275];
+// CUDA kernels (the leaves of GPU-time stacks) keep their own colour in every mode.
+const CUDA_KERNEL = 4;
 
 export interface Palette {
   // One colour per node, as an index into `styles`, so drawing changes
@@ -50,7 +53,7 @@ export function framePalette(
   };
   if (mode === "kind") {
     const byKind = KIND_HUES.map((h, k) => push(h, k === 3 ? 0 : 60, 0));
-    for (let i = 0; i < n; i++) nodeStyle[i] = byKind[Math.min(kind[i], 3)];
+    for (let i = 0; i < n; i++) nodeStyle[i] = byKind[kind[i] <= CUDA_KERNEL ? kind[i] : 3];
   } else {
     const byBinary = binaries.map((b) => {
       if (!b) return push(0, 0, 0);
@@ -59,7 +62,10 @@ export function framePalette(
       return push(h % 55, 65 + ((h >>> 8) % 25), ((h >>> 16) % 9) - 4);
     });
     const grey = push(0, 0, 0);
-    for (let i = 0; i < n; i++) nodeStyle[i] = kind[i] === 3 ? grey : (byBinary[binary[i]] ?? grey);
+    const cuda = push(KIND_HUES[CUDA_KERNEL], 55, 0);
+    for (let i = 0; i < n; i++) {
+      nodeStyle[i] = kind[i] === 3 ? grey : kind[i] === CUDA_KERNEL ? cuda : (byBinary[binary[i]] ?? grey);
+    }
   }
   return {
     styles,

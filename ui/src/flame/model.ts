@@ -30,8 +30,8 @@ export interface DiffJson {
   nodes: number[][];
 }
 
-// Frame kinds (docs/api.md): 0 native, 1 kernel, 2 Python, 3 not a frame.
-export const KIND_NAMES = ["native", "kernel", "Python", ""];
+// Frame kinds (docs/api.md): 0 native, 1 kernel, 2 Python, 3 not a frame, 4 CUDA kernel.
+export const KIND_NAMES = ["native", "kernel", "Python", "", "CUDA kernel"];
 
 export interface DiffValues {
   baseSelf: Float64Array;

@@ -1,0 +1,121 @@
+// CudaSocketServer: the agent's end of the libwarpscope_cuda.so socket
+// (cuda/protocol/cuda_wire.h). It listens on a unix SOCK_SEQPACKET socket,
+// accepts any number of CUDA processes, answers each HELLO with the current
+// CONFIG, validates every message, resolves kernel name ids through the
+// connection's dictionary and hands decoded events to one consumer.
+//
+// A connection that breaks the protocol (bad message, name id never defined,
+// anything before HELLO) is closed and counted; the library then reconnects
+// later with a fresh dictionary. The process's pid is the peer's
+// SO_PEERCRED pid (in the agent's pid namespace), not the one in HELLO.
+//
+// Threading: Start() spawns one thread ("cuda-socket") that owns every
+// connection and calls the consumer, in order per connection; the consumer
+// must return quickly (hand work to another thread if it is slow). PostConfig
+// and counters() may be called from any thread; the destructor stops and
+// joins the thread, closes all connections and removes the socket file.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent/gpu/cuda/cuda_wire_decoder.h"
+#include "base/status.h"
+
+namespace warpscope {
+
+// A kernel record with its name resolved (shared by all records of the name).
+struct CudaKernel {
+  ws_cuda_kernel record{};
+  std::shared_ptr<const std::string> name;  // never null; "" when unknown
+};
+
+struct CudaProcessEvent {
+  enum class Kind {
+    kConnected,     // `hello` filled
+    kRecords,       // one of kernels / memops / launches / stats / clock filled
+    kDisconnected,  // `reason` says why
+  };
+  Kind kind = Kind::kRecords;
+  uint64_t connection_id = 0;  // unique for the server's lifetime
+  int32_t pid = 0;             // SO_PEERCRED
+  ws_cuda_hello hello{};
+  std::vector<CudaKernel> kernels;
+  std::vector<ws_cuda_memop> memops;
+  std::vector<ws_cuda_launch> launches;
+  std::optional<ws_cuda_stats> stats;
+  std::optional<ws_cuda_clock_pair> clock;
+  std::string reason;
+};
+
+struct CudaSocketServerOptions {
+  std::string socket_path = WS_CUDA_DEFAULT_SOCKET_PATH;
+  ws_cuda_config config = DefaultCudaConfig();
+  size_t max_connections = 1024;
+};
+
+struct CudaSocketServerCounters {
+  uint64_t connections_accepted = 0;
+  uint64_t connections_refused = 0;  // over max_connections
+  uint64_t connections_open = 0;
+  uint64_t protocol_errors = 0;      // connections closed for a bad message
+  uint64_t messages = 0;
+  uint64_t bytes = 0;
+};
+
+class CudaSocketServer {
+ public:
+  using Consumer = std::function<void(CudaProcessEvent&&)>;
+
+  // Creates the socket's directory if missing, replaces a stale socket file,
+  // binds, makes the socket connectable by every user (0666: applications run
+  // as any user), and starts the thread.
+  static StatusOr<std::unique_ptr<CudaSocketServer>> Start(const CudaSocketServerOptions& options,
+                                                           Consumer consumer);
+  ~CudaSocketServer();
+  CudaSocketServer(const CudaSocketServer&) = delete;
+  CudaSocketServer& operator=(const CudaSocketServer&) = delete;
+
+  // Any thread: the new config goes to every connection and to later ones.
+  void PostConfig(const ws_cuda_config& config);
+  CudaSocketServerCounters counters() const;
+  const std::string& socket_path() const { return options_.socket_path; }
+
+ private:
+  struct Connection;
+  CudaSocketServer(const CudaSocketServerOptions& options, Consumer consumer, int listen_fd, int wake_fd);
+  void RunThread();
+  void AcceptAll();
+  // Reads every queued message of `c`; false when the connection must close.
+  bool ReadConnection(Connection& c, std::string* reason);
+  Status HandleMessage(Connection& c, CudaWireMessage&& message);
+  void Close(Connection& c, const std::string& reason, bool protocol_error);
+  void SendConfigToAll();
+
+  const CudaSocketServerOptions options_;
+  const Consumer consumer_;
+  const int listen_fd_;
+  const int wake_fd_;  // eventfd: PostConfig and shutdown
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+
+  mutable std::mutex config_mu_;
+  ws_cuda_config config_;  // guarded by config_mu_
+  bool config_changed_ = false;
+
+  // Owned by the server thread.
+  std::vector<std::unique_ptr<Connection>> connections_;
+  uint64_t next_connection_id_ = 1;
+  std::vector<uint8_t> receive_buffer_;
+
+  std::atomic<uint64_t> accepted_{0}, refused_{0}, open_{0}, protocol_errors_{0}, messages_{0}, bytes_{0};
+};
+
+}  // namespace warpscope

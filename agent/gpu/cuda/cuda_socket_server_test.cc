@@ -1,0 +1,282 @@
+#include "agent/gpu/cuda/cuda_socket_server.h"
+
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "cuda/wire_outbox.h"
+
+namespace warpscope {
+namespace {
+
+// Collects the server's events; the test thread waits on it.
+class EventLog {
+ public:
+  CudaSocketServer::Consumer consumer() {
+    return [this](CudaProcessEvent&& e) {
+      std::lock_guard<std::mutex> lock(mu_);
+      events_.push_back(std::move(e));
+      cv_.notify_all();
+    };
+  }
+  // Waits until `pred(events)` holds; false after 5 s.
+  template <typename Pred>
+  bool WaitFor(Pred pred) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, std::chrono::seconds(5), [&] { return pred(events_); });
+  }
+  std::vector<CudaProcessEvent> Take() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return std::move(events_);
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<CudaProcessEvent> events_;
+};
+
+size_t Count(const std::vector<CudaProcessEvent>& events, CudaProcessEvent::Kind kind) {
+  size_t n = 0;
+  for (const auto& e : events) n += e.kind == kind;
+  return n;
+}
+
+// Temporary directories, removed when the test program ends.
+class TempDirs : public ::testing::Environment {
+ public:
+  static std::string Make() {
+    char dir[] = "/tmp/ws-cuda-test-XXXXXX";
+    EXPECT_NE(mkdtemp(dir), nullptr);
+    dirs().push_back(dir);
+    return dir;
+  }
+  void TearDown() override {
+    for (const std::string& d : dirs()) std::filesystem::remove_all(d);
+  }
+
+ private:
+  static std::vector<std::string>& dirs() {
+    static std::vector<std::string> d;
+    return d;
+  }
+};
+const auto* const kTempDirs = ::testing::AddGlobalTestEnvironment(new TempDirs);
+
+std::string TempSocketPath() {
+  return TempDirs::Make() + "/sub/cuda.sock";  // the server creates "sub"
+}
+
+int Connect(const std::string& path) {
+  const int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strcpy(addr.sun_path, path.c_str());
+  EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0) << strerror(errno);
+  return fd;
+}
+
+void Send(int fd, const std::vector<uint8_t>& bytes) {
+  ASSERT_EQ(send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size()));
+}
+
+std::vector<uint8_t> Hello() {
+  ws_cuda_hello hello{};
+  hello.pid = static_cast<uint32_t>(getpid());
+  hello.connection_seq = 1;
+  return EncodeCudaMessage(WS_CUDA_MSG_HELLO, &hello, sizeof(hello), 1);
+}
+
+// Reads one message with a timeout; empty on EOF or timeout.
+std::vector<uint8_t> Receive(int fd, int timeout_ms = 5000) {
+  pollfd p{fd, POLLIN, 0};
+  if (poll(&p, 1, timeout_ms) <= 0) return {};
+  std::vector<uint8_t> buffer(WS_CUDA_WIRE_MAX_MESSAGE);
+  const ssize_t n = recv(fd, buffer.data(), buffer.size(), 0);
+  if (n <= 0) return {};
+  buffer.resize(static_cast<size_t>(n));
+  return buffer;
+}
+
+bool PeerClosed(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  if (poll(&p, 1, 5000) <= 0) return false;
+  char c;
+  return recv(fd, &c, 1, MSG_DONTWAIT) == 0;
+}
+
+TEST(CudaSocketServer, HandshakeNamesAndKernels) {
+  EventLog log;
+  CudaSocketServerOptions options;
+  options.socket_path = TempSocketPath();
+  options.config.mode = WS_CUDA_MODE_DUTY;
+  options.config.duty_on_ms = 123;
+  auto server = CudaSocketServer::Start(options, log.consumer());
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+
+  const int fd = Connect(options.socket_path);
+  Send(fd, Hello());
+  StatusOr<CudaWireMessage> config = [&] {
+    const std::vector<uint8_t> reply = Receive(fd);
+    return DecodeCudaMessage(reply.data(), reply.size());
+  }();
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->type, WS_CUDA_MSG_CONFIG);
+  EXPECT_EQ(config->config.duty_on_ms, 123u);
+
+  cuda::WireOutbox outbox;
+  outbox.Reset({});
+  ws_cuda_kernel k{};
+  k.correlation_id = 5;
+  k.start_ns = 10;
+  k.end_ns = 30;
+  outbox.AddKernel(k, "_Z4gemmv");
+  k.correlation_id = 6;
+  outbox.AddKernel(k, "_Z4gemmv");
+  outbox.CloseBatches();
+  for (const cuda::WireMessage& m : outbox.TakeAllForTest()) Send(fd, m.bytes);
+
+  ASSERT_TRUE(log.WaitFor([](const auto& events) {
+    for (const auto& e : events) {
+      if (e.kind == CudaProcessEvent::Kind::kRecords && !e.kernels.empty()) return true;
+    }
+    return false;
+  }));
+  std::vector<CudaProcessEvent> events = log.Take();
+  ASSERT_EQ(events[0].kind, CudaProcessEvent::Kind::kConnected);
+  EXPECT_EQ(events[0].pid, getpid());  // SO_PEERCRED
+  const CudaProcessEvent& batch = events.back();
+  ASSERT_EQ(batch.kernels.size(), 2u);
+  EXPECT_EQ(*batch.kernels[0].name, "_Z4gemmv");
+  EXPECT_EQ(batch.kernels[0].name.get(), batch.kernels[1].name.get());  // one string per name
+  EXPECT_EQ(batch.kernels[1].record.correlation_id, 6u);
+
+  // A new config reaches connected processes.
+  ws_cuda_config next{};
+  next.mode = WS_CUDA_MODE_EXACT;
+  (*server)->PostConfig(next);
+  const std::vector<uint8_t> reply = Receive(fd);
+  StatusOr<CudaWireMessage> posted = DecodeCudaMessage(reply.data(), reply.size());
+  ASSERT_TRUE(posted.ok());
+  EXPECT_EQ(posted->config.mode, static_cast<uint32_t>(WS_CUDA_MODE_EXACT));
+
+  close(fd);
+  ASSERT_TRUE(log.WaitFor([](const auto& e) { return Count(e, CudaProcessEvent::Kind::kDisconnected) == 1; }));
+  EXPECT_EQ((*server)->counters().protocol_errors, 0u);
+}
+
+TEST(CudaSocketServer, ClosesConnectionsThatBreakTheProtocol) {
+  EventLog log;
+  CudaSocketServerOptions options;
+  options.socket_path = TempSocketPath();
+  auto server = CudaSocketServer::Start(options, log.consumer());
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+
+  // Records before HELLO.
+  ws_cuda_stats stats{};
+  int fd = Connect(options.socket_path);
+  Send(fd, EncodeCudaMessage(WS_CUDA_MSG_STATS, &stats, sizeof(stats), 1));
+  EXPECT_TRUE(PeerClosed(fd));
+  close(fd);
+
+  // A kernel whose name id was never defined.
+  fd = Connect(options.socket_path);
+  Send(fd, Hello());
+  ASSERT_FALSE(Receive(fd).empty());
+  ws_cuda_kernel k{};
+  k.name_id = 9;
+  Send(fd, EncodeCudaMessage(WS_CUDA_MSG_KERNELS, &k, sizeof(k), 1));
+  EXPECT_TRUE(PeerClosed(fd));
+  close(fd);
+
+  // Garbage, and a truncated message.
+  fd = Connect(options.socket_path);
+  Send(fd, std::vector<uint8_t>(100, 0xab));
+  EXPECT_TRUE(PeerClosed(fd));
+  close(fd);
+  fd = Connect(options.socket_path);
+  std::vector<uint8_t> hello = Hello();
+  hello.resize(hello.size() - 4);
+  Send(fd, hello);
+  EXPECT_TRUE(PeerClosed(fd));
+  close(fd);
+
+  // A datagram larger than any message.
+  fd = Connect(options.socket_path);
+  Send(fd, Hello());
+  ASSERT_FALSE(Receive(fd).empty());
+  int size = 1 << 20;
+  setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
+  Send(fd, std::vector<uint8_t>(WS_CUDA_WIRE_MAX_MESSAGE + 100, 0));
+  EXPECT_TRUE(PeerClosed(fd));
+  close(fd);
+
+  // A second HELLO.
+  fd = Connect(options.socket_path);
+  Send(fd, Hello());
+  ASSERT_FALSE(Receive(fd).empty());
+  Send(fd, Hello());
+  EXPECT_TRUE(PeerClosed(fd));
+  close(fd);
+
+  EXPECT_EQ((*server)->counters().protocol_errors, 6u);
+  // Only connections that said HELLO are announced, and all of them are
+  // closed again.
+  ASSERT_TRUE(log.WaitFor([](const auto& e) { return Count(e, CudaProcessEvent::Kind::kDisconnected) == 3; }));
+  EXPECT_EQ(Count(log.Take(), CudaProcessEvent::Kind::kConnected), 3u);
+}
+
+TEST(CudaSocketServer, ServesManyProcessesAtOnce) {
+  EventLog log;
+  CudaSocketServerOptions options;
+  options.socket_path = TempSocketPath();
+  auto server = CudaSocketServer::Start(options, log.consumer());
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  std::vector<int> fds;
+  for (int i = 0; i < 20; ++i) {
+    fds.push_back(Connect(options.socket_path));
+    Send(fds.back(), Hello());
+  }
+  for (int fd : fds) ASSERT_FALSE(Receive(fd).empty());
+  for (int fd : fds) {
+    ws_cuda_clock_pair clock{1, 2, 3};
+    Send(fd, EncodeCudaMessage(WS_CUDA_MSG_CLOCK, &clock, sizeof(clock), 1));
+  }
+  ASSERT_TRUE(log.WaitFor([](const auto& events) {
+    size_t clocks = 0;
+    for (const auto& e : events) clocks += e.clock.has_value();
+    return clocks == 20;
+  }));
+  for (int fd : fds) close(fd);
+  ASSERT_TRUE(log.WaitFor([](const auto& e) { return Count(e, CudaProcessEvent::Kind::kDisconnected) == 20; }));
+  EXPECT_EQ((*server)->counters().connections_accepted, 20u);
+  EXPECT_EQ((*server)->counters().connections_open, 0u);
+}
+
+TEST(CudaSocketServer, ReplacesAStaleSocketButNotOtherFiles) {
+  const std::string path = TempSocketPath();
+  {
+    auto first = CudaSocketServer::Start({path, {}, 8}, [](CudaProcessEvent&&) {});
+    ASSERT_TRUE(first.ok());
+  }
+  auto second = CudaSocketServer::Start({path, {}, 8}, [](CudaProcessEvent&&) {});
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  second->reset();
+  FILE* f = fopen(path.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  fclose(f);
+  EXPECT_FALSE(CudaSocketServer::Start({path, {}, 8}, [](CudaProcessEvent&&) {}).ok());
+}
+
+}  // namespace
+}  // namespace warpscope

@@ -1,0 +1,29 @@
+// Conversion of one completed CUPTI activity buffer into wire records.
+//
+// Kernel records are read as CUpti_ActivityKernel10 (CUDA 13 headers); every
+// field used sits in the prefix that older record versions share, so records
+// of an older CUPTI read the same. Memcpy: CUpti_ActivityMemcpy6; memset:
+// CUpti_ActivityMemset4.
+//
+// Threading: called from the buffer-completed callback, on whatever thread
+// CUPTI uses; touches only the outbox (locked) and atomic counters.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "cuda/cupti_library.h"
+#include "cuda/wire_outbox.h"
+
+namespace warpscope::cuda {
+
+struct ConversionCounters {
+  std::atomic<uint64_t> kernel_records{0};
+  std::atomic<uint64_t> memop_records{0};
+};
+
+void ConvertActivityBuffer(const CuptiFunctions& fn, uint8_t* buffer, size_t valid_size, WireOutbox& outbox,
+                           ConversionCounters& counters) noexcept;
+
+}  // namespace warpscope::cuda

@@ -1,0 +1,81 @@
+// InjectionState: the injection library's one state object (the exception
+// STYLE.md rule 3 allows: CUPTI's C callbacks carry no context we control).
+// Created by InitializeInjection and never destroyed, so that a CUPTI
+// callback or the detached link thread never sees it torn down at exit.
+//
+// Ownership and threads:
+//   - `cupti` is written once by the link thread before any subscription and
+//     read-only afterwards;
+//   - the atomics are the only state application threads touch (launch
+//     callbacks), plus `launch_queue` through try_lock;
+//   - `pool` and `outbox` lock internally (CUPTI buffer callbacks, link thread);
+//   - `subscriber` and `link` belong to the link thread.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+#include "cuda/activity_buffer_pool.h"
+#include "cuda/activity_converter.h"
+#include "cuda/cupti_library.h"
+#include "cuda/launch_sampler.h"
+#include "cuda/wire_outbox.h"
+
+namespace warpscope::cuda {
+
+struct InjectionState {
+  std::string socket_path;
+  CuptiLibrary cupti;
+  ActivityBufferPool pool;
+  WireOutbox outbox;
+  LaunchSampleQueue launch_queue{16384};
+  ConversionCounters conversion;
+
+  // Completed buffers are converted only while a connection wants them.
+  std::atomic<bool> records_wanted{false};
+  // Launch callbacks do their work only while true (set after subscribing,
+  // cleared before unsubscribing).
+  std::atomic<bool> callbacks_live{false};
+  // CONCURRENT_KERNEL activity is enabled (duty mode toggles it).
+  std::atomic<bool> kernel_activity_on{false};
+  std::atomic<uint32_t> samples_per_sec{200};
+  std::atomic<uint32_t> sample_burst{200};
+  // Bumped on every (re)configuration: thread-local launch state resets.
+  std::atomic<uint32_t> epoch{1};
+
+  alignas(64) std::atomic<uint64_t> launches_seen{0};
+  alignas(64) std::atomic<uint64_t> launches_seen_activity_on{0};
+  alignas(64) std::atomic<uint64_t> launches_seen_activity_off{0};
+  alignas(64) std::atomic<uint64_t> launches_sampled{0};
+  std::atomic<uint64_t> launch_records_dropped{0};
+  std::atomic<uint64_t> cupti_dropped_records{0};
+  std::atomic<uint64_t> activity_on_ns{0};  // link thread adds closed intervals
+  std::atomic<uint64_t> kernel_on_since{0};  // MonotonicNs when turned on; 0 while off
+
+  CUpti_SubscriberHandle subscriber = nullptr;
+  // The connected socket, or -1; a forked child closes its copy (it has no
+  // link thread, and its copy would keep the agent's end open).
+  std::atomic<int> session_fd{-1};
+  // Process exit (DrainAtExit): the exiting thread sets exit_requested and
+  // writes wake_fd (an eventfd the link thread polls); the link thread sends
+  // what it has and sets exit_drained under exit_mu.
+  int wake_fd = -1;
+  std::atomic<bool> exit_requested{false};
+  std::mutex exit_mu;
+  std::condition_variable exit_cv;
+  bool exit_drained = false;  // guarded by exit_mu
+};
+
+// Null before InitializeInjection.
+InjectionState* GetInjectionState() noexcept;
+
+// Writes "warpscope-cuda: <message>\n" to stderr, only the first time in the
+// process; later calls are silent.
+void SayOnce(const std::string& message) noexcept;
+
+uint64_t MonotonicNs() noexcept;
+
+}  // namespace warpscope::cuda

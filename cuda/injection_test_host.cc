@@ -1,0 +1,178 @@
+// cuda_injection_host: the "CUDA application" of injection_test.cc.
+//
+// It loads libwarpscope_cuda.so (argv[1]) with dlopen and calls
+// InitializeInjection as the CUDA driver would, then obeys one command per
+// line on stdin and answers one line on stdout ("ok ..." or "err ...").
+// Launches go through the fake CUPTI's hooks (the fake is the library named
+// by WARPSCOPE_CUPTI_PATH; dlopen of the same path gives the same instance).
+// It links neither CUDA nor CUPTI.
+#include <cupti.h>
+#include <dlfcn.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/fakes/fake_cupti/fake_cupti_hooks.h"
+
+namespace {
+
+uint64_t NowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+struct Hooks {
+  ws_fake_cupti_call_count_fn call_count = nullptr;
+  ws_fake_cupti_subscribed_fn subscribed = nullptr;
+  ws_fake_cupti_activity_enabled_fn activity_enabled = nullptr;
+  ws_fake_cupti_enable_count_fn enable_count = nullptr;
+  ws_fake_cupti_launch_fn launch = nullptr;
+  ws_fake_cupti_memcpy_fn memcpy = nullptr;
+  ws_fake_cupti_flush_fn flush = nullptr;
+  ws_fake_cupti_records_dropped_fn records_dropped = nullptr;
+  ws_fake_cupti_fail_fn fail = nullptr;
+  ws_fake_cupti_occupy_fn occupy = nullptr;
+};
+
+bool LoadHooks(Hooks* h) {
+  const char* path = std::getenv("WARPSCOPE_CUPTI_PATH");
+  if (path == nullptr) return false;
+  void* fake = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (fake == nullptr) return false;
+#define WS_HOOK(member, name) h->member = reinterpret_cast<decltype(h->member)>(dlsym(fake, name));
+  WS_HOOK(call_count, "ws_fake_cupti_call_count")
+  WS_HOOK(subscribed, "ws_fake_cupti_subscribed")
+  WS_HOOK(activity_enabled, "ws_fake_cupti_activity_enabled")
+  WS_HOOK(enable_count, "ws_fake_cupti_enable_count")
+  WS_HOOK(launch, "ws_fake_cupti_launch")
+  WS_HOOK(memcpy, "ws_fake_cupti_memcpy")
+  WS_HOOK(flush, "ws_fake_cupti_flush")
+  WS_HOOK(records_dropped, "ws_fake_cupti_records_dropped")
+  WS_HOOK(fail, "ws_fake_cupti_fail")
+  WS_HOOK(occupy, "ws_fake_cupti_occupy")
+#undef WS_HOOK
+  return h->launch != nullptr;
+}
+
+void Reply(const std::string& line) {
+  std::cout << line << std::endl;  // flushes: the test reads line by line
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: %s LIBWARPSCOPE_CUDA\n", argv[0]);
+    return 2;
+  }
+  void* library = nullptr;
+  Hooks hooks;
+  bool have_hooks = false;
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    std::istringstream in(line);
+    std::string cmd;
+    in >> cmd;
+    if (cmd == "init") {
+      library = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+      if (library == nullptr) {
+        Reply(std::string("err ") + dlerror());
+        continue;
+      }
+      auto init = reinterpret_cast<int (*)()>(dlsym(library, "InitializeInjection"));
+      if (init == nullptr) {
+        Reply("err no InitializeInjection");
+        continue;
+      }
+      const int result = init();
+      have_hooks = LoadHooks(&hooks);
+      Reply("ok " + std::to_string(result));
+    } else if (cmd == "quit") {
+      Reply("ok");
+      return 0;
+    } else if (cmd == "ping") {
+      Reply("ok");
+    } else if (cmd == "probe") {
+      const bool exported = library != nullptr && dlsym(library, "warpscope_cuda_launch_probe") != nullptr;
+      Reply("ok " + std::to_string(exported ? 1 : 0));
+    } else if (!have_hooks) {
+      Reply("err no fake CUPTI");
+    } else if (cmd == "calls") {
+      std::string name;
+      in >> name;
+      Reply("ok " + std::to_string(hooks.call_count(name.empty() ? nullptr : name.c_str())));
+    } else if (cmd == "subscribed") {
+      Reply("ok " + std::to_string(hooks.subscribed()));
+    } else if (cmd == "enabled") {
+      int kind = 0;
+      in >> kind;
+      Reply("ok " + std::to_string(hooks.activity_enabled(kind)));
+    } else if (cmd == "enables") {
+      int kind = 0;
+      in >> kind;
+      Reply("ok " + std::to_string(hooks.enable_count(kind)));
+    } else if (cmd == "wait_subscribed") {
+      int want = 0, timeout_ms = 0;
+      in >> want >> timeout_ms;
+      const uint64_t deadline = NowNs() + static_cast<uint64_t>(timeout_ms) * 1000000ull;
+      while (hooks.subscribed() != want && NowNs() < deadline) usleep(5000);
+      Reply(hooks.subscribed() == want ? "ok" : "err timeout");
+    } else if (cmd == "launch") {
+      // launch THREADS COUNT PACE_US DOMAIN CBID NESTED_CBID NAME DURATION_NS
+      int threads = 1, count = 0, pace_us = 0, domain = 0;
+      uint32_t cbid = 0, nested = 0;
+      std::string name;
+      uint64_t duration = 0;
+      in >> threads >> count >> pace_us >> domain >> cbid >> nested >> name >> duration;
+      std::atomic<uint64_t> recorded{0};
+      const uint64_t start = NowNs();
+      std::vector<std::thread> workers;
+      for (int t = 0; t < threads; ++t) {
+        workers.emplace_back([&] {
+          uint64_t mine = 0;
+          for (int i = 0; i < count; ++i) {
+            const uint64_t graph = cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000 ? 0x5000 : 0;
+            if (hooks.launch(domain, cbid, name.c_str(), duration, nested, graph) != 0) mine++;
+            if (pace_us > 0) usleep(static_cast<useconds_t>(pace_us));
+          }
+          recorded.fetch_add(mine);
+        });
+      }
+      for (auto& w : workers) w.join();
+      Reply("ok " + std::to_string(NowNs() - start) + " " + std::to_string(recorded.load()));
+    } else if (cmd == "memcpy") {
+      uint64_t bytes = 0, duration = 0;
+      in >> bytes >> duration;
+      hooks.memcpy(bytes, duration);
+      Reply("ok");
+    } else if (cmd == "flush") {
+      hooks.flush();
+      Reply("ok");
+    } else if (cmd == "occupy") {
+      std::string tool;
+      in >> tool;
+      hooks.occupy(tool.c_str());
+      Reply("ok");
+    } else if (cmd == "dropped") {
+      Reply("ok " + std::to_string(hooks.records_dropped()));
+    } else if (cmd == "fail") {
+      std::string name;
+      int code = 0;
+      in >> name >> code;
+      hooks.fail(name.c_str(), code);
+      Reply("ok");
+    } else {
+      Reply("err unknown command " + cmd);
+    }
+  }
+  return 0;
+}

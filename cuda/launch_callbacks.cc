@@ -1,0 +1,169 @@
+#include "cuda/launch_callbacks.h"
+
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstddef>
+
+#include "cuda/injection_state.h"
+
+namespace warpscope::cuda {
+
+namespace {
+
+// Graph launches: every parameter struct starts with the executable graph
+// (the generated_*_meta.h structs come with cupti.h).
+static_assert(offsetof(cudaGraphLaunch_v10000_params, graphExec) == 0);
+static_assert(offsetof(cudaGraphLaunch_ptsz_v10000_params, graphExec) == 0);
+static_assert(offsetof(cuGraphLaunch_params, hGraph) == 0);
+static_assert(offsetof(cuGraphLaunch_ptsz_params, hGraphExec) == 0);
+
+constexpr uint16_t kDriver = WS_CUDA_LAUNCH_FLAG_DRIVER_API;
+constexpr uint16_t kPtsz = WS_CUDA_LAUNCH_FLAG_PTSZ;
+constexpr CUpti_CallbackDomain kRt = CUPTI_CB_DOMAIN_RUNTIME_API;
+constexpr CUpti_CallbackDomain kDrv = CUPTI_CB_DOMAIN_DRIVER_API;
+
+// Names from cupti_runtime_cbid.h and cupti_driver_cbid.h (CUDA 13).
+const LaunchApi kLaunchApis[] = {
+    {kRt, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, WS_CUDA_LAUNCH_KERNEL, 0},
+    {kRt, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000, WS_CUDA_LAUNCH_KERNEL, kPtsz},
+    {kRt, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000, WS_CUDA_LAUNCH_KERNEL, 0},
+    {kRt, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000, WS_CUDA_LAUNCH_KERNEL, kPtsz},
+    {kRt, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060, WS_CUDA_LAUNCH_KERNEL_EX, 0},
+    {kRt, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060, WS_CUDA_LAUNCH_KERNEL_EX, kPtsz},
+    {kRt, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000, WS_CUDA_LAUNCH_COOPERATIVE, 0},
+    {kRt, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000, WS_CUDA_LAUNCH_COOPERATIVE, kPtsz},
+    {kRt, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, WS_CUDA_LAUNCH_GRAPH, 0},
+    {kRt, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000, WS_CUDA_LAUNCH_GRAPH, kPtsz},
+    {kDrv, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, WS_CUDA_LAUNCH_KERNEL, kDriver},
+    {kDrv, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz, WS_CUDA_LAUNCH_KERNEL, kDriver | kPtsz},
+    {kDrv, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, WS_CUDA_LAUNCH_KERNEL_EX, kDriver},
+    {kDrv, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz, WS_CUDA_LAUNCH_KERNEL_EX, kDriver | kPtsz},
+    {kDrv, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel, WS_CUDA_LAUNCH_COOPERATIVE, kDriver},
+    {kDrv, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz, WS_CUDA_LAUNCH_COOPERATIVE, kDriver | kPtsz},
+    {kDrv, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, WS_CUDA_LAUNCH_GRAPH, kDriver},
+    {kDrv, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz, WS_CUDA_LAUNCH_GRAPH, kDriver | kPtsz},
+};
+
+const LaunchApi* FindLaunchApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+  for (const LaunchApi& api : kLaunchApis) {
+    if (api.domain == domain && api.cbid == cbid) return &api;
+  }
+  return nullptr;
+}
+
+// Per application thread; trivially destructible (no TLS destructor runs at
+// thread exit).
+struct ThreadLaunchState {
+  uint32_t depth = 0;
+  uint32_t epoch = 0;
+  CUpti_CallbackDomain outer_domain = CUPTI_CB_DOMAIN_INVALID;
+  bool sampled = false;
+  uint32_t tid = 0;
+  ws_cuda_launch pending{};
+  LaunchTokenBucket bucket;
+};
+// constinit: no lazy-initialisation guard on the launch path.
+constinit thread_local ThreadLaunchState t_launch{};
+
+uint64_t CoarseNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+uint64_t GraphExecId(const InjectionState& s, const CUpti_CallbackData& cb) {
+  if (cb.functionParams == nullptr) return 0;
+  CUgraphExec exec = *static_cast<CUgraphExec const*>(cb.functionParams);
+  uint32_t id = 0;
+  if (exec != nullptr && s.cupti.fn.cuptiGetGraphExecId != nullptr &&
+      s.cupti.fn.cuptiGetGraphExecId(exec, &id) == CUPTI_SUCCESS) {
+    return id;
+  }
+  return 0;
+}
+
+void OnEnter(InjectionState& s, const LaunchApi& api, CUpti_CallbackDomain domain, const CUpti_CallbackData& cb) {
+  ThreadLaunchState& t = t_launch;
+  const uint32_t epoch = s.epoch.load(std::memory_order_relaxed);
+  if (t.epoch != epoch) {
+    t.epoch = epoch;
+    t.depth = 0;
+    t.sampled = false;
+  }
+  // A second entry in the outer call's own domain means an exit was missed
+  // (callbacks switched off mid-call): start over rather than nest forever.
+  if (t.depth > 0 && domain == t.outer_domain) t.depth = 0;
+  if (t.depth++ > 0) {
+    if (t.sampled && t.pending.inner_correlation_id == 0 && cb.correlationId != t.pending.correlation_id) {
+      t.pending.inner_correlation_id = cb.correlationId;
+    }
+    return;
+  }
+  t.outer_domain = domain;
+  t.sampled = false;
+  s.launches_seen.fetch_add(1, std::memory_order_relaxed);
+  const bool activity_on = s.kernel_activity_on.load(std::memory_order_relaxed);
+  if (!activity_on) {
+    s.launches_seen_activity_off.fetch_add(1, std::memory_order_relaxed);
+    return;  // no kernel record will exist to join a stack with
+  }
+  s.launches_seen_activity_on.fetch_add(1, std::memory_order_relaxed);
+  if (!t.bucket.Take(CoarseNs(), s.samples_per_sec.load(std::memory_order_relaxed),
+                     s.sample_burst.load(std::memory_order_relaxed), epoch)) {
+    return;
+  }
+  if (t.tid == 0) t.tid = static_cast<uint32_t>(syscall(SYS_gettid));
+  t.sampled = true;
+  t.pending = ws_cuda_launch{};
+  t.pending.host_time_ns = MonotonicNs();
+  t.pending.graph_exec_id = api.kind == WS_CUDA_LAUNCH_GRAPH ? GraphExecId(s, cb) : 0;
+  t.pending.tid = t.tid;
+  t.pending.correlation_id = cb.correlationId;
+  t.pending.launch_kind = api.kind;
+  t.pending.flags = api.flags;
+  s.launches_sampled.fetch_add(1, std::memory_order_relaxed);
+  warpscope_cuda_launch_probe(cb.correlationId, api.kind, t.pending.graph_exec_id);
+}
+
+void OnExit(InjectionState& s) {
+  ThreadLaunchState& t = t_launch;
+  if (t.depth == 0 || t.epoch != s.epoch.load(std::memory_order_relaxed)) {
+    t.depth = 0;
+    return;
+  }
+  if (--t.depth > 0) return;
+  if (!t.sampled) return;
+  t.sampled = false;
+  if (!s.launch_queue.TryPush(t.pending)) s.launch_records_dropped.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+const LaunchApi* LaunchApis(size_t* count) noexcept {
+  *count = sizeof(kLaunchApis) / sizeof(kLaunchApis[0]);
+  return kLaunchApis;
+}
+
+void CUPTIAPI OnLaunchCallback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) noexcept {
+  InjectionState* s = GetInjectionState();
+  if (s == nullptr || data == nullptr || !s->callbacks_live.load(std::memory_order_acquire)) return;
+  if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
+  const LaunchApi* api = FindLaunchApi(domain, cbid);
+  if (api == nullptr) return;
+  const auto& cb = *static_cast<const CUpti_CallbackData*>(data);
+  if (cb.callbackSite == CUPTI_API_ENTER) {
+    OnEnter(*s, *api, domain, cb);
+  } else {
+    OnExit(*s);
+  }
+}
+
+}  // namespace warpscope::cuda
+
+extern "C" void warpscope_cuda_launch_probe(uint64_t correlation_id, uint32_t launch_kind,
+                                            uint64_t graph_exec_id) noexcept {
+  // The agent's uprobe reads the arguments and the stack here.
+  asm volatile("" : : "r"(correlation_id), "r"(launch_kind), "r"(graph_exec_id) : "memory");
+}

@@ -1,0 +1,73 @@
+// Launch sampling: which kernel launches get their stack captured.
+//
+// LaunchTokenBucket decides, per application thread, whether a launch is
+// sampled: `per_sec` tokens a second, at most `burst` saved up. It lives in a
+// thread_local (trivially destructible, no locks) and resets itself when the
+// session epoch changes (a new connection or config).
+//
+// LaunchSampleQueue carries the sampled launches' records from application
+// threads to the link thread. Bounded; an application thread only ever
+// try_locks it, so a launch never waits: when the lock is busy or the queue
+// is full the record is dropped and counted (the probe call itself, which
+// the agent's uprobe sees, has already happened).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+#include "cuda/protocol/cuda_wire.h"
+
+namespace warpscope::cuda {
+
+struct LaunchTokenBucket {
+  uint64_t last_ns = 0;
+  double tokens = 0;
+  uint32_t epoch = 0;
+
+  // `now_ns` from any monotonic clock (a coarse one is fine).
+  bool Take(uint64_t now_ns, uint32_t per_sec, uint32_t burst, uint32_t current_epoch) {
+    if (epoch != current_epoch) {
+      epoch = current_epoch;
+      tokens = burst;
+      last_ns = now_ns;
+    } else if (now_ns > last_ns) {
+      tokens += static_cast<double>(now_ns - last_ns) * per_sec * 1e-9;
+      if (tokens > burst) tokens = burst;
+      last_ns = now_ns;
+    }
+    if (tokens < 1.0) return false;
+    tokens -= 1.0;
+    return true;
+  }
+};
+
+class LaunchSampleQueue {
+ public:
+  explicit LaunchSampleQueue(size_t capacity) : capacity_(capacity) { records_.reserve(capacity); }
+
+  // Application threads. False: dropped (busy or full).
+  bool TryPush(const ws_cuda_launch& record) noexcept {
+    std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
+    if (!lock.owns_lock() || records_.size() >= capacity_) return false;
+    records_.push_back(record);  // capacity reserved: never allocates
+    return true;
+  }
+
+  // Link thread: moves everything queued into `out` (cleared first).
+  void Drain(std::vector<ws_cuda_launch>* out) {
+    out->clear();
+    out->reserve(capacity_);
+    std::lock_guard<std::mutex> lock(mu_);
+    out->swap(records_);  // `out` had capacity_ reserved: records_ keeps it
+  }
+
+ private:
+  const size_t capacity_;
+  std::mutex mu_;
+  std::vector<ws_cuda_launch> records_;
+};
+
+}  // namespace warpscope::cuda

@@ -1,0 +1,30 @@
+#include "cuda/link_config.h"
+
+#include <algorithm>
+
+namespace warpscope::cuda {
+
+namespace {
+uint32_t Or(uint32_t value, uint32_t fallback) { return value != 0 ? value : fallback; }
+}  // namespace
+
+LinkConfig ResolveLinkConfig(const ws_cuda_config& wire) {
+  LinkConfig c;
+  c.mode = wire.mode;
+  c.memcpy = (wire.flags & WS_CUDA_CONFIG_MEMCPY) != 0;
+  c.memset = (wire.flags & WS_CUDA_CONFIG_MEMSET) != 0;
+  c.samples_per_sec = std::min<uint32_t>(Or(wire.launch_samples_per_sec, 200), 1000000);
+  c.sample_burst = std::min<uint32_t>(Or(wire.launch_sample_burst, c.samples_per_sec), 1000000);
+  c.duty_period_ms = std::clamp<uint32_t>(Or(wire.duty_period_ms, 1000), 10, 3600000);
+  c.duty_on_ms = std::clamp<uint32_t>(Or(wire.duty_on_ms, 100), 1, c.duty_period_ms);
+  c.flush_interval_ms = std::clamp<uint32_t>(Or(wire.flush_interval_ms, 1000), 10, 60000);
+  c.stats_interval_ms = std::clamp<uint32_t>(Or(wire.stats_interval_ms, 1000), 10, 60000);
+  c.buffer_bytes = std::clamp<size_t>(Or(wire.activity_buffer_bytes, 1u << 20), 64u << 10, 8u << 20);
+  c.buffer_bytes &= ~size_t{7};
+  c.buffer_count = std::clamp<size_t>(Or(wire.activity_buffer_count, 16), 1, 64);
+  c.outbox_bytes = std::clamp<size_t>(Or(wire.outbox_bytes, 8u << 20), 256u << 10, 256u << 20);
+  c.stall_timeout_ms = std::clamp<uint32_t>(Or(wire.stall_timeout_ms, 10000), 100, 600000);
+  return c;
+}
+
+}  // namespace warpscope::cuda

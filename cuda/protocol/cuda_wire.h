@@ -1,0 +1,233 @@
+/* cuda_wire.h: the protocol between libwarpscope_cuda.so (inside a CUDA
+ * application) and the warpscope agent, over a unix SOCK_SEQPACKET socket.
+ *
+ * Plain C so that both sides (and any future reader in another language) share
+ * one definition. Every message is one datagram: a ws_cuda_msg_header followed
+ * by `count` fixed-size records of the type's struct (names: variable entries,
+ * see WS_CUDA_MSG_NAMES). All integers are little-endian; the structs are laid
+ * out so that they have no implicit padding on LP64 (static checks below), and
+ * both supported architectures (x86_64, aarch64) are little-endian, so the
+ * encoder writes the structs as they are.
+ *
+ * Conversation (docs/design/cuda_injection.md has the full story):
+ *   library -> agent  HELLO   (once, first message)
+ *   agent   -> library CONFIG (answer to HELLO; again whenever the agent changes it)
+ *   library -> agent  STATS   (baseline right after CONFIG, then about every second)
+ *   library -> agent  NAMES, KERNELS, MEMOPS, LAUNCHES, CLOCK (any order, except:
+ *                     a name id is always defined in a NAMES message sent before
+ *                     the first KERNELS message that uses it)
+ *
+ * Versioning: `version` is the protocol version of the sender. A reader accepts
+ * every version it knows (today: 1) and closes the connection on others; a new
+ * version adds message types or appends fields to a record (never reorders),
+ * and the record size for a type is derived from (version, type) by the reader.
+ */
+#ifndef WARPSCOPE_CUDA_PROTOCOL_CUDA_WIRE_H_
+#define WARPSCOPE_CUDA_PROTOCOL_CUDA_WIRE_H_
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* "WSCU" in memory order. */
+#define WS_CUDA_WIRE_MAGIC 0x55435357u
+#define WS_CUDA_WIRE_VERSION 1u
+/* No message is larger; readers receive into a buffer of this size + 1 and
+ * treat a longer datagram (MSG_TRUNC) as malformed. */
+#define WS_CUDA_WIRE_MAX_MESSAGE 65536u
+/* Longest kernel name sent; longer names are cut (flag in ws_cuda_name_entry). */
+#define WS_CUDA_WIRE_MAX_NAME 16384u
+/* Default socket path; the library reads WARPSCOPE_AGENT_SOCKET first. */
+#define WS_CUDA_DEFAULT_SOCKET_PATH "/run/warpscope/cuda.sock"
+
+enum ws_cuda_msg_type {
+  WS_CUDA_MSG_HELLO = 1,    /* library -> agent, count 1, ws_cuda_hello */
+  WS_CUDA_MSG_CONFIG = 2,   /* agent -> library, count 1, ws_cuda_config */
+  WS_CUDA_MSG_KERNELS = 3,  /* library -> agent, ws_cuda_kernel[count] */
+  WS_CUDA_MSG_MEMOPS = 4,   /* library -> agent, ws_cuda_memop[count] */
+  WS_CUDA_MSG_NAMES = 5,    /* library -> agent, `count` ws_cuda_name_entry + bytes */
+  WS_CUDA_MSG_LAUNCHES = 6, /* library -> agent, ws_cuda_launch[count] */
+  WS_CUDA_MSG_STATS = 7,    /* library -> agent, count 1, ws_cuda_stats */
+  WS_CUDA_MSG_CLOCK = 8,    /* library -> agent, count 1, ws_cuda_clock_pair */
+};
+
+struct ws_cuda_msg_header {
+  uint32_t magic;   /* WS_CUDA_WIRE_MAGIC */
+  uint16_t version; /* WS_CUDA_WIRE_VERSION of the sender */
+  uint16_t type;    /* enum ws_cuda_msg_type */
+  uint32_t length;  /* whole message in bytes, header included; == datagram size */
+  uint32_t count;   /* records that follow */
+};
+
+/* cuptiGetTimestamp() read between two clock_gettime(CLOCK_MONOTONIC) reads;
+ * the tightest (host_after - host_before) of a few tries. The agent maps CUPTI
+ * time t to host time as t - cupti_ns + (host_before + host_after) / 2, with an
+ * error bound of half the bracket; pairs taken over time give the drift. */
+struct ws_cuda_clock_pair {
+  uint64_t host_before_ns;
+  uint64_t cupti_ns;
+  uint64_t host_after_ns;
+};
+
+#define WS_CUDA_HELLO_FLAG_CUPTI_GRAPH_IDS 0x1u /* cuptiGetGraphExecId available */
+
+struct ws_cuda_hello {
+  uint32_t pid;               /* getpid() in the application's pid namespace */
+  uint32_t library_version;   /* major << 16 | minor << 8 | patch */
+  uint32_t cupti_version;     /* cuptiGetVersion(), 0 if unknown */
+  uint32_t connection_seq;    /* 1 for the process's first connection, then +1 */
+  uint32_t flags;             /* WS_CUDA_HELLO_FLAG_* */
+  uint32_t max_message_bytes; /* WS_CUDA_WIRE_MAX_MESSAGE of the sender */
+  struct ws_cuda_clock_pair clock;
+};
+
+enum ws_cuda_mode {
+  WS_CUDA_MODE_OFF = 0,   /* connected, but no callbacks and no activity */
+  WS_CUDA_MODE_EXACT = 1, /* kernel activity always on */
+  WS_CUDA_MODE_DUTY = 2,  /* kernel activity on for duty_on_ms of every duty_period_ms */
+};
+
+#define WS_CUDA_CONFIG_MEMCPY 0x1u /* record memcpy activity */
+#define WS_CUDA_CONFIG_MEMSET 0x2u /* record memset activity */
+
+/* Except for `mode` and `flags`, zero in a field means "the library's
+ * default" (shown in brackets); the library clamps every value to a safe
+ * range (cuda/link_config.h). */
+struct ws_cuda_config {
+  uint32_t mode;                   /* enum ws_cuda_mode */
+  uint32_t flags;                  /* WS_CUDA_CONFIG_* */
+  uint32_t launch_samples_per_sec; /* per application thread [200] */
+  uint32_t launch_sample_burst;    /* token bucket depth [= per_sec] */
+  uint32_t duty_on_ms;             /* [100] */
+  uint32_t duty_period_ms;         /* [1000] */
+  uint32_t flush_interval_ms;      /* cuptiActivityFlushAll period [1000] */
+  uint32_t stats_interval_ms;      /* [1000] */
+  uint32_t activity_buffer_bytes;  /* one CUPTI buffer [1 MiB], 64 KiB..8 MiB */
+  uint32_t activity_buffer_count;  /* pool size [16], 1..64 */
+  uint32_t outbox_bytes;           /* unsent data queued at most [8 MiB]; from the first CONFIG of a connection */
+  uint32_t stall_timeout_ms;       /* no send progress this long: disconnect [10000] */
+};
+
+/* CUPTI gave no valid timestamps (start 0 or end before start: it had no
+ * device memory for them); the duration is unknown. */
+#define WS_CUDA_RECORD_FLAG_NO_TIME 0x1u
+
+struct ws_cuda_kernel {
+  uint64_t start_ns; /* CUPTI clock (ws_cuda_clock_pair maps it) */
+  uint64_t end_ns;
+  uint64_t graph_node_id; /* 0 unless launched by a graph */
+  uint32_t correlation_id;
+  uint32_t name_id; /* NAMES dictionary of this connection; 0 = unknown */
+  uint32_t device_id;
+  uint32_t context_id;
+  uint32_t stream_id;
+  uint32_t graph_id; /* 0 unless launched by a graph */
+  int32_t grid_x, grid_y, grid_z;
+  int32_t block_x, block_y, block_z;
+  int32_t static_shared_memory;  /* bytes */
+  int32_t dynamic_shared_memory; /* bytes */
+  uint16_t registers_per_thread;
+  uint8_t launch_type; /* CUpti_ActivityLaunchType */
+  uint8_t flags;       /* WS_CUDA_RECORD_FLAG_* */
+  uint32_t reserved;
+};
+
+enum ws_cuda_memop_kind {
+  WS_CUDA_MEMOP_MEMCPY = 1,
+  WS_CUDA_MEMOP_MEMSET = 2,
+};
+
+struct ws_cuda_memop {
+  uint64_t start_ns;
+  uint64_t end_ns;
+  uint64_t bytes;
+  uint64_t graph_node_id;
+  uint32_t correlation_id;
+  uint32_t device_id;
+  uint32_t context_id;
+  uint32_t stream_id;
+  uint32_t graph_id;
+  uint8_t op;       /* enum ws_cuda_memop_kind */
+  uint8_t kind;     /* memcpy: CUpti_ActivityMemcpyKind; memset: CUpti_ActivityMemoryKind */
+  uint8_t src_kind; /* memcpy: CUpti_ActivityMemoryKind of the source, else 0 */
+  uint8_t dst_kind; /* memcpy: of the destination, else 0 */
+};
+
+#define WS_CUDA_NAME_FLAG_TRUNCATED 0x1u
+
+/* In a NAMES message: `count` times { ws_cuda_name_entry, `length` bytes of
+ * name (no NUL), zero padding to a multiple of 8 }. Ids start at 1 and are
+ * unique per connection. */
+struct ws_cuda_name_entry {
+  uint32_t name_id;
+  uint16_t length; /* <= WS_CUDA_WIRE_MAX_NAME */
+  uint16_t flags;  /* WS_CUDA_NAME_FLAG_* */
+};
+
+enum ws_cuda_launch_kind {
+  WS_CUDA_LAUNCH_KERNEL = 1,      /* cudaLaunchKernel, cuLaunchKernel, __cudaLaunchKernel */
+  WS_CUDA_LAUNCH_KERNEL_EX = 2,   /* cudaLaunchKernelExC, cuLaunchKernelEx */
+  WS_CUDA_LAUNCH_COOPERATIVE = 3, /* cudaLaunchCooperativeKernel, cuLaunchCooperativeKernel */
+  WS_CUDA_LAUNCH_GRAPH = 4,       /* cudaGraphLaunch, cuGraphLaunch */
+};
+
+#define WS_CUDA_LAUNCH_FLAG_DRIVER_API 0x1u /* the outermost API was the driver's */
+#define WS_CUDA_LAUNCH_FLAG_PTSZ 0x2u       /* per-thread default stream variant */
+
+/* One sampled launch: warpscope_cuda_launch_probe(correlation_id, launch_kind,
+ * graph_exec_id) was called for it on thread `tid`. Kernel records of this
+ * launch carry correlation_id or, when the runtime call nested a driver call
+ * with its own id, inner_correlation_id: the agent joins on both. */
+struct ws_cuda_launch {
+  uint64_t host_time_ns;  /* CLOCK_MONOTONIC at API entry */
+  uint64_t graph_exec_id; /* cuptiGetGraphExecId for graph launches, else 0 */
+  uint32_t tid;           /* gettid() in the application's namespace */
+  uint32_t correlation_id;       /* outermost API call's; the probe's argument */
+  uint32_t inner_correlation_id; /* nested driver call's, 0 if none or the same */
+  uint16_t launch_kind;          /* enum ws_cuda_launch_kind */
+  uint16_t flags;                /* WS_CUDA_LAUNCH_FLAG_* */
+};
+
+/* Counters since the library was loaded (not per connection: the agent takes
+ * differences between two STATS of one connection; a baseline is sent right
+ * after CONFIG). */
+struct ws_cuda_stats {
+  uint64_t host_time_ns;               /* CLOCK_MONOTONIC when taken */
+  uint64_t launches_seen;              /* launch API calls, each launch once */
+  uint64_t launches_sampled;           /* probe calls */
+  uint64_t launches_seen_activity_on;  /* seen while kernel activity was enabled */
+  uint64_t launches_seen_activity_off; /* seen while it was disabled (duty mode) */
+  uint64_t activity_on_ns;             /* total time kernel activity was enabled */
+  uint64_t kernel_records;             /* converted from CUPTI */
+  uint64_t memop_records;
+  uint64_t cupti_dropped_records;  /* cuptiActivityGetNumDroppedRecords */
+  uint64_t buffers_denied;         /* CUPTI asked for a buffer, pool empty */
+  uint64_t wire_records_dropped;   /* records not sent: outbox full */
+  uint64_t wire_messages_dropped;  /* messages not sent: outbox full */
+  uint64_t launch_records_dropped; /* sampled-launch records lost (queue full/busy) */
+  uint64_t names_unsent;           /* kernels whose name did not fit the dictionary */
+};
+
+#ifdef __cplusplus
+} /* extern "C" */
+#define WS_CUDA_STATIC_ASSERT static_assert
+#else
+#define WS_CUDA_STATIC_ASSERT _Static_assert
+#endif
+
+WS_CUDA_STATIC_ASSERT(sizeof(struct ws_cuda_msg_header) == 16, "wire layout");
+WS_CUDA_STATIC_ASSERT(sizeof(struct ws_cuda_clock_pair) == 24, "wire layout");
+WS_CUDA_STATIC_ASSERT(sizeof(struct ws_cuda_hello) == 48, "wire layout");
+WS_CUDA_STATIC_ASSERT(sizeof(struct ws_cuda_config) == 48, "wire layout");
+WS_CUDA_STATIC_ASSERT(sizeof(struct ws_cuda_kernel) == 88, "wire layout");
+WS_CUDA_STATIC_ASSERT(sizeof(struct ws_cuda_memop) == 56, "wire layout");
+WS_CUDA_STATIC_ASSERT(sizeof(struct ws_cuda_name_entry) == 8, "wire layout");
+WS_CUDA_STATIC_ASSERT(sizeof(struct ws_cuda_launch) == 32, "wire layout");
+WS_CUDA_STATIC_ASSERT(sizeof(struct ws_cuda_stats) == 112, "wire layout");
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "cuda_wire.h: structs are sent as they are; only little-endian hosts are supported"
+#endif
+
+#endif /* WARPSCOPE_CUDA_PROTOCOL_CUDA_WIRE_H_ */

@@ -1,0 +1,129 @@
+// ws_cuda_listen: a stand-in agent for manual checks on a GPU host. It
+// listens on the CUDA socket (default /run/warpscope/cuda.sock), sends the
+// config given on the command line, and prints what each process sends: the
+// hello, a per-kernel-name table every few seconds, launches sampled, and the
+// library's counters.
+//
+//   ws_cuda_listen [--socket PATH] [--mode exact|duty|off] [--rate N]
+//                  [--duty-on MS] [--duty-period MS] [--memcpy] [--print-kernels N]
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "agent/gpu/cuda/cuda_socket_server.h"
+
+namespace {
+
+volatile sig_atomic_t g_stop = 0;
+
+struct NameTotals {
+  uint64_t count = 0;
+  uint64_t total_ns = 0;
+};
+
+struct ProcessTotals {
+  std::map<std::string, NameTotals> by_name;
+  uint64_t launches = 0;
+  uint64_t memops = 0;
+  ws_cuda_stats stats{};
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  warpscope::CudaSocketServerOptions options;
+  options.config.mode = WS_CUDA_MODE_EXACT;
+  int print_kernels = 5;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> const char* { return i + 1 < argc ? argv[++i] : ""; };
+    if (a == "--socket") {
+      options.socket_path = next();
+    } else if (a == "--mode") {
+      const std::string m = next();
+      options.config.mode = m == "duty" ? WS_CUDA_MODE_DUTY : m == "off" ? WS_CUDA_MODE_OFF : WS_CUDA_MODE_EXACT;
+    } else if (a == "--rate") {
+      options.config.launch_samples_per_sec = static_cast<uint32_t>(std::atoi(next()));
+    } else if (a == "--duty-on") {
+      options.config.duty_on_ms = static_cast<uint32_t>(std::atoi(next()));
+    } else if (a == "--duty-period") {
+      options.config.duty_period_ms = static_cast<uint32_t>(std::atoi(next()));
+    } else if (a == "--memcpy") {
+      options.config.flags |= WS_CUDA_CONFIG_MEMCPY | WS_CUDA_CONFIG_MEMSET;
+    } else if (a == "--print-kernels") {
+      print_kernels = std::atoi(next());
+    } else {
+      std::fprintf(stderr, "unknown argument %s\n", a.c_str());
+      return 2;
+    }
+  }
+  std::mutex mu;
+  std::map<int32_t, ProcessTotals> processes;
+  int printed = 0;
+  auto server = warpscope::CudaSocketServer::Start(options, [&](warpscope::CudaProcessEvent&& e) {
+    std::lock_guard<std::mutex> lock(mu);
+    using Kind = warpscope::CudaProcessEvent::Kind;
+    if (e.kind == Kind::kConnected) {
+      const ws_cuda_clock_pair& c = e.hello.clock;
+      std::printf("pid %d connected: cupti %u, library 0x%06x, seq %u, clock bracket %llu ns, cupti-host %lld ns\n",
+                  e.pid, e.hello.cupti_version, e.hello.library_version, e.hello.connection_seq,
+                  static_cast<unsigned long long>(c.host_after_ns - c.host_before_ns),
+                  static_cast<long long>(c.cupti_ns - (c.host_before_ns + c.host_after_ns) / 2));
+    } else if (e.kind == Kind::kDisconnected) {
+      std::printf("pid %d disconnected: %s\n", e.pid, e.reason.c_str());
+    }
+    ProcessTotals& p = processes[e.pid];
+    for (const auto& k : e.kernels) {
+      NameTotals& t = p.by_name[*k.name];
+      t.count++;
+      t.total_ns += k.record.end_ns - k.record.start_ns;
+      if (printed < print_kernels) {
+        printed++;
+        std::printf("  kernel corr %u dev %u stream %u grid %d,%d,%d block %d,%d,%d regs %u %llu ns %s\n",
+                    k.record.correlation_id, k.record.device_id, k.record.stream_id, k.record.grid_x, k.record.grid_y,
+                    k.record.grid_z, k.record.block_x, k.record.block_y, k.record.block_z,
+                    k.record.registers_per_thread,
+                    static_cast<unsigned long long>(k.record.end_ns - k.record.start_ns), k.name->c_str());
+      }
+    }
+    p.launches += e.launches.size();
+    p.memops += e.memops.size();
+    if (e.stats) p.stats = *e.stats;
+  });
+  if (!server.ok()) {
+    std::fprintf(stderr, "ws_cuda_listen: %s\n", server.status().ToString().c_str());
+    return 1;
+  }
+  std::printf("listening on %s\n", options.socket_path.c_str());
+  std::fflush(stdout);
+  signal(SIGINT, [](int) { g_stop = 1; });
+  signal(SIGTERM, [](int) { g_stop = 1; });
+  while (!g_stop) {
+    for (int i = 0; i < 50 && !g_stop; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::lock_guard<std::mutex> lock(mu);
+    for (const auto& [pid, p] : processes) {
+      const ws_cuda_stats& s = p.stats;
+      std::printf("pid %d: seen %llu (on %llu, off %llu) sampled %llu, kernels %llu, memops %llu, launch records %llu, "
+                  "dropped: cupti %llu, buffers %llu, wire %llu, launch %llu\n",
+                  pid, (unsigned long long)s.launches_seen, (unsigned long long)s.launches_seen_activity_on,
+                  (unsigned long long)s.launches_seen_activity_off, (unsigned long long)s.launches_sampled,
+                  (unsigned long long)s.kernel_records, (unsigned long long)p.memops, (unsigned long long)p.launches,
+                  (unsigned long long)s.cupti_dropped_records, (unsigned long long)s.buffers_denied,
+                  (unsigned long long)s.wire_records_dropped, (unsigned long long)s.launch_records_dropped);
+      for (const auto& [name, t] : p.by_name) {
+        std::printf("    %8llu x %12llu ns  %s\n", (unsigned long long)t.count, (unsigned long long)t.total_ns,
+                    name.c_str());
+      }
+    }
+    std::fflush(stdout);
+  }
+  return 0;
+}

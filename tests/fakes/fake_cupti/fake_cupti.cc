@@ -1,0 +1,442 @@
+// libws_fake_cupti.so: the subset of CUPTI that libwarpscope_cuda.so uses,
+// answered in memory, plus test hooks (fake_cupti_hooks.h).
+//
+// Like CUPTI: one subscriber at a time; callbacks run only for ids enabled
+// with cuptiEnableCallback; activity records go into buffers obtained from
+// the client's request callback and come back through its completed callback
+// (on the thread that fills the buffer or calls cuptiActivityFlushAll); a
+// refused buffer drops records and counts them for
+// cuptiActivityGetNumDroppedRecords. Unlike CUPTI: no GPU, no worker thread,
+// and records are complete the moment they are queued.
+//
+// Threading: state behind one mutex, released while the subscriber's
+// callback runs (it may call back into CUPTI); call counters are atomics so
+// cuptiActivityGetNextRecord, called inside the completed callback while the
+// activity lock is held, takes no lock.
+#include <cupti.h>
+#include <time.h>
+
+#include <atomic>
+#include <cstring>
+#include <mutex>
+#include <set>
+#include <string>
+#include <unordered_set>
+#include <utility>
+
+#include "tests/fakes/fake_cupti/fake_cupti_hooks.h"
+
+namespace {
+
+#define WS_FAKE_CUPTI_FUNCTIONS(X)    \
+  X(cuptiGetVersion)                  \
+  X(cuptiGetResultString)             \
+  X(cuptiSubscribe)                   \
+  X(cuptiSubscribe_v2)                \
+  X(cuptiUnsubscribe)                 \
+  X(cuptiEnableCallback)              \
+  X(cuptiActivityRegisterCallbacks)   \
+  X(cuptiActivityEnable)              \
+  X(cuptiActivityDisable)             \
+  X(cuptiActivityFlushAll)            \
+  X(cuptiActivityGetNextRecord)       \
+  X(cuptiActivityGetNumDroppedRecords) \
+  X(cuptiGetTimestamp)                \
+  X(cuptiGetGraphExecId)
+
+enum FunctionIndex {
+#define WS_FAKE_INDEX(name) k_##name,
+  WS_FAKE_CUPTI_FUNCTIONS(WS_FAKE_INDEX)
+#undef WS_FAKE_INDEX
+      kFunctionCount
+};
+
+const char* const kFunctionNames[] = {
+#define WS_FAKE_NAME(name) #name,
+    WS_FAKE_CUPTI_FUNCTIONS(WS_FAKE_NAME)
+#undef WS_FAKE_NAME
+};
+
+std::atomic<uint64_t> g_calls[kFunctionCount];
+std::atomic<int> g_fail[kFunctionCount];
+
+constexpr int kMaxKind = 128;
+
+struct FakeState {
+  std::mutex mu;  // everything below except where noted
+  bool subscribed = false;
+  CUpti_CallbackFunc callback = nullptr;
+  void* userdata = nullptr;
+  std::set<std::pair<int, uint32_t>> enabled_callbacks;
+  std::string other_subscriber;  // ws_fake_cupti_occupy: another tool holds the subscription
+  CUpti_BuffersCallbackRequestFunc request = nullptr;
+  CUpti_BuffersCallbackCompleteFunc complete = nullptr;
+  bool activity_enabled[kMaxKind] = {};
+  uint64_t enable_count[kMaxKind] = {};
+
+  // The current activity buffer; guarded by activity_mu (held while the
+  // client's buffer callbacks run).
+  std::mutex activity_mu;
+  uint8_t* buffer = nullptr;
+  size_t buffer_size = 0;
+  size_t buffer_used = 0;
+  uint64_t dropped_since_query = 0;
+  uint64_t dropped_total = 0;
+  std::unordered_set<std::string> names;  // keeps kernel names alive
+
+  std::atomic<uint32_t> next_correlation{1000};
+};
+
+FakeState& State() {
+  static FakeState* const state = new FakeState();
+  return *state;
+}
+
+// Counts the call; returns the injected failure, if any.
+CUptiResult Enter(FunctionIndex index) {
+  g_calls[index].fetch_add(1, std::memory_order_relaxed);
+  return static_cast<CUptiResult>(g_fail[index].load(std::memory_order_relaxed));
+}
+
+uint64_t NowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+size_t RecordSize(CUpti_ActivityKind kind) {
+  switch (kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+      return sizeof(CUpti_ActivityKernel10);
+    case CUPTI_ACTIVITY_KIND_MEMCPY:
+      return sizeof(CUpti_ActivityMemcpy6);
+    case CUPTI_ACTIVITY_KIND_MEMSET:
+      return sizeof(CUpti_ActivityMemset4);
+    default:
+      return 0;
+  }
+}
+
+// Hands the current buffer back; activity_mu held.
+void CompleteBufferLocked(FakeState& s) {
+  if (s.buffer == nullptr) return;
+  uint8_t* buffer = s.buffer;
+  const size_t size = s.buffer_size, used = s.buffer_used;
+  s.buffer = nullptr;
+  s.buffer_size = s.buffer_used = 0;
+  if (s.complete != nullptr) s.complete(nullptr, 0, buffer, size, used);
+}
+
+// Copies one record into the current buffer, asking for one when needed.
+bool AppendRecord(const void* record, size_t size) {
+  FakeState& s = State();
+  std::lock_guard<std::mutex> lock(s.activity_mu);
+  if (s.buffer != nullptr && s.buffer_size - s.buffer_used < size) CompleteBufferLocked(s);
+  if (s.buffer == nullptr && s.request != nullptr) {
+    uint8_t* buffer = nullptr;
+    size_t buffer_size = 0, max_records = 0;
+    s.request(&buffer, &buffer_size, &max_records);
+    if (buffer != nullptr && buffer_size >= size) {
+      s.buffer = buffer;
+      s.buffer_size = buffer_size;
+      s.buffer_used = 0;
+    }
+  }
+  if (s.buffer == nullptr) {
+    s.dropped_since_query++;
+    s.dropped_total++;
+    return false;
+  }
+  std::memcpy(s.buffer + s.buffer_used, record, size);
+  s.buffer_used += size;
+  return true;
+}
+
+bool ActivityEnabled(CUpti_ActivityKind kind) {
+  FakeState& s = State();
+  std::lock_guard<std::mutex> lock(s.mu);
+  return kind < kMaxKind && s.activity_enabled[kind];
+}
+
+void RunCallback(CUpti_CallbackDomain domain, uint32_t cbid, CUpti_ApiCallbackSite site, uint32_t correlation,
+                 const void* params) {
+  FakeState& s = State();
+  CUpti_CallbackFunc callback;
+  void* userdata;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (!s.subscribed || s.enabled_callbacks.count({domain, cbid}) == 0) return;
+    callback = s.callback;
+    userdata = s.userdata;
+  }
+  CUpti_CallbackData data{};
+  data.callbackSite = site;
+  data.functionName = "fakeLaunch";
+  data.functionParams = params;
+  data.correlationId = correlation;
+  callback(userdata, domain, cbid, &data);
+}
+
+}  // namespace
+
+#pragma GCC visibility push(default)
+extern "C" {
+
+CUptiResult CUPTIAPI cuptiGetVersion(uint32_t* version) {
+  if (CUptiResult r = Enter(k_cuptiGetVersion)) return r;
+  *version = CUPTI_API_VERSION;
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiGetResultString(CUptiResult result, const char** str) {
+  Enter(k_cuptiGetResultString);
+  static thread_local char text[64];
+  snprintf(text, sizeof(text), "FAKE_CUPTI_ERROR_%d", static_cast<int>(result));
+  *str = text;
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc callback, void* userdata) {
+  if (CUptiResult r = Enter(k_cuptiSubscribe)) return r;
+  FakeState& s = State();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (s.subscribed || !s.other_subscriber.empty()) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+  s.subscribed = true;
+  s.callback = callback;
+  s.userdata = userdata;
+  *subscriber = reinterpret_cast<CUpti_SubscriberHandle>(&s);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiSubscribe_v2(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc callback,
+                                       void* userdata, CUpti_SubscriberParams* params) {
+  if (CUptiResult r = Enter(k_cuptiSubscribe_v2)) return r;
+  if (params != nullptr && params->structSize == 0) return CUPTI_ERROR_INVALID_PARAMETER;
+  FakeState& s = State();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (s.subscribed || !s.other_subscriber.empty()) {
+    if (params != nullptr && params->oldSubscriberName != nullptr && params->oldSubscriberSize > 0) {
+      snprintf(params->oldSubscriberName, params->oldSubscriberSize, "CUPTI for %s",
+               s.other_subscriber.empty() ? "(unnamed)" : s.other_subscriber.c_str());
+    }
+    return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+  }
+  s.subscribed = true;
+  s.callback = callback;
+  s.userdata = userdata;
+  *subscriber = reinterpret_cast<CUpti_SubscriberHandle>(&s);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiUnsubscribe(CUpti_SubscriberHandle subscriber) {
+  if (CUptiResult r = Enter(k_cuptiUnsubscribe)) return r;
+  FakeState& s = State();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!s.subscribed || subscriber != reinterpret_cast<CUpti_SubscriberHandle>(&s)) return CUPTI_ERROR_INVALID_PARAMETER;
+  s.subscribed = false;
+  s.callback = nullptr;
+  s.enabled_callbacks.clear();
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle subscriber,
+                                         CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+  if (CUptiResult r = Enter(k_cuptiEnableCallback)) return r;
+  FakeState& s = State();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!s.subscribed || subscriber != reinterpret_cast<CUpti_SubscriberHandle>(&s)) return CUPTI_ERROR_INVALID_PARAMETER;
+  if (enable) {
+    s.enabled_callbacks.insert({domain, cbid});
+  } else {
+    s.enabled_callbacks.erase({domain, cbid});
+  }
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc request,
+                                                    CUpti_BuffersCallbackCompleteFunc complete) {
+  if (CUptiResult r = Enter(k_cuptiActivityRegisterCallbacks)) return r;
+  if (request == nullptr || complete == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
+  FakeState& s = State();
+  std::lock_guard<std::mutex> lock(s.activity_mu);
+  s.request = request;
+  s.complete = complete;
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind kind) {
+  if (CUptiResult r = Enter(k_cuptiActivityEnable)) return r;
+  if (kind <= 0 || kind >= kMaxKind) return CUPTI_ERROR_INVALID_KIND;
+  FakeState& s = State();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!s.activity_enabled[kind]) s.enable_count[kind]++;
+  s.activity_enabled[kind] = true;
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind kind) {
+  if (CUptiResult r = Enter(k_cuptiActivityDisable)) return r;
+  if (kind <= 0 || kind >= kMaxKind) return CUPTI_ERROR_INVALID_KIND;
+  FakeState& s = State();
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.activity_enabled[kind] = false;
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t) {
+  if (CUptiResult r = Enter(k_cuptiActivityFlushAll)) return r;
+  FakeState& s = State();
+  std::lock_guard<std::mutex> lock(s.activity_mu);
+  if (s.complete == nullptr) return CUPTI_ERROR_INVALID_OPERATION;
+  CompleteBufferLocked(s);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityGetNextRecord(uint8_t* buffer, size_t valid_size, CUpti_Activity** record) {
+  Enter(k_cuptiActivityGetNextRecord);
+  if (buffer == nullptr || record == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
+  size_t offset = 0;
+  if (*record != nullptr) {
+    const size_t size = RecordSize((*record)->kind);
+    if (size == 0) return CUPTI_ERROR_INVALID_KIND;
+    offset = static_cast<size_t>(reinterpret_cast<uint8_t*>(*record) - buffer) + size;
+  }
+  if (offset + sizeof(CUpti_Activity) > valid_size) return CUPTI_ERROR_MAX_LIMIT_REACHED;
+  auto* next = reinterpret_cast<CUpti_Activity*>(buffer + offset);
+  const size_t size = RecordSize(next->kind);
+  if (size == 0 || offset + size > valid_size) return CUPTI_ERROR_INVALID_KIND;
+  *record = next;
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityGetNumDroppedRecords(CUcontext, uint32_t, size_t* dropped) {
+  if (CUptiResult r = Enter(k_cuptiActivityGetNumDroppedRecords)) return r;
+  FakeState& s = State();
+  std::lock_guard<std::mutex> lock(s.activity_mu);
+  *dropped = s.dropped_since_query;
+  s.dropped_since_query = 0;
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiGetTimestamp(uint64_t* timestamp) {
+  if (CUptiResult r = Enter(k_cuptiGetTimestamp)) return r;
+  *timestamp = NowNs() + kWsFakeCuptiClockOffsetNs;
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiGetGraphExecId(CUgraphExec graph_exec, uint32_t* id) {
+  if (CUptiResult r = Enter(k_cuptiGetGraphExecId)) return r;
+  if (graph_exec == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
+  *id = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(graph_exec));
+  return CUPTI_SUCCESS;
+}
+
+// ---- test hooks ----
+
+uint64_t ws_fake_cupti_call_count(const char* name) {
+  uint64_t total = 0;
+  for (int i = 0; i < kFunctionCount; ++i) {
+    if (name == nullptr || std::strcmp(name, kFunctionNames[i]) == 0) total += g_calls[i].load();
+  }
+  return total;
+}
+
+int ws_fake_cupti_subscribed(void) {
+  FakeState& s = State();
+  std::lock_guard<std::mutex> lock(s.mu);
+  return s.subscribed ? 1 : 0;
+}
+
+int ws_fake_cupti_activity_enabled(int kind) {
+  return kind > 0 && kind < kMaxKind && ActivityEnabled(static_cast<CUpti_ActivityKind>(kind)) ? 1 : 0;
+}
+
+uint64_t ws_fake_cupti_enable_count(int kind) {
+  if (kind <= 0 || kind >= kMaxKind) return 0;
+  FakeState& s = State();
+  std::lock_guard<std::mutex> lock(s.mu);
+  return s.enable_count[kind];
+}
+
+uint32_t ws_fake_cupti_launch(int domain, uint32_t cbid, const char* name, uint64_t duration_ns,
+                              uint32_t nested_driver_cbid, uint64_t graph_exec) {
+  FakeState& s = State();
+  const auto d = static_cast<CUpti_CallbackDomain>(domain);
+  // Every parameter struct of the graph launches starts with the exec handle;
+  // the kernel launches' first member is a pointer too.
+  const void* params[4] = {reinterpret_cast<void*>(graph_exec), nullptr, nullptr, nullptr};
+  const uint32_t outer = s.next_correlation.fetch_add(1);
+  uint32_t innermost = outer;
+  RunCallback(d, cbid, CUPTI_API_ENTER, outer, params);
+  if (nested_driver_cbid != 0) {
+    innermost = s.next_correlation.fetch_add(1);
+    RunCallback(CUPTI_CB_DOMAIN_DRIVER_API, nested_driver_cbid, CUPTI_API_ENTER, innermost, params);
+    RunCallback(CUPTI_CB_DOMAIN_DRIVER_API, nested_driver_cbid, CUPTI_API_EXIT, innermost, params);
+  }
+  RunCallback(d, cbid, CUPTI_API_EXIT, outer, params);
+  if (!ActivityEnabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) return 0;
+  CUpti_ActivityKernel10 k{};
+  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  k.start = NowNs() + kWsFakeCuptiClockOffsetNs;
+  k.end = k.start + duration_ns;
+  k.deviceId = 0;
+  k.contextId = 1;
+  k.streamId = 7;
+  k.gridX = 128;
+  k.gridY = k.gridZ = 1;
+  k.blockX = 256;
+  k.blockY = k.blockZ = 1;
+  k.registersPerThread = 32;
+  k.staticSharedMemory = 1024;
+  k.dynamicSharedMemory = 2048;
+  k.correlationId = innermost;
+  k.graphId = graph_exec != 0 ? 77 : 0;
+  {
+    std::lock_guard<std::mutex> lock(s.activity_mu);
+    k.name = s.names.insert(name != nullptr ? name : "").first->c_str();
+  }
+  return AppendRecord(&k, sizeof(k)) ? innermost : 0;
+}
+
+void ws_fake_cupti_memcpy(uint64_t bytes, uint64_t duration_ns) {
+  if (!ActivityEnabled(CUPTI_ACTIVITY_KIND_MEMCPY)) return;
+  CUpti_ActivityMemcpy6 m{};
+  m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+  m.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
+  m.srcKind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
+  m.dstKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+  m.bytes = bytes;
+  m.start = NowNs() + kWsFakeCuptiClockOffsetNs;
+  m.end = m.start + duration_ns;
+  m.streamId = 7;
+  m.correlationId = State().next_correlation.fetch_add(1);
+  AppendRecord(&m, sizeof(m));
+}
+
+void ws_fake_cupti_flush(void) {
+  FakeState& s = State();
+  std::lock_guard<std::mutex> lock(s.activity_mu);
+  CompleteBufferLocked(s);
+}
+
+uint64_t ws_fake_cupti_records_dropped(void) {
+  FakeState& s = State();
+  std::lock_guard<std::mutex> lock(s.activity_mu);
+  return s.dropped_total;
+}
+
+void ws_fake_cupti_occupy(const char* tool) {
+  FakeState& s = State();
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.other_subscriber = tool != nullptr ? tool : "";
+}
+
+void ws_fake_cupti_fail(const char* name, int result) {
+  for (int i = 0; i < kFunctionCount; ++i) {
+    if (std::strcmp(name, kFunctionNames[i]) == 0) g_fail[i].store(result);
+  }
+}
+
+}  // extern "C"
+#pragma GCC visibility pop

@@ -1,0 +1,39 @@
+// Test-only exports of libws_fake_cupti.so beside the CUPTI functions
+// (tests/fakes/README.md). Tests reach them with dlsym on the same path the
+// injection library dlopens, so both see one instance of the fake.
+#pragma once
+
+#include <stdint.h>
+
+extern "C" {
+// Calls of a CUPTI function since load (`name` null: of all of them).
+typedef uint64_t (*ws_fake_cupti_call_count_fn)(const char* name);
+// 1 while a subscriber exists.
+typedef int (*ws_fake_cupti_subscribed_fn)(void);
+// 1 while activity `kind` (CUpti_ActivityKind) is enabled.
+typedef int (*ws_fake_cupti_activity_enabled_fn)(int kind);
+// cuptiActivityEnable(kind) calls that turned it on.
+typedef uint64_t (*ws_fake_cupti_enable_count_fn)(int kind);
+// One launch on the calling thread: the subscriber's callback runs API_ENTER
+// for (domain, cbid); with nested_driver_cbid != 0 a driver-domain
+// ENTER/EXIT of that id runs inside it; then API_EXIT. If kernel activity is
+// enabled, a CUpti_ActivityKernel10 record with `name` and `duration_ns` is
+// queued, its correlation id that of the innermost call. Returns that id, or
+// 0 when no record was queued (activity off or no buffer).
+typedef uint32_t (*ws_fake_cupti_launch_fn)(int domain, uint32_t cbid, const char* name, uint64_t duration_ns,
+                                            uint32_t nested_driver_cbid, uint64_t graph_exec);
+// Queues a memcpy record (when MEMCPY activity is enabled).
+typedef void (*ws_fake_cupti_memcpy_fn)(uint64_t bytes, uint64_t duration_ns);
+// Hands the current buffer to the completed callback (what FlushAll does).
+typedef void (*ws_fake_cupti_flush_fn)(void);
+// Records lost because the request callback gave no buffer, since load.
+typedef uint64_t (*ws_fake_cupti_records_dropped_fn)(void);
+// Another tool (named `tool`; "" frees it) holds the subscription:
+// cuptiSubscribe[_v2] answer CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED.
+typedef void (*ws_fake_cupti_occupy_fn)(const char* tool);
+// Makes CUPTI function `name` return `result` from now on (0: succeed again).
+typedef void (*ws_fake_cupti_fail_fn)(const char* name, int result);
+}
+
+// cuptiGetTimestamp() = CLOCK_MONOTONIC + this, so tests can check calibration.
+constexpr uint64_t kWsFakeCuptiClockOffsetNs = 1000ull * 1000 * 1000 * 1000;
