@@ -143,6 +143,9 @@ class AgentSession {
   bool Subscribe();
   void StopTracing();
   bool SetKernelActivity(bool on, uint64_t now);
+  // Enables or disables every launch-API callback (duty mode with
+  // WS_CUDA_CONFIG_DUTY_CALLBACKS); false when none could be enabled.
+  bool SetLaunchCallbacks(bool on);
   void FlushAndQueue(uint64_t now);
   void QueueStats(uint64_t now);
   void QueueClock();
@@ -157,7 +160,7 @@ class AgentSession {
   bool* const buffers_registered_;  // once per process, owned by RunLinkThread
   bool fatal_ = false;
   bool subscribed_ = false;
-  bool memcpy_on_ = false, memset_on_ = false, kernel_on_ = false;
+  bool memcpy_on_ = false, memset_on_ = false, kernel_on_ = false, callbacks_on_ = false;
   LinkConfig config_;
   std::vector<ws_cuda_launch> launches_;
 };
@@ -219,14 +222,8 @@ bool AgentSession::StartTracing(const LinkConfig& config) {
   if (config.mode == WS_CUDA_MODE_OFF) return true;
   if (!Subscribe()) return false;
   subscribed_ = true;
-  size_t count = 0;
-  const LaunchApi* apis = LaunchApis(&count);
-  size_t enabled = 0;
-  for (size_t i = 0; i < count; ++i) {
-    // An older CUPTI may not know every id: skip those.
-    if (fn().cuptiEnableCallback(1, s_.subscriber, apis[i].domain, apis[i].cbid) == CUPTI_SUCCESS) enabled++;
-  }
-  if (enabled == 0) {
+  callbacks_on_ = false;
+  if (!SetLaunchCallbacks(true)) {
     SayOnce("cuptiEnableCallback failed for every launch API; GPU profiling off");
     fatal_ = true;
     return false;
@@ -241,6 +238,20 @@ bool AgentSession::StartTracing(const LinkConfig& config) {
   }
   if (!SetKernelActivity(true, MonotonicNs())) return false;
   s_.callbacks_live.store(true, std::memory_order_release);
+  return true;
+}
+
+bool AgentSession::SetLaunchCallbacks(bool on) {
+  if (on == callbacks_on_) return true;
+  size_t count = 0;
+  const LaunchApi* apis = LaunchApis(&count);
+  size_t changed = 0;
+  for (size_t i = 0; i < count; ++i) {
+    // An older CUPTI may not know every id: skip those.
+    if (fn().cuptiEnableCallback(on ? 1 : 0, s_.subscriber, apis[i].domain, apis[i].cbid) == CUPTI_SUCCESS) changed++;
+  }
+  if (on && changed == 0) return false;
+  callbacks_on_ = on;
   return true;
 }
 
@@ -269,6 +280,7 @@ void AgentSession::StopTracing() {
   memcpy_on_ = memset_on_ = false;
   if (subscribed_) fn().cuptiUnsubscribe(s_.subscriber);
   subscribed_ = false;
+  callbacks_on_ = false;  // unsubscribing disabled them
   s_.subscriber = nullptr;
   // Buffers CUPTI still holds come back (and are converted while a connection
   // still wants them).
@@ -392,6 +404,7 @@ bool AgentSession::Run() {
       const uint64_t off_at = duty_window + config_.duty_on_ms * kMs;
       const bool want_on = now < off_at;
       if (!SetKernelActivity(want_on, now)) break;
+      if (config_.duty_callbacks && !SetLaunchCallbacks(want_on)) break;
       next_duty = want_on ? off_at : duty_window + period;
     }
     if (now >= next_flush) {

@@ -497,6 +497,35 @@ TEST(CudaInjection, DutyModeTogglesKernelActivity) {
   EXPECT_NEAR(static_cast<double>(agent.kernels.size()), static_cast<double>(stats.launches_seen_activity_on), 10);
 }
 
+// WS_CUDA_CONFIG_DUTY_CALLBACKS: outside the windows not even the launch
+// callbacks run (on the H200 they alone cost ~15% of a 100k launches/s loop),
+// so off-window launches are neither seen nor counted; the agent scales by
+// activity_on_ns instead.
+TEST(CudaInjection, DutyCallbacksModeRunsNoCallbackOutsideTheWindows) {
+  const std::string socket_path = TempDir() + "/cuda.sock";
+  ws_cuda_config config = FastConfig();
+  config.mode = WS_CUDA_MODE_DUTY;
+  config.flags |= WS_CUDA_CONFIG_DUTY_CALLBACKS;
+  config.duty_on_ms = 100;
+  config.duty_period_ms = 300;
+  Agent agent(socket_path, config);
+  HostProcess host(FakeEnv(socket_path));
+  ASSERT_EQ(host.Command("init"), "ok 1");
+  ASSERT_EQ(host.Command("wait_subscribed 1 5000"), "ok");
+  const uint64_t enable_calls_before = host.Number("calls cuptiEnableCallback");
+  host.Numbers(LaunchCommand(1, 400, 2000, kRuntimeDomain, kCudaLaunchKernel, kCuLaunchKernel, "_Z1dv", 100));
+  // Turned on and off with every window (~3 windows in ~1 s).
+  EXPECT_GE(host.Number("calls cuptiEnableCallback") - enable_calls_before, 4u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // stats and the last flush
+  const ws_cuda_stats stats = agent.LastStats();
+  EXPECT_EQ(stats.launches_seen_activity_off, 0u);
+  EXPECT_GT(stats.launches_seen_activity_on, 40u);
+  EXPECT_LT(stats.launches_seen, 300u) << "off-window launches are not seen";
+  EXPECT_GT(stats.activity_on_ns, 0u);
+  std::lock_guard<std::mutex> lock(agent.mu_);
+  EXPECT_NEAR(static_cast<double>(agent.kernels.size()), static_cast<double>(stats.launches_seen_activity_on), 10);
+}
+
 TEST(CudaInjection, AgentLossMakesItDormantAndReconnectWorks) {
   const std::string socket_path = TempDir() + "/cuda.sock";
   HostProcess host(FakeEnv(socket_path));

@@ -13,6 +13,7 @@ LinkConfig ResolveLinkConfig(const ws_cuda_config& wire) {
   c.mode = wire.mode;
   c.memcpy = (wire.flags & WS_CUDA_CONFIG_MEMCPY) != 0;
   c.memset = (wire.flags & WS_CUDA_CONFIG_MEMSET) != 0;
+  c.duty_callbacks = (wire.flags & WS_CUDA_CONFIG_DUTY_CALLBACKS) != 0;
   c.samples_per_sec = std::min<uint32_t>(Or(wire.launch_samples_per_sec, 200), 1000000);
   c.sample_burst = std::min<uint32_t>(Or(wire.launch_sample_burst, c.samples_per_sec), 1000000);
   c.duty_period_ms = std::clamp<uint32_t>(Or(wire.duty_period_ms, 1000), 10, 3600000);

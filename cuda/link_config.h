@@ -17,6 +17,7 @@ struct LinkConfig {
   uint32_t mode = WS_CUDA_MODE_EXACT;
   bool memcpy = false;
   bool memset = false;
+  bool duty_callbacks = false;  // WS_CUDA_CONFIG_DUTY_CALLBACKS
   uint32_t samples_per_sec = 200;
   uint32_t sample_burst = 200;
   uint32_t duty_on_ms = 100;

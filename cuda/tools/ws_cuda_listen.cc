@@ -5,7 +5,8 @@
 // library's counters.
 //
 //   ws_cuda_listen [--socket PATH] [--mode exact|duty|off] [--rate N]
-//                  [--duty-on MS] [--duty-period MS] [--memcpy] [--print-kernels N]
+//                  [--duty-on MS] [--duty-period MS] [--duty-callbacks] [--memcpy]
+//                  [--print-kernels N]
 #include <signal.h>
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <set>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -31,9 +33,16 @@ struct NameTotals {
 
 struct ProcessTotals {
   std::map<std::string, NameTotals> by_name;
+  // Which correlation id of a sampled launch its kernels carry: the outer
+  // (runtime) call's or the nested driver call's (GPU-FACTS check).
+  // Kept whole (a manual check of seconds), compared at each report because
+  // a launch's record may arrive before or after its kernels'.
+  std::set<uint32_t> outer_ids, inner_ids, kernel_ids;
   uint64_t launches = 0;
   uint64_t memops = 0;
   ws_cuda_stats stats{};
+  ws_cuda_stats first_stats{};  // the connection's baseline
+  bool have_first = false;
 };
 
 }  // namespace
@@ -56,6 +65,8 @@ int main(int argc, char** argv) {
       options.config.duty_on_ms = static_cast<uint32_t>(std::atoi(next()));
     } else if (a == "--duty-period") {
       options.config.duty_period_ms = static_cast<uint32_t>(std::atoi(next()));
+    } else if (a == "--duty-callbacks") {
+      options.config.flags |= WS_CUDA_CONFIG_DUTY_CALLBACKS;
     } else if (a == "--memcpy") {
       options.config.flags |= WS_CUDA_CONFIG_MEMCPY | WS_CUDA_CONFIG_MEMSET;
     } else if (a == "--print-kernels") {
@@ -81,7 +92,12 @@ int main(int argc, char** argv) {
       std::printf("pid %d disconnected: %s\n", e.pid, e.reason.c_str());
     }
     ProcessTotals& p = processes[e.pid];
+    for (const auto& l : e.launches) {
+      p.outer_ids.insert(l.correlation_id);
+      if (l.inner_correlation_id != 0) p.inner_ids.insert(l.inner_correlation_id);
+    }
     for (const auto& k : e.kernels) {
+      if (p.kernel_ids.size() < 20'000'000) p.kernel_ids.insert(k.record.correlation_id);
       NameTotals& t = p.by_name[*k.name];
       t.count++;
       t.total_ns += k.record.end_ns - k.record.start_ns;
@@ -96,7 +112,11 @@ int main(int argc, char** argv) {
     }
     p.launches += e.launches.size();
     p.memops += e.memops.size();
-    if (e.stats) p.stats = *e.stats;
+    if (e.stats) {
+      if (!p.have_first) p.first_stats = *e.stats;
+      p.have_first = true;
+      p.stats = *e.stats;
+    }
   });
   if (!server.ok()) {
     std::fprintf(stderr, "ws_cuda_listen: %s\n", server.status().ToString().c_str());
@@ -118,9 +138,20 @@ int main(int argc, char** argv) {
                   (unsigned long long)s.kernel_records, (unsigned long long)p.memops, (unsigned long long)p.launches,
                   (unsigned long long)s.cupti_dropped_records, (unsigned long long)s.buffers_denied,
                   (unsigned long long)s.wire_records_dropped, (unsigned long long)s.launch_records_dropped);
+      size_t outer = 0, inner = 0;
+      for (uint32_t id : p.outer_ids) outer += p.kernel_ids.count(id);
+      for (uint32_t id : p.inner_ids) inner += p.kernel_ids.count(id);
+      std::printf("    sampled launches %zu (with a nested driver id: %zu); a kernel record carries the outer (runtime) "
+                  "id of %zu of them, the inner (driver) id of %zu\n",
+                  p.outer_ids.size(), p.inner_ids.size(), outer, inner);
+      // Duty modes: what the counts scale to over the whole connection, by time.
+      const double elapsed = static_cast<double>(s.host_time_ns - p.first_stats.host_time_ns);
+      const double on = static_cast<double>(s.activity_on_ns - p.first_stats.activity_on_ns);
+      const double scale = on > 0 && elapsed > 0 ? elapsed / on : 1.0;
+      std::printf("    activity on %.3f of %.3f s: time scale %.3f\n", on / 1e9, elapsed / 1e9, scale);
       for (const auto& [name, t] : p.by_name) {
-        std::printf("    %8llu x %12llu ns  %s\n", (unsigned long long)t.count, (unsigned long long)t.total_ns,
-                    name.c_str());
+        std::printf("    %8llu x %12llu ns  (scaled %10.0f x %14.0f ns)  %s\n", (unsigned long long)t.count,
+                    (unsigned long long)t.total_ns, t.count * scale, t.total_ns * scale, name.c_str());
       }
     }
     std::fflush(stdout);
