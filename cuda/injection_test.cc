@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "agent/gpu/cuda/cuda_socket_server.h"
+#include "agent/gpu/cuda/cuda_test_dirs.h"
 #include "tests/fakes/fake_cupti/fake_cupti_hooks.h"
 
 extern char** environ;
@@ -43,28 +44,8 @@ constexpr uint32_t kCuLaunchKernel = CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel;
 constexpr uint32_t kCuGraphLaunch = CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch;
 constexpr int kKernelActivity = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
 
-// Temporary directories, removed when the test program ends.
-class TempDirs : public ::testing::Environment {
- public:
-  static std::string Make() {
-    char dir[] = "/tmp/ws-cuda-inj-XXXXXX";
-    EXPECT_NE(mkdtemp(dir), nullptr);
-    dirs().push_back(dir);
-    return dir;
-  }
-  void TearDown() override {
-    for (const std::string& d : dirs()) std::filesystem::remove_all(d);
-  }
 
- private:
-  static std::vector<std::string>& dirs() {
-    static std::vector<std::string> d;
-    return d;
-  }
-};
-const auto* const kTempDirs = ::testing::AddGlobalTestEnvironment(new TempDirs);
-
-std::string TempDir() { return TempDirs::Make(); }
+std::string TempDir() { return warpscope::testing::CudaTestDirs::Make(); }
 
 // The application process: cuda_injection_host with a chosen environment.
 class HostProcess {

@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "agent/gpu/cuda/cuda_test_dirs.h"
 #include "cuda/wire_outbox.h"
 
 namespace warpscope {
@@ -52,29 +53,9 @@ size_t Count(const std::vector<CudaProcessEvent>& events, CudaProcessEvent::Kind
   return n;
 }
 
-// Temporary directories, removed when the test program ends.
-class TempDirs : public ::testing::Environment {
- public:
-  static std::string Make() {
-    char dir[] = "/tmp/ws-cuda-test-XXXXXX";
-    EXPECT_NE(mkdtemp(dir), nullptr);
-    dirs().push_back(dir);
-    return dir;
-  }
-  void TearDown() override {
-    for (const std::string& d : dirs()) std::filesystem::remove_all(d);
-  }
-
- private:
-  static std::vector<std::string>& dirs() {
-    static std::vector<std::string> d;
-    return d;
-  }
-};
-const auto* const kTempDirs = ::testing::AddGlobalTestEnvironment(new TempDirs);
 
 std::string TempSocketPath() {
-  return TempDirs::Make() + "/sub/cuda.sock";  // the server creates "sub"
+  return warpscope::testing::CudaTestDirs::Make() + "/sub/cuda.sock";  // the server creates "sub"
 }
 
 int Connect(const std::string& path) {
