@@ -6,7 +6,11 @@
 //
 //   ws_cuda_listen [--socket PATH] [--mode exact|duty|off] [--rate N]
 //                  [--duty-on MS] [--duty-period MS] [--duty-callbacks] [--memcpy]
-//                  [--print-kernels N]
+//                  [--print-kernels N] [--alternate MS]
+// --alternate MS: every MS switches every connected process between
+// configurations in turn (off, exact, duty with callbacks: the paired
+// overhead benchmark, bench/gpu/cuda_phase_check.sh), printing
+// "phase NAME at NS" with CLOCK_MONOTONIC nanoseconds.
 #include <signal.h>
 #include <unistd.h>
 
@@ -14,6 +18,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
+#include <vector>
 #include <map>
 #include <set>
 #include <mutex>
@@ -51,6 +57,7 @@ int main(int argc, char** argv) {
   warpscope::CudaSocketServerOptions options;
   options.config.mode = WS_CUDA_MODE_EXACT;
   int print_kernels = 5;
+  int alternate_ms = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> const char* { return i + 1 < argc ? argv[++i] : ""; };
@@ -65,6 +72,8 @@ int main(int argc, char** argv) {
       options.config.duty_on_ms = static_cast<uint32_t>(std::atoi(next()));
     } else if (a == "--duty-period") {
       options.config.duty_period_ms = static_cast<uint32_t>(std::atoi(next()));
+    } else if (a == "--alternate") {
+      alternate_ms = std::atoi(next());
     } else if (a == "--duty-callbacks") {
       options.config.flags |= WS_CUDA_CONFIG_DUTY_CALLBACKS;
     } else if (a == "--memcpy") {
@@ -126,6 +135,33 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
   signal(SIGINT, [](int) { g_stop = 1; });
   signal(SIGTERM, [](int) { g_stop = 1; });
+  if (alternate_ms > 0) {
+    struct Phase {
+      const char* name;
+      ws_cuda_config config;
+    };
+    std::vector<Phase> phases(3, Phase{"", options.config});
+    phases[0].name = "off";
+    phases[0].config.mode = WS_CUDA_MODE_OFF;
+    phases[1].name = "exact";
+    phases[1].config.mode = WS_CUDA_MODE_EXACT;
+    phases[2].name = "duty_cb";
+    phases[2].config.mode = WS_CUDA_MODE_DUTY;
+    phases[2].config.flags |= WS_CUDA_CONFIG_DUTY_CALLBACKS;
+    if (phases[2].config.duty_on_ms == 0) phases[2].config.duty_on_ms = 50;
+    for (size_t k = 0; !g_stop; ++k) {
+      const Phase& p = phases[k % phases.size()];
+      (*server)->PostConfig(p.config);
+      timespec ts;
+      clock_gettime(CLOCK_MONOTONIC, &ts);
+      std::printf("phase %s at %lld\n", p.name, static_cast<long long>(ts.tv_sec) * 1000000000LL + ts.tv_nsec);
+      std::fflush(stdout);
+      for (int waited = 0; waited < alternate_ms && !g_stop; waited += 10) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+    }
+    return 0;
+  }
   while (!g_stop) {
     for (int i = 0; i < 50 && !g_stop; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
     std::lock_guard<std::mutex> lock(mu);
