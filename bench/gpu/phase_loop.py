@@ -7,11 +7,7 @@ import time
 
 import torch
 
-
-def step(x):
-    for _ in range(10):
-        x = x * 1.0001 + 0.0001
-    return x
+from launch_heavy import step  # the same ~20 tiny kernels per iteration
 
 
 def main():
