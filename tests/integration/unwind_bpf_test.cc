@@ -219,10 +219,13 @@ TEST_F(UnwindTest, ProcessesExitingDuringTableLoadDoNotHurt) {
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   // Many short-lived processes, several at a time: some exit while their
   // tables are being built. All are gone well before the recording ends, so
-  // their exits are processed and the tables only they used are freed.
+  // their exits are processed and the tables only they used are freed. Each
+  // burns ~30 ms beyond the interpreter's start-up, so that on a loaded CI
+  // machine enough of them are still on a CPU when sampled to be described
+  // ("pass" alone let a CI run describe only 15).
   std::vector<std::thread> waiters;
   for (int i = 0; i < 150; ++i) {
-    pid_t p = StartProcess({"/usr/bin/python3", "-c", "pass"});
+    pid_t p = StartProcess({"/usr/bin/python3", "-c", "sum(range(1000000))"});
     if (i % 10 == 0) {
       WaitProcess(p);
     } else {
