@@ -166,6 +166,45 @@ StatusOr<RunOptions> ParseRunArgs(const std::vector<std::string>& args) {
         return InvalidArgumentError("--gpu-metrics-interval must be between 100ms and 1m, got '" + v + "'");
       }
       o.gpu_metrics_interval = std::chrono::duration_cast<std::chrono::milliseconds>(*d);
+    } else if (flag == "--no-gpu-time") {
+      o.gpu_time = false;
+    } else if (flag == "--cuda-socket") {
+      ASSIGN_OR_RETURN(o.cuda_socket, c.TakeValue());
+      if (o.cuda_socket.empty() || o.cuda_socket.size() > 100) {
+        return InvalidArgumentError("--cuda-socket needs a path of at most 100 characters");
+      }
+    } else if (flag == "--gpu-time-mode") {
+      ASSIGN_OR_RETURN(std::string v, c.TakeValue());
+      if (v == "exact") {
+        o.gpu_time_mode = RunOptions::GpuTimeMode::kExact;
+      } else if (v == "duty") {
+        o.gpu_time_mode = RunOptions::GpuTimeMode::kDuty;
+      } else {
+        return InvalidArgumentError("--gpu-time-mode is exact or duty, got '" + v + "'");
+      }
+    } else if (flag == "--gpu-duty") {
+      ASSIGN_OR_RETURN(std::string v, c.TakeValue());
+      const size_t slash = v.find('/');
+      auto on = ParseDuration(v.substr(0, slash));
+      auto period = slash == std::string::npos ? StatusOr<std::chrono::nanoseconds>(InvalidArgumentError("no period"))
+                                               : ParseDuration(v.substr(slash + 1));
+      if (!on.ok() || !period.ok() || *on < std::chrono::milliseconds(10) || *period > std::chrono::minutes(1) ||
+          *on >= *period) {
+        return InvalidArgumentError("--gpu-duty expects ON/PERIOD with 10ms <= ON < PERIOD <= 1m, e.g. 100ms/1s; got '" +
+                                    v + "'");
+      }
+      o.gpu_duty_on_ms = static_cast<uint32_t>(std::chrono::duration_cast<std::chrono::milliseconds>(*on).count());
+      o.gpu_duty_period_ms =
+          static_cast<uint32_t>(std::chrono::duration_cast<std::chrono::milliseconds>(*period).count());
+    } else if (flag == "--gpu-launch-samples") {
+      ASSIGN_OR_RETURN(std::string v, c.TakeValue());
+      ASSIGN_OR_RETURN(uint64_t n, ParseUnsigned("--gpu-launch-samples", v, 100000));
+      if (n == 0) return InvalidArgumentError("--gpu-launch-samples must be at least 1");
+      o.gpu_launch_samples = static_cast<uint32_t>(n);
+    } else if (flag == "--gpu-trace-per-sec") {
+      ASSIGN_OR_RETURN(std::string v, c.TakeValue());
+      ASSIGN_OR_RETURN(uint64_t n, ParseUnsigned("--gpu-trace-per-sec", v, 1000000));
+      o.gpu_trace_per_sec = static_cast<uint32_t>(n);
     } else if (flag == "--metrics-listen") {
       ASSIGN_OR_RETURN(o.metrics_listen, c.TakeValue());
       if (o.metrics_listen.empty()) return InvalidArgumentError("--metrics-listen needs HOST:PORT, e.g. 127.0.0.1:9400");
@@ -311,6 +350,18 @@ until every --pid has exited.
       --nvml-library PATH   NVML to load (default libnvidia-ml.so.1 from the
                             driver); without a driver GPU metrics are off
       --no-gpu-metrics      do not collect GPU metrics
+      --no-gpu-time         no GPU-time profile: do not open the CUDA socket
+      --cuda-socket PATH    where libwarpscope_cuda.so (CUDA_INJECTION64_PATH)
+                            finds the agent (default /run/warpscope/cuda.sock)
+      --gpu-time-mode M     exact: every kernel recorded (default); duty: kernels
+                            recorded in windows (--gpu-duty), totals scaled and
+                            labelled estimate=scaled
+      --gpu-duty ON/PERIOD  duty mode's window (default 100ms/1s)
+      --gpu-launch-samples N
+                            launch stacks per second per application thread
+                            (default 200; other launches share their time)
+      --gpu-trace-per-sec N kernels per process and second kept for the kernel
+                            table and timeline (default 20000; 0: none)
       --metrics-listen H:P  serve Prometheus metrics at http://H:P/metrics:
                             GPU metrics under dcgm-exporter's names, per-process
                             GPU use and the agent's health (default: off;

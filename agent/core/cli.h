@@ -59,6 +59,14 @@ struct RunOptions {
   std::string nvml_library;                            // empty: libnvidia-ml.so.1
   std::chrono::milliseconds gpu_metrics_interval{1000};
   std::string metrics_listen;                          // empty: no Prometheus endpoint
+  // GPU time (CUDA kernels through libwarpscope_cuda.so): see RunUsage().
+  bool gpu_time = true;                                // --no-gpu-time: no CUDA socket, no probe
+  std::string cuda_socket = "/run/warpscope/cuda.sock";
+  enum class GpuTimeMode { kExact, kDuty } gpu_time_mode = GpuTimeMode::kExact;
+  uint32_t gpu_duty_on_ms = 100;       // duty mode: kernels recorded this long ...
+  uint32_t gpu_duty_period_ms = 1000;  // ... of every period
+  uint32_t gpu_launch_samples = 200;   // launch stacks per second per application thread
+  uint32_t gpu_trace_per_sec = 20000;  // activities per process and second kept in the trace
 };
 
 // argv excludes the program name and the "run" subcommand.

@@ -26,21 +26,11 @@ void ProfileAssembler::SetBuilder(ProfileBuilder* builder) {
   python_memo_.clear();
 }
 
-uint64_t ProfileAssembler::InternFrame(const SymbolizedFrame& frame, FrameKind kind) {
-  const uint64_t mapping_id = frame.has_mapping ? builder_->InternMapping(frame.mapping) : 0;
-  std::vector<ProfileLine> lines;
-  lines.reserve(frame.functions.size());
-  for (const SymbolizedFunction& fn : frame.functions) {
-    lines.push_back({builder_->InternFunction(fn.name, fn.system_name, fn.filename), fn.line});
-  }
-  return builder_->InternLocation(mapping_id, frame.address, kind, lines);
-}
-
 uint64_t ProfileAssembler::UserLocation(uint32_t pid, uint64_t address, bool is_return_address) {
   auto key = std::make_tuple(pid, address, is_return_address);
   auto it = user_memo_.find(key);
   if (it != user_memo_.end()) return it->second;
-  const uint64_t id = InternFrame(symbolizer_->SymbolizeUser(pid, address, is_return_address), FrameKind::kNative);
+  const uint64_t id = InternSymbolizedFrame(builder_, symbolizer_->SymbolizeUser(pid, address, is_return_address), FrameKind::kNative);
   user_memo_.emplace(key, id);
   return id;
 }
@@ -49,7 +39,7 @@ uint64_t ProfileAssembler::KernelLocation(uint64_t address, bool is_return_addre
   auto key = std::make_pair(address, is_return_address);
   auto it = kernel_memo_.find(key);
   if (it != kernel_memo_.end()) return it->second;
-  const uint64_t id = InternFrame(symbolizer_->SymbolizeKernel(address, is_return_address), FrameKind::kKernel);
+  const uint64_t id = InternSymbolizedFrame(builder_, symbolizer_->SymbolizeKernel(address, is_return_address), FrameKind::kKernel);
   kernel_memo_.emplace(key, id);
   return id;
 }

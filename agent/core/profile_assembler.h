@@ -50,7 +50,6 @@ class ProfileAssembler {
   uint64_t UserLocation(uint32_t pid, uint64_t address, bool is_return_address);
   uint64_t KernelLocation(uint64_t address, bool is_return_address);
   uint64_t PythonLocation(uint32_t pid, uint64_t slot0, uint64_t slot1);
-  uint64_t InternFrame(const SymbolizedFrame& frame, FrameKind kind);
 
   Symbolizer* symbolizer_;
   PythonProcesses* python_;

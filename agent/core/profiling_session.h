@@ -73,6 +73,12 @@ class ProfilingSession {
   void AddCounters(ProfileBuilder* builder) const;
 
   Symbolizer& symbolizer() { return symbolizer_; }
+  PythonProcesses* python() { return python_frames_ ? &python_ : nullptr; }
+  // The unwinder's maps (inside the CPU sampler), for other stack sources
+  // (the CUDA launch probe) to unwind from the same tables.
+  UnwindMapFds unwind_map_fds() const { return sampler_->unwind_map_fds(); }
+  // Describes `pid` to the symbolizer and unwinder now, before it is sampled.
+  void DescribeProcess(uint32_t pid) { Describe(pid); }
   const AssemblerStats& assembler_stats() const { return assembler_.stats(); }
   CpuSamplerStats sampler_stats() const { return sampler_->ReadStats(); }
   size_t num_cpus() const { return sampler_->num_cpus(); }

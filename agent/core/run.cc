@@ -18,6 +18,7 @@
 #include "agent/export/agent_identity.h"
 #include "agent/export/ingest_batch_encoder.h"
 #include "agent/export/prometheus_exposition.h"
+#include "agent/gpu/gpu_time/gpu_time_collector.h"
 #include "agent/export/uploader.h"
 #include "agent/process/process_labels.h"
 #include "base/duration.h"
@@ -44,21 +45,33 @@ StatusOr<std::string> ResolveToken(const RunOptions& options) {
 // Everything one upload window needs to become a batch. Sampling thread only.
 class WindowEncoder {
  public:
-  // `gpu` may be null (--no-gpu-metrics).
+  // `gpu` may be null (--no-gpu-metrics), and `gpu_time` (--no-gpu-time).
   WindowEncoder(std::string agent_id, std::string node, BatchSequencer sequencer, ProcessLabelCache* labels,
-                ProfilingSession* session, Uploader* uploader, GpuMetricsLoop* gpu)
+                ProfilingSession* session, Uploader* uploader, GpuMetricsLoop* gpu, gpu::GpuTimeCollector* gpu_time)
       : agent_id_(std::move(agent_id)),
         node_(std::move(node)),
         sequencer_(std::move(sequencer)),
         labels_(labels),
         session_(session),
         uploader_(uploader),
-        gpu_(gpu) {}
+        gpu_(gpu),
+        gpu_time_(gpu_time) {}
 
-  // Finishes the window's profile, encodes it and hands it to the uploader.
-  // A window that cannot be encoded is logged and skipped, never fatal.
-  void FinishWindow(ProfileBuilder* builder, int64_t duration_nanos) {
+  // Finishes the window's profiles (CPU, and GPU time when on), encodes them
+  // and hands the batch to the uploader. `final`: the last window (GPU time
+  // still inside its grace period is joined now). A window that cannot be
+  // encoded is logged and skipped, never fatal.
+  void FinishWindow(ProfileBuilder* builder, int64_t duration_nanos, bool final) {
     session_->AddCounters(builder);
+    std::optional<Profile> gpu_profile;
+    GpuTrace trace;
+    if (gpu_time_ != nullptr) {
+      ProfileBuilder gpu_builder(0, 0, 0);
+      gpu_time_->FinishWindow(&gpu_builder, &trace, final);
+      gpu_time_->AddCounters(builder);
+      gpu_profile = gpu_builder.Finish(duration_nanos);
+      gpu_profile->sample_types = {{gpu::kGpuTimeTypeName, gpu::kGpuTimeUnit}};
+    }
     const UploaderStats up = uploader_->StatsFromAnyThread();
     builder->SetCounter("spool_dropped_batches", up.spool_dropped_batches);
     builder->SetCounter("upload_batches_sent", up.batches_sent);
@@ -86,8 +99,19 @@ class WindowEncoder {
       const std::optional<uint32_t> pid = ReadingPid(m);
       if (pid && !labels.count(*pid)) labels.emplace(*pid, labels_->Get(*pid));
     }
+    std::vector<const Profile*> profiles = {&profile};
+    if (gpu_profile) {
+      gpu_profile->time_nanos = profile.time_nanos;
+      for (const ProfileSample& sample : gpu_profile->samples) {
+        if (!labels.count(sample.labels.pid)) labels.emplace(sample.labels.pid, labels_->Get(sample.labels.pid));
+      }
+      for (const auto& [pid, comm] : trace.comms) {
+        if (!labels.count(pid)) labels.emplace(pid, labels_->Get(pid));
+      }
+      if (!gpu_profile->samples.empty()) profiles.push_back(&*gpu_profile);
+    }
     labels_->EndWindow();
-    auto batch = EncodeIngestBatch(profile, {agent_id_, 0, node_}, labels, metrics);
+    auto batch = EncodeIngestBatch(profiles, {agent_id_, 0, node_}, labels, metrics, trace.empty() ? nullptr : &trace);
     if (!batch.ok()) {
       ++encode_errors_;
       LOG_ERROR() << "window skipped: " << batch.status().message();
@@ -148,6 +172,7 @@ class WindowEncoder {
   ProfilingSession* session_;
   Uploader* uploader_;
   GpuMetricsLoop* gpu_;
+  gpu::GpuTimeCollector* gpu_time_;
   HealthBoard health_;
   uint64_t encode_errors_ = 0;
   uint64_t batches_ = 0;
@@ -206,6 +231,33 @@ StatusOr<std::unique_ptr<server::HttpServer>> StartMetricsEndpoint(const std::st
                       return r;
                     }});
   return server::HttpServer::Start(o, std::move(routes));
+}
+
+gpu::GpuTimeOptions GpuTimeOptionsFrom(const RunOptions& options) {
+  gpu::GpuTimeOptions o;
+  o.socket.socket_path = options.cuda_socket;
+  ws_cuda_config& c = o.socket.config;
+  if (options.gpu_time_mode == RunOptions::GpuTimeMode::kDuty) {
+    c.mode = WS_CUDA_MODE_DUTY;
+    c.flags |= WS_CUDA_CONFIG_DUTY_CALLBACKS;
+    c.duty_on_ms = options.gpu_duty_on_ms;
+    c.duty_period_ms = options.gpu_duty_period_ms;
+  } else {
+    c.mode = WS_CUDA_MODE_EXACT;
+  }
+  if (options.gpu_trace_per_sec > 0) c.flags |= WS_CUDA_CONFIG_MEMCPY | WS_CUDA_CONFIG_MEMSET;
+  c.launch_samples_per_sec = options.gpu_launch_samples;
+  o.trace_per_second = options.gpu_trace_per_sec;
+  return o;
+}
+
+gpu::GpuTimeSessionParts GpuTimePartsOf(ProfilingSession* session) {
+  gpu::GpuTimeSessionParts parts;
+  parts.symbolizer = &session->symbolizer();
+  parts.python = session->python();
+  parts.unwind_maps = session->unwind_map_fds();
+  parts.describe = [session](uint32_t pid) { session->DescribeProcess(pid); };
+  return parts;
 }
 
 }  // namespace
@@ -285,8 +337,20 @@ int RunContinuous(const RunOptions& options, const std::string& node_name) {
       if (!off.empty()) std::cerr << "warpscope-agent: " << off << "; profiling CPUs only\n";
     }
   }
+  // GPU time: the socket CUDA processes connect to and the launch probe.
+  // Without it (a socket path we cannot create, no uprobe support) the agent
+  // still profiles CPUs.
+  std::unique_ptr<gpu::GpuTimeCollector> gpu_time;
+  if (options.gpu_time) {
+    auto started = gpu::GpuTimeCollector::Start(GpuTimeOptionsFrom(options), GpuTimePartsOf(session.get()));
+    if (started.ok()) {
+      gpu_time = std::move(started).value();
+    } else {
+      std::cerr << "warpscope-agent: GPU time is off: " << started.status().message() << "\n";
+    }
+  }
   WindowEncoder encoder(*agent_id, node_name, std::move(sequencer).value(), &labels, session.get(),
-                        uploader.get(), gpu.get());
+                        uploader.get(), gpu.get(), gpu_time.get());
   std::unique_ptr<server::HttpServer> metrics_endpoint;
   if (!options.metrics_listen.empty()) {
     auto started = StartMetricsEndpoint(options.metrics_listen, node_name, &encoder, uploader.get(), gpu.get());
@@ -336,6 +400,7 @@ int RunContinuous(const RunOptions& options, const std::string& node_name) {
       }
       polled = session->Poll(window_end);
       if (!polled.ok()) break;
+      if (gpu_time) gpu_time->Poll();
     }
     if (!polled.ok()) {
       LOG_ERROR() << "sampling failed: " << polled.message();
@@ -350,11 +415,12 @@ int RunContinuous(const RunOptions& options, const std::string& node_name) {
       exit_code = kExitError;
     }
     const int64_t duration = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - window_start).count();
-    encoder.FinishWindow(builder.get(), duration);
+    encoder.FinishWindow(builder.get(), duration, !stop_reason.empty());
     window_start_unix += duration;
   }
   if (metrics_endpoint) metrics_endpoint->Stop();
   if (gpu) gpu->Stop();
+  gpu_time.reset();  // closes the CUDA socket: libraries go dormant
   // Sends what is queued while the server answers (bounded), spools the rest.
   uploader->Stop();
   const UploaderStats up = uploader->StatsFromAnyThread();

@@ -152,6 +152,60 @@ void AddMetricPoints(const std::vector<MetricReading>& metrics, const IngestBatc
   }
 }
 
+// The series of a process in the GPU trace: like its samples' minus the thread.
+uint32_t ProcessLabelSet(uint32_t pid, const GpuTrace& trace, const IngestBatchHeader& header,
+                         const ProcessLabelMap& labels, BatchTables* tables) {
+  std::map<std::string, std::string> series = {{"node", header.node}, {"pid", std::to_string(pid)}};
+  if (auto it = trace.comms.find(pid); it != trace.comms.end()) series["comm"] = it->second;
+  if (auto it = labels.find(pid); it != labels.end()) AddProcessLabels(it->second, &series);
+  return tables->LabelSet(series);
+}
+
+void AddGpuTrace(const GpuTrace& trace, const IngestBatchHeader& header, const ProcessLabelMap& labels,
+                 BatchTables* tables, v1::IngestBatch* batch) {
+  std::map<uint32_t, uint32_t> label_set_of;  // pid -> label set
+  auto label_set = [&](uint32_t pid) {
+    auto [it, inserted] = label_set_of.try_emplace(pid, 0);
+    if (inserted) it->second = ProcessLabelSet(pid, trace, header, labels, tables);
+    return it->second;
+  };
+  batch->mutable_gpu_activities()->Reserve(static_cast<int>(trace.activities.size()));
+  for (const GpuActivityRecord& a : trace.activities) {
+    v1::GpuActivity* pb = batch->add_gpu_activities();
+    pb->set_start_unix_nanos(a.start_unix_nanos);
+    pb->set_duration_nanos(a.duration_nanos);
+    pb->set_label_set(label_set(a.pid));
+    pb->set_kind(static_cast<v1::GpuActivityKind>(a.kind));
+    if (a.name) {
+      pb->set_name(tables->String(a.name->name));
+      pb->set_system_name(tables->String(a.name->system_name));
+    }
+    pb->set_device(a.device);
+    pb->set_stream(a.stream);
+    pb->set_correlation_id(a.correlation_id);
+    pb->set_graph_id(a.graph_id);
+    pb->set_grid_x(a.grid[0]);
+    pb->set_grid_y(a.grid[1]);
+    pb->set_grid_z(a.grid[2]);
+    pb->set_block_x(a.block[0]);
+    pb->set_block_y(a.block[1]);
+    pb->set_block_z(a.block[2]);
+    pb->set_registers_per_thread(a.registers_per_thread);
+    pb->set_static_shared_bytes(a.static_shared_bytes);
+    pb->set_dynamic_shared_bytes(a.dynamic_shared_bytes);
+    pb->set_bytes(a.bytes);
+    pb->set_copy_kind(a.copy_kind);
+  }
+  for (const GpuTraceCoverageRow& c : trace.coverage) {
+    v1::GpuTraceCoverage* pb = batch->add_gpu_trace_coverage();
+    pb->set_second_unix_nanos(c.second_unix_nanos);
+    pb->set_label_set(label_set(c.pid));
+    pb->set_recorded(c.recorded);
+    pb->set_sent(c.sent);
+    pb->set_complete_until_unix_nanos(c.complete_until_unix_nanos);
+  }
+}
+
 }  // namespace
 
 namespace {
@@ -250,7 +304,7 @@ Status AddProfileSamples(const Profile& profile, uint32_t type, const IngestBatc
 
 StatusOr<v1::IngestBatch> EncodeIngestBatch(const std::vector<const Profile*>& profiles,
                                             const IngestBatchHeader& header, const ProcessLabelMap& labels,
-                                            const std::vector<MetricReading>& metrics) {
+                                            const std::vector<MetricReading>& metrics, const GpuTrace* trace) {
   if (profiles.empty() || profiles[0] == nullptr) return InvalidArgumentError("no profile to encode");
   const Profile& profile = *profiles[0];
   v1::IngestBatch batch;
@@ -267,6 +321,7 @@ StatusOr<v1::IngestBatch> EncodeIngestBatch(const std::vector<const Profile*>& p
   }
 
   AddMetricPoints(metrics, header, labels, &tables, &batch);
+  if (trace != nullptr) AddGpuTrace(*trace, header, labels, &tables, &batch);
 
   for (const ProfileCounter& counter : profile.counters) {
     v1::Counter* pb = batch.add_counters();

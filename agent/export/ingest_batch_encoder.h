@@ -19,6 +19,7 @@
 #include <string>
 #include <string_view>
 
+#include "agent/export/gpu_trace.h"
 #include "agent/export/metric_reading.h"
 #include "agent/export/profile.h"
 #include "agent/process/process_labels.h"
@@ -57,9 +58,12 @@ StatusOr<v1::IngestBatch> EncodeIngestBatch(const Profile& profile, const Ingest
 // has one sample type (Profile::sample_types: {"gpu_time", "nanoseconds"})
 // and ProfileSample::count = the value. A sample's SampleLabels::extra become
 // series labels (device, stream, graph_id).
+// `trace` (may be null) becomes gpu_activities and gpu_trace_coverage, each
+// labelled like its process's samples: node, pid, comm, exe, container labels.
 StatusOr<v1::IngestBatch> EncodeIngestBatch(const std::vector<const Profile*>& profiles,
                                             const IngestBatchHeader& header, const ProcessLabelMap& labels,
-                                            const std::vector<MetricReading>& metrics = {});
+                                            const std::vector<MetricReading>& metrics = {},
+                                            const GpuTrace* trace = nullptr);
 
 // The HTTP body: the serialized batch, zstd-compressed (also the spool's payload).
 StatusOr<std::string> CompressIngestBatch(const v1::IngestBatch& batch, int zstd_level = 3);

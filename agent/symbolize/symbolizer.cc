@@ -232,4 +232,14 @@ SymbolizedFrame Symbolizer::SymbolizeKernel(uint64_t address, bool is_return_add
   return frame;
 }
 
+uint64_t InternSymbolizedFrame(ProfileBuilder* builder, const SymbolizedFrame& frame, FrameKind kind) {
+  const uint64_t mapping_id = frame.has_mapping ? builder->InternMapping(frame.mapping) : 0;
+  std::vector<ProfileLine> lines;
+  lines.reserve(frame.functions.size());
+  for (const SymbolizedFunction& fn : frame.functions) {
+    lines.push_back({builder->InternFunction(fn.name, fn.system_name, fn.filename), fn.line});
+  }
+  return builder->InternLocation(mapping_id, frame.address, kind, lines);
+}
+
 }  // namespace warpscope

@@ -131,4 +131,7 @@ class Symbolizer {
   SymbolizerStats stats_;
 };
 
+// `frame` as a location of `builder` (its mapping and lines interned too).
+uint64_t InternSymbolizedFrame(ProfileBuilder* builder, const SymbolizedFrame& frame, FrameKind kind);
+
 }  // namespace warpscope

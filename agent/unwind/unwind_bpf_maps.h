@@ -4,6 +4,8 @@
 
 #include <bpf/libbpf.h>
 
+#include <utility>
+
 #include "agent/unwind/unwind_map_sizing.h"
 #include "agent/unwind/unwind_table_loader.h"
 
@@ -23,6 +25,18 @@ struct UnwindBpfMaps {
     bpf_map__set_max_entries(exec_mappings, sizes.exec_mappings);
     bpf_map__set_max_entries(proc_info, sizes.processes);
     bpf_map__set_max_entries(py_procs, sizes.processes);
+  }
+  // Before load, instead of SetSizes: use another skeleton's unwinder maps
+  // (already loaded and filled by its UnwindTableLoader), so two programs
+  // unwind from one copy of the tables. Returns -errno of the first failure.
+  int Reuse(const UnwindMapFds& fds) const {
+    const std::pair<bpf_map*, int> pairs[] = {
+        {entries, fds.entries}, {pages, fds.pages}, {exec_mappings, fds.exec_mappings},
+        {proc_info, fds.proc_info}, {py_procs, fds.py_procs}};
+    for (const auto& [map, fd] : pairs) {
+      if (int err = bpf_map__reuse_fd(map, fd); err) return err;
+    }
+    return 0;
   }
   // After load.
   UnwindMapFds Fds() const {

@@ -30,11 +30,28 @@ UprobeStackCollector::~UprobeStackCollector() {
 
 StatusOr<std::unique_ptr<UprobeStackCollector>> UprobeStackCollector::Create(uint32_t sample_every,
                                                                              const UnwindMapSizes& unwind) {
+  return Load(sample_every, &unwind, nullptr);
+}
+
+StatusOr<std::unique_ptr<UprobeStackCollector>> UprobeStackCollector::CreateSharing(uint32_t sample_every,
+                                                                                    const UnwindMapFds& shared) {
+  return Load(sample_every, nullptr, &shared);
+}
+
+StatusOr<std::unique_ptr<UprobeStackCollector>> UprobeStackCollector::Load(uint32_t sample_every,
+                                                                           const UnwindMapSizes* sizes,
+                                                                           const UnwindMapFds* shared) {
   std::unique_ptr<UprobeStackCollector> c(new UprobeStackCollector());
   c->skel_ = uprobe_stack_bpf__open();
   if (!c->skel_) return ErrnoError(errno, "opening the uprobe_stack BPF object");
   c->skel_->rodata->sample_every = sample_every == 0 ? 1 : sample_every;
-  UnwindMapsOf(c->skel_).SetSizes(unwind);
+  if (shared != nullptr) {
+    if (int err = UnwindMapsOf(c->skel_).Reuse(*shared); err) {
+      return ErrnoError(-err, "sharing the unwinder maps with the uprobe_stack program");
+    }
+  } else {
+    UnwindMapsOf(c->skel_).SetSizes(*sizes);
+  }
   if (int err = uprobe_stack_bpf__load(c->skel_); err) return ErrnoError(-err, "loading the uprobe_stack BPF program");
   c->stacks_ = ring_buffer__new(bpf_map__fd(c->skel_->maps.uprobe_stacks), HandleStack, &c->on_stack_, nullptr);
   if (!c->stacks_) return ErrnoError(errno, "creating the uprobe stack ring buffer");
@@ -50,6 +67,14 @@ Status UprobeStackCollector::Attach(uint32_t pid, const std::string& binary, con
     return ErrnoError(e, "attaching a uprobe to " + symbol + " in " + binary);
   }
   links_.push_back(link);
+  return Status::Ok();
+}
+
+Status UprobeStackCollector::Consume(const std::function<void(const ws_uprobe_stack_event&)>& on_stack) {
+  on_stack_ = on_stack;
+  const int n = ring_buffer__consume(stacks_);
+  on_stack_ = nullptr;
+  if (n < 0 && n != -EINTR) return ErrnoError(-n, "reading uprobe stacks");
   return Status::Ok();
 }
 

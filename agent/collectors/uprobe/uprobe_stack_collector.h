@@ -1,6 +1,7 @@
 // UprobeStackCollector owns the uprobe_stack BPF skeleton: whole user stacks
 // (through the .eh_frame unwinder) at the entry of a function in a binary,
-// e.g. cuLaunchKernel in libcuda. The CUDA launch collector will build on it.
+// e.g. cuLaunchKernel in libcuda, or libwarpscope_cuda.so's launch probe (the
+// GPU-time collector, agent/gpu/gpu_time/).
 //
 // Threading: one owner thread calls every method.
 #pragma once
@@ -35,10 +36,16 @@ class UprobeStackCollector {
 
   // sample_every: unwind one hit in N per CPU (1 = every hit).
   static StatusOr<std::unique_ptr<UprobeStackCollector>> Create(uint32_t sample_every, const UnwindMapSizes& unwind);
+  // Unwinds with another program's unwinder maps (the CPU sampler's), so the
+  // processes it describes need no second copy of their tables.
+  static StatusOr<std::unique_ptr<UprobeStackCollector>> CreateSharing(uint32_t sample_every,
+                                                                       const UnwindMapFds& shared);
 
   // Attaches to `symbol` in `binary` (a path) for process `pid` (0: every process).
   Status Attach(uint32_t pid, const std::string& binary, const std::string& symbol);
 
+  // Delivers the stacks already in the ring buffer without waiting.
+  Status Consume(const std::function<void(const ws_uprobe_stack_event&)>& on_stack);
   // Waits up to `timeout` and delivers each captured stack.
   Status Poll(std::chrono::milliseconds timeout, const std::function<void(const ws_uprobe_stack_event&)>& on_stack);
 
@@ -47,6 +54,8 @@ class UprobeStackCollector {
 
  private:
   UprobeStackCollector() = default;
+  static StatusOr<std::unique_ptr<UprobeStackCollector>> Load(uint32_t sample_every, const UnwindMapSizes* sizes,
+                                                              const UnwindMapFds* shared);
 
   uprobe_stack_bpf* skel_ = nullptr;
   ring_buffer* stacks_ = nullptr;

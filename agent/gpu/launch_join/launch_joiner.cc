@@ -13,7 +13,8 @@ struct SampleKey {
   uint64_t stack_key, kernel_key;
   uint32_t device, stream;
   uint64_t graph_id;
-  auto Tie() const { return std::tie(pid, kernel_key, stack_key, tid, device, stream, graph_id); }
+  int64_t bucket;
+  auto Tie() const { return std::tie(pid, kernel_key, stack_key, tid, device, stream, graph_id, bucket); }
   bool operator<(const SampleKey& o) const { return Tie() < o.Tie(); }
 };
 
@@ -23,7 +24,8 @@ struct UnsampledKey {
   uint64_t kernel_key;
   uint32_t device, stream;
   uint64_t graph_id;
-  auto Tie() const { return std::tie(pid, kernel_key, device, stream, graph_id); }
+  int64_t bucket;
+  auto Tie() const { return std::tie(pid, kernel_key, device, stream, graph_id, bucket); }
   bool operator<(const UnsampledKey& o) const { return Tie() < o.Tie(); }
 };
 
@@ -103,6 +105,9 @@ void LaunchJoiner::ForgetProcess(uint32_t pid) {
   for (auto it = launches_.begin(); it != launches_.end();) {
     it = it->first.pid == pid ? launches_.erase(it) : std::next(it);
   }
+  for (auto it = recent_launchers_.begin(); it != recent_launchers_.end();) {
+    it = it->first.first == pid ? recent_launchers_.erase(it) : std::next(it);
+  }
   scale_.erase(pid);
 }
 
@@ -115,12 +120,12 @@ std::vector<GpuTimeSample> LaunchJoiner::Drain(int64_t now_ns, bool flush_all) {
     auto launch = launches_.find(LaunchKey{k.pid, k.correlation_id});
     if (launch != launches_.end()) {
       Accumulated& a = samples[SampleKey{k.pid, launch->second.tid, launch->second.stack_key, k.kernel_key, k.device,
-                                         k.stream, k.graph_id}];
+                                         k.stream, k.graph_id, k.bucket}];
       a.gpu_ns += ns;
       ++a.kernels;
       ++stats_.kernels_sampled;
     } else {
-      Accumulated& a = unsampled[UnsampledKey{k.pid, k.kernel_key, k.device, k.stream, k.graph_id}];
+      Accumulated& a = unsampled[UnsampledKey{k.pid, k.kernel_key, k.device, k.stream, k.graph_id, k.bucket}];
       a.gpu_ns += ns;
       ++a.kernels;
     }
@@ -129,19 +134,25 @@ std::vector<GpuTimeSample> LaunchJoiner::Drain(int64_t now_ns, bool flush_all) {
 
   // Sampled stacks by (pid, kernel): whom an unsampled kernel of that name is spread over.
   // Weights are the directly measured values, taken before any spreading.
-  struct Launcher {
-    uint32_t tid;
-    uint64_t stack_key;
-    int64_t gpu_ns, kernels;
-  };
   std::map<std::pair<uint32_t, uint64_t>, std::vector<Launcher>> launchers;
   for (const auto& [key, a] : samples) {
     launchers[{key.pid, key.kernel_key}].push_back(Launcher{key.tid, key.stack_key, a.gpu_ns, a.kernels});
   }
+  // A kernel name with no sampled launch in this drain (a short drain, a
+  // rarely launched kernel) uses the stacks of its most recent drain that had one.
+  for (const auto& [key, list] : launchers) recent_launchers_[key] = RecentLaunchers{list, now_ns};
+  for (auto it = recent_launchers_.begin(); it != recent_launchers_.end();) {
+    it = it->second.seen_ns <= now_ns - options_.launch_ttl_ns ? recent_launchers_.erase(it) : std::next(it);
+  }
   for (const auto& [u, a] : unsampled) {
-    auto it = launchers.find({u.pid, u.kernel_key});
-    if (it == launchers.end()) {
-      Accumulated& p = samples[SampleKey{u.pid, 0, 0, u.kernel_key, u.device, u.stream, u.graph_id}];
+    const std::vector<Launcher>* sampled = nullptr;
+    if (auto it = launchers.find({u.pid, u.kernel_key}); it != launchers.end()) {
+      sampled = &it->second;
+    } else if (auto r = recent_launchers_.find({u.pid, u.kernel_key}); r != recent_launchers_.end()) {
+      sampled = &r->second.launchers;
+    }
+    if (sampled == nullptr) {
+      Accumulated& p = samples[SampleKey{u.pid, 0, 0, u.kernel_key, u.device, u.stream, u.graph_id, u.bucket}];
       p.gpu_ns += a.gpu_ns;
       p.estimated = true;
       stats_.kernels_placeholder += static_cast<uint64_t>(a.kernels);
@@ -151,18 +162,19 @@ std::vector<GpuTimeSample> LaunchJoiner::Drain(int64_t now_ns, bool flush_all) {
     // counts when that is all zero).
     std::vector<int64_t> weights;
     std::map<std::tuple<uint32_t, uint64_t>, int64_t> by_stack;  // (tid, stack) -> weight
-    for (const Launcher& l : it->second) by_stack[{l.tid, l.stack_key}] += l.gpu_ns;
+    for (const Launcher& l : *sampled) by_stack[{l.tid, l.stack_key}] += l.gpu_ns;
     bool all_zero = true;
     for (const auto& [stack, w] : by_stack) all_zero = all_zero && w == 0;
     if (all_zero) {
-      for (const Launcher& l : it->second) by_stack[{l.tid, l.stack_key}] += l.kernels;
+      for (const Launcher& l : *sampled) by_stack[{l.tid, l.stack_key}] += l.kernels;
     }
     for (const auto& [stack, w] : by_stack) weights.push_back(w);
     const std::vector<int64_t> shares = SplitExactly(a.gpu_ns, weights);
     size_t i = 0;
     for (const auto& [stack, w] : by_stack) {
       Accumulated& s =
-          samples[SampleKey{u.pid, std::get<0>(stack), std::get<1>(stack), u.kernel_key, u.device, u.stream, u.graph_id}];
+          samples[SampleKey{u.pid, std::get<0>(stack), std::get<1>(stack), u.kernel_key, u.device, u.stream,
+                            u.graph_id, u.bucket}];
       s.gpu_ns += shares[i++];
       s.estimated = true;
     }
@@ -172,8 +184,8 @@ std::vector<GpuTimeSample> LaunchJoiner::Drain(int64_t now_ns, bool flush_all) {
   std::vector<GpuTimeSample> out;
   out.reserve(samples.size());
   for (const auto& [k, a] : samples) {
-    GpuTimeSample s{k.pid, k.tid, k.stack_key, k.kernel_key, k.device, k.stream, k.graph_id, a.gpu_ns, a.kernels,
-                    a.estimated};
+    GpuTimeSample s{k.pid,      k.tid,    k.stack_key, k.kernel_key, k.device,     k.stream,
+                    k.graph_id, k.bucket, a.gpu_ns,    a.kernels,    a.estimated};
     if (auto scale = scale_.find(k.pid); scale != scale_.end()) {
       s.gpu_ns = static_cast<int64_t>(std::llround(static_cast<double>(s.gpu_ns) * scale->second));
       s.estimated = true;

@@ -13,9 +13,10 @@
 //     so a late stack can still claim it;
 //   * a kernel whose launch was not sampled is never dropped: its time is
 //     spread over the sampled stacks that launched a kernel of the same name
-//     in the same process during the same drain, in proportion to their
-//     sampled GPU time, or, when there is none, goes to a placeholder stack
-//     (stack_key 0);
+//     in the same process during the same drain (or, when that drain had
+//     none, the most recent drain within launch_ttl_ns that had), in
+//     proportion to their sampled GPU time, or, when there is none, goes to
+//     a placeholder stack (stack_key 0);
 //   * when the library recorded kernels only part of the time (duty-cycled
 //     activity), ScaleProcess() multiplies that process's totals and marks
 //     them estimated.
@@ -29,6 +30,7 @@
 #include <functional>
 #include <deque>
 #include <map>
+#include <utility>
 #include <unordered_map>
 #include <vector>
 
@@ -54,10 +56,13 @@ struct KernelExecution {
   uint64_t graph_id = 0;  // 0 unless the kernel ran as part of a CUDA graph
   int64_t start_ns = 0;
   int64_t end_ns = 0;
+  // The time bucket the kernel's time is reported in (the caller's key, e.g.
+  // the Unix second it started in): samples are kept apart per bucket.
+  int64_t bucket = 0;
 };
 
 // Output: GPU time of one (process, launching stack, kernel, device, stream,
-// graph) over one drain.
+// graph, time bucket) over one drain.
 struct GpuTimeSample {
   uint32_t pid = 0;
   uint32_t tid = 0;         // the launching thread (0 for the placeholder)
@@ -66,6 +71,7 @@ struct GpuTimeSample {
   uint32_t device = 0;
   uint32_t stream = 0;
   uint64_t graph_id = 0;
+  int64_t bucket = 0;       // KernelExecution::bucket of the kernels counted here
   int64_t gpu_ns = 0;       // attributed GPU time (scaled when estimated)
   int64_t kernels = 0;      // kernel executions measured directly for this stack
   bool estimated = false;   // includes spread or scaled time
@@ -125,6 +131,15 @@ class LaunchJoiner {
     uint64_t stack_key;
     int64_t added_ns;
   };
+  struct Launcher {
+    uint32_t tid;
+    uint64_t stack_key;
+    int64_t gpu_ns, kernels;
+  };
+  struct RecentLaunchers {
+    std::vector<Launcher> launchers;
+    int64_t seen_ns;
+  };
   struct PendingKernel {
     KernelExecution kernel;
     int64_t arrived_ns;
@@ -136,6 +151,8 @@ class LaunchJoiner {
   std::deque<LaunchKey> launch_order_;  // insertion order, for expiry
   std::deque<PendingKernel> pending_;   // arrival order
   std::map<uint32_t, double> scale_;    // pid -> factor (> 1 only)
+  // (pid, kernel) -> its sampled stacks in the latest drain that had any.
+  std::map<std::pair<uint32_t, uint64_t>, RecentLaunchers> recent_launchers_;
 };
 
 }  // namespace warpscope::gpu

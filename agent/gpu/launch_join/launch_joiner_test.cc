@@ -202,5 +202,46 @@ TEST(LaunchJoinerTest, NegativeDurationCountsAsZero) {
   EXPECT_EQ(j.stats().bad_durations, 1u);
 }
 
+TEST(LaunchJoinerTest, UnsampledKernelsOfADrainWithoutSamplesUseTheLatestDrainsStacks) {
+  LaunchJoiner j;
+  j.AddLaunch(Launch(1, 100, /*stack=*/5), 0);
+  j.AddKernel(Kernel(1, 100, /*kernel=*/9, 300), 0);
+  j.AddKernel(Kernel(1, 101, 9, 100), 0);
+  EXPECT_EQ(ByStack(j.Drain(4 * kSec)), (std::map<uint64_t, int64_t>{{5, 400}}));
+  // The next drain has only unsampled launches of kernel 9: not the placeholder.
+  j.AddKernel(Kernel(1, 102, 9, 70), 5 * kSec);
+  EXPECT_EQ(ByStack(j.Drain(9 * kSec)), (std::map<uint64_t, int64_t>{{5, 70}}));
+  EXPECT_EQ(j.stats().kernels_placeholder, 0u);
+  // Past the launch TTL the old stacks no longer speak for the kernel.
+  j.AddKernel(Kernel(1, 103, 9, 30), 100 * kSec);
+  EXPECT_EQ(ByStack(j.Drain(104 * kSec)), (std::map<uint64_t, int64_t>{{0, 30}}));
+  // A forgotten process takes its stacks with it.
+  j.AddLaunch(Launch(2, 1, 6), 110 * kSec);
+  j.AddKernel(Kernel(2, 1, 9, 10), 110 * kSec);
+  j.Drain(114 * kSec);
+  j.ForgetProcess(2);
+  j.AddKernel(Kernel(2, 2, 9, 10), 115 * kSec);
+  EXPECT_EQ(ByStack(j.Drain(119 * kSec)), (std::map<uint64_t, int64_t>{{0, 10}}));
+}
+
+TEST(LaunchJoinerTest, TimeBucketsKeepSamplesApartAndSpreadStaysInTheUnsampledKernelsBucket) {
+  LaunchJoiner j;
+  KernelExecution a = Kernel(1, 100, 9, 200);
+  a.bucket = 10;
+  KernelExecution b = Kernel(1, 101, 9, 50);
+  b.bucket = 11;
+  KernelExecution c = Kernel(1, 102, 9, 20);  // unsampled, in bucket 12
+  c.bucket = 12;
+  j.AddLaunch(Launch(1, 100, 5), 0);
+  j.AddLaunch(Launch(1, 101, 5), 0);
+  for (const KernelExecution& k : {a, b, c}) j.AddKernel(k, 0);
+  std::map<int64_t, int64_t> by_bucket;
+  for (const GpuTimeSample& s : j.Drain(4 * kSec)) {
+    EXPECT_EQ(s.stack_key, 5u);
+    by_bucket[s.bucket] += s.gpu_ns;
+  }
+  EXPECT_EQ(by_bucket, (std::map<int64_t, int64_t>{{10, 200}, {11, 50}, {12, 20}}));
+}
+
 }  // namespace
 }  // namespace warpscope::gpu

@@ -1,0 +1,423 @@
+#include "agent/gpu/gpu_time/gpu_time_collector.h"
+
+#include <sys/stat.h>
+#include <time.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "agent/symbolize/demangle.h"
+#include "base/logging.h"
+
+namespace warpscope::gpu {
+namespace {
+
+constexpr int64_t kSecond = 1'000'000'000;
+// Duty scaling is measured over spans of at least this long (a few STATS).
+constexpr int64_t kScaleSpanNs = 5 * kSecond;
+
+int64_t ClockNanos(clockid_t clock) {
+  timespec ts{};
+  clock_gettime(clock, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * kSecond + ts.tv_nsec;
+}
+
+std::string ReadFirstLine(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+// The path of libwarpscope_cuda.so as mapped by `pid` (executable mapping), or "".
+std::string InjectionLibraryPath(uint32_t pid) {
+  std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    if (line.find("libwarpscope_cuda") == std::string::npos) continue;
+    std::istringstream fields(line);
+    std::string range, perms, offset, dev, inode, path;
+    fields >> range >> perms >> offset >> dev >> inode;
+    std::getline(fields >> std::ws, path);
+    if (perms.size() >= 3 && perms[2] == 'x' && !path.empty() && path[0] == '/') return path;
+  }
+  return "";
+}
+
+}  // namespace
+
+// Events from the socket thread to the sampling thread, bounded by records.
+class GpuTimeCollector::Inbox {
+ public:
+  explicit Inbox(size_t max_records) : max_records_(max_records) {}
+  // Socket thread.
+  void PostFromSocketThread(CudaProcessEvent&& event) {
+    const size_t records = event.kernels.size() + event.memops.size();
+    std::lock_guard<std::mutex> lock(mu_);
+    if (records > 0 && queued_records_ + records > max_records_) {
+      dropped_records_ += records;
+      return;
+    }
+    queued_records_ += records;
+    events_.push_back(std::move(event));
+  }
+  // Sampling thread.
+  void Take(std::vector<CudaProcessEvent>* out, uint64_t* dropped_records) {
+    out->clear();
+    std::lock_guard<std::mutex> lock(mu_);
+    out->swap(events_);
+    queued_records_ = 0;
+    *dropped_records = dropped_records_;
+  }
+
+ private:
+  const size_t max_records_;
+  std::mutex mu_;
+  std::vector<CudaProcessEvent> events_;  // guarded by mu_
+  size_t queued_records_ = 0;             // guarded by mu_
+  uint64_t dropped_records_ = 0;          // guarded by mu_
+};
+
+GpuTimeCollector::GpuTimeCollector(const GpuTimeOptions& options, GpuTimeSessionParts parts)
+    : options_(options),
+      parts_(std::move(parts)),
+      inbox_(std::make_unique<Inbox>(options.max_inbox_records)),
+      joiner_(options.join),
+      stacks_(parts_.symbolizer, parts_.python, options.max_stacks) {}
+
+GpuTimeCollector::~GpuTimeCollector() {
+  server_.reset();  // stops the socket thread before the inbox goes
+}
+
+StatusOr<std::unique_ptr<GpuTimeCollector>> GpuTimeCollector::Start(const GpuTimeOptions& options,
+                                                                    GpuTimeSessionParts parts) {
+  std::unique_ptr<GpuTimeCollector> c(new GpuTimeCollector(options, std::move(parts)));
+  ASSIGN_OR_RETURN(c->probe_, UprobeStackCollector::CreateSharing(1, c->parts_.unwind_maps));
+  Inbox* inbox = c->inbox_.get();
+  ASSIGN_OR_RETURN(c->server_, CudaSocketServer::Start(options.socket, [inbox](CudaProcessEvent&& event) {
+                     inbox->PostFromSocketThread(std::move(event));
+                   }));
+  return c;
+}
+
+void GpuTimeCollector::AttachProbe(uint32_t pid) {
+  const std::string path = InjectionLibraryPath(pid);
+  if (path.empty()) {
+    ++stats_.probe_attach_failures;
+    LOG_WARNING() << "CUDA process " << pid << " connected but libwarpscope_cuda.so is not in its maps";
+    return;
+  }
+  // Through the process's root, so a library inside a container is found.
+  const std::string host_path = "/proc/" + std::to_string(pid) + "/root" + path;
+  struct stat st {};
+  if (stat(host_path.c_str(), &st) != 0) {
+    ++stats_.probe_attach_failures;
+    return;
+  }
+  if (!attached_files_.insert({st.st_dev, st.st_ino}).second) return;
+  // Every process mapping this file: one probe serves them all.
+  if (Status s = probe_->Attach(0, host_path, kLaunchProbeSymbol); !s.ok()) {
+    attached_files_.erase({st.st_dev, st.st_ino});
+    ++stats_.probe_attach_failures;
+    LOG_WARNING() << "launch stacks of pid " << pid << " will be missing: " << s.message();
+    return;
+  }
+  ++stats_.probe_files_attached;
+}
+
+void GpuTimeCollector::OnConnected(const CudaProcessEvent& event) {
+  Connection& c = connections_[event.connection_id];
+  c.pid = static_cast<uint32_t>(event.pid);
+  c.clock.AddPair({event.hello.clock.host_before_ns, event.hello.clock.cupti_ns, event.hello.clock.host_after_ns});
+  comms_[c.pid] = ReadFirstLine("/proc/" + std::to_string(c.pid) + "/comm");
+  if (parts_.describe) parts_.describe(c.pid);
+  AttachProbe(c.pid);
+}
+
+std::pair<uint64_t, std::shared_ptr<const KernelName>> GpuTimeCollector::KernelKey(const std::string& raw_name) {
+  auto it = kernel_names_.find(raw_name);
+  if (it != kernel_names_.end()) return it->second;
+  auto name = std::make_shared<KernelName>();
+  name->system_name = raw_name.empty() ? "[unknown kernel]" : raw_name;
+  name->name = raw_name.empty() ? name->system_name : Demangle(raw_name);
+  kernel_by_key_.push_back(name);
+  auto entry = std::make_pair(static_cast<uint64_t>(kernel_by_key_.size()), std::shared_ptr<const KernelName>(name));
+  kernel_names_.emplace(raw_name, entry);
+  return entry;
+}
+
+void GpuTimeCollector::Trace(GpuActivityRecord&& a) {
+  const int64_t second = a.start_unix_nanos - a.start_unix_nanos % kSecond;
+  Coverage& cov = coverage_[{a.pid, second}];
+  ++cov.recorded;
+  if (cov.sent >= options_.trace_per_second || trace_.activities.size() >= options_.max_trace_per_window) {
+    if (cov.complete_until == 0 || a.start_unix_nanos < cov.complete_until) cov.complete_until = a.start_unix_nanos;
+    ++stats_.trace_thinned;
+    return;
+  }
+  ++cov.sent;
+  ++stats_.trace_activities;
+  trace_.activities.push_back(std::move(a));
+}
+
+void GpuTimeCollector::OnKernels(Connection& c, const std::vector<CudaKernel>& kernels, int64_t now_ns,
+                                 int64_t unix_offset_ns) {
+  for (const CudaKernel& k : kernels) {
+    const ws_cuda_kernel& r = k.record;
+    const auto [key, name] = KernelKey(*k.name);
+    KernelExecution e;
+    e.pid = c.pid;
+    e.correlation_id = r.correlation_id;
+    e.kernel_key = key;
+    e.device = r.device_id;
+    e.stream = r.stream_id;
+    e.graph_id = r.graph_id;
+    const std::optional<int64_t> start = c.clock.ToHostMonotonic(r.start_ns);
+    const std::optional<int64_t> end = c.clock.ToHostMonotonic(r.end_ns);
+    if (!start || !end) {
+      ++stats_.kernels_without_clock;
+      e.start_ns = e.end_ns = now_ns;
+    } else if (r.flags & WS_CUDA_RECORD_FLAG_NO_TIME) {
+      e.start_ns = e.end_ns = *start;
+    } else {
+      e.start_ns = *start;
+      e.end_ns = *end;
+    }
+    const int64_t start_unix = e.start_ns + unix_offset_ns;
+    e.bucket = start_unix - start_unix % kSecond;
+    joiner_.AddKernel(e, now_ns);
+    if (options_.trace_per_second == 0 || !start || (r.flags & WS_CUDA_RECORD_FLAG_NO_TIME)) continue;
+    GpuActivityRecord a;
+    a.pid = c.pid;
+    a.start_unix_nanos = start_unix;
+    a.duration_nanos = std::max<int64_t>(0, e.end_ns - e.start_ns);
+    a.kind = GpuActivityKind::kKernel;
+    a.name = name;
+    a.device = r.device_id;
+    a.stream = r.stream_id;
+    a.correlation_id = r.correlation_id;
+    a.graph_id = r.graph_id;
+    a.grid[0] = static_cast<uint32_t>(r.grid_x), a.grid[1] = static_cast<uint32_t>(r.grid_y);
+    a.grid[2] = static_cast<uint32_t>(r.grid_z);
+    a.block[0] = static_cast<uint32_t>(r.block_x), a.block[1] = static_cast<uint32_t>(r.block_y);
+    a.block[2] = static_cast<uint32_t>(r.block_z);
+    a.registers_per_thread = r.registers_per_thread;
+    a.static_shared_bytes = static_cast<uint32_t>(r.static_shared_memory);
+    a.dynamic_shared_bytes = static_cast<uint32_t>(r.dynamic_shared_memory);
+    Trace(std::move(a));
+  }
+}
+
+void GpuTimeCollector::OnMemops(Connection& c, const std::vector<ws_cuda_memop>& memops, int64_t unix_offset_ns) {
+  if (options_.trace_per_second == 0) return;
+  for (const ws_cuda_memop& m : memops) {
+    const std::optional<int64_t> start = c.clock.ToHostMonotonic(m.start_ns);
+    const std::optional<int64_t> end = c.clock.ToHostMonotonic(m.end_ns);
+    if (!start || !end) continue;
+    GpuActivityRecord a;
+    a.pid = c.pid;
+    a.start_unix_nanos = *start + unix_offset_ns;
+    a.duration_nanos = std::max<int64_t>(0, *end - *start);
+    a.kind = m.op == WS_CUDA_MEMOP_MEMSET ? GpuActivityKind::kMemset : GpuActivityKind::kMemcpy;
+    a.device = m.device_id;
+    a.stream = m.stream_id;
+    a.correlation_id = m.correlation_id;
+    a.graph_id = m.graph_id;
+    a.bytes = m.bytes;
+    a.copy_kind = m.kind;
+    Trace(std::move(a));
+  }
+}
+
+// Duty mode records kernels only part of the time: the process's GPU time is
+// scaled by the inverse of the recorded share, measured over spans of a few
+// seconds from the library's counters (launches seen while recording, or,
+// when the callbacks are duty-cycled too, the time recording was on).
+void GpuTimeCollector::OnStats(Connection& c, const ws_cuda_stats& s) {
+  c.stats_last = s;
+  if (!c.has_stats_base) {
+    c.stats_base = s;
+    c.has_stats_base = true;
+    return;
+  }
+  const ws_cuda_stats& b = c.stats_base;
+  if (s.host_time_ns < b.host_time_ns + kScaleSpanNs) return;
+  double factor = 1;
+  if (options_.socket.config.mode == WS_CUDA_MODE_DUTY) {
+    if (options_.socket.config.flags & WS_CUDA_CONFIG_DUTY_CALLBACKS) {
+      const double on = static_cast<double>(s.activity_on_ns - b.activity_on_ns);
+      const double wall = static_cast<double>(s.host_time_ns - b.host_time_ns);
+      if (on > 0) factor = wall / on;
+    } else {
+      const double seen = static_cast<double>(s.launches_seen - b.launches_seen);
+      const double on = static_cast<double>(s.launches_seen_activity_on - b.launches_seen_activity_on);
+      if (on > 0) factor = seen / on;
+    }
+  }
+  joiner_.ScaleProcess(c.pid, factor);
+  if (factor > 1) {
+    scale_[c.pid] = factor;
+  } else {
+    scale_.erase(c.pid);
+  }
+  c.stats_base = s;
+}
+
+void GpuTimeCollector::OnEvent(CudaProcessEvent& event, int64_t now_ns, int64_t unix_offset_ns) {
+  if (event.kind == CudaProcessEvent::Kind::kConnected) {
+    OnConnected(event);
+    return;
+  }
+  auto it = connections_.find(event.connection_id);
+  if (it == connections_.end()) return;
+  Connection& c = it->second;
+  if (event.kind == CudaProcessEvent::Kind::kDisconnected) {
+    // Its records already taken stay in the joiner; the clock goes with it.
+    connections_.erase(it);
+    return;
+  }
+  if (event.clock) c.clock.AddPair({event.clock->host_before_ns, event.clock->cupti_ns, event.clock->host_after_ns});
+  if (!event.kernels.empty()) OnKernels(c, event.kernels, now_ns, unix_offset_ns);
+  if (!event.memops.empty()) OnMemops(c, event.memops, unix_offset_ns);
+  if (event.stats) OnStats(c, *event.stats);
+}
+
+void GpuTimeCollector::OnLaunchStack(const ws_uprobe_stack_event& e, int64_t now_ns) {
+  const uint64_t key = stacks_.Intern(e.pid, e.stack, now_ns);
+  if (key == 0) return;  // table full: the launch counts as unsampled
+  auto [name, inserted] = thread_names_.try_emplace({e.pid, e.tid});
+  if (inserted) {
+    name->second = ReadFirstLine("/proc/" + std::to_string(e.pid) + "/task/" + std::to_string(e.tid) + "/comm");
+    if (thread_names_.size() > 100'000) thread_names_.clear();  // bounded; names are re-read
+  }
+  joiner_.AddLaunch(SampledLaunch{e.pid, e.tid, e.args[0], key}, now_ns);
+}
+
+void GpuTimeCollector::Poll() {
+  const int64_t now = ClockNanos(CLOCK_MONOTONIC);
+  const int64_t unix_offset = ClockNanos(CLOCK_REALTIME) - now;
+  // Stacks first: a launch's stack then usually meets its kernel record.
+  (void)probe_->Consume([&](const ws_uprobe_stack_event& e) { OnLaunchStack(e, now); });
+  inbox_->Take(&events_, &stats_.inbox_dropped_records);
+  for (CudaProcessEvent& event : events_) OnEvent(event, now, unix_offset);
+  events_.clear();
+}
+
+const std::vector<uint64_t>& GpuTimeCollector::StackLocations(uint64_t stack_key, ProfileBuilder* builder) {
+  auto [it, inserted] = stack_locations_.try_emplace(stack_key);
+  if (!inserted) return it->second;
+  const LaunchStack* stack = stack_key != 0 ? stacks_.Find(stack_key) : nullptr;
+  if (stack == nullptr) {
+    if (stack_key != 0) ++stats_.launch_stacks_expired;
+    const char* label = stack_key == 0 ? "[launch not sampled]" : "[launch stack expired]";
+    const uint64_t fn = builder->InternFunction(label, label);
+    it->second.push_back(builder->InternLocation(0, 0, FrameKind::kNative, {{fn, 0}}));
+    return it->second;
+  }
+  for (const CapturedFrame& f : stack->frames) {
+    if (f.kind == FrameKind::kPython) {
+      const SymbolizedFunction& fn = f.frame.functions.front();
+      const uint64_t id = builder->InternFunction(fn.name, fn.system_name, fn.filename);
+      it->second.push_back(builder->InternSourceLocation(id, fn.line, FrameKind::kPython));
+    } else {
+      it->second.push_back(InternSymbolizedFrame(builder, f.frame, FrameKind::kNative));
+    }
+  }
+  return it->second;
+}
+
+void GpuTimeCollector::FinishWindow(ProfileBuilder* builder, GpuTrace* trace, bool final) {
+  Poll();
+  const int64_t now = ClockNanos(CLOCK_MONOTONIC);
+  stack_locations_.clear();
+  std::vector<uint64_t> locations;
+  for (const GpuTimeSample& s : joiner_.Drain(now, final)) {
+    if (s.gpu_ns <= 0) continue;
+    const KernelName& kernel = *kernel_by_key_.at(s.kernel_key - 1);
+    const uint64_t fn = builder->InternFunction(kernel.name, kernel.system_name);
+    locations.clear();
+    locations.push_back(builder->InternSourceLocation(fn, 0, FrameKind::kCudaKernel));
+    const std::vector<uint64_t>& stack = StackLocations(s.stack_key, builder);
+    locations.insert(locations.end(), stack.begin(), stack.end());
+    SampleLabels labels;
+    labels.pid = s.pid;
+    labels.tid = s.tid;
+    if (auto it = comms_.find(s.pid); it != comms_.end()) labels.comm = it->second;
+    if (auto it = thread_names_.find({s.pid, s.tid}); it != thread_names_.end()) labels.thread_name = it->second;
+    labels.extra.emplace_back("device", std::to_string(s.device));
+    if (scale_.count(s.pid)) labels.extra.emplace_back("estimate", "scaled");
+    if (s.graph_id != 0) labels.extra.emplace_back("graph_id", std::to_string(s.graph_id));
+    labels.extra.emplace_back("stream", std::to_string(s.stream));
+    builder->SetSampleTime(s.bucket);
+    builder->AddSample(locations, s.gpu_ns, labels);
+  }
+  builder->SetSampleTime(0);
+  stacks_.Expire(now, options_.join.launch_ttl_ns + 2 * options_.join.grace_ns);
+  stats_.scaled_processes = scale_.size();
+
+  for (const auto& [key, cov] : coverage_) {
+    const int64_t second_end = key.second + kSecond;
+    trace_.coverage.push_back(
+        {key.first, key.second, cov.recorded, cov.sent, cov.complete_until != 0 ? cov.complete_until : second_end});
+  }
+  coverage_.clear();
+  for (const GpuActivityRecord& a : trace_.activities) {
+    if (auto it = comms_.find(a.pid); it != comms_.end()) trace_.comms.emplace(a.pid, it->second);
+  }
+  for (const GpuTraceCoverageRow& r : trace_.coverage) {
+    if (auto it = comms_.find(r.pid); it != comms_.end()) trace_.comms.emplace(r.pid, it->second);
+  }
+  *trace = std::move(trace_);
+  trace_ = GpuTrace();
+  // Processes with no connection left and nothing pending keep no name.
+  if (joiner_.pending_kernels() == 0) {
+    std::set<uint32_t> live;
+    for (const auto& [id, c] : connections_) live.insert(c.pid);
+    for (auto it = comms_.begin(); it != comms_.end();) it = live.count(it->first) ? std::next(it) : comms_.erase(it);
+    for (auto it = scale_.begin(); it != scale_.end();) it = live.count(it->first) ? std::next(it) : scale_.erase(it);
+  }
+}
+
+void GpuTimeCollector::AddCounters(ProfileBuilder* builder) const {
+  const LaunchJoinerStats& j = joiner_.stats();
+  builder->SetCounter("gpu_kernels", j.kernels);
+  builder->SetCounter("gpu_kernels_sampled", j.kernels_sampled);
+  builder->SetCounter("gpu_kernels_spread", j.kernels_spread);
+  builder->SetCounter("gpu_kernels_placeholder", j.kernels_placeholder);
+  builder->SetCounter("gpu_kernels_dropped", j.kernels_dropped + stats_.inbox_dropped_records);
+  builder->SetCounter("gpu_kernels_bad_duration", j.bad_durations);
+  builder->SetCounter("gpu_kernels_without_clock", stats_.kernels_without_clock);
+  builder->SetCounter("gpu_launch_stacks", j.launches);
+  builder->SetCounter("gpu_launch_stacks_dropped", j.launches_dropped + stacks_.stats().full);
+  builder->SetCounter("gpu_launch_stacks_expired", stats_.launch_stacks_expired);
+  builder->SetCounter("gpu_launch_stacks_distinct", stacks_.stats().symbolized);
+  builder->SetCounter("gpu_trace_activities", stats_.trace_activities);
+  builder->SetCounter("gpu_trace_thinned", stats_.trace_thinned);
+  builder->SetCounter("gpu_probe_files_attached", stats_.probe_files_attached);
+  builder->SetCounter("gpu_probe_attach_failures", stats_.probe_attach_failures);
+  builder->SetCounter("gpu_scaled_processes", stats_.scaled_processes);
+  const UprobeStackStats u = probe_->ReadStats();
+  builder->SetCounter("gpu_probe_hits", u.values[WS_UPROBE_HITS]);
+  builder->SetCounter("gpu_probe_ring_dropped", u.values[WS_UPROBE_DROPPED]);
+  builder->SetCounter("gpu_probe_not_described", u.values[WS_UPROBE_NOT_DESCRIBED]);
+  const CudaSocketServerCounters sc = server_->counters();
+  builder->SetCounter("cuda_connections_accepted", sc.connections_accepted);
+  builder->SetCounter("cuda_connections_open", sc.connections_open);
+  builder->SetCounter("cuda_connections_refused", sc.connections_refused);
+  builder->SetCounter("cuda_protocol_errors", sc.protocol_errors);
+  uint64_t cupti_dropped = 0, denied = 0, wire_dropped = 0, launch_dropped = 0;
+  for (const auto& [id, c] : connections_) {
+    cupti_dropped += c.stats_last.cupti_dropped_records;
+    denied += c.stats_last.buffers_denied;
+    wire_dropped += c.stats_last.wire_records_dropped;
+    launch_dropped += c.stats_last.launch_records_dropped;
+  }
+  builder->SetCounter("cuda_lib_cupti_dropped_records", cupti_dropped);
+  builder->SetCounter("cuda_lib_buffers_denied", denied);
+  builder->SetCounter("cuda_lib_wire_records_dropped", wire_dropped);
+  builder->SetCounter("cuda_lib_launch_records_dropped", launch_dropped);
+}
+
+}  // namespace warpscope::gpu

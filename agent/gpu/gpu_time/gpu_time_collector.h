@@ -1,0 +1,163 @@
+// GpuTimeCollector: where GPU time goes, for `warpscope-agent run`.
+//
+// It brings together the three parts of issue 8's design:
+//   * the socket libwarpscope_cuda.so connects to (CudaSocketServer): kernel,
+//     memcpy and memset records, clock calibration pairs and the library's
+//     counters, from every CUDA process on the node;
+//   * a uprobe on the library's exported probe function
+//     (warpscope_cuda_launch_probe), attached once per distinct library file
+//     when a process first connects, which captures the launching stack of
+//     each sampled launch with the CPU sampler's unwinder maps (shared, not
+//     copied) and the correlation id as the probe's first argument;
+//   * LaunchJoiner, which joins the two by (pid, correlation id) and spreads
+//     the time of unsampled launches, and CuptiClock per connection, which
+//     puts CUPTI's timestamps on the host clock.
+// Each upload window it adds a gpu_time/nanoseconds profile (stacks from the
+// application's code to a CUDA-kernel leaf, labels device, stream, graph_id)
+// and the window's activity trace (thinned to a per-process, per-second
+// budget; coverage rows say how much was kept).
+//
+// Threading: the socket server's thread only posts decoded events into a
+// bounded inbox (PostFromSocketThread); everything else runs on the
+// sampling thread, which owns this object, the session's Symbolizer and
+// PythonProcesses it borrows, and the uprobe collector.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "agent/collectors/uprobe/uprobe_stack_collector.h"
+#include "agent/export/gpu_trace.h"
+#include "agent/export/profile.h"
+#include "agent/gpu/cuda/cuda_socket_server.h"
+#include "agent/gpu/gpu_time/launch_stack_table.h"
+#include "agent/gpu/launch_join/cupti_clock.h"
+#include "agent/gpu/launch_join/launch_joiner.h"
+#include "agent/symbolize/symbolizer.h"
+#include "agent/unwind/python/python_processes.h"
+#include "agent/unwind/unwind_table_loader.h"
+#include "base/status.h"
+
+namespace warpscope::gpu {
+
+inline constexpr char kGpuTimeTypeName[] = "gpu_time";
+inline constexpr char kGpuTimeUnit[] = "nanoseconds";
+inline constexpr char kLaunchProbeSymbol[] = "warpscope_cuda_launch_probe";
+
+struct GpuTimeOptions {
+  CudaSocketServerOptions socket;  // path, and the CONFIG every library gets (mode, rates, duty)
+  LaunchJoinerOptions join;
+  // Activities per process and second kept in the trace (the first ones of
+  // the second); 0 sends no trace. GPU time is counted for every kernel regardless.
+  uint32_t trace_per_second = 20'000;
+  size_t max_trace_per_window = 2'000'000;  // all processes together
+  size_t max_inbox_records = 4'000'000;     // records waiting for the sampling thread
+  size_t max_stacks = 100'000;              // distinct launch stacks remembered
+};
+
+// The CPU profiling session's parts the collector shares (sampling thread).
+struct GpuTimeSessionParts {
+  Symbolizer* symbolizer = nullptr;
+  PythonProcesses* python = nullptr;  // may be null
+  UnwindMapFds unwind_maps;
+  // Describes a process to the symbolizer and the unwinder now (a CUDA
+  // process connecting may not have been sampled yet).
+  std::function<void(uint32_t pid)> describe;
+};
+
+struct GpuTimeStats {
+  uint64_t inbox_dropped_records = 0;  // the sampling thread fell behind: records lost (counted)
+  uint64_t kernels_without_clock = 0;  // records before any calibration pair (not expected)
+  uint64_t trace_activities = 0;       // kept in the trace
+  uint64_t trace_thinned = 0;          // left out by the per-second budget or the window cap
+  uint64_t probe_attach_failures = 0;
+  uint64_t probe_files_attached = 0;
+  uint64_t launch_stacks_expired = 0;  // a joined launch whose stack was already forgotten
+  uint64_t scaled_processes = 0;       // processes whose time is scaled now (duty mode)
+  // The libraries' own counters, summed over connections (latest STATS each).
+  uint64_t lib_cupti_dropped_records = 0;
+  uint64_t lib_buffers_denied = 0;
+  uint64_t lib_wire_records_dropped = 0;
+  uint64_t lib_launch_records_dropped = 0;
+};
+
+class GpuTimeCollector {
+ public:
+  // Loads the uprobe program on the session's unwinder maps and starts the
+  // socket server. Errors: BPF load failures, the socket path unusable.
+  static StatusOr<std::unique_ptr<GpuTimeCollector>> Start(const GpuTimeOptions& options, GpuTimeSessionParts parts);
+  ~GpuTimeCollector();
+  GpuTimeCollector(const GpuTimeCollector&) = delete;
+  GpuTimeCollector& operator=(const GpuTimeCollector&) = delete;
+
+  // Sampling thread, often (every loop of `run`, <= 100 ms apart): takes the
+  // captured launch stacks and the socket's events.
+  void Poll();
+  // Sampling thread, at the end of an upload window: adds the GPU time joined
+  // so far to `builder` (a gpu_time profile) and the window's trace to
+  // `trace`. `final`: everything still waiting for its grace period too.
+  void FinishWindow(ProfileBuilder* builder, GpuTrace* trace, bool final);
+  // The collector's counters, into the window's (CPU) profile.
+  void AddCounters(ProfileBuilder* builder) const;
+
+  const LaunchJoinerStats& join_stats() const { return joiner_.stats(); }
+  const GpuTimeStats& stats() const { return stats_; }
+  const std::string& socket_path() const { return server_->socket_path(); }
+
+ private:
+  struct Connection {
+    uint32_t pid = 0;
+    CuptiClock clock;
+    bool has_stats_base = false;
+    ws_cuda_stats stats_base{};  // duty scaling: counters at the start of the current span
+    ws_cuda_stats stats_last{};
+  };
+  struct Coverage {
+    uint64_t recorded = 0;
+    uint64_t sent = 0;
+    int64_t complete_until = 0;  // 0: nothing dropped
+  };
+  class Inbox;
+
+  GpuTimeCollector(const GpuTimeOptions& options, GpuTimeSessionParts parts);
+  void OnEvent(CudaProcessEvent& event, int64_t now_ns, int64_t unix_offset_ns);
+  void OnConnected(const CudaProcessEvent& event);
+  void OnKernels(Connection& c, const std::vector<CudaKernel>& kernels, int64_t now_ns, int64_t unix_offset_ns);
+  void OnMemops(Connection& c, const std::vector<ws_cuda_memop>& memops, int64_t unix_offset_ns);
+  void OnStats(Connection& c, const ws_cuda_stats& stats);
+  void OnLaunchStack(const ws_uprobe_stack_event& event, int64_t now_ns);
+  void AttachProbe(uint32_t pid);
+  // Keeps `a` in the trace unless its process's second is over budget.
+  void Trace(GpuActivityRecord&& a);
+  std::pair<uint64_t, std::shared_ptr<const KernelName>> KernelKey(const std::string& raw_name);
+  const std::vector<uint64_t>& StackLocations(uint64_t stack_key, ProfileBuilder* builder);
+
+  const GpuTimeOptions options_;
+  GpuTimeSessionParts parts_;
+  std::unique_ptr<Inbox> inbox_;
+  std::unique_ptr<UprobeStackCollector> probe_;
+  std::unique_ptr<CudaSocketServer> server_;  // last: its thread posts into inbox_
+  LaunchJoiner joiner_;
+  LaunchStackTable stacks_;
+  GpuTimeStats stats_;
+  std::map<uint64_t, Connection> connections_;  // by connection id
+  std::set<std::pair<uint64_t, uint64_t>> attached_files_;  // (dev, inode) of libraries probed
+  std::map<uint32_t, std::string> comms_;                   // pid -> process name
+  std::map<std::pair<uint32_t, uint32_t>, std::string> thread_names_;  // (pid, tid) -> name
+  std::unordered_map<std::string, std::pair<uint64_t, std::shared_ptr<const KernelName>>> kernel_names_;
+  std::vector<std::shared_ptr<const KernelName>> kernel_by_key_;  // key - 1 -> name
+  std::map<uint32_t, double> scale_;                              // pid -> duty scale (> 1)
+  GpuTrace trace_;
+  std::map<std::pair<uint32_t, int64_t>, Coverage> coverage_;  // (pid, Unix second) this window
+  std::unordered_map<uint64_t, std::vector<uint64_t>> stack_locations_;  // this window's builder
+  std::vector<CudaProcessEvent> events_;  // reused
+};
+
+}  // namespace warpscope::gpu

@@ -1,0 +1,169 @@
+// GPU time through the whole pipeline, without a GPU: the real agent
+// (`warpscope-agent run`: BPF uprobe on the real libwarpscope_cuda.so's
+// launch probe, the CUDA socket, the join) and a real warpscope-server on
+// loopback. The "CUDA application" (tests/testprogs/cuda_launch_sites.cc)
+// drives the real injection library through the fake CUPTI from two known
+// call sites with known kernel durations, so the stored gpu_time profile has
+// an exact answer: per-kernel totals, and each kernel under its call site.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "tests/integration/server_process.h"
+#include "tests/integration/subprocess.h"
+
+namespace warpscope::testing {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+constexpr char kToken[] = "gpu-time-token";
+constexpr int64_t kAlphaNs = 300'000;
+constexpr int64_t kBetaNs = 100'000;
+
+class GpuTimeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = MakeTempDir();
+    auto s = ServerProcess::Start(WS_SERVER_BIN, dir_ + "/data", {"--token", kToken});
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    server_ = std::move(s).value();
+  }
+  void TearDown() override {
+    StopAgent();
+    server_.reset();
+    RunProcess({"rm", "-rf", dir_});
+  }
+  std::string Socket() const { return dir_ + "/cuda.sock"; }
+  void StartAgent() {
+    agent_ = StartProcess({"/bin/sh", "-c",
+                           std::string("exec ") + WS_AGENT_BIN + " run --server " + server_->url() + " --token " +
+                               kToken + " --upload-interval 1s --state-dir " + dir_ + "/agent --node-name gpu-node" +
+                               " --no-gpu-metrics --cuda-socket " + Socket() + " 2> " + dir_ + "/agent.log"});
+    ASSERT_GT(agent_, 0);
+    struct stat st {};
+    for (int i = 0; i < 400 && stat(Socket().c_str(), &st) != 0; ++i) std::this_thread::sleep_for(50ms);
+    ASSERT_EQ(stat(Socket().c_str(), &st), 0) << AgentLog();
+  }
+  void StopAgent() {
+    if (agent_ <= 0) return;
+    kill(agent_, SIGTERM);
+    WaitProcess(agent_);
+    agent_ = -1;
+  }
+  std::string AgentLog() {
+    std::ifstream in(dir_ + "/agent.log");
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  // Runs the application; returns the launches whose records were queued.
+  std::pair<int64_t, int64_t> RunApplication(int iterations) {
+    const ProcessResult r = RunProcess(
+        {"/usr/bin/env", "WARPSCOPE_CUPTI_PATH=" WS_FAKE_CUPTI_PATH, "WARPSCOPE_AGENT_SOCKET=" + Socket(),
+         std::string(WS_TESTPROGS_DIR) + "/cuda_launch_sites", WS_CUDA_LIBRARY_PATH, std::to_string(iterations)},
+        120);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    std::istringstream out(r.out);
+    std::string word;
+    int64_t alpha = 0, beta = 0;
+    while (out >> word) {
+      if (word == "recorded") out >> alpha >> beta;
+    }
+    return {alpha, beta};
+  }
+  // Folded stacks of the gpu_time profile: "root;...;leaf" -> nanoseconds.
+  std::map<std::string, int64_t> Collapsed() {
+    HttpResult r = HttpGet(server_->port(), "/api/v1/profile?type=gpu_time&from=now-10m&to=now&format=collapsed",
+                           kToken);
+    EXPECT_EQ(r.status, 200) << r.body;
+    std::map<std::string, int64_t> stacks;
+    std::istringstream in(r.body);
+    std::string line;
+    while (std::getline(in, line)) {
+      const size_t space = line.rfind(' ');
+      if (space == std::string::npos) continue;
+      stacks[line.substr(0, space)] += std::stoll(line.substr(space + 1));
+    }
+    return stacks;
+  }
+  static std::string Leaf(const std::string& stack) {
+    const size_t semi = stack.rfind(';');
+    return semi == std::string::npos ? stack : stack.substr(semi + 1);
+  }
+
+  std::string dir_;
+  std::unique_ptr<ServerProcess> server_;
+  pid_t agent_ = -1;
+};
+
+TEST_F(GpuTimeTest, EveryKernelsTimeIsCountedUnderTheCallSiteThatLaunchedIt) {
+  StartAgent();
+  const auto [alpha, beta] = RunApplication(3000);
+  ASSERT_GT(alpha, 2900) << "the fake CUPTI recorded too few kernels";
+  ASSERT_GT(beta, 2900);
+  // Exact mode: every recorded kernel's time is in the profile, once.
+  const int64_t want_alpha = alpha * kAlphaNs, want_beta = beta * kBetaNs;
+  std::map<std::string, int64_t> by_leaf;
+  std::map<std::string, int64_t> stacks;
+  for (int i = 0; i < 120; ++i) {  // grace period (3 s) + upload windows
+    stacks = Collapsed();
+    by_leaf.clear();
+    for (const auto& [stack, ns] : stacks) by_leaf[Leaf(stack)] += ns;
+    if (by_leaf["alphaKernel()"] >= want_alpha && by_leaf["betaKernel()"] >= want_beta) break;
+    std::this_thread::sleep_for(250ms);
+  }
+  EXPECT_EQ(by_leaf["alphaKernel()"], want_alpha) << AgentLog();
+  EXPECT_EQ(by_leaf["betaKernel()"], want_beta);
+
+  // Attribution: the probe sampled some launches (200 per second per thread),
+  // the others' time is spread over the same kernel's sampled stacks; each
+  // kernel must sit under its own call site, never the other's.
+  int64_t alpha_under_site = 0, beta_under_site = 0, alpha_placeholder = 0;
+  for (const auto& [stack, ns] : stacks) {
+    const std::string leaf = Leaf(stack);
+    if (leaf == "alphaKernel()") {
+      EXPECT_EQ(stack.find("SiteBeta"), std::string::npos) << stack;
+      if (stack.find("SiteAlpha;") != std::string::npos && stack.find("main;") != std::string::npos) {
+        alpha_under_site += ns;
+      }
+      if (stack.find("[launch not sampled]") != std::string::npos) alpha_placeholder += ns;
+    } else if (leaf == "betaKernel()") {
+      EXPECT_EQ(stack.find("SiteAlpha"), std::string::npos) << stack;
+      if (stack.find("SiteBeta;") != std::string::npos) {
+        beta_under_site += ns;
+      } else {
+        ADD_FAILURE() << "betaKernel outside SiteBeta: " << stack << " " << ns;
+      }
+    }
+  }
+  EXPECT_EQ(alpha_placeholder, 0) << "alpha's launches were sampled, so nothing goes to the placeholder";
+  EXPECT_EQ(alpha_under_site, want_alpha);
+  EXPECT_EQ(beta_under_site, want_beta);
+
+  // The agent counted what it joined.
+  StopAgent();
+  const std::string log = AgentLog();
+  EXPECT_EQ(log.find("GPU time is off"), std::string::npos) << log;
+}
+
+TEST_F(GpuTimeTest, AnApplicationWithoutAnAgentStaysDormant) {
+  // No agent on the socket: the library must not subscribe, and the
+  // application runs to its end (its wait for a subscriber times out).
+  const ProcessResult r = RunProcess(
+      {"/usr/bin/env", "WARPSCOPE_CUPTI_PATH=" WS_FAKE_CUPTI_PATH, "WARPSCOPE_AGENT_SOCKET=" + Socket(),
+       std::string(WS_TESTPROGS_DIR) + "/cuda_launch_sites", WS_CUDA_LIBRARY_PATH, "10", "2"},
+      60);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("no agent answered"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace warpscope::testing

@@ -1,0 +1,91 @@
+// A "CUDA application" with known GPU time per call site, for the GPU-time
+// pipeline test (tests/integration/gpu_time_bpf_test.cc). No GPU: it loads
+// the real libwarpscope_cuda.so (argv[1]) and calls InitializeInjection as
+// the driver would; the fake CUPTI (WARPSCOPE_CUPTI_PATH) turns each launch
+// into the library's launch callback and a kernel record of a chosen duration.
+//
+//   cuda_launch_sites LIBRARY ITERATIONS [WAIT_SECONDS]
+// Each iteration launches alphaKernel (300 us) from SiteAlpha and betaKernel
+// (100 us) from SiteBeta, so alpha holds 75% of the GPU time. Prints
+// "recorded ALPHA BETA": the launches whose kernel record was queued.
+#include <cupti.h>
+#include <dlfcn.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "tests/fakes/fake_cupti/fake_cupti_hooks.h"
+
+namespace {
+
+ws_fake_cupti_launch_fn g_launch = nullptr;
+
+uint64_t NowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+uint32_t Launch(const char* name, uint64_t duration_ns) {
+  return g_launch(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, name, duration_ns, 0,
+                  0);
+}
+
+}  // namespace
+
+extern "C" __attribute__((noinline)) int SiteAlpha() {
+  const int recorded = Launch("_Z11alphaKernelv", 300'000) != 0;
+  __asm__ volatile("" ::: "memory");
+  return recorded;
+}
+
+extern "C" __attribute__((noinline)) int SiteBeta() {
+  const int recorded = Launch("_Z10betaKernelv", 100'000) != 0;
+  __asm__ volatile("" ::: "memory");
+  return recorded;
+}
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: %s LIBWARPSCOPE_CUDA ITERATIONS\n", argv[0]);
+    return 2;
+  }
+  const int iterations = std::atoi(argv[2]);
+  void* library = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+  const char* cupti = std::getenv("WARPSCOPE_CUPTI_PATH");
+  if (library == nullptr || cupti == nullptr) {
+    std::fprintf(stderr, "cannot load %s (or WARPSCOPE_CUPTI_PATH unset): %s\n", argv[1], dlerror());
+    return 1;
+  }
+  auto init = reinterpret_cast<int (*)()>(dlsym(library, "InitializeInjection"));
+  void* fake = dlopen(cupti, RTLD_NOW | RTLD_LOCAL);
+  if (init == nullptr || fake == nullptr || init() != 1) {
+    std::fprintf(stderr, "InitializeInjection failed\n");
+    return 1;
+  }
+  g_launch = reinterpret_cast<ws_fake_cupti_launch_fn>(dlsym(fake, "ws_fake_cupti_launch"));
+  auto subscribed = reinterpret_cast<ws_fake_cupti_subscribed_fn>(dlsym(fake, "ws_fake_cupti_subscribed"));
+  auto flush = reinterpret_cast<ws_fake_cupti_flush_fn>(dlsym(fake, "ws_fake_cupti_flush"));
+  // The agent answers, then attaches its probe (within its poll interval).
+  const uint64_t wait_s = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 30;
+  const uint64_t deadline = NowNs() + wait_s * 1'000'000'000ull;
+  while (!subscribed() && NowNs() < deadline) usleep(10'000);
+  if (!subscribed()) {
+    std::fprintf(stderr, "no agent answered on the socket\n");
+    return 1;
+  }
+  usleep(1'500'000);
+  int alpha = 0, beta = 0;
+  for (int i = 0; i < iterations; ++i) {
+    alpha += SiteAlpha();
+    beta += SiteBeta();
+    usleep(200);
+  }
+  flush();
+  std::printf("recorded %d %d\n", alpha, beta);
+  std::fflush(stdout);
+  usleep(2'500'000);  // the library's sender ships the last batch
+  return 0;
+}
