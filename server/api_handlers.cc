@@ -19,6 +19,8 @@
 #include "query/selector.h"
 #include "query/time_range.h"
 #include "query/top_table.h"
+#include "server/api_params.h"
+#include "server/gpu_handlers.h"
 
 namespace warpscope::server {
 namespace {
@@ -27,58 +29,6 @@ using nlohmann::json;
 using storage::MergedProfile;
 using storage::ProfileQuery;
 using storage::ProfileStore;
-
-HttpResponse ErrorFor(const Status& status) { return HttpResponse::Error(HttpStatusFor(status), status.message()); }
-
-HttpResponse JsonOk(const json& body) { return HttpResponse::Json(200, body.dump(-1, ' ', false, json::error_handler_t::replace)); }
-
-StatusOr<uint64_t> ParseUnsigned(const HttpRequest& req, const std::string& key, uint64_t fallback, uint64_t max) {
-  const auto text = req.QueryValue(key);
-  if (!text || text->empty()) return fallback;
-  uint64_t value = 0;
-  for (char c : *text) {
-    if (c < '0' || c > '9' || value > max) {
-      return InvalidArgumentError("parameter '" + key + "': expected a whole number, found \"" + *text + "\"");
-    }
-    value = value * 10 + static_cast<uint64_t>(c - '0');
-  }
-  if (value > max) {
-    return InvalidArgumentError("parameter '" + key + "': at most " + std::to_string(max) + ", found " + *text);
-  }
-  return value;
-}
-
-// type, from, to (default: the last hour) and selector, shared by every query.
-StatusOr<ProfileQuery> ParseProfileQuery(const HttpRequest& req, int64_t now_ns, const std::string& from_key = "from",
-                                         const std::string& to_key = "to",
-                                         const std::string& selector_key = "selector") {
-  ProfileQuery q;
-  q.type = req.QueryValue("type").value_or("cpu");
-  if (q.type.empty()) q.type = "cpu";
-  if (q.type.size() > 64) return InvalidArgumentError("parameter 'type': longer than 64 bytes");
-  const std::string from = req.QueryValue(from_key).value_or("now-1h");
-  const std::string to = req.QueryValue(to_key).value_or("now");
-  auto range = ParseTimeRange(from, to, now_ns);
-  if (!range.ok()) {
-    std::string message = range.status().message();
-    if (from_key != "from") {  // name the caller's parameters, not ParseTimeRange's
-      auto replace = [&](const std::string& a, const std::string& b) {
-        const auto pos = message.find("'" + a + "'");
-        if (pos != std::string::npos) message.replace(pos, a.size() + 2, "'" + b + "'");
-      };
-      replace("from", from_key);
-      replace("to", to_key);
-    }
-    return InvalidArgumentError(message);
-  }
-  q.from_ns = range->from_unix_ns;
-  q.to_ns = range->to_unix_ns;
-  const std::string selector_text = req.QueryValue(selector_key).value_or("");
-  auto selector = Selector::Parse(selector_text);
-  if (!selector.ok()) return InvalidArgumentError("parameter '" + selector_key + "': " + selector.status().message());
-  q.selector = std::move(selector).value();
-  return q;
-}
 
 // group_by=a,b,c (at most 8 labels); `fallback` when absent.
 StatusOr<std::vector<std::string>> ParseGroupBy(const HttpRequest& req, const std::string& fallback) {
@@ -155,6 +105,7 @@ class Handlers {
     }
     return JsonOk({{"stored_samples", result->samples},
                    {"stored_metric_points", result->metric_points},
+                   {"stored_gpu_activities", result->gpu_activities},
                    {"duplicate", result->duplicate}});
   }
 
@@ -430,7 +381,8 @@ class Handlers {
                    {"duplicate_batches", s.duplicate_batches},
                    {"rejected_batches", s.rejected_batches},
                    {"samples", s.samples},
-                   {"metric_points", s.metric_points}});
+                   {"metric_points", s.metric_points},
+                   {"gpu_activities", s.gpu_activities}});
   }
 
  private:
@@ -439,16 +391,6 @@ class Handlers {
 };
 
 }  // namespace
-
-int HttpStatusFor(const Status& status) {
-  switch (status.code()) {
-    case StatusCode::kInvalidArgument: return 400;
-    case StatusCode::kNotFound: return 404;
-    case StatusCode::kUnavailable: return 503;
-    case StatusCode::kResourceExhausted: return 507;
-    default: return 500;
-  }
-}
 
 Routes ApiRoutes(ProfileStore* store, const ApiOptions& options) {
   ApiOptions o = options;
@@ -476,6 +418,7 @@ Routes ApiRoutes(ProfileStore* store, const ApiOptions& options) {
   routes.push_back({"GET", "/api/v1/targets", bind(&Handlers::Targets)});
   routes.push_back({"GET", "/api/v1/types", bind(&Handlers::Types)});
   routes.push_back({"GET", "/api/v1/status", bind(&Handlers::StatusPage)});
+  AddGpuRoutes(store, o, &routes);
   routes.push_back({"GET", "/healthz", [](const HttpRequest&) { return HttpResponse::Json(200, "{\"ok\":true}"); }});
   return routes;
 }

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 
+#include "server/api_params.h"
 #include "server/http_server.h"
 #include "storage/profile_store.h"
 
@@ -24,14 +25,17 @@ struct ApiOptions {
   // The flame chart's longest range and most (lane, time, stack) points.
   int64_t max_flame_chart_range_ns = 15 * 60 * int64_t{1'000'000'000};
   size_t max_flame_chart_points = 2'000'000;
+  // GPU activities (gpu_handlers.h): the trace's longest range, and the most
+  // activities the trace and the kernel table read (400 past them).
+  int64_t max_gpu_trace_range_ns = 10 * int64_t{1'000'000'000};
+  size_t max_gpu_trace_activities = 200'000;
+  size_t max_gpu_kernel_activities = 1'000'000;
 };
 
 // Every API route (ingest, profile, top, diff, series, flamechart, metrics,
-// metric names, labels, label values, targets, types, status) plus /healthz. `store` must outlive the routes.
+// metric names, labels, label values, targets, types, status, gpu/kernels,
+// gpu/trace, gpu/trace.json) plus /healthz. `store` must outlive the routes.
 Routes ApiRoutes(storage::ProfileStore* store, const ApiOptions& options);
 
-// The HTTP status for a storage or parsing error: InvalidArgument 400,
-// NotFound 404, Unavailable 503, ResourceExhausted 507, others 500.
-int HttpStatusFor(const Status& status);
 
 }  // namespace warpscope::server

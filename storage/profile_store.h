@@ -27,6 +27,7 @@ struct IngestResult {
   bool duplicate = false;
   uint64_t samples = 0;        // sample rows stored by this call (0 for a duplicate)
   uint64_t metric_points = 0;  // metric points stored by this call (0 for a duplicate)
+  uint64_t gpu_activities = 0;  // GPU activities stored by this call (0 for a duplicate)
 };
 
 // Selects samples of one profile type in [from_ns, to_ns) whose series'
@@ -152,19 +153,33 @@ struct SeriesLabelsQuery {
   Selector selector;
 };
 
+// GPU activities (kernels, memcpys, memsets) whose start lies in [from_ns,
+// to_ns) and whose process's labels pass `selector`, plus the coverage rows
+// of the seconds overlapping the range. More than max_activities is
+// InvalidArgument ("range too long"): an answer's memory is bounded, never a
+// huge allocation.
+struct GpuActivityQuery {
+  int64_t from_ns = 0;
+  int64_t to_ns = 0;
+  Selector selector;
+  size_t max_activities = 1'000'000;
+};
+
 struct StoreStats {
   uint64_t ingested_batches = 0;
   uint64_t duplicate_batches = 0;
   uint64_t rejected_batches = 0;
   uint64_t samples = 0;        // sample rows stored since start
   uint64_t metric_points = 0;  // metric points stored since start
+  uint64_t gpu_activities = 0;  // GPU activities stored since start
 };
 
 class ProfileStore {
  public:
   virtual ~ProfileStore() = default;
 
-  // Stores a batch's samples and metric points (either may be empty).
+  // Stores a batch's samples, metric points and GPU activities with their
+  // trace coverage (any may be empty).
   // Validates the whole batch first: InvalidArgument naming the field, and
   // nothing stored. Returns OK only once the batch is durable (survives
   // kill -9). Unavailable when the backend cannot take writes now (the server
@@ -184,6 +199,12 @@ class ProfileStore {
   virtual StatusOr<std::vector<MetricSeries>> SelectMetricSeries(const MetricQuery& query) = 0;
   // Every (name, unit) ever stored, sorted by name, then unit.
   virtual StatusOr<std::vector<MetricInfo>> MetricNames() = 0;
+
+  // GPU activities and trace coverage (GpuActivityQuery). Coverage rows of
+  // one (label set, second) sent in several batches are summed (recorded,
+  // sent) with the earliest complete_until_ns. An empty range gives an empty
+  // answer; more than max_activities activities is InvalidArgument.
+  virtual StatusOr<GpuActivities> SelectGpuActivities(const GpuActivityQuery& query) = 0;
 
   virtual StatusOr<std::vector<std::string>> LabelNames() = 0;
   virtual StatusOr<std::vector<std::string>> LabelValues(const std::string& name) = 0;

@@ -45,4 +45,51 @@ struct MetricInfo {
   friend bool operator==(const MetricInfo&, const MetricInfo&) = default;
 };
 
+// GPU activities (issue 10): CUDA kernels, memcpys and memsets that ran, as
+// the agent's CUPTI trace sent them (IngestBatch.gpu_activities).
+enum class GpuActivityKind : uint8_t { kKernel = 0, kMemcpy = 1, kMemset = 2 };
+
+// One activity, resolved: strings and label sets are indexes into the
+// answer's tables (GpuActivities), so a kernel launched a million times
+// carries its name once.
+struct GpuActivity {
+  int64_t start_ns = 0;  // unix nanoseconds, host clock
+  int64_t duration_ns = 0;
+  uint32_t labels = 0;       // index into GpuActivities::label_sets
+  uint32_t name = 0;         // index into GpuActivities::names: demangled name ("" for memcpy/memset)
+  uint32_t system_name = 0;  // index into GpuActivities::names: mangled name
+  GpuActivityKind kind = GpuActivityKind::kKernel;
+  uint32_t device = 0;
+  uint32_t stream = 0;
+  uint64_t correlation_id = 0;
+  uint64_t graph_id = 0;  // 0 unless launched from a CUDA graph
+  uint32_t grid[3] = {0, 0, 0};
+  uint32_t block[3] = {0, 0, 0};
+  uint32_t registers_per_thread = 0;
+  uint32_t static_shared_bytes = 0;
+  uint32_t dynamic_shared_bytes = 0;
+  uint64_t bytes = 0;      // memcpy / memset
+  uint32_t copy_kind = 0;  // CUPTI's memcpy kind
+  friend bool operator==(const GpuActivity&, const GpuActivity&) = default;
+};
+
+// How much of one process's (label set's) trace of one second was kept: the
+// agent sends the first `sent` of `recorded` activities, so the trace is
+// complete up to complete_until_ns.
+struct GpuTraceCoverage {
+  uint32_t labels = 0;  // index into GpuActivities::label_sets
+  int64_t second_ns = 0;
+  uint64_t recorded = 0;
+  uint64_t sent = 0;
+  int64_t complete_until_ns = 0;
+  friend bool operator==(const GpuTraceCoverage&, const GpuTraceCoverage&) = default;
+};
+
+struct GpuActivities {
+  std::vector<Labels> label_sets;  // each distinct label set once, sorted
+  std::vector<std::string> names;  // each distinct string once, sorted
+  std::vector<GpuActivity> activities;  // sorted by start, then labels, device, stream, correlation id
+  std::vector<GpuTraceCoverage> coverage;  // sorted by labels, then second
+};
+
 }  // namespace warpscope::storage

@@ -44,6 +44,7 @@ void StoreConformanceTest::MustIngest(const v1::IngestBatch& batch) {
   ASSERT_FALSE(r->duplicate) << batch.agent_id() << " seq " << batch.sequence();
   ASSERT_EQ(r->samples, static_cast<uint64_t>(batch.samples_size()));
   ASSERT_EQ(r->metric_points, static_cast<uint64_t>(batch.metric_points_size()));
+  ASSERT_EQ(r->gpu_activities, static_cast<uint64_t>(batch.gpu_activities_size()));
 }
 
 MergedProfile StoreConformanceTest::Profile(const std::string& selector, int64_t from_ns, int64_t to_ns,

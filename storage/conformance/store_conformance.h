@@ -58,6 +58,8 @@ class StoreConformanceTest : public ::testing::TestWithParam<StoreBackend> {
   // SelectMetricSeries that must succeed.
   std::vector<MetricSeries> Metric(const std::string& name, const std::string& selector, int64_t from_ns,
                                    int64_t to_ns, int64_t step_ns, std::vector<std::string> group_by = {});
+  // SelectGpuActivities that must succeed.
+  GpuActivities GpuTrace(const std::string& selector, int64_t from_ns, int64_t to_ns, size_t max_activities = 1'000'000);
 
  private:
   std::string dir_;

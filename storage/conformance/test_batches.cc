@@ -50,6 +50,36 @@ uint32_t BatchBuilder::Stack(const std::vector<uint32_t>& locations) {
   return batch_.stacks_size() - 1;
 }
 
+v1::GpuActivity& BatchBuilder::GpuKernel(int64_t start, int64_t duration, uint32_t label_set, const std::string& name,
+                                         uint32_t stream, uint64_t correlation_id) {
+  auto* a = batch_.add_gpu_activities();
+  a->set_start_unix_nanos(start);
+  a->set_duration_nanos(duration);
+  a->set_label_set(label_set);
+  a->set_kind(v1::GPU_ACTIVITY_KERNEL);
+  a->set_name(Str(name));
+  a->set_system_name(Str("_Z" + name));
+  a->set_stream(stream);
+  a->set_correlation_id(correlation_id);
+  a->set_grid_x(1);
+  a->set_grid_y(1);
+  a->set_grid_z(1);
+  a->set_block_x(128);
+  a->set_block_y(1);
+  a->set_block_z(1);
+  return *a;
+}
+
+void BatchBuilder::GpuCoverage(int64_t second, uint32_t label_set, uint64_t recorded, uint64_t sent,
+                               int64_t complete_until) {
+  auto* c = batch_.add_gpu_trace_coverage();
+  c->set_second_unix_nanos(second);
+  c->set_label_set(label_set);
+  c->set_recorded(recorded);
+  c->set_sent(sent);
+  c->set_complete_until_unix_nanos(complete_until);
+}
+
 uint32_t BatchBuilder::LabelSet(const Labels& labels) {
   auto* set = batch_.add_label_sets();
   for (const auto& [k, v] : labels) {

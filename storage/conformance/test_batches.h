@@ -34,6 +34,11 @@ class BatchBuilder {
   void Sample(int64_t time, uint32_t type, uint32_t label_set, uint32_t stack, int64_t value);
   uint32_t MetricType(const std::string& name, const std::string& unit);
   void MetricPoint(int64_t time, uint32_t metric, uint32_t label_set, double value);
+  // A kernel named `name` (system name "_Z" + name) on device 0; the caller
+  // sets whatever else it needs on the returned message.
+  v1::GpuActivity& GpuKernel(int64_t start, int64_t duration, uint32_t label_set, const std::string& name,
+                             uint32_t stream = 7, uint64_t correlation_id = 0);
+  void GpuCoverage(int64_t second, uint32_t label_set, uint64_t recorded, uint64_t sent, int64_t complete_until);
 
   // Shortcuts: a native frame "fn" in "/bin/app" (one line), a stack of such
   // frames by name (leaf first), the "cpu" type (samples, 10 ms).

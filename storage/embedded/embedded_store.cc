@@ -20,6 +20,51 @@ namespace warpscope::embedded {
 
 using storage::IngestResult;
 
+namespace {
+
+// The batch's GPU activities and coverage rows in global ids.
+GpuRows GpuRowsOf(const warpscope::v1::IngestBatch& batch, const dictionary::InternedBatch& ids) {
+  GpuRows out;
+  out.activities.reserve(batch.gpu_activities_size());
+  for (const auto& a : batch.gpu_activities()) {
+    GpuActivityRow row;
+    row.start_ns = a.start_unix_nanos();
+    row.duration_ns = a.duration_nanos();
+    row.series_id = ids.label_set_ids[a.label_set()];
+    row.name_id = ids.string_ids[a.name()];
+    row.system_name_id = ids.string_ids[a.system_name()];
+    row.stack_id = a.stack() == 0 ? 0 : ids.stack_ids[a.stack() - 1];
+    row.correlation_id = a.correlation_id();
+    row.graph_id = a.graph_id();
+    row.bytes = a.bytes();
+    row.device = a.device();
+    row.stream = a.stream();
+    row.grid[0] = a.grid_x();
+    row.grid[1] = a.grid_y();
+    row.grid[2] = a.grid_z();
+    row.block[0] = a.block_x();
+    row.block[1] = a.block_y();
+    row.block[2] = a.block_z();
+    row.registers_per_thread = a.registers_per_thread();
+    row.static_shared_bytes = a.static_shared_bytes();
+    row.dynamic_shared_bytes = a.dynamic_shared_bytes();
+    row.copy_kind = a.copy_kind();
+    row.kind = static_cast<uint32_t>(a.kind());
+    out.activities.push_back(row);
+  }
+  out.coverage.reserve(batch.gpu_trace_coverage_size());
+  for (const auto& c : batch.gpu_trace_coverage()) {
+    out.coverage.push_back(GpuCoverageRow{.second_ns = c.second_unix_nanos(),
+                                          .series_id = ids.label_set_ids[c.label_set()],
+                                          .recorded = c.recorded(),
+                                          .sent = c.sent(),
+                                          .complete_until_ns = c.complete_until_unix_nanos()});
+  }
+  return out;
+}
+
+}  // namespace
+
 StatusOr<std::unique_ptr<EmbeddedProfileStore>> EmbeddedProfileStore::Open(const EmbeddedStoreOptions& options) {
   if (options.data_dir.empty()) return InvalidArgumentError("embedded store: data_dir is empty");
   if (::mkdir(options.data_dir.c_str(), 0755) != 0 && errno != EEXIST) {
@@ -82,7 +127,10 @@ Status EmbeddedProfileStore::Recover() {
         ASSIGN_OR_RETURN(HeadRecord record, DecodeHeadRecord(payload, "wal seq " + std::to_string(seq)));
         uint64_t& last = agents_[record.agent_id];
         last = std::max(last, record.sequence);
-        if (seq > covered_seq_) active_.insert(active_.end(), record.rows.begin(), record.rows.end());
+        if (seq > covered_seq_) {
+          active_.insert(active_.end(), record.rows.begin(), record.rows.end());
+          active_gpu_.Append(record.gpu);
+        }
         return Status::Ok();
       },
       &replay));
@@ -95,7 +143,8 @@ Status EmbeddedProfileStore::Recover() {
                                    "; was wal/ deleted?");
   }
   LOG_INFO() << "embedded store " << options_.data_dir << ": " << segments_->size() << " segments, "
-             << replay.records << " WAL records replayed, " << active_.size() << " rows in the head";
+             << replay.records << " WAL records replayed, " << active_.size() << " rows and "
+             << active_gpu_.activities.size() << " GPU activities in the head";
   return Status::Ok();
 }
 
@@ -165,7 +214,8 @@ StatusOr<IngestResult> EmbeddedProfileStore::Ingest(const warpscope::v1::IngestB
     rows.push_back(MetricRow(p.time_unix_nanos(), ids.label_set_ids[p.label_set()],
                              static_cast<uint32_t>(ids.metric_type_ids[p.metric()]), p.value()));
   }
-  const std::string payload = EncodeHeadRecord(agent, batch.sequence(), rows);
+  const GpuRows gpu = GpuRowsOf(batch, ids);
+  const std::string payload = EncodeHeadRecord(agent, batch.sequence(), rows, gpu);
   size_t head_rows = 0;
   {
     AppendGate::Shared gate(append_gate_);
@@ -176,7 +226,8 @@ StatusOr<IngestResult> EmbeddedProfileStore::Ingest(const warpscope::v1::IngestB
     {
       std::unique_lock<std::shared_mutex> lock(state_mu_);
       active_.insert(active_.end(), rows.begin(), rows.end());
-      head_rows = active_.size();
+      active_gpu_.Append(gpu);
+      head_rows = active_.size() + active_gpu_.size();
     }
     std::lock_guard<std::mutex> lock(agents_mu_);
     uint64_t& last = agents_[agent];
@@ -184,10 +235,12 @@ StatusOr<IngestResult> EmbeddedProfileStore::Ingest(const warpscope::v1::IngestB
   }
   const IngestResult result{.duplicate = false,
                             .samples = static_cast<uint64_t>(batch.samples_size()),
-                            .metric_points = static_cast<uint64_t>(batch.metric_points_size())};
+                            .metric_points = static_cast<uint64_t>(batch.metric_points_size()),
+                            .gpu_activities = static_cast<uint64_t>(batch.gpu_activities_size())};
   ++ingested_batches_;
   samples_ += result.samples;
   metric_points_ += result.metric_points;
+  gpu_activities_ += result.gpu_activities;
   if (head_rows >= options_.head_max_rows) RequestFlush();
   return result;
 }
@@ -232,7 +285,8 @@ storage::StoreStats EmbeddedProfileStore::stats() const {
                              .duplicate_batches = duplicate_batches_.load(),
                              .rejected_batches = rejected_batches_.load(),
                              .samples = samples_.load(),
-                             .metric_points = metric_points_.load()};
+                             .metric_points = metric_points_.load(),
+                             .gpu_activities = gpu_activities_.load()};
 }
 
 EmbeddedStoreState EmbeddedProfileStore::state() const {
@@ -240,12 +294,13 @@ EmbeddedStoreState EmbeddedProfileStore::state() const {
   std::shared_lock<std::shared_mutex> lock(state_mu_);
   out.segments = segments_->size();
   for (const auto& s : *segments_) {
-    out.segment_rows += s->reader->row_count();
+    out.segment_rows += s->reader->total_rows();
     out.segment_files.push_back(SegmentFileName(s->lo, s->hi));
     if (s->rollup != nullptr) out.rollup_files.push_back(RollupFileName(s->lo, s->hi));
   }
   out.rollup_scans = rollup_scans_.load(std::memory_order_relaxed);
-  out.head_rows = active_.size() + (frozen_ ? frozen_->size() : 0);
+  out.head_rows = active_.size() + (frozen_ ? frozen_->size() : 0) + active_gpu_.size() +
+                  (frozen_gpu_ ? frozen_gpu_->size() : 0);
   out.covered_seq = covered_seq_;
   out.wal_next_seq = wal_->next_seq();
   return out;

@@ -53,6 +53,7 @@
 #include "base/status.h"
 #include "storage/embedded/append_gate.h"
 #include "storage/embedded/dictionary/dictionary_store.h"
+#include "storage/embedded/gpu_activity_row.h"
 #include "storage/embedded/resolved_stack_cache.h"
 #include "storage/embedded/segment_catalog.h"
 #include "storage/embedded/segment_file.h"
@@ -130,6 +131,7 @@ class EmbeddedProfileStore final : public storage::ProfileStore {
   StatusOr<std::vector<storage::Labels>> SelectSeriesLabels(const storage::SeriesLabelsQuery& query) override;
   StatusOr<std::vector<storage::MetricSeries>> SelectMetricSeries(const storage::MetricQuery& query) override;
   StatusOr<std::vector<storage::MetricInfo>> MetricNames() override;
+  StatusOr<storage::GpuActivities> SelectGpuActivities(const storage::GpuActivityQuery& query) override;
   StatusOr<std::vector<std::string>> LabelNames() override;
   StatusOr<std::vector<std::string>> LabelValues(const std::string& name) override;
   StatusOr<std::vector<storage::ProfileTypeInfo>> ProfileTypes() override;
@@ -180,6 +182,15 @@ class EmbeddedProfileStore final : public storage::ProfileStore {
     std::vector<int32_t> group;
     std::vector<std::vector<std::string>> values;  // sorted
   };
+  // Visits the GPU activities with start in [from, to) and the coverage rows
+  // with second in [coverage_from, to) whose series passes `series_filter`,
+  // from the head and every segment, each row exactly once. A visitor
+  // returning false stops the scan (OK).
+  Status ScanGpu(int64_t from_ns, int64_t coverage_from_ns, int64_t to_ns,
+                 const std::function<bool(uint64_t)>& series_filter,
+                 const std::function<bool(const GpuActivityRow&)>& visit_activity,
+                 const std::function<void(const GpuCoverageRow&)>& visit_coverage);
+
   StatusOr<SeriesGroups> GroupSeries(const std::vector<uint64_t>& series, const std::vector<std::string>& names);
 
   std::string segments_dir() const { return options_.data_dir + "/segments"; }
@@ -202,6 +213,8 @@ class EmbeddedProfileStore final : public storage::ProfileStore {
   mutable std::shared_mutex state_mu_;
   std::vector<SampleRow> active_;                         // rows since the last freeze
   std::shared_ptr<const std::vector<SampleRow>> frozen_;  // being written to a segment
+  GpuRows active_gpu_;                                    // GPU rows since the last freeze
+  std::shared_ptr<const GpuRows> frozen_gpu_;             // frozen with frozen_ (both set or both null)
   uint64_t frozen_lo_ = 0, frozen_hi_ = 0;                // its WAL range
   std::shared_ptr<const SegmentList> segments_ = std::make_shared<SegmentList>();
 
@@ -227,7 +240,7 @@ class EmbeddedProfileStore final : public storage::ProfileStore {
 
   std::atomic<uint64_t> rollup_scans_{0};
   std::atomic<uint64_t> ingested_batches_{0}, duplicate_batches_{0}, rejected_batches_{0}, samples_{0},
-      metric_points_{0};
+      metric_points_{0}, gpu_activities_{0};
 };
 
 }  // namespace warpscope::embedded

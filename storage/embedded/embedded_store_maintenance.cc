@@ -113,6 +113,8 @@ Status EmbeddedProfileStore::FlushLocked() {
       std::unique_lock<std::shared_mutex> lock(state_mu_);
       frozen_ = std::make_shared<const std::vector<SampleRow>>(std::move(active_));
       active_ = {};
+      frozen_gpu_ = std::make_shared<const GpuRows>(std::move(active_gpu_));
+      active_gpu_ = {};
       frozen_lo_ = covered_seq_ + 1;
       frozen_hi_ = hi;
     }
@@ -123,9 +125,10 @@ Status EmbeddedProfileStore::FlushLocked() {
   if (CrashPoint("flush:frozen")) return SimulatedCrash("flush:frozen");
 
   std::shared_ptr<Segment> segment;
-  if (!frozen_->empty()) {
+  if (!frozen_->empty() || !frozen_gpu_->empty()) {
     const std::string path = segments_dir() + "/" + SegmentFileName(frozen_lo_, frozen_hi_);
-    RETURN_IF_ERROR(WriteSegment(path, *frozen_, options_.segment).WithContext("flushing the head"));
+    RETURN_IF_ERROR(
+        WriteSegment(path, *frozen_, *frozen_gpu_, options_.segment).WithContext("flushing the head"));
     if (CrashPoint("flush:segment_written")) return SimulatedCrash("flush:segment_written");
     segment = std::make_shared<Segment>();
     segment->lo = frozen_lo_;
@@ -142,6 +145,7 @@ Status EmbeddedProfileStore::FlushLocked() {
       segments_ = std::move(list);
     }
     frozen_.reset();
+    frozen_gpu_.reset();
     covered_seq_ = frozen_hi_;
   }
   // Sequences of the records about to be deleted must be in SQLite first. On
@@ -171,18 +175,24 @@ Status EmbeddedProfileStore::CompactRun(const std::vector<std::shared_ptr<const 
   ASSIGN_OR_RETURN(std::vector<TypeEntry> types, series_->Types("", TypeKind::kAny));
   const int64_t cutoff = RetentionCutoff();
   std::vector<SampleRow> rows;
+  GpuRows gpu;
   uint64_t input_rows = 0;
-  for (const auto& in : inputs) input_rows += in->reader->row_count();
+  for (const auto& in : inputs) input_rows += in->reader->total_rows();
   rows.reserve(input_rows);
   for (const auto& in : inputs) {
     for (const TypeEntry& t : types) {
       RETURN_IF_ERROR(in->reader->Scan(cutoff, INT64_MAX, nullptr, t.id,
                                        [&](const SampleRow& row) { rows.push_back(row); }));
     }
+    // GPU rows are carried over as they are: never merged (gpu_activity_row.h).
+    RETURN_IF_ERROR(in->reader->ScanGpuActivities(cutoff, INT64_MAX, nullptr,
+                                                  [&](const GpuActivityRow& row) { gpu.activities.push_back(row); }));
+    RETURN_IF_ERROR(in->reader->ScanGpuCoverage(cutoff, INT64_MAX, nullptr,
+                                                [&](const GpuCoverageRow& row) { gpu.coverage.push_back(row); }));
   }
   const uint64_t lo = inputs.front()->lo, hi = inputs.back()->hi;
   const std::string path = segments_dir() + "/" + SegmentFileName(lo, hi);
-  RETURN_IF_ERROR(WriteSegment(path, std::move(rows), options_.segment).WithContext("compacting"));
+  RETURN_IF_ERROR(WriteSegment(path, std::move(rows), std::move(gpu), options_.segment).WithContext("compacting"));
   if (CrashPoint("compact:output_written")) return SimulatedCrash("compact:output_written");
   auto output = std::make_shared<Segment>();
   output->lo = lo;
@@ -229,7 +239,7 @@ Status EmbeddedProfileStore::RetentionLocked() {
     auto list = std::make_shared<SegmentList>();
     for (const auto& s : *segments_) {
       const SegmentReader& r = *s->reader;
-      if (r.row_count() == 0 || r.max_time() < cutoff) {
+      if (r.total_rows() == 0 || r.data_max_time() < cutoff) {
         expired.push_back(s);
       } else {
         list->push_back(s);

@@ -495,7 +495,7 @@ TEST(EmbeddedStoreTest, HeadRecordRoundTripsAndRefusesNewerVersions) {
   ASSERT_TRUE(old.ok()) << old.status().ToString();
   EXPECT_EQ(old->rows, (std::vector<SampleRow>{{5, 2, 3, -3, 1}}));
   std::string newer = payload;
-  newer[4] = 2;
+  newer[4] = static_cast<char>(kHeadRecordVersion + 1);
   EXPECT_EQ(DecodeHeadRecord(newer, "n").status().code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(DecodeHeadRecord(payload.substr(0, payload.size() - 1), "t").status().code(), StatusCode::kDataLoss);
   EXPECT_EQ(DecodeHeadRecord("XXXX\x01\x00\x00\x00", "m").status().code(), StatusCode::kDataLoss);

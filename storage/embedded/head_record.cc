@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "storage/embedded/dictionary/content_key.h"
+#include "storage/embedded/gpu_activity_codec.h"
 
 namespace warpscope::embedded {
 
@@ -11,7 +12,8 @@ using dictionary::PutVarint;
 using dictionary::UnZigZag;
 using dictionary::ZigZag;
 
-std::string EncodeHeadRecord(std::string_view agent_id, uint64_t sequence, const std::vector<SampleRow>& rows) {
+std::string EncodeHeadRecord(std::string_view agent_id, uint64_t sequence, const std::vector<SampleRow>& rows,
+                             const GpuRows& gpu) {
   std::string out;
   out.reserve(32 + agent_id.size() + rows.size() * 12);
   out.append(kHeadRecordMagic, 4);
@@ -29,6 +31,8 @@ std::string EncodeHeadRecord(std::string_view agent_id, uint64_t sequence, const
     PutVarint(&out, ZigZag(row.value));
     previous_time = row.time_ns;
   }
+  segment::EncodeGpuActivities(gpu.activities, &out);
+  segment::EncodeGpuCoverage(gpu.coverage, &out);
   return out;
 }
 
@@ -65,6 +69,10 @@ StatusOr<HeadRecord> DecodeHeadRecord(std::string_view in, const std::string& wh
     time = static_cast<int64_t>(static_cast<uint64_t>(time) + static_cast<uint64_t>(UnZigZag(delta)));
     row.time_ns = time;
     row.value = UnZigZag(value);
+  }
+  if (version >= 2) {
+    if (!segment::DecodeGpuActivities(&in, &record.gpu.activities)) return damaged("GPU activities");
+    if (!segment::DecodeGpuCoverage(&in, &record.gpu.coverage)) return damaged("GPU coverage");
   }
   if (!in.empty()) return damaged("end (trailing bytes)");
   return record;

@@ -163,12 +163,13 @@ std::vector<std::pair<size_t, size_t>> PlanCompaction(const SegmentList& segment
     size_t end = begin;
     while (end < segments.size()) {
       const SegmentReader& r = *segments[end]->reader;
-      if (r.row_count() * 2 > policy.max_rows) break;  // already big: not an input
-      int64_t lo = r.row_count() ? std::min(min_time, r.min_time()) : min_time;
-      int64_t hi = r.row_count() ? std::max(max_time, r.max_time()) : max_time;
-      if (rows + r.row_count() > policy.max_rows) break;
+      // Every kind of row counts (samples, GPU activities, coverage).
+      if (r.total_rows() * 2 > policy.max_rows) break;  // already big: not an input
+      int64_t lo = r.total_rows() ? std::min(min_time, r.data_min_time()) : min_time;
+      int64_t hi = r.total_rows() ? std::max(max_time, r.data_max_time()) : max_time;
+      if (rows + r.total_rows() > policy.max_rows) break;
       if (lo != INT64_MAX && hi - lo > policy.max_span_ns) break;
-      rows += r.row_count();
+      rows += r.total_rows();
       min_time = lo;
       max_time = hi;
       ++end;

@@ -107,12 +107,14 @@ TEST_F(SegmentCorruptionTest, WrongMagicIsDataLoss) {
 
 TEST_F(SegmentCorruptionTest, NewerVersionIsFailedPrecondition) {
   std::string bad = good_;
-  bad[6] = 2;                  // header version
-  bad[good_.size() - 2] = 2;   // trailer version
+  const char newer = static_cast<char>(segment::kFormatVersion + 1);
+  bad[6] = newer;                  // header version
+  bad[good_.size() - 2] = newer;   // trailer version
   WriteBytes(Path("bad"), bad);
   auto r = SegmentReader::Open(Path("bad"));
   EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_NE(r.status().message().find("version 2"), std::string::npos) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("version " + std::to_string(segment::kFormatVersion + 1)), std::string::npos)
+      << r.status().ToString();
 }
 
 // Rewrites the footer of `file` after `edit`, with fresh CRCs, so that damage

@@ -146,7 +146,7 @@ Status SortAndMerge(std::vector<SampleRow>& rows, const RowOrder& order) {
   return Status::Ok();
 }
 
-Status WriteSegmentFile(const std::string& path, std::span<const SampleRow> rows,
+Status WriteSegmentFile(const std::string& path, std::span<const SampleRow> rows, GpuRows gpu,
                         const SegmentWriteOptions& options) {
   std::string tmp = path + ".tmp.XXXXXX";
   const int raw_fd = ::mkstemp(tmp.data());
@@ -186,6 +186,11 @@ Status WriteSegmentFile(const std::string& path, std::span<const SampleRow> rows
   }
 
   buf.clear();
+  ASSIGN_OR_RETURN(footer.gpu, segment::EncodeGpuSection(std::move(gpu), offset, cctx.get(), options.zstd_level, &buf));
+  RETURN_IF_ERROR(WriteAll(fd.get(), buf, tmp));
+  offset += buf.size();
+
+  buf.clear();
   segment::AppendFooter(footer, &buf);
   if (buf.size() > UINT32_MAX) {
     return InternalError("footer of " + std::to_string(footer.blocks.size()) + " blocks exceeds 4 GiB");
@@ -213,6 +218,11 @@ Status WriteSegmentFile(const std::string& path, std::span<const SampleRow> rows
 }  // namespace
 
 Status WriteSegment(const std::string& path, std::vector<SampleRow> rows, const SegmentWriteOptions& options) {
+  return WriteSegment(path, std::move(rows), GpuRows{}, options);
+}
+
+Status WriteSegment(const std::string& path, std::vector<SampleRow> rows, GpuRows gpu,
+                    const SegmentWriteOptions& options) {
   if (options.rows_per_block == 0 || options.rows_per_block > segment::kMaxRowsPerBlock) {
     return InvalidArgumentError("rows_per_block must be 1.." + std::to_string(segment::kMaxRowsPerBlock));
   }
@@ -223,7 +233,7 @@ Status WriteSegment(const std::string& path, std::vector<SampleRow> rows, const 
   const RowOrder order{options.time_window_ns};
   const std::string context = "writing segment " + path;
   RETURN_IF_ERROR(SortAndMerge(rows, order).WithContext(context));
-  return WriteSegmentFile(path, rows, options).WithContext(context);
+  return WriteSegmentFile(path, rows, std::move(gpu), options).WithContext(context);
 }
 
 StatusOr<std::unique_ptr<SegmentReader>> SegmentReader::Open(const std::string& path) {
@@ -238,14 +248,19 @@ StatusOr<std::unique_ptr<SegmentReader>> SegmentReader::Open(const std::string& 
   }
   std::string bytes;
   RETURN_IF_ERROR(PreadFully(fd.get(), 0, segment::kHeaderSize, &bytes, path));
-  RETURN_IF_ERROR(segment::CheckHeader(bytes, path));
+  uint16_t version = 0;
+  RETURN_IF_ERROR(segment::CheckHeader(bytes, path, &version));
   RETURN_IF_ERROR(PreadFully(fd.get(), size - segment::kTrailerSize, segment::kTrailerSize, &bytes, path));
   ASSIGN_OR_RETURN(const segment::Trailer trailer, segment::ParseTrailer(bytes, size, path));
+  if (trailer.version != version) {
+    return DataLossError("segment file " + path + " is corrupt: header version " + std::to_string(version) +
+                         " but trailer version " + std::to_string(trailer.version));
+  }
   RETURN_IF_ERROR(PreadFully(fd.get(), trailer.footer_offset, trailer.footer_size, &bytes, path));
   if (segment::Crc32(bytes) != trailer.footer_crc32) {
     return DataLossError("segment file " + path + " is corrupt: footer CRC mismatch");
   }
-  ASSIGN_OR_RETURN(Footer footer, segment::ParseFooter(bytes, trailer.footer_offset, path));
+  ASSIGN_OR_RETURN(Footer footer, segment::ParseFooter(bytes, trailer.footer_offset, path, version));
   return std::unique_ptr<SegmentReader>(
       new SegmentReader(path, std::move(fd), static_cast<int64_t>(size), std::move(footer)));
 }
@@ -364,6 +379,66 @@ Status SegmentReader::Verify() const {
       }
       row += run.length;
     }
+  }
+  RETURN_IF_ERROR(ScanGpuActivities(INT64_MIN, INT64_MAX, nullptr, [](const GpuActivityRow&) {}));
+  return ScanGpuCoverage(INT64_MIN, INT64_MAX, nullptr, [](const GpuCoverageRow&) {});
+}
+
+int64_t SegmentReader::data_min_time() const {
+  int64_t t = INT64_MAX;
+  if (row_count() > 0) t = min_time();
+  if (!footer_.gpu.blocks.empty()) t = std::min(t, footer_.gpu.blocks.front().min_start);
+  if (gpu_coverage_count() > 0) t = std::min(t, footer_.gpu.coverage.min_second);
+  return t == INT64_MAX ? 0 : t;
+}
+
+int64_t SegmentReader::data_max_time() const {
+  int64_t t = INT64_MIN;
+  if (row_count() > 0) t = max_time();
+  for (const segment::GpuBlockEntry& b : footer_.gpu.blocks) t = std::max(t, b.max_start);
+  if (gpu_coverage_count() > 0) t = std::max(t, footer_.gpu.coverage.max_second);
+  return t == INT64_MIN ? 0 : t;
+}
+
+Status SegmentReader::ScanGpuActivities(int64_t from_ns, int64_t to_ns,
+                                        const std::function<bool(uint64_t)>& series_filter,
+                                        const std::function<void(const GpuActivityRow&)>& visit) const {
+  if (from_ns >= to_ns) return Status::Ok();
+  segment::ZstdDecompressor dctx = segment::NewZstdDecompressor();
+  std::string bytes;
+  std::vector<GpuActivityRow> rows;
+  for (size_t b = 0; b < footer_.gpu.blocks.size(); ++b) {
+    const segment::GpuBlockEntry& entry = footer_.gpu.blocks[b];
+    if (entry.max_start < from_ns || entry.min_start >= to_ns) continue;
+    RETURN_IF_ERROR(PreadFully(fd_.get(), entry.offset, entry.size, &bytes, path_));
+    rows.clear();
+    RETURN_IF_ERROR(segment::DecodeGpuBlock(bytes, entry, dctx.get(), &rows)
+                        .WithContext("segment file " + path_ + " GPU block " + std::to_string(b) + " is corrupt"));
+    for (const GpuActivityRow& row : rows) {
+      if (row.start_ns < from_ns || row.start_ns >= to_ns) continue;
+      if (series_filter && !series_filter(row.series_id)) continue;
+      visit(row);
+    }
+  }
+  return Status::Ok();
+}
+
+Status SegmentReader::ScanGpuCoverage(int64_t from_ns, int64_t to_ns, const std::function<bool(uint64_t)>& series_filter,
+                                      const std::function<void(const GpuCoverageRow&)>& visit) const {
+  const segment::GpuCoverageEntry& entry = footer_.gpu.coverage;
+  if (from_ns >= to_ns || entry.row_count == 0 || entry.max_second < from_ns || entry.min_second >= to_ns) {
+    return Status::Ok();
+  }
+  segment::ZstdDecompressor dctx = segment::NewZstdDecompressor();
+  std::string bytes;
+  RETURN_IF_ERROR(PreadFully(fd_.get(), entry.offset, entry.size, &bytes, path_));
+  std::vector<GpuCoverageRow> rows;
+  RETURN_IF_ERROR(segment::DecodeGpuCoverageChunk(bytes, entry, dctx.get(), &rows)
+                      .WithContext("segment file " + path_ + " GPU coverage is corrupt"));
+  for (const GpuCoverageRow& row : rows) {
+    if (row.second_ns < from_ns || row.second_ns >= to_ns) continue;
+    if (series_filter && !series_filter(row.series_id)) continue;
+    visit(row);
   }
   return Status::Ok();
 }

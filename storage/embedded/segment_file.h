@@ -15,6 +15,7 @@
 
 #include "base/file_util.h"
 #include "base/status.h"
+#include "storage/embedded/gpu_activity_row.h"
 #include "storage/embedded/segment_format.h"
 
 namespace warpscope {
@@ -65,6 +66,10 @@ struct SegmentWriteOptions {
 // Fails with InvalidArgument if merged values overflow int64.
 Status WriteSegment(const std::string& path, std::vector<SampleRow> rows,
                     const SegmentWriteOptions& options = SegmentWriteOptions());
+// The same with GPU activities and coverage rows in the file's GPU section
+// (segment_gpu_section.h), never merged.
+Status WriteSegment(const std::string& path, std::vector<SampleRow> rows, GpuRows gpu,
+                    const SegmentWriteOptions& options);
 
 // Reads one segment file.
 //
@@ -87,6 +92,27 @@ class SegmentReader {
   uint64_t row_count() const { return footer_.row_count; }
   size_t block_count() const { return footer_.blocks.size(); }
   int64_t file_size() const { return file_size_; }
+  uint16_t format_version() const { return footer_.version; }
+
+  // The GPU section (empty in version 1 files).
+  uint64_t gpu_activity_count() const { return footer_.gpu.activity_count; }
+  uint64_t gpu_coverage_count() const { return footer_.gpu.coverage.row_count; }
+  // Rows of every kind (samples, GPU activities, coverage rows).
+  uint64_t total_rows() const { return row_count() + gpu_activity_count() + gpu_coverage_count(); }
+  // The time span of everything in the file: sample times, activity starts,
+  // coverage seconds (inclusive). Meaningful only when total_rows() > 0.
+  int64_t data_min_time() const;
+  int64_t data_max_time() const;
+
+  // Visits the activities with from_ns <= start_ns < to_ns whose series
+  // passes series_filter (null: all), in file order (by start). Blocks
+  // outside the range are skipped by the index. DataLoss naming the file and
+  // block for a corrupt block. Any thread, like Scan.
+  Status ScanGpuActivities(int64_t from_ns, int64_t to_ns, const std::function<bool(uint64_t series_id)>& series_filter,
+                           const std::function<void(const GpuActivityRow&)>& visit) const;
+  // Coverage rows with from_ns <= second_ns < to_ns, likewise.
+  Status ScanGpuCoverage(int64_t from_ns, int64_t to_ns, const std::function<bool(uint64_t series_id)>& series_filter,
+                         const std::function<void(const GpuCoverageRow&)>& visit) const;
 
   // Calls `visit` for every row of type `type_id` with from_ns <= time_ns <
   // to_ns and, if series_filter is not null, series_filter(series_id) true,

@@ -19,9 +19,10 @@ Status CheckMagicAndVersion(const char* magic, uint16_t version, const std::stri
     return DataLossError("segment file " + what + " has no WSSEG magic in its " + where +
                          " (not a segment file, or truncated)");
   }
-  if (version != kFormatVersion) {
+  if (version < kOldestFormatVersion || version > kFormatVersion) {
     return FailedPreconditionError("segment file " + what + " has format version " + std::to_string(version) +
-                                   "; this build reads version " + std::to_string(kFormatVersion));
+                                   "; this build reads versions " + std::to_string(kOldestFormatVersion) + " to " +
+                                   std::to_string(kFormatVersion));
   }
   return Status::Ok();
 }
@@ -35,11 +36,12 @@ void AppendHeader(std::string* out) {
   PutFixed16(out, kFormatVersion);
 }
 
-Status CheckHeader(std::string_view header, const std::string& what) {
+Status CheckHeader(std::string_view header, const std::string& what, uint16_t* version_out) {
   if (header.size() < kHeaderSize) return Corrupt(what, "shorter than its header");
   ByteReader r(header.substr(sizeof(kMagic)));
   uint16_t version = 0;
   r.GetFixed16(&version);
+  if (version_out != nullptr) *version_out = version;
   return CheckMagicAndVersion(header.data(), version, what, "header");
 }
 
@@ -94,11 +96,14 @@ void AppendFooter(const Footer& footer, std::string* out) {
     PutFixed64(out, b.min_series);
     PutFixed64(out, b.max_series);
   }
+  if (footer.version >= 2) AppendGpuIndex(footer.gpu, out);
 }
 
-StatusOr<Footer> ParseFooter(std::string_view bytes, uint64_t footer_offset, const std::string& what) {
+StatusOr<Footer> ParseFooter(std::string_view bytes, uint64_t footer_offset, const std::string& what,
+                             uint16_t version) {
   ByteReader r(bytes);
   Footer f;
+  f.version = version;
   uint64_t min_time = 0, max_time = 0, window = 0;
   uint32_t block_count = 0;
   if (!r.GetFixed64(&f.row_count) || !r.GetFixed64(&min_time) || !r.GetFixed64(&max_time) ||
@@ -108,7 +113,8 @@ StatusOr<Footer> ParseFooter(std::string_view bytes, uint64_t footer_offset, con
   f.min_time = static_cast<int64_t>(min_time);
   f.max_time = static_cast<int64_t>(max_time);
   f.time_window_ns = static_cast<int64_t>(window);
-  if (r.remaining() != static_cast<uint64_t>(block_count) * kBlockIndexEntrySize) {
+  const uint64_t index_size = static_cast<uint64_t>(block_count) * kBlockIndexEntrySize;
+  if (version >= 2 ? r.remaining() < index_size : r.remaining() != index_size) {
     return Corrupt(what, "footer size does not match its " + std::to_string(block_count) + " blocks");
   }
   f.blocks.resize(block_count);
@@ -146,7 +152,15 @@ StatusOr<Footer> ParseFooter(std::string_view bytes, uint64_t footer_offset, con
     expected_offset = b.offset + b.size;
     rows += b.row_count;
   }
-  if (expected_offset != footer_offset) return Corrupt(what, "blocks do not end where the footer starts");
+  uint64_t samples_end = footer_offset;
+  if (version >= 2) {
+    ASSIGN_OR_RETURN(f.gpu, ParseGpuIndex(&r, footer_offset, what));
+    samples_end = f.gpu.offset;
+  }
+  if (expected_offset != samples_end) {
+    return Corrupt(what, version >= 2 ? "blocks do not end where the GPU section starts"
+                                      : "blocks do not end where the footer starts");
+  }
   if (rows != f.row_count) return Corrupt(what, "block row counts do not add up to the file's");
   if (block_count == 0 && (f.min_time != 0 || f.max_time != 0)) {
     return Corrupt(what, "an empty file has a time range");

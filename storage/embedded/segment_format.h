@@ -1,7 +1,7 @@
-// On-disk layout of a segment file (format version 1). All fixed-width
+// On-disk layout of a segment file (format version 2; version 1 is read too). All fixed-width
 // integers are little-endian; "varint" is unsigned LEB128; "zz" is zigzag.
 //
-//   File    := Header Block* Footer Trailer
+//   File    := Header Block* GpuSection Footer Trailer   (version 1: no GpuSection)
 //   Header  := "WSSEG\0" (6 bytes)  version:fixed16                       8 bytes
 //   Block   := Prefix Columns
 //   Prefix  := row_count:varint  time_base:fixed64  time_scale:varint  Chunk(runs)
@@ -20,19 +20,24 @@
 //              prefix_crc32:fixed32  columns_crc32:fixed32  row_count:fixed32
 //              min_type:fixed32  max_type:fixed32  reserved:fixed32 (0)
 //              min_time:fixed64  max_time:fixed64  min_series:fixed64  max_series:fixed64
+//              (version 2:) GpuIndex (segment_gpu_section.h), which also says where the
+//              sample blocks end and the GpuSection begins
 //   Trailer := footer_offset:fixed64  footer_size:fixed32  footer_crc32:fixed32
 //              "WSSEG\0"  version:fixed16                                  24 bytes
 //
 // Every byte of a file is covered by a check: the header and trailer by their
 // magic, version and the offsets that must tile the file exactly, each block by
 // two CRC-32s (zlib's) in the index, the footer by the CRC in the trailer.
-// Blocks are contiguous from offset 8 to footer_offset.
+// Blocks are contiguous from offset 8 to the GPU section (version 1: to footer_offset).
+// Header and trailer carry the same version.
 //
 // A block's CRC is split at the prefix so that a scan with a series filter can
 // read and check only the prefix (tens of bytes) and its series runs, and skip
 // the block's columns when no run passes the filter.
 //
-// A later version must keep reading version 1 files (STYLE.md rule 7).
+// Version 2 (GPU activities, issue 10) added the GPU section and the footer's
+// GpuIndex; everything else is as in version 1. A later version must keep
+// reading version 1 and 2 files (STYLE.md rule 7; segment_compat_test.cc).
 #pragma once
 
 #include <cstdint>
@@ -41,11 +46,13 @@
 #include <vector>
 
 #include "base/status.h"
+#include "storage/embedded/segment_gpu_section.h"
 
 namespace warpscope::segment {
 
 inline constexpr char kMagic[6] = {'W', 'S', 'S', 'E', 'G', '\0'};
-inline constexpr uint16_t kFormatVersion = 1;
+inline constexpr uint16_t kFormatVersion = 2;
+inline constexpr uint16_t kOldestFormatVersion = 1;
 inline constexpr size_t kHeaderSize = 8;
 inline constexpr size_t kTrailerSize = 24;
 inline constexpr size_t kBlockIndexEntrySize = 72;
@@ -74,6 +81,8 @@ struct Footer {
   int64_t max_time = 0;
   int64_t time_window_ns = 0;  // the writer's sort window; informational
   std::vector<BlockIndexEntry> blocks;
+  uint16_t version = kFormatVersion;  // of the file; not stored in the footer itself
+  GpuIndex gpu;                       // empty in version 1 files
 };
 
 struct Trailer {
@@ -86,18 +95,22 @@ struct Trailer {
 uint32_t Crc32(std::string_view bytes);
 
 void AppendHeader(std::string* out);
-// Checks the header's magic and version. `what` names the file in errors.
-Status CheckHeader(std::string_view header, const std::string& what);
+// Checks the header's magic and version (one this build reads) and stores
+// the version. `what` names the file in errors.
+Status CheckHeader(std::string_view header, const std::string& what, uint16_t* version = nullptr);
 
 void AppendTrailer(const Trailer& trailer, std::string* out);
 // Parses the last kTrailerSize bytes of a file of `file_size` bytes and checks
 // magic, version and that the footer lies between header and trailer.
 StatusOr<Trailer> ParseTrailer(std::string_view bytes, uint64_t file_size, const std::string& what);
 
+// Writes footer.version's layout (version 2 appends footer.gpu).
 void AppendFooter(const Footer& footer, std::string* out);
 // Parses a footer whose CRC has been checked, and checks the index against
 // itself and the file: blocks tile [kHeaderSize, footer_offset), row counts add
-// up, min <= max everywhere, file-wide min/max match the blocks'.
-StatusOr<Footer> ParseFooter(std::string_view bytes, uint64_t footer_offset, const std::string& what);
+// up, min <= max everywhere, file-wide min/max match the blocks'. `version`
+// is the file's (header and trailer).
+StatusOr<Footer> ParseFooter(std::string_view bytes, uint64_t footer_offset, const std::string& what,
+                             uint16_t version = kFormatVersion);
 
 }  // namespace warpscope::segment

@@ -1,16 +1,154 @@
 // e2e_seed_hour: fills a running warpscope-server with one hour of synthetic
 // CPU samples (a 10 s step, a few hundred distinct stacks whose mix drifts
 // over the hour) for the web UI's "select a range of 1 h of data" measurement
-// (tests/e2e/ui_e2e.mjs). Usage: e2e_seed_hour PORT TOKEN NODE
+// (tests/e2e/ui_e2e.mjs), and four seconds of GPU work with known numbers
+// (SeedGpuSeconds) for the GPU kernels view. Prints `gpu_from_ms=<ms>`, the
+// first of those seconds. Usage: e2e_seed_hour PORT TOKEN NODE
 #include <chrono>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "tests/integration/batch_factory.h"
 #include "tests/integration/server_process.h"
 
+namespace {
+
+using warpscope::testing::BatchFactory;
+using Labels = std::vector<std::pair<std::string, std::string>>;
+constexpr int64_t kSec = 1'000'000'000;
+constexpr int64_t kMs = 1'000'000;
+
+// One kernel (or copy) that a process launches `per_second` times a second,
+// the i-th at i * spacing_ns from the second's start.
+struct GpuWork {
+  warpscope::v1::GpuActivityKind kind;
+  std::string name;  // demangled; "" for copies
+  std::string system_name;
+  std::string launch_stack;  // root first, up to the launching call (gpu_time stacks add the kernel)
+  uint32_t stream;
+  int per_second;
+  int64_t spacing_ns;
+  int64_t duration_ns;
+  int64_t long_duration_ns;  // every 10th launch (i % 10 == 9) takes this long
+  uint32_t grid[3];
+  uint32_t block[3];
+};
+
+int64_t Duration(const GpuWork& w, int i) { return i % 10 == 9 ? w.long_duration_ns : w.duration_ns; }
+
+// Four seconds from gpu_from_ns on node `node`: process "trainer" (pid 4343)
+// runs gemm_kernel on stream 7 (100/s, 2 ms, every 10th 4 ms: 400 launches,
+// 880 ms, mean 2.2 ms, p50 2 ms, p95 4 ms), an elementwise kernel on stream 13
+// (200/s x 100 us: 800, 80 ms) and a 1 ms memcpy on stream 14 (4/s: 16);
+// its trace is complete. Process "loader" (pid 4344) runs copy_kernel on
+// stream 20 (50/s x 3 ms); in its third second the agent kept only the
+// first 25 (complete until 500 ms): 1416 activities recorded, 1391 sent.
+// gpu_time samples (every kernel counted) end in a CUDA-kernel frame.
+warpscope::v1::IngestBatch GpuSeconds(const std::string& node, int64_t gpu_from_ns) {
+  using warpscope::v1::GPU_ACTIVITY_KERNEL;
+  using warpscope::v1::GPU_ACTIVITY_MEMCPY;
+  const std::string train = "py:train_step@train.py:10;py:forward@model.py:20;";
+  const std::vector<std::pair<Labels, std::vector<GpuWork>>> processes = {
+      {{{"node", node}, {"comm", "trainer"}, {"pid", "4343"}},
+       {{GPU_ACTIVITY_KERNEL, "void gemm_kernel<float>(float*, int)", "_Z11gemm_kernelIfEvPfi",
+         train + "at::native::gemm@libtorch_cuda.so;cudaLaunchKernel@libcudart.so.12", 7, 100, 10 * kMs, 2 * kMs, 4 * kMs,
+         {128, 64, 1}, {256, 1, 1}},
+        {GPU_ACTIVITY_KERNEL, "elementwise_add_kernel(float*, float*, float*)", "_Z22elementwise_add_kernelPfS_S_",
+         train + "py:add@model.py:30;cudaLaunchKernel@libcudart.so.12", 13, 200, 5 * kMs, 100'000, 100'000, {40, 1, 1},
+         {512, 1, 1}},
+        {GPU_ACTIVITY_MEMCPY, "", "", "", 14, 4, 250 * kMs, kMs, kMs, {0, 0, 0}, {0, 0, 0}}}},
+      {{{"node", node}, {"comm", "loader"}, {"pid", "4344"}},
+       {{GPU_ACTIVITY_KERNEL, "void copy_kernel(char*)", "_Z11copy_kernelPc",
+         "py:load@loader.py:5;cudaLaunchKernel@libcudart.so.12", 20, 50, 20 * kMs, 3 * kMs, 3 * kMs, {1024, 1, 1},
+         {128, 1, 1}}}},
+  };
+  constexpr int kSeconds = 4;
+  BatchFactory f("e2e-seed-gpu-" + node, 1, gpu_from_ns, gpu_from_ns + kSeconds * kSec);
+  // gpu_time: each kernel's time per second under its launch stack.
+  std::vector<uint32_t> label_sets;
+  for (const auto& [labels, work] : processes) {
+    for (int sec = 0; sec < kSeconds; ++sec) {
+      for (const GpuWork& w : work) {
+        if (w.kind != GPU_ACTIVITY_KERNEL) continue;
+        int64_t ns = 0;
+        for (int i = 0; i < w.per_second; ++i) ns += Duration(w, i);
+        f.Add(w.launch_stack + ";" + w.name, labels, ns, gpu_from_ns + sec * kSec, "gpu_time");
+      }
+    }
+    label_sets.push_back(f.batch().samples(f.batch().samples_size() - 1).label_set());
+  }
+  warpscope::v1::IngestBatch batch = f.batch();
+  const auto add_string = [&batch](const std::string& text) {
+    batch.add_strings(text);
+    return static_cast<uint32_t>(batch.strings_size() - 1);
+  };
+  // The kernel leaves become CUDA-kernel frames (no mapping, mangled system name).
+  for (auto& loc : *batch.mutable_locations()) {
+    auto* fn = batch.mutable_functions(static_cast<int>(loc.lines(0).function()));
+    for (const auto& [labels, work] : processes) {
+      for (const GpuWork& w : work) {
+        if (w.name.empty() || batch.strings(static_cast<int>(fn->name())) != w.name) continue;
+        loc.set_kind(warpscope::v1::FRAME_KIND_CUDA_KERNEL);
+        loc.set_mapping(0);
+        loc.set_address(0);
+        fn->set_system_name(add_string(w.system_name));
+      }
+    }
+  }
+  // The trace and its coverage; the loader's third second is cut at 500 ms.
+  uint64_t correlation = 1;
+  for (size_t p = 0; p < processes.size(); ++p) {
+    const bool thinned_process = p == 1;
+    for (int sec = 0; sec < kSeconds; ++sec) {
+      const int64_t second_ns = gpu_from_ns + sec * kSec;
+      const int64_t complete_until = thinned_process && sec == 2 ? second_ns + 500 * kMs : second_ns + kSec;
+      uint64_t recorded = 0;
+      uint64_t sent = 0;
+      for (const GpuWork& w : processes[p].second) {
+        const uint32_t name = w.name.empty() ? 0 : add_string(w.name);
+        const uint32_t system_name = w.system_name.empty() ? 0 : add_string(w.system_name);
+        for (int i = 0; i < w.per_second; ++i) {
+          const int64_t start = second_ns + i * w.spacing_ns;
+          ++recorded;
+          if (start >= complete_until) continue;
+          ++sent;
+          auto* a = batch.add_gpu_activities();
+          a->set_start_unix_nanos(start);
+          a->set_duration_nanos(Duration(w, i));
+          a->set_label_set(label_sets[p]);
+          a->set_kind(w.kind);
+          a->set_name(name);
+          a->set_system_name(system_name);
+          a->set_device(0);
+          a->set_stream(w.stream);
+          a->set_correlation_id(correlation++);
+          a->set_grid_x(w.grid[0]);
+          a->set_grid_y(w.grid[1]);
+          a->set_grid_z(w.grid[2]);
+          a->set_block_x(w.block[0]);
+          a->set_block_y(w.block[1]);
+          a->set_block_z(w.block[2]);
+          if (w.kind == GPU_ACTIVITY_MEMCPY) {
+            a->set_bytes(1 << 20);
+            a->set_copy_kind(1);  // HtoD
+          }
+        }
+      }
+      auto* c = batch.add_gpu_trace_coverage();
+      c->set_second_unix_nanos(second_ns);
+      c->set_label_set(label_sets[p]);
+      c->set_recorded(recorded);
+      c->set_sent(sent);
+      c->set_complete_until_unix_nanos(complete_until);
+    }
+  }
+  return batch;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
-  using warpscope::testing::BatchFactory;
   if (argc != 4) {
     std::fprintf(stderr, "usage: e2e_seed_hour PORT TOKEN NODE\n");
     return 2;
@@ -18,7 +156,6 @@ int main(int argc, char** argv) {
   const int port = std::stoi(argv[1]);
   const std::string token = argv[2];
   const std::string node = argv[3];
-  constexpr int64_t kSec = 1'000'000'000;
   const int64_t now_ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   const int64_t start_ns = now_ns - 3600 * kSec;
@@ -44,5 +181,13 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
+  // The GPU seconds: whole seconds, ending 16 s ago (inside now-5m, now-1m).
+  const int64_t gpu_from_ns = (now_ns / kSec - 20) * kSec;
+  auto r = warpscope::testing::PostBatch(port, GpuSeconds(node + "-gpu", gpu_from_ns), token);
+  if (r.status != 200) {
+    std::fprintf(stderr, "e2e_seed_hour: GPU batch: HTTP %d %s\n", r.status, r.body.c_str());
+    return 1;
+  }
+  std::printf("gpu_from_ms=%lld\n", static_cast<long long>(gpu_from_ns / kMs));
   return 0;
 }

@@ -1,8 +1,9 @@
 // The web UI end to end (issue 6): a real warpscope-server fed by a real
 // agent profiling tests/testprogs/cpu_split, driven in Debian's headless
 // Chromium through playwright-core. Checks the workflow (load without
-// console errors, drag on the timeline, search, table, sandwich), saves a
-// screenshot per view, and prints the UI's measurements:
+// console errors, drag on the timeline, search, table, sandwich; the GPU
+// kernels view and the gpu_time flame graph on e2e_seed_hour's seeded GPU
+// seconds), saves a screenshot per view, and prints the UI's measurements:
 //   flame graph of 50k nodes (build + draw), range selection on 1 h of data
 //   to the updated flame graph, and the gzipped bundle.
 // Run by CTest as ui_e2e (tests/e2e/CMakeLists.txt sets the WS_* paths).
@@ -315,6 +316,98 @@ try {
   await shot("targets");
   if (consoleErrors.length) fail(`console errors: ${consoleErrors.join(" | ")}`);
 
+  // 6b. GPU time (e2e_seed_hour's four seconds on node e2e-synthetic-gpu,
+  // numbers in seed_hour.cc): the gpu_time flame graph ends in the CUDA
+  // kernel, the kernel table has the seeded numbers, the per-stream
+  // timeline a row per stream with the thinned second shaded, and the
+  // export link the same range and selector.
+  {
+    const gpuFromMs = Number(/gpu_from_ms=(\d+)/.exec(seed.output)?.[1]);
+    if (!(gpuFromMs > 0)) fail(`e2e_seed_hour should print gpu_from_ms: ${seed.output}`);
+    const gFrom = gpuFromMs - 1000;
+    const gTo = gpuFromMs + 5000;
+    const gpuNode = '{node="e2e-synthetic-gpu"}';
+    await page.goto(`${url}/?type=gpu_time&from=${gFrom}&to=${gTo}&selector=${q(gpuNode)}`);
+    await waitFor("the gpu_time flame graph", async () => (await flameTotal()) > 0, 10000);
+    const gpuTotal = await flameTotal();
+    // trainer (220 + 20 ms) and loader (150 ms) a second, four seconds, in ns
+    if (gpuTotal !== 1_560_000_000) fail(`gpu_time flame graph total should be 1.56 s in ns, found ${gpuTotal}`);
+    if ((await page.locator("header select").inputValue()) !== "gpu_time") fail("the type picker should show gpu_time");
+    // The leaf under train_step;forward;at::native::gemm;cudaLaunchKernel (depth 5),
+    // at [680, 1560) of 1560 ms ("load" and "add" sort before it).
+    const gpuCanvas = page.locator(".view-flame .flame-canvas");
+    const gc = await gpuCanvas.boundingBox();
+    await page.mouse.move(gc.x + gc.width * 0.75, gc.y + 5 * 18 + 9);
+    const leafTip = await waitFor("the kernel leaf's tooltip", async () => {
+      const t = await page.locator(".view-flame .tooltip").innerText().catch(() => "");
+      return t.includes("gemm_kernel") ? t : null;
+    }, 5000);
+    log(`gpu_time leaf: ${leafTip.replace(/\s+/g, " ")}`);
+    if (!/CUDA kernel/.test(leafTip) || !/880 ms/.test(leafTip)) fail(`the leaf should be the CUDA kernel with 880 ms: ${leafTip}`);
+    await shot("gpu_flame");
+
+    // The kernel table of the trainer: exact counts and totals.
+    const trainer = '{node="e2e-synthetic-gpu", pid="4343"}';
+    const panel = page.locator(".kernels-panel");
+    await page.goto(`${url}/?view=kernels&from=${gFrom}&to=${gTo}&selector=${q(trainer)}`);
+    await waitFor("the kernel table", async () => Number(await panel.getAttribute("data-kernels")) > 0, 10000);
+    const kernelRow = async (name) => {
+      const r = page.locator("table.kernels tbody tr").filter({ has: page.locator("td.fn", { hasText: name }) }).first();
+      const a = await r.evaluate((e) => ({ ...e.dataset }));
+      return { ...a, cells: (await r.locator("td").allTextContents()).map((t) => t.trim()) };
+    };
+    const gemm = await kernelRow("void gemm_kernel<float>(float*, int)");
+    const add = await kernelRow("elementwise_add_kernel");
+    log(`kernel table: ${gemm.cells.slice(0, 10).join(" | ")}`);
+    const near = (v, want) => Math.abs(Number(v) - want) <= want * 0.05;
+    if (gemm.launches !== "400" || gemm.totalNs !== "880000000" || gemm.meanNs !== "2200000") fail(`gemm_kernel: 400 launches, 880 ms, mean 2.2 ms; found ${JSON.stringify(gemm)}`);
+    if (!near(gemm.p50Ns, 2e6) || !near(gemm.p95Ns, 4e6)) fail(`gemm_kernel: p50 2 ms, p95 4 ms; found ${gemm.p50Ns}, ${gemm.p95Ns}`);
+    if (!gemm.cells.includes("128×64×1") || !gemm.cells.some((c) => c.startsWith("256×1×1"))) fail(`gemm_kernel grid 128×64×1, block 256×1×1: ${gemm.cells.join(" | ")}`);
+    if (add.launches !== "800" || add.totalNs !== "80000000") fail(`elementwise_add_kernel: 800 launches, 80 ms; found ${JSON.stringify(add)}`);
+    if ((await page.locator("table.kernels tbody tr").first().getAttribute("data-name")) !== "void gemm_kernel<float>(float*, int)") fail("the table should start with the largest total");
+
+    // The node's per-stream timeline: 4 streams, the loader's thinned second shaded.
+    const timeline = page.locator(".stream-timeline");
+    await page.goto(`${url}/?view=kernels&from=${gFrom}&to=${gTo}&selector=${q(gpuNode)}`);
+    await waitFor("the stream timeline", async () => (await panel.getAttribute("data-trace")) === "shown" && Number(await timeline.getAttribute("data-rows")) > 0, 10000);
+    const tl = await timeline.evaluate((e) => ({ ...e.dataset }));
+    const summary = await page.locator(".kernels-summary").innerText();
+    log(`stream timeline: ${JSON.stringify(tl)}; ${summary.replace(/\s+/g, " ").slice(0, 160)}`);
+    if (tl.rows !== "4") fail(`4 streams expected (trainer 7, 13, 14; loader 20), found ${tl.rows}`);
+    if (tl.bars !== "1391") fail(`1391 activities in the range expected in the timeline, found ${tl.bars}`);
+    if (!(Number(tl.incomplete) >= 1)) fail("the loader's thinned second should be shaded");
+    if (!/Based on 1,391 of 1,416 kernels/.test(summary)) fail(`the summary should say the trace is thinned: ${summary}`);
+    const href = await page.locator("a.export-trace").getAttribute("href");
+    const exportUrl = new URL(href, url);
+    if (exportUrl.pathname !== "/api/v1/gpu/trace.json" || exportUrl.searchParams.get("from") !== String(gFrom) ||
+        exportUrl.searchParams.get("to") !== String(gTo) || exportUrl.searchParams.get("selector") !== gpuNode) {
+      fail(`export link should be /api/v1/gpu/trace.json with the view's range and selector: ${href}`);
+    }
+    const exported = await api(url, exportUrl.pathname + exportUrl.search);
+    const events = Array.isArray(exported) ? exported : exported.traceEvents;
+    if (!Array.isArray(events) || events.length < 1391) fail(`the exported trace should hold the activities (${events?.length})`);
+    metrics.gpu_kernels = { rows: Number(tl.rows), bars: Number(tl.bars), incomplete: Number(tl.incomplete),
+      draw_ms: Number((await page.evaluate(() => window.__warpscope.perf.kernelsDrawMs)).toFixed(1)) };
+    await shot("gpu_kernels");
+    // A drag across the stream timeline zooms into that part of the range.
+    const sc = await page.locator(".stream-canvas").boundingBox();
+    const tv = Number(await timeline.getAttribute("data-version"));
+    await page.mouse.move(sc.x + 50 + (sc.width - 50) * 0.3, sc.y + 40);
+    await page.mouse.down();
+    await page.mouse.move(sc.x + 50 + (sc.width - 50) * 0.5, sc.y + 40, { steps: 6 });
+    await page.mouse.up();
+    await waitFor("the zoomed stream timeline", async () => Number(await timeline.getAttribute("data-version")) > tv && (await panel.getAttribute("data-trace")) === "shown", 10000);
+    const zoomed = new URL(page.url()).searchParams;
+    const zoomSpan = Number(zoomed.get("to")) - Number(zoomed.get("from"));
+    if (!(zoomSpan > 800 && zoomSpan < 1400)) fail(`dragging over a fifth of 6 s should select about 1.2 s, found ${zoomSpan} ms`);
+    // Over 10 s: the hint instead of the timeline.
+    await page.goto(`${url}/?view=kernels&from=now-5m&selector=${q(gpuNode)}`);
+    await waitFor("the kernels view of 5 minutes", async () => (await panel.getAttribute("data-trace")) === "too-long", 10000);
+    const hint = await page.locator(".trace-hint").innerText();
+    if (!/select ≤ 10 s/i.test(hint)) fail(`a range over 10 s should ask for ≤ 10 s: ${hint}`);
+    if (consoleErrors.length) fail(`console errors in the GPU views: ${consoleErrors.join(" | ")}`);
+  }
+
   // 7. Range selection to updated flame graph on 1 h of data.
   const now = Date.now();
   const hourFrom = now - 3600e3;
@@ -370,6 +463,7 @@ try {
   log(`range selection on 1 h of data -> updated flame graph: ${metrics.select_to_flame_ms_1h} ms (goal <= 500 ms; ${JSON.stringify(metrics.select_1h_samples)})`);
   log(`bundle: ${(metrics.bundle_gzip_bytes / 1024).toFixed(1)} KiB gzipped (goal <= 300 KB)`);
   log(`flame chart of 32 threads x 15 min: ${JSON.stringify(metrics.flame_chart_15min)}`);
+  log(`GPU kernels view: ${JSON.stringify(metrics.gpu_kernels)}`);
   log(`screenshots and metrics.json in ${artifacts}; ${metrics.runtime_s} s; PASS`);
 } catch (e) {
   if (!process.exitCode) console.error("ui_e2e: FAIL:", e);

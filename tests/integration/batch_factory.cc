@@ -147,6 +147,32 @@ void BatchFactory::AddMetric(const std::string& name, const std::string& unit,
   p->set_value(value);
 }
 
+warpscope::v1::GpuActivity& BatchFactory::AddGpuKernel(
+    const std::string& name, const std::vector<std::pair<std::string, std::string>>& labels, int64_t start_ns,
+    int64_t duration_ns, uint32_t device, uint32_t stream, uint64_t correlation_id) {
+  auto* a = batch_.add_gpu_activities();
+  a->set_start_unix_nanos(start_ns);
+  a->set_duration_nanos(duration_ns);
+  a->set_label_set(LabelSet(labels));
+  a->set_kind(warpscope::v1::GPU_ACTIVITY_KERNEL);
+  a->set_name(String(name));
+  a->set_system_name(String(name.empty() ? "" : "_Z" + name));
+  a->set_device(device);
+  a->set_stream(stream);
+  a->set_correlation_id(correlation_id);
+  return *a;
+}
+
+void BatchFactory::AddGpuCoverage(const std::vector<std::pair<std::string, std::string>>& labels, int64_t second_ns,
+                                  uint64_t recorded, uint64_t sent, int64_t complete_until_ns) {
+  auto* c = batch_.add_gpu_trace_coverage();
+  c->set_second_unix_nanos(second_ns);
+  c->set_label_set(LabelSet(labels));
+  c->set_recorded(recorded);
+  c->set_sent(sent);
+  c->set_complete_until_unix_nanos(complete_until_ns);
+}
+
 void BatchFactory::AddCounter(const std::string& name, uint64_t value) {
   auto* c = batch_.add_counters();
   c->set_name(String(name));

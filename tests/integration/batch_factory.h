@@ -28,6 +28,17 @@ class BatchFactory {
   void AddMetric(const std::string& name, const std::string& unit,
                  const std::vector<std::pair<std::string, std::string>>& labels, double value, int64_t time_ns);
 
+  // Adds one CUDA kernel `name` (system name "_Z" + name) that ran in the
+  // process `labels`; the returned message takes whatever else a test sets
+  // (kind, bytes, grid, ...).
+  warpscope::v1::GpuActivity& AddGpuKernel(const std::string& name,
+                                           const std::vector<std::pair<std::string, std::string>>& labels,
+                                           int64_t start_ns, int64_t duration_ns, uint32_t device, uint32_t stream,
+                                           uint64_t correlation_id);
+  // Adds one GPU trace coverage row (second, recorded, sent, complete until).
+  void AddGpuCoverage(const std::vector<std::pair<std::string, std::string>>& labels, int64_t second_ns,
+                      uint64_t recorded, uint64_t sent, int64_t complete_until_ns);
+
   const warpscope::v1::IngestBatch& batch() const { return batch_; }
   warpscope::v1::IngestBatch& mutable_batch() { return batch_; }
 

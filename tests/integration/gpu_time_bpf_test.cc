@@ -148,6 +148,22 @@ TEST_F(GpuTimeTest, EveryKernelsTimeIsCountedUnderTheCallSiteThatLaunchedIt) {
   EXPECT_EQ(alpha_under_site, want_alpha);
   EXPECT_EQ(beta_under_site, want_beta);
 
+  // The activity trace: the kernel table has every launch (the trace budget,
+  // 20,000 per second, is above this application's rate).
+  HttpResult r = HttpGet(server_->port(), "/api/v1/gpu/kernels?from=now-10m&to=now", kToken);
+  ASSERT_EQ(r.status, 200) << r.body;
+  json table = json::parse(r.body, nullptr, false);
+  std::map<std::string, json> kernels;
+  for (const json& k : table["kernels"]) kernels[k["name"].get<std::string>()] = k;
+  ASSERT_TRUE(kernels.count("alphaKernel()")) << r.body.substr(0, 2000);
+  EXPECT_EQ(kernels["alphaKernel()"]["launches"], alpha);
+  EXPECT_EQ(kernels["alphaKernel()"]["total_ns"], want_alpha);
+  EXPECT_EQ(kernels["alphaKernel()"]["p50_ns"], kAlphaNs);
+  EXPECT_EQ(kernels["alphaKernel()"]["system_name"], "_Z11alphaKernelv");
+  EXPECT_EQ(kernels["betaKernel()"]["launches"], beta);
+  EXPECT_EQ(kernels["betaKernel()"]["total_ns"], want_beta);
+  EXPECT_EQ(table["recorded"], table["sent"]) << "nothing thinned";
+
   // The agent counted what it joined.
   StopAgent();
   const std::string log = AgentLog();

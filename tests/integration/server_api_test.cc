@@ -4,6 +4,7 @@
 // nothing stored), and kill -9 during ingest (every acknowledged batch is
 // there after a restart, nothing twice).
 #include <gtest/gtest.h>
+#include <httplib.h>
 #include <signal.h>
 
 #include <atomic>
@@ -418,6 +419,129 @@ TEST_F(ServerApiTest, BadMetricBatchIsRejectedAndNothingIsStored) {
 // SIGKILL mid-stream and restarted on the same data. Every batch it
 // acknowledged must be there; a batch it had not acknowledged is either there
 // once or not at all, and re-sending it after the restart stores it once.
+// One process's CUDA trace of one second: gemm 20 times (1..20 us) on
+// device 0 stream 7, relu twice (50 us) on device 1 stream 9, one 5 us memcpy
+// on stream 3; the agent recorded 30 activities and sent these 23.
+BatchFactory GpuTrace(uint64_t sequence) {
+  BatchFactory f("agent-gpu", sequence, kT0, kT0 + 10 * kSec);
+  const Labels train{{"node", "a"}, {"pid", "100"}, {"comm", "train"}};
+  for (int i = 1; i <= 20; ++i) {
+    auto& k = f.AddGpuKernel("gemm", train, kT0 + i * 100'000, i * 1000, 0, 7, i);
+    k.set_grid_x(4);
+    k.set_grid_y(1);
+    k.set_grid_z(1);
+    k.set_block_x(256);
+    k.set_block_y(1);
+    k.set_block_z(1);
+  }
+  f.AddGpuKernel("relu", train, kT0 + 50'000, 50'000, 1, 9, 100).set_graph_id(3);
+  f.AddGpuKernel("relu", train, kT0 + 3'000'000, 50'000, 1, 9, 101).set_graph_id(3);
+  auto& copy = f.AddGpuKernel("", train, kT0 + 10'000, 5'000, 0, 3, 200);
+  copy.set_kind(warpscope::v1::GPU_ACTIVITY_MEMCPY);
+  copy.set_bytes(1 << 20);
+  copy.set_copy_kind(1);
+  f.AddGpuCoverage(train, kT0, 30, 23, kT0 + 2'100'000);
+  return f;
+}
+
+TEST_F(ServerApiTest, GpuKernelsTraceAndChromeTraceOfAnIngestedBatch) {
+  HttpResult r = PostBatch(server_->port(), GpuTrace(1).batch(), kToken);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json::parse(r.body)["stored_gpu_activities"], 23);
+  const std::string ten_s = Range(kT0, kT0 + 10 * kSec);
+
+  auto check = [&] {
+    json k = GetJson("/api/v1/gpu/kernels?" + kHour);
+    EXPECT_EQ(k["from_ns"], kT0);
+    EXPECT_EQ(k["activities"], 23);
+    EXPECT_EQ(k["recorded"], 30);
+    EXPECT_EQ(k["sent"], 23);
+    EXPECT_EQ(k["total_ns"], 210'000 + 100'000 + 5'000);
+    ASSERT_EQ(k["kernels"].size(), 3u);
+    const json& gemm = k["kernels"][0];
+    EXPECT_EQ(gemm["kind"], "kernel");
+    EXPECT_EQ(gemm["name"], "gemm");
+    EXPECT_EQ(gemm["system_name"], "_Zgemm");
+    EXPECT_EQ(gemm["launches"], 20);
+    EXPECT_EQ(gemm["total_ns"], 210'000);
+    EXPECT_EQ(gemm["mean_ns"], 10'500);
+    EXPECT_EQ(gemm["p50_ns"], 10'000);  // nearest rank 10 of 20
+    EXPECT_EQ(gemm["p95_ns"], 19'000);  // nearest rank 19 of 20
+    EXPECT_EQ(gemm["max_ns"], 20'000);
+    EXPECT_EQ(gemm["grid"], json({4, 1, 1}));
+    EXPECT_EQ(gemm["block"], json({256, 1, 1}));
+    EXPECT_EQ(gemm["configs"], 1);
+    EXPECT_DOUBLE_EQ(gemm["share"].get<double>(), 210'000.0 / 315'000.0);
+    EXPECT_EQ(k["kernels"][1]["name"], "relu");
+    EXPECT_EQ(k["kernels"][1]["p95_ns"], 50'000);
+    EXPECT_EQ(k["kernels"][2]["kind"], "memcpy");
+    EXPECT_EQ(GetJson("/api/v1/gpu/kernels?" + kHour + "&selector=" + UrlEncode("{pid=\"999\"}"))["activities"], 0);
+
+    json t = GetJson("/api/v1/gpu/trace?" + ten_s);
+    EXPECT_EQ(t["to_ns"], kT0 + 10 * kSec);
+    ASSERT_EQ(t["streams"].size(), 3u);
+    const json& names = t["names"];
+    const json& s7 = t["streams"][1];
+    EXPECT_EQ(s7["labels"], json({{"comm", "train"}, {"node", "a"}, {"pid", "100"}}));
+    EXPECT_EQ(s7["device"], 0);
+    EXPECT_EQ(s7["stream"], 7);
+    EXPECT_EQ(s7["busy_ns"], 210'000);
+    ASSERT_EQ(s7["activities"].size(), 20u);
+    const json& first = s7["activities"][0];
+    EXPECT_EQ(first[0], kT0 + 100'000);
+    EXPECT_EQ(first[1], 1000);
+    EXPECT_EQ(names[first[2].get<size_t>()], "gemm");
+    EXPECT_EQ(first[3], 0);
+    EXPECT_EQ(first[4], 1);
+    EXPECT_EQ(t["streams"][0]["stream"], 3);
+    EXPECT_EQ(t["streams"][0]["activities"][0][3], 1);  // memcpy
+    EXPECT_EQ(t["streams"][2]["device"], 1);
+    EXPECT_EQ(t["streams"][2]["activities"][0][5], 3);  // graph id
+    ASSERT_EQ(t["coverage"].size(), 1u);
+    EXPECT_EQ(t["coverage"][0]["recorded"], 30);
+    EXPECT_EQ(t["coverage"][0]["complete_until_ns"], kT0 + 2'100'000);
+
+    httplib::Client client("127.0.0.1", server_->port());
+    auto download = client.Get(("/api/v1/gpu/trace.json?" + ten_s).c_str(),
+                               httplib::Headers{{"Authorization", std::string("Bearer ") + kToken}});
+    ASSERT_TRUE(download);
+    EXPECT_EQ(download->status, 200);
+    EXPECT_EQ(download->get_header_value("Content-Disposition"),
+              "attachment; filename=\"warpscope-gpu-trace-" + std::to_string(kT0) + ".json\"");
+    const json trace = json::parse(download->body);
+    int complete = 0;
+    for (const json& e : trace["traceEvents"]) complete += e["ph"] == "X";
+    EXPECT_EQ(complete, 23);
+  };
+  check();
+
+  // Too long a trace range, too many activities, malformed parameters, no token.
+  HttpResult too_long = Get("/api/v1/gpu/trace?" + Range(kT0, kT0 + 11 * kSec));
+  EXPECT_EQ(too_long.status, 400);
+  EXPECT_NE(too_long.body.find("up to 10 seconds"), std::string::npos) << too_long.body;
+  EXPECT_EQ(Get("/api/v1/gpu/trace.json?" + Range(kT0, kT0 + 11 * kSec)).status, 400);
+  EXPECT_EQ(Get("/api/v1/gpu/kernels?from=yesterday-ish").status, 400);
+  EXPECT_EQ(Get("/api/v1/gpu/trace?" + ten_s + "&selector=" + UrlEncode("{pid=")).status, 400);
+  EXPECT_EQ(HttpGet(server_->port(), "/api/v1/gpu/kernels?" + kHour).status, 401);
+
+  // A re-send is acknowledged, not stored twice.
+  HttpResult again = PostBatch(server_->port(), GpuTrace(1).batch(), kToken);
+  ASSERT_EQ(again.status, 200);
+  EXPECT_EQ(json::parse(again.body)["duplicate"], true);
+  EXPECT_EQ(json::parse(again.body)["stored_gpu_activities"], 0);
+  EXPECT_EQ(GetJson("/api/v1/status")["gpu_activities"], 23);
+  check();
+
+  // Survives a clean restart and a kill -9.
+  const int port = server_->port();
+  server_->Stop();
+  Restart(port);
+  check();
+  server_->Kill();
+  Restart(port);
+  check();
+}
+
 TEST_F(ServerApiTest, KillNineDuringIngestLosesNoAcknowledgedBatch) {
   const int port = server_->port();
   std::mutex mu;

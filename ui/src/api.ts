@@ -61,6 +61,17 @@ export async function apiBlob(path: string, params: Params): Promise<Blob> {
   return (await request(path, params)).blob();
 }
 
+// Hands a fetched file to the browser as a download.
+export function saveBlob(blob: Blob, name: string): void {
+  const a = document.createElement("a");
+  a.href = URL.createObjectURL(blob);
+  a.download = name;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(a.href), 10_000);
+}
+
 // A small modal: resolves once a token is stored.
 function askForToken(wasWrong: boolean): Promise<void> {
   return new Promise((resolve) => {

@@ -1,7 +1,7 @@
-// The app shell: header, toolbar, timeline and the seven views, driven by
+// The app shell: header, toolbar, timeline and the eight views, driven by
 // one ViewState that is mirrored in the URL. Everything runs on the page's
 // one thread; a newer refresh aborts the fetches of an older one.
-import { ApiError, apiBlob, apiGet, apiUrl } from "./api";
+import { ApiError, apiBlob, apiGet, apiUrl, saveBlob } from "./api";
 import { FlameGraph, escapeHtml } from "./flame/flamegraph";
 import { FlameChart, formatSpan } from "./flame/flamechart";
 import { FlameChartJson, buildChart } from "./flame/chartmodel";
@@ -13,6 +13,8 @@ import { formatDuration, formatTime, isRelative, resolveTime } from "./time";
 import { TopJson, renderTopTable } from "./views/top_table";
 import { TargetsJson, renderTargets } from "./views/targets";
 import { GpuPanel } from "./views/gpu";
+import { KernelsPanel } from "./views/kernels";
+import { ValueUnit, formatValue, valueNoun } from "./units";
 
 const MAX_NODES = 20000;
 const LIVE_REFRESH_MS = 10_000;
@@ -34,6 +36,7 @@ export interface UiPerf {
   chartDrawMs: number;
   chartBoxes: number;
   gpuDrawMs: number; // the GPUs view's last render (every chart)
+  kernelsDrawMs: number; // the GPU kernels view's last render (table and stream timeline)
 }
 
 const VIEW_TITLES: [View, string][] = [
@@ -43,6 +46,7 @@ const VIEW_TITLES: [View, string][] = [
   ["sandwich", "Sandwich"],
   ["diff", "Diff"],
   ["gpu", "GPUs"],
+  ["kernels", "GPU kernels"],
   ["targets", "Targets"],
 ];
 
@@ -65,6 +69,7 @@ export class App {
     chartDrawMs: 0,
     chartBoxes: 0,
     gpuDrawMs: 0,
+    kernelsDrawMs: 0,
   };
   private abort: AbortController | null = null;
   private liveTimer = 0;
@@ -106,7 +111,10 @@ export class App {
   private diffGraph: FlameGraph;
   private targetsEl = el("div", "targets");
   private gpu: GpuPanel;
+  private kernels: KernelsPanel;
   private timeline: Timeline;
+  // Each profile type's unit (/api/v1/types), for the timeline's axis before a profile arrives.
+  private typeUnits = new Map<string, ValueUnit>();
 
   constructor(root: HTMLElement) {
     const format = (v: number) => this.format(v);
@@ -144,6 +152,12 @@ export class App {
         this.selectT0 = performance.now();
         this.update({ view: "flame", from: String(from), to: String(to), selector, live: false, focus: "" }, true);
       },
+    });
+    this.kernels = new KernelsPanel(this.views.get("kernels")!, {
+      onPatch: (patch, fetch) => this.update(patch, false, fetch),
+      // A kernel's launch stacks: the gpu_time flame graph, searching for it.
+      onFlame: (kernel) => this.update({ view: "flame", type: "gpu_time", search: kernel, focus: "" }, true),
+      onSelectRange: (from, to) => this.update({ from: String(from), to: String(to), live: false, kernel: "" }, true),
     });
     this.timeline = new Timeline(this.timelineEl, (from, to) => {
       if (this.pickingBase && this.state.view === "diff") {
@@ -264,6 +278,9 @@ export class App {
     this.orientButton.textContent = s.orient === "icicle" ? "▼ icicle" : "▲ flame";
     this.orientButton.title = "switch between icicle (root on top) and flame (root at the bottom)";
     this.colorSelect.value = s.color;
+    // A type from a link (the kernel table's "flame graph") may not be listed yet.
+    if (![...this.typeSelect.options].some((o) => o.value === s.type)) this.typeSelect.append(new Option(s.type, s.type));
+    this.typeSelect.value = s.type;
     const now = Date.now();
     const from = resolveTime(s.from, now);
     const to = resolveTime(s.to, now);
@@ -333,14 +350,21 @@ export class App {
     return { type: s.type, from: s.from, to: s.to, selector: s.selector || undefined };
   }
 
-  private format(v: number): string {
-    const period = this.profile?.periodNanos ?? 0;
-    const seconds = (s: number) => `${s >= 100 ? s.toFixed(0) : s.toFixed(2)} s`;
-    // Agents at different frequencies: the server answers in nanoseconds.
-    if (this.profile?.unit === "nanoseconds") return seconds(v / 1e9);
-    const n = Number.isInteger(v) ? v.toLocaleString("en-US") : v.toFixed(1);
-    if (this.state.type === "cpu" && period > 0) return `${n} (${seconds((v * period) / 1e9)})`;
-    return n;
+  // Values as the shown data's unit reads: CPU samples with their time,
+  // nanoseconds (gpu_time, or CPU profiles of agents at different
+  // frequencies) as time.
+  private format(v: number, d: FlameData | null = this.state.view === "diff" ? this.diff : this.profile): string {
+    return formatValue(v, this.unitOf(d));
+  }
+
+  private unitOf(d: FlameData | null): ValueUnit {
+    if (d) return { type: this.state.type, unit: d.unit, periodNanos: d.periodNanos };
+    return this.typeUnits.get(this.state.type) ?? { type: this.state.type, unit: "samples", periodNanos: 0 };
+  }
+
+  // The timeline's type: the GPU kernels view shows GPU time over time.
+  private seriesType(): string {
+    return this.state.view === "kernels" ? "gpu_time" : this.state.type;
   }
 
   private showMessage(text: string, kind: "error" | "empty" | "" = ""): void {
@@ -351,7 +375,8 @@ export class App {
 
   private async loadTypes(): Promise<void> {
     try {
-      const t = await apiGet<{ types: { name: string }[] }>("/api/v1/types", {});
+      const t = await apiGet<{ types: { name: string; unit: string; period_nanos: number }[] }>("/api/v1/types", {});
+      for (const x of t.types) this.typeUnits.set(x.name, { type: x.name, unit: x.unit, periodNanos: x.period_nanos });
       const names = t.types.map((x) => x.name);
       if (!names.includes(this.state.type)) names.unshift(this.state.type);
       this.typeSelect.innerHTML = names.map((n) => `<option>${escapeHtml(n)}</option>`).join("");
@@ -370,14 +395,21 @@ export class App {
     const signal = abort.signal;
     const s = this.state;
     try {
-      const series = apiGet<SeriesJson>("/api/v1/series", { ...this.common(), max_points: 300 }, signal);
-      const work: Promise<unknown>[] = [series.then((x) => this.timeline.setSeries(x))];
+      const seriesType = this.seriesType();
+      const series = apiGet<SeriesJson>("/api/v1/series", { ...this.common(), type: seriesType, max_points: 300 }, signal);
+      const work: Promise<unknown>[] = [
+        series.then((x) => {
+          const u = this.typeUnits.get(seriesType);
+          this.timeline.setSeries(x, u ?? { type: seriesType, unit: seriesType === "gpu_time" ? "nanoseconds" : "samples", periodNanos: 0 });
+        }),
+      ];
       if (s.view === "flame" || s.view === "table" || s.view === "sandwich") work.push(this.loadProfile(signal));
       if (s.view === "table") work.push(this.loadTop(signal));
       if (s.view === "flamechart") work.push(this.loadChart(signal));
       if (s.view === "diff") work.push(this.loadDiff(signal));
       if (s.view === "targets") work.push(this.loadTargets(signal));
       if (s.view === "gpu") work.push(this.gpu.load(s, signal));
+      if (s.view === "kernels") work.push(this.kernels.load(s, signal));
       await Promise.all(work);
       if (signal.aborted) return;
       this.showMessage("");
@@ -493,8 +525,9 @@ export class App {
       const ms = resolveTime(x, now);
       return ms === null ? escapeHtml(x) : formatTime(ms);
     };
-    this.diffInfo.innerHTML = `<p>Base <b>${t(baseFrom)} – ${t(baseTo)}</b> (${json.base_total.toLocaleString("en-US")} samples)
-      against <b>${t(this.state.from)} – ${t(this.state.to)}</b> (${json.target_total.toLocaleString("en-US")} samples).
+    const amount = (v: number) => (this.diff?.unit === "samples" ? `${v.toLocaleString("en-US")} samples` : this.format(v, this.diff));
+    this.diffInfo.innerHTML = `<p>Base <b>${t(baseFrom)} – ${t(baseTo)}</b> (${amount(json.base_total)})
+      against <b>${t(this.state.from)} – ${t(this.state.to)}</b> (${amount(json.target_total)}).
       Width: both shares together; <span class="grew">red</span>: a larger share of the target, <span class="shrank">green</span>: smaller.
       Set the base with <b>Pick base range</b> and a drag across the timeline, with the URL's
       <code>base_from</code>/<code>base_to</code>, or <button class="link" id="base-now">use the range before this one</button>.</p>`;
@@ -537,7 +570,7 @@ export class App {
       const d = this.chart.getData();
       this.chartHead.innerHTML = `<span class="muted small">Each thread's stacks in time order, root on top${
         d && d.lanes.length ? `, in ${escapeHtml(formatSpan(d.bucketMs))} buckets` : ""
-      }; blank: off CPU. Click a box to select its time span; right-click for its callers and callees (sandwich).</span>`;
+      }; blank: ${s.type === "gpu_time" ? "no kernel of the thread's running" : "off CPU"}. Click a box to select its time span; right-click for its callers and callees (sandwich).</span>`;
     }
     this.renderSearchInfo();
     if (s.view === "table" && this.top) {
@@ -559,6 +592,10 @@ export class App {
     } else {
       this.gpu.release();
     }
+    if (s.view === "kernels") {
+      this.kernels.render(s);
+      this.perf.kernelsDrawMs = this.kernels.lastDrawMs;
+    }
     if (s.view === "targets" && this.targets) {
       if (this.targets.nodes.length === 0) {
         this.targetsEl.innerHTML = `<div class="empty"><b>No targets with samples in this range.</b> Agents appear here once they
@@ -579,11 +616,11 @@ export class App {
     if (this.state.view === "flamechart") {
       const share = this.state.search ? this.chart.searchShare() : null;
       this.searchInfo.textContent =
-        share === null ? "" : `${this.chart.matchedDrawn} boxes · ${(100 * share).toFixed(2)}% of the samples shown`;
+        share === null ? "" : `${this.chart.matchedDrawn} boxes · ${(100 * share).toFixed(2)}% of the ${valueNoun(this.unitOf(null))} shown`;
       return;
     }
     const d = this.state.view === "diff" ? this.diff : this.profile;
-    if (!this.state.search || !d) {
+    if (!this.state.search || !d || this.state.view === "kernels") {
       this.searchInfo.textContent = "";
       return;
     }
@@ -658,13 +695,14 @@ export class App {
       }
       if (this.state.focus) this.update({ focus: "" }, false, false);
       if (this.state.view === "gpu" && this.state.gpupid) this.update({ gpupid: "" }, false, false);
+      if (this.state.view === "kernels" && this.state.kernel) this.update({ kernel: "" }, false, false);
     }
   }
 
   private async exportPprof(): Promise<void> {
     try {
       const blob = await apiBlob("/api/v1/profile", { ...this.common(), format: "pprof" });
-      download(blob, `warpscope-${this.state.type}.pb.gz`);
+      saveBlob(blob, `warpscope-${this.state.type}.pb.gz`);
     } catch (e) {
       this.showMessage(`<b>Export failed:</b> ${escapeHtml(e instanceof Error ? e.message : String(e))}`, "error");
     }
@@ -675,17 +713,6 @@ export class App {
     if (!d) return;
     const title = `warpscope ${this.state.type} ${this.rangeLabel.textContent}`;
     const json = toSpeedscope(d, this.flame.getFocus(), title);
-    download(new Blob([JSON.stringify(json)], { type: "application/json" }), `warpscope-${this.state.type}.speedscope.json`);
+    saveBlob(new Blob([JSON.stringify(json)], { type: "application/json" }), `warpscope-${this.state.type}.speedscope.json`);
   }
 }
-
-function download(blob: Blob, name: string): void {
-  const a = document.createElement("a");
-  a.href = URL.createObjectURL(blob);
-  a.download = name;
-  document.body.append(a);
-  a.click();
-  a.remove();
-  setTimeout(() => URL.revokeObjectURL(a.href), 10_000);
-}
-

@@ -1,7 +1,7 @@
 // The whole view state, mirrored in the URL's query string so a link shows
 // the same view (the server answers every non-API path with the app).
 
-export type View = "flame" | "flamechart" | "table" | "sandwich" | "diff" | "gpu" | "targets";
+export type View = "flame" | "flamechart" | "table" | "sandwich" | "diff" | "gpu" | "kernels" | "targets";
 export type Orientation = "icicle" | "flame";
 export type ColorMode = "binary" | "kind";
 export type SortKey = "name" | "binary" | "self" | "total";
@@ -25,6 +25,8 @@ export interface ViewState {
   gpunode: string; // the GPU view's node (empty: the first with GPUs)
   gpu: string; // its GPU index (empty: all GPUs of the node)
   gpupid: string; // the process focused in the GPU view's legends
+  kernel: string; // the kernel selected in the GPU kernels view
+  ksort: string; // the kernel table's sort column (views/kernel_table.ts)
 }
 
 export const DEFAULTS: ViewState = {
@@ -46,9 +48,12 @@ export const DEFAULTS: ViewState = {
   gpunode: "",
   gpu: "",
   gpupid: "",
+  kernel: "",
+  ksort: "total",
 };
 
-const VIEWS: View[] = ["flame", "flamechart", "table", "sandwich", "diff", "gpu", "targets"];
+const VIEWS: View[] = ["flame", "flamechart", "table", "sandwich", "diff", "gpu", "kernels", "targets"];
+const KERNEL_SORTS = ["name", "launches", "total", "mean", "p50", "p95", "max"];
 
 export function readState(search: string): ViewState {
   const q = new URLSearchParams(search);
@@ -63,6 +68,7 @@ export function readState(search: string): ViewState {
   if (s.orient !== "flame") s.orient = "icicle";
   if (s.color !== "kind") s.color = "binary";
   if (!["name", "binary", "self", "total"].includes(s.sort)) s.sort = "self";
+  if (!KERNEL_SORTS.includes(s.ksort)) s.ksort = "total";
   return s;
 }
 

@@ -44,3 +44,13 @@ export function formatTime(ms: number): string {
   const pad = (n: number) => String(n).padStart(2, "0");
   return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
 }
+
+// A duration in nanoseconds at a readable scale: 850 ns, 12.3 µs, 4.56 ms, 1.23 s.
+export function formatNanos(ns: number): string {
+  const a = Math.abs(ns);
+  const fixed = (x: number) => (Math.abs(x) < 10 ? x.toFixed(2) : Math.abs(x) < 100 ? x.toFixed(1) : x.toFixed(0));
+  if (a < 1e3) return `${Math.round(ns)} ns`;
+  if (a < 1e6) return `${fixed(ns / 1e3)} µs`;
+  if (a < 1e9) return `${fixed(ns / 1e6)} ms`;
+  return `${fixed(ns / 1e9)} s`;
+}

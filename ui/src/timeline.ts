@@ -5,6 +5,8 @@
 // shared with the GPU view's charts.
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
+import { formatNanos } from "./time";
+import { ValueUnit, isTimeUnit, valueNoun } from "./units";
 
 // One cursor for the timeline and the GPU view's charts: hovering one shows
 // the same time on the others. Only the cursor moves in sync; a drag
@@ -31,6 +33,7 @@ export class Timeline {
   private range: [number, number] = [0, 1]; // seconds, what uPlot's x scale spans
   private shade: [number, number] | null = null; // ms
   private shadeColor = "rgba(30, 132, 73, 0.18)";
+  private unit: ValueUnit = { type: "cpu", unit: "samples", periodNanos: 0 }; // the y axis: counts or time
 
   constructor(
     private container: HTMLElement,
@@ -48,7 +51,10 @@ export class Timeline {
   }
 
   // Steps without samples are absent in the answer: they are zeros here.
-  setSeries(s: SeriesJson): number {
+  // `unit`: the type's (/api/v1/types); nanoseconds label the axis as time.
+  setSeries(s: SeriesJson, unit: ValueUnit): number {
+    const unitChanged = isTimeUnit(unit) !== isTimeUnit(this.unit) || valueNoun(unit) !== valueNoun(this.unit);
+    this.unit = unit;
     const steps = Math.max(1, Math.ceil((s.to_ms - s.from_ms) / s.step_ms));
     const xs = new Float64Array(steps);
     const ys = new Float64Array(steps);
@@ -63,6 +69,10 @@ export class Timeline {
     }
     this.data = [Array.from(xs), Array.from(ys)];
     this.range = [s.from_ms / 1000, s.to_ms / 1000];
+    if (unitChanged && this.plot) {
+      this.plot.destroy();
+      this.plot = null;
+    }
     if (!this.plot) this.create();
     else this.plot.setData(this.data);
     return total;
@@ -103,9 +113,9 @@ export class Timeline {
       scales: { x: { time: true, range: () => this.range }, y: { range: (_u, _min, max) => [0, Math.max(max, 1)] } },
       axes: [
         { stroke: fg, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid } },
-        { stroke: fg, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid }, size: 50, values: (_u, splits) => splits.map(compact) },
+        { stroke: fg, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid }, size: 50, values: (_u, splits) => splits.map(this.axisValue) },
       ],
-      series: [{}, { label: "samples", stroke: accent, fill: accent + "33", width: 1.5, points: { show: false } }],
+      series: [{}, { label: valueNoun(this.unit), stroke: accent, fill: accent + "33", width: 1.5, points: { show: false } }],
       hooks: {
         draw: [(u) => this.drawShade(u)],
         setSelect: [
@@ -121,6 +131,9 @@ export class Timeline {
     };
     this.plot = new uPlot(opts, this.data, this.container);
   }
+
+  // Time per step for nanosecond types ("850 ms"), else compact counts.
+  private axisValue = (v: number): string => (isTimeUnit(this.unit) ? (v === 0 ? "0" : formatNanos(v).replace(/\.0+ | /, "")) : compact(v));
 }
 
 // Axis numbers that fit 50 px: 950, 12k, 3.4M, 5.1G.

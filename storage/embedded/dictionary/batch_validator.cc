@@ -147,6 +147,34 @@ Status ValidateBatch(const IngestBatch& batch, const BatchLimits& limits) {
                                   " is not a finite number");
     }
   }
+  for (int i = 0; i < batch.gpu_activities_size(); ++i) {
+    const auto& a = batch.gpu_activities(i);
+    RETURN_IF_ERROR(CheckIndex([&] { return Field("gpu_activities", i, "label_set"); }, a.label_set(),
+                               batch.label_sets_size(), "label_sets"));
+    RETURN_IF_ERROR(CheckIndex([&] { return Field("gpu_activities", i, "name"); }, a.name(), n_strings, "strings"));
+    RETURN_IF_ERROR(
+        CheckIndex([&] { return Field("gpu_activities", i, "system_name"); }, a.system_name(), n_strings, "strings"));
+    // stack is 1-based with 0 = not sampled, so stacks_size() itself is valid.
+    RETURN_IF_ERROR(CheckIndex([&] { return Field("gpu_activities", i, "stack"); }, a.stack(),
+                               batch.stacks_size() + 1, "stacks (+1, 1-based)"));
+    if (!warpscope::v1::GpuActivityKind_IsValid(a.kind())) {
+      return InvalidArgumentError(Field("gpu_activities", i, "kind") + ": unknown GPU activity kind " +
+                                  std::to_string(a.kind()));
+    }
+    if (a.duration_nanos() < 0) {
+      return InvalidArgumentError(Field("gpu_activities", i, "duration_nanos") + ": negative (" +
+                                  std::to_string(a.duration_nanos()) + ")");
+    }
+  }
+  for (int i = 0; i < batch.gpu_trace_coverage_size(); ++i) {
+    const auto& c = batch.gpu_trace_coverage(i);
+    RETURN_IF_ERROR(CheckIndex([&] { return Field("gpu_trace_coverage", i, "label_set"); }, c.label_set(),
+                               batch.label_sets_size(), "label_sets"));
+    if (c.sent() > c.recorded()) {
+      return InvalidArgumentError(Field("gpu_trace_coverage", i, "sent") + ": " + std::to_string(c.sent()) +
+                                  " is more than recorded (" + std::to_string(c.recorded()) + ")");
+    }
+  }
   for (int i = 0; i < batch.counters_size(); ++i) {
     RETURN_IF_ERROR(
         CheckIndex([&] { return Field("counters", i, "name"); }, batch.counters(i).name(), n_strings, "strings"));

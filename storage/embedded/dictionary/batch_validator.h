@@ -23,7 +23,8 @@ struct BatchLimits {
 // index 912 out of range, batch has 900 locations"). Profile types need a
 // period >= 0 (negative periods mark metric types in the dictionary:
 // dictionary_types.h), metric types a non-empty name, metric points a finite
-// value.
+// value, GPU activities a known kind and a duration >= 0, coverage rows
+// sent <= recorded.
 Status ValidateBatch(const warpscope::v1::IngestBatch& batch, const BatchLimits& limits = {});
 
 }  // namespace warpscope::dictionary

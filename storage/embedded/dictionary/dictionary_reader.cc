@@ -201,6 +201,17 @@ StatusOr<std::vector<std::vector<ResolvedFrame>>> DictionaryReader::ResolveLocat
   return out;
 }
 
+StatusOr<std::vector<std::string>> DictionaryReader::Strings(const std::vector<uint64_t>& ids) {
+  ResetOnExit reset(this);
+  std::vector<std::string> out;
+  out.reserve(ids.size());
+  for (uint64_t id : ids) {
+    ASSIGN_OR_RETURN(std::string value, String(id));
+    out.push_back(std::move(value));
+  }
+  return out;
+}
+
 StatusOr<Labels> DictionaryReader::LabelSet(uint64_t label_set_id) {
   ResetOnExit reset(this);
   label_set_.Reset();

@@ -23,6 +23,8 @@ class DictionaryReader {
   StatusOr<std::vector<std::vector<uint64_t>>> StackLocations(const std::vector<uint64_t>& stack_ids);
   StatusOr<std::vector<std::vector<ResolvedFrame>>> ResolveLocations(const std::vector<uint64_t>& location_ids);
   StatusOr<Labels> LabelSet(uint64_t label_set_id);
+  // Same order as `ids`; DataLoss for an id never stored.
+  StatusOr<std::vector<std::string>> Strings(const std::vector<uint64_t>& ids);
   StatusOr<ProfileTypeInfo> ProfileType(uint64_t type_id);
   StatusOr<std::vector<uint64_t>> SeriesMatching(const Labels& equal_matchers);
   StatusOr<std::vector<std::string>> LabelNames();

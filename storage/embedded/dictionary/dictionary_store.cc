@@ -51,6 +51,11 @@ StatusOr<std::vector<std::vector<ResolvedFrame>>> DictionaryStore::ResolveLocati
   return reader_->ResolveLocations(location_ids);
 }
 
+StatusOr<std::vector<std::string>> DictionaryStore::Strings(const std::vector<uint64_t>& ids) {
+  std::lock_guard<std::mutex> lock(read_mu_);
+  return reader_->Strings(ids);
+}
+
 StatusOr<Labels> DictionaryStore::LabelSet(uint64_t label_set_id) {
   std::lock_guard<std::mutex> lock(read_mu_);
   return reader_->LabelSet(label_set_id);

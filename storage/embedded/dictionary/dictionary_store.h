@@ -93,6 +93,8 @@ class DictionaryStore {
   StatusOr<std::vector<std::vector<uint64_t>>> StackLocations(const std::vector<uint64_t>& stack_ids);
   StatusOr<std::vector<std::vector<ResolvedFrame>>> ResolveLocations(const std::vector<uint64_t>& location_ids);
   StatusOr<Labels> LabelSet(uint64_t label_set_id);
+  // String ids (InternedBatch::string_ids) to their values, same order.
+  StatusOr<std::vector<std::string>> Strings(const std::vector<uint64_t>& ids);
   StatusOr<ProfileTypeInfo> ProfileType(uint64_t type_id);
 
   // Label-set (series) ids having every name=value pair, ascending. An empty

@@ -20,6 +20,10 @@ struct InternedBatch {
   std::vector<uint64_t> label_set_ids;  // by batch label-set index
   std::vector<uint64_t> type_ids;       // by batch type index
   std::vector<uint64_t> metric_type_ids;  // by batch metric type index (same id space as type_ids)
+  // By batch string index: the ids of the strings GPU activities name (their
+  // name and system_name); 0 for every other string. Empty for a batch
+  // without GPU activities.
+  std::vector<uint64_t> string_ids;
   // Dictionary rows this call inserted (all tables, label index included);
   // 0 when all content was already known.
   uint64_t new_rows = 0;

@@ -322,6 +322,16 @@ Status DictionaryWriter::InternAll(const IngestBatch& batch, bool record_sequenc
                                                   },
                                                   new_rows));
   }
+  if (batch.gpu_activities_size() > 0) {
+    out->string_ids.assign(batch.strings_size(), 0);
+    for (const auto& a : batch.gpu_activities()) {
+      for (uint32_t s : {a.name(), a.system_name()}) {
+        if (out->string_ids[s] == 0) {
+          ASSIGN_OR_RETURN(out->string_ids[s], StringId(&r, s, new_rows));
+        }
+      }
+    }
+  }
   if (!record_sequence) return Status::Ok();
   return UpsertSequence(batch.agent_id(), batch.sequence());
 }

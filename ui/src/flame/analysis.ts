@@ -134,7 +134,9 @@ export function toSpeedscope(d: FlameData, focus: number, title: string): object
     }
     frameIndex[i] = f;
   }
-  const nanos = d.unit === "samples" && d.periodNanos > 0;
+  // Samples of a known period become time; gpu_time (nanoseconds) already is.
+  const perSample = d.unit === "samples" && d.periodNanos > 0 ? d.periodNanos : d.unit === "nanoseconds" ? 1 : 0;
+  const nanos = perSample > 0;
   const prefix: number[] = [];
   for (let p = focus; p > 0; p = d.parent[p]) prefix.unshift(frameIndex[p]);
   const samples: number[][] = [];
@@ -147,7 +149,7 @@ export function toSpeedscope(d: FlameData, focus: number, title: string): object
     }
     if (d.self[i] > 0 && i > 0) {
       samples.push(prefix.concat(stack));
-      weights.push(nanos ? d.self[i] * d.periodNanos : d.self[i]);
+      weights.push(nanos ? d.self[i] * perSample : d.self[i]);
     }
   }
   const sum = weights.reduce((a, b) => a + b, 0);

@@ -76,6 +76,29 @@ export function framePalette(
   };
 }
 
+// The GPU trace's bars: kernels in the CUDA-kernel frames' colour (as in the
+// flame graph, either mode), memcpy teal, memset amber; faded for bars of
+// other kernels while one is selected, and the search highlight.
+export interface ActivityColors {
+  kinds: string[]; // by trace kind: 0 kernel, 1 memcpy, 2 memset
+  faded: string[];
+  highlight: string;
+  incomplete: string;
+}
+
+export function activityColors(): ActivityColors {
+  const isDark = dark();
+  const light = isDark ? 38 : 68;
+  const fadedLight = isDark ? 22 : 88;
+  const hues: [number, number][] = [[KIND_HUES[CUDA_KERNEL], 55], [185, 55], [40, 75]];
+  return {
+    kinds: hues.map(([h, s]) => `hsl(${h},${s}%,${light}%)`),
+    faded: hues.map(([h, s]) => `hsl(${h},${Math.round(s / 3)}%,${fadedLight}%)`),
+    highlight: isDark ? "#d05ce3" : "#e040fb",
+    incomplete: isDark ? "rgba(255,255,255,0.13)" : "rgba(0,0,0,0.10)",
+  };
+}
+
 function diffPalette(d: FlameData, isDark: boolean): Palette {
   const diff = d.diff!;
   const B = diff.baseSum || 1;

@@ -154,7 +154,8 @@ export class FlameChart {
   private amount(v: number, cpu: boolean): string {
     const d = this.data;
     if (!d) return String(v);
-    if (d.nsPerValue > 0) return `${formatSpan((v * d.nsPerValue) / 1e6)}${cpu && d.type === "cpu" ? " CPU" : ""}`;
+    const what = d.type === "cpu" ? " CPU" : d.type === "gpu_time" ? " GPU" : "";
+    if (d.nsPerValue > 0) return `${formatSpan((v * d.nsPerValue) / 1e6)}${cpu ? what : ""}`;
     return `${v.toLocaleString("en-US")} ${d.unit}`;
   }
 
@@ -288,7 +289,8 @@ export class FlameChart {
     if (d.unit === "samples") {
       html += `<tr><td>samples</td><td>${v.toLocaleString("en-US")}${d.nsPerValue > 0 ? ` (${this.amount(v, true)})` : ""}</td></tr>`;
     } else {
-      html += `<tr><td>${d.nsPerValue > 0 && d.type === "cpu" ? "CPU time" : escapeHtml(d.unit)}</td><td>${this.amount(v, false)}</td></tr>`;
+      const label = d.nsPerValue === 0 ? escapeHtml(d.unit) : d.type === "cpu" ? "CPU time" : d.type === "gpu_time" ? "GPU time" : "time";
+      html += `<tr><td>${label}</td><td>${this.amount(v, false)}</td></tr>`;
     }
     html += `</table>`;
     this.tooltip.innerHTML = html;

@@ -1,0 +1,35 @@
+// Parameters and answers shared by the API's handlers (api_handlers.cc,
+// gpu_handlers.cc): the common from/to/selector, whole numbers, errors and
+// JSON answers. Pure functions; any thread.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "base/status.h"
+#include "server/http_server.h"
+#include "storage/profile_store.h"
+
+namespace warpscope::server {
+
+// The HTTP answer for a failed status (HttpStatusFor's code, the message as the error).
+HttpResponse ErrorFor(const Status& status);
+HttpResponse JsonOk(const nlohmann::json& body);
+
+// A whole number parameter; `fallback` when absent or empty, InvalidArgument
+// naming the parameter when malformed or above `max`.
+StatusOr<uint64_t> ParseUnsigned(const HttpRequest& req, const std::string& key, uint64_t fallback, uint64_t max);
+
+// type, from, to (default: the last hour) and selector, shared by every query.
+// The keys may be renamed (the diff's base_from, base_to, base_selector).
+StatusOr<storage::ProfileQuery> ParseProfileQuery(const HttpRequest& req, int64_t now_ns,
+                                                  const std::string& from_key = "from",
+                                                  const std::string& to_key = "to",
+                                                  const std::string& selector_key = "selector");
+
+// The HTTP status for a storage or parsing error: InvalidArgument 400,
+// NotFound 404, Unavailable 503, ResourceExhausted 507, others 500.
+int HttpStatusFor(const Status& status);
+
+}  // namespace warpscope::server

@@ -1,0 +1,21 @@
+// The GPU activity routes of the API (docs/api.md, "GPU kernels and trace"):
+//   GET /api/v1/gpu/kernels     kernel table (query/gpu_kernel_table.h)
+//   GET /api/v1/gpu/trace       per-stream timeline (query/gpu_stream_timeline.h)
+//   GET /api/v1/gpu/trace.json  Chrome trace download (query/chrome_trace.h)
+// Each reads storage::ProfileStore::SelectGpuActivities once, with the
+// common from/to/selector parameters; the trace ranges are capped
+// (ApiOptions::max_gpu_trace_range_ns) and every answer's activity count too.
+//
+// Threading: the handlers hold no mutable state; HttpServer's workers call
+// them concurrently.
+#pragma once
+
+#include "server/api_handlers.h"
+
+namespace warpscope::server {
+
+// Appends the three routes to *routes. `store` must outlive them;
+// options.now_ns must be set.
+void AddGpuRoutes(storage::ProfileStore* store, const ApiOptions& options, Routes* routes);
+
+}  // namespace warpscope::server

@@ -1,0 +1,192 @@
+// The GPU kernels view (`view=kernels`): what ran on the GPUs in the range,
+// from the CUDA activity trace (libwarpscope_cuda.so through the agent):
+// the kernel table for any range, and for ranges up to 10 s the per-stream
+// timeline with its Chrome/Perfetto export. The range is resolved to unix
+// ms once per load, so the table, the timeline and the export link cover
+// the same [from, to).
+//
+// State: `kernel` (the selected kernel: highlighted in the timeline),
+// `ksort` (the table's column), the search box (filters the table,
+// highlights in the timeline). For the end-to-end test the panel
+// (`.kernels-panel`) carries data-version (each render), data-kernels (the
+// answer's rows) and data-trace ("shown", "too-long", "error" or "none").
+import { Params, apiBlob, apiGet, apiUrl, saveBlob } from "../api";
+import { nameMatcher } from "../flame/analysis";
+import { escapeHtml } from "../flame/flamegraph";
+import { KernelsJson, MAX_TRACE_MS, TraceJson } from "../gpu/kernel_api";
+import { StreamTimeline } from "../gpu/stream_timeline";
+import { TraceModel, buildTrace } from "../gpu/trace_model";
+import { ViewState } from "../state";
+import { formatNanos, formatTime, resolveTime } from "../time";
+import { KernelSortKey, describeKernel, renderKernelTable } from "./kernel_table";
+
+export interface KernelsHandlers {
+  onPatch: (patch: Partial<ViewState>, fetch: boolean) => void; // sort, selection: redraw only
+  onFlame: (kernel: string) => void; // the gpu_time flame graph searching for it
+  onSelectRange: (fromMs: number, toMs: number) => void;
+}
+
+interface Loaded {
+  fromMs: number;
+  toMs: number;
+  params: Params;
+  kernels: KernelsJson;
+  trace: TraceModel | null; // null: range over 10 s, or the trace failed
+  traceError: string;
+}
+
+function el<K extends keyof HTMLElementTagNameMap>(tag: K, cls = "", html = ""): HTMLElementTagNameMap[K] {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (html) e.innerHTML = html;
+  return e;
+}
+
+export class KernelsPanel {
+  readonly root = el("div", "kernels-panel");
+  private summary = el("div", "kernels-summary");
+  private tableEl = el("div", "table-wrap kernels-table");
+  private traceHead = el("div", "trace-head");
+  private exportLink = el("a", "export-trace", "⤓ Export trace (Perfetto/Chrome JSON)");
+  private timeline: StreamTimeline;
+  private loaded: Loaded | null = null;
+  private version = 0;
+  lastDrawMs = 0;
+
+  constructor(
+    host: HTMLElement,
+    private h: KernelsHandlers,
+  ) {
+    this.timeline = new StreamTimeline({
+      onSelectRange: (from, to) => h.onSelectRange(from, to),
+      onPick: (name) => h.onPatch({ kernel: name }, false),
+      describe: (name) => describeKernel(this.loaded?.kernels ?? null, name),
+    });
+    this.exportLink.title = "every kernel, memcpy and memset of this range, for ui.perfetto.dev or chrome://tracing";
+    this.exportLink.addEventListener("click", (e) => {
+      e.preventDefault();
+      void this.exportTrace();
+    });
+    this.root.append(this.summary, this.tableEl, this.traceHead, this.timeline.panel);
+    host.append(this.root);
+  }
+
+  async load(s: ViewState, signal: AbortSignal): Promise<void> {
+    const now = Date.now();
+    const toMs = resolveTime(s.to, now) ?? now;
+    const fromMs = resolveTime(s.from, now) ?? toMs - 3600e3;
+    const params: Params = { from: fromMs, to: toMs, selector: s.selector || undefined };
+    const withTrace = toMs - fromMs <= MAX_TRACE_MS;
+    // The table is the view; a trace that fails (a server's other limit)
+    // leaves the table and says why where the timeline would be.
+    const trace = withTrace
+      ? apiGet<TraceJson>("/api/v1/gpu/trace", params, signal).catch((e: unknown) => (e instanceof Error ? e.message : String(e)))
+      : Promise.resolve(null);
+    let kernels: KernelsJson;
+    try {
+      kernels = await apiGet<KernelsJson>("/api/v1/gpu/kernels", params, signal);
+    } catch (e) {
+      if (!signal.aborted) this.clear();
+      throw e;
+    }
+    const t = await trace;
+    if (signal.aborted) return;
+    const model = t && typeof t !== "string" ? buildTrace(t) : null;
+    this.loaded = { fromMs, toMs, params, kernels, trace: model, traceError: typeof t === "string" ? t : "" };
+    this.timeline.setData(model);
+  }
+
+  // Nothing stale under an error message.
+  private clear(): void {
+    this.loaded = null;
+    this.timeline.setData(null);
+    this.summary.replaceChildren();
+    this.tableEl.replaceChildren();
+    this.traceHead.replaceChildren();
+    this.timeline.panel.hidden = true;
+  }
+
+  render(s: ViewState): void {
+    const t0 = performance.now();
+    const l = this.loaded;
+    this.version++;
+    const ds = this.root.dataset;
+    ds.version = String(this.version);
+    ds.kernels = String(l ? l.kernels.kernels.length : 0);
+    ds.trace = !l ? "none" : l.trace ? "shown" : l.traceError ? "error" : "too-long";
+    if (!l) return;
+    const k = l.kernels;
+    this.summary.innerHTML = this.summaryHtml(k, s.selector);
+    this.tableEl.hidden = k.kernels.length === 0;
+    renderKernelTable(this.tableEl, k, s.ksort as KernelSortKey, s.search, s.kernel, {
+      onSort: (key) => this.h.onPatch({ ksort: key }, false),
+      onSelect: (name) => this.h.onPatch({ kernel: name }, false),
+      onFlame: (name) => this.h.onFlame(name),
+    });
+    this.exportLink.href = apiUrl("/api/v1/gpu/trace.json", l.params);
+    this.exportLink.setAttribute("download", `warpscope-gpu-trace-${l.fromMs}.json`);
+    const t = l.trace;
+    if (l.traceError) {
+      this.traceHead.innerHTML = `<p class="message error">The per-stream trace could not be loaded: ${escapeHtml(l.traceError)}</p>`;
+      this.timeline.panel.hidden = true;
+    } else if (!t) {
+      this.traceHead.innerHTML = `<p class="trace-hint muted">Select ≤ 10 s (drag across the timeline above) to see the per-stream timeline
+        and export the trace.</p>`;
+      this.timeline.panel.hidden = true;
+    } else {
+      this.traceHead.replaceChildren();
+      const head = el("div", "trace-controls");
+      head.innerHTML = this.traceInfoHtml(t, l);
+      head.append(this.exportLink);
+      this.traceHead.append(head);
+      this.timeline.panel.hidden = t.rows.length === 0;
+      const query = s.kernel ? null : nameMatcher(s.search);
+      this.timeline.setMatch(s.kernel ? (n) => n === s.kernel : query);
+      this.timeline.draw();
+    }
+    this.lastDrawMs = performance.now() - t0;
+  }
+
+  private summaryHtml(k: KernelsJson, selector: string): string {
+    if (k.kernels.length === 0) {
+      return `<div class="empty"><b>No GPU kernels in this range${selector ? " for this selector" : ""}.</b> The agent records the
+        kernels, copies and memsets of CUDA processes started with libwarpscope_cuda.so (<code>CUDA_INJECTION64_PATH</code>;
+        see docs/design/cuda_injection.md). Try a longer range${selector ? " or clear the selector" : ""}.</div>`;
+    }
+    const thinned = k.sent < k.recorded;
+    return `<p>GPU time <b>${formatNanos(k.total_ns)}</b> in <b>${k.activities.toLocaleString("en-US")}</b> kernels, copies and memsets
+      of <b>${escapeHtml(formatTime(Math.floor(k.from_ns / 1e6)))} – ${escapeHtml(formatTime(Math.floor(k.to_ns / 1e6)))}</b>.
+      ${
+        thinned
+          ? `<span class="thinned">Based on ${k.sent.toLocaleString("en-US")} of ${k.recorded.toLocaleString("en-US")} kernels:</span>
+             the agent's trace budget thinned the trace (the gpu_time flame graph still counts every kernel).`
+          : ""
+      }
+      Click a row to mark its kernel in the timeline; <b>flame graph</b> shows where it was launched from.</p>`;
+  }
+
+  private traceInfoHtml(t: TraceModel, l: Loaded): string {
+    const rows = `${t.rows.length} stream${t.rows.length === 1 ? "" : "s"}, ${t.activities.toLocaleString("en-US")} activities`;
+    const legend = `<span class="legend"><i class="sw kernel"></i>kernel <i class="sw memcpy"></i>memcpy <i class="sw memset"></i>memset
+      <i class="sw incomplete"></i>not traced</span>`;
+    const incomplete =
+      t.incompleteSeconds > 0
+        ? `<span class="trace-incomplete">Trace incomplete in ${t.incompleteSeconds} process-second${t.incompleteSeconds === 1 ? "" : "s"}
+           (${t.sent.toLocaleString("en-US")} of ${t.recorded.toLocaleString("en-US")} activities kept): hatched, not idle.</span>`
+        : "";
+    const span = formatNanos((l.toMs - l.fromMs) * 1e6);
+    return `<span class="muted small">Per stream over ${span}: ${rows}; % busy on the left; drag to zoom, click a kernel to mark it.</span>
+      ${legend} ${incomplete}`;
+  }
+
+  private async exportTrace(): Promise<void> {
+    const l = this.loaded;
+    if (!l) return;
+    try {
+      saveBlob(await apiBlob("/api/v1/gpu/trace.json", l.params), `warpscope-gpu-trace-${l.fromMs}.json`);
+    } catch (e) {
+      this.traceHead.querySelector(".trace-error")?.remove();
+      this.traceHead.append(el("p", "trace-error message error", `<b>Export failed:</b> ${escapeHtml(e instanceof Error ? e.message : String(e))}`));
+    }
+  }
+}
