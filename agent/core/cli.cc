@@ -353,9 +353,10 @@ until every --pid has exited.
       --no-gpu-time         no GPU-time profile: do not open the CUDA socket
       --cuda-socket PATH    where libwarpscope_cuda.so (CUDA_INJECTION64_PATH)
                             finds the agent (default /run/warpscope/cuda.sock)
-      --gpu-time-mode M     exact: every kernel recorded (default); duty: kernels
-                            recorded in windows (--gpu-duty), totals scaled and
-                            labelled estimate=scaled
+      --gpu-time-mode M     exact: every kernel recorded (default); duty
+                            (experimental, not accurate yet: see
+                            docs/benchmarks.md): kernels recorded in windows
+                            (--gpu-duty), totals scaled, labelled estimate=scaled
       --gpu-duty ON/PERIOD  duty mode's window (default 100ms/1s)
       --gpu-launch-samples N
                             launch stacks per second per application thread

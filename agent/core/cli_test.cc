@@ -115,6 +115,39 @@ TEST(RunCliTest, GpuMetricsFlags) {
   EXPECT_NE(bad.status().message().find("between 100ms and 1m"), std::string::npos);
 }
 
+TEST(RunCliTest, GpuTimeFlags) {
+  auto d = ParseRun({"--server", "http://s:1"});
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d->gpu_time);
+  EXPECT_EQ(d->cuda_socket, "/run/warpscope/cuda.sock");
+  EXPECT_EQ(d->gpu_time_mode, RunOptions::GpuTimeMode::kExact);
+  EXPECT_EQ(d->gpu_launch_samples, 200u);
+  EXPECT_EQ(d->gpu_trace_per_sec, 20000u);
+  auto a = ParseRun({"--server", "http://s:1", "--cuda-socket", "/tmp/c.sock", "--gpu-time-mode", "duty", "--gpu-duty",
+                     "50ms/2s", "--gpu-launch-samples", "50", "--gpu-trace-per-sec", "0"});
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(a->cuda_socket, "/tmp/c.sock");
+  EXPECT_EQ(a->gpu_time_mode, RunOptions::GpuTimeMode::kDuty);
+  EXPECT_EQ(a->gpu_duty_on_ms, 50u);
+  EXPECT_EQ(a->gpu_duty_period_ms, 2000u);
+  EXPECT_EQ(a->gpu_launch_samples, 50u);
+  EXPECT_EQ(a->gpu_trace_per_sec, 0u);
+  auto off = ParseRun({"--server", "http://s:1", "--no-gpu-time"});
+  ASSERT_TRUE(off.ok());
+  EXPECT_FALSE(off->gpu_time);
+  auto message = [](std::vector<std::string> args) {
+    auto r = ParseRunArgs(args);
+    return r.ok() ? std::string() : r.status().message();
+  };
+  EXPECT_EQ(message({"--server", "http://s:1", "--gpu-time-mode", "fast"}),
+            "--gpu-time-mode is exact or duty, got 'fast'");
+  EXPECT_NE(message({"--server", "http://s:1", "--gpu-duty", "1s/100ms"}).find("ON/PERIOD"), std::string::npos);
+  EXPECT_NE(message({"--server", "http://s:1", "--gpu-duty", "100ms"}).find("ON/PERIOD"), std::string::npos);
+  EXPECT_EQ(message({"--server", "http://s:1", "--gpu-launch-samples", "0"}), "--gpu-launch-samples must be at least 1");
+  EXPECT_NE(message({"--server", "http://s:1", "--cuda-socket", std::string(120, 'x')}).find("100 characters"),
+            std::string::npos);
+}
+
 TEST(RunCliTest, ClearErrors) {
   auto message = [](std::vector<std::string> args) {
     auto r = ParseRunArgs(args);

@@ -127,7 +127,9 @@ class WindowEncoder {
       return;
     }
     int64_t samples = 0;
-    for (const v1::Sample& s : batch->samples()) samples += s.value();
+    for (const v1::Sample& s : batch->samples()) {
+      if (s.type() == 0) samples += s.value();  // the CPU profile's (GPU time is in ns)
+    }
     LOG_DEBUG() << "batch " << sequence << ": " << samples << " samples, " << batch->samples_size() << " rows, "
                 << batch->stacks_size() << " stacks, " << batch->label_sets_size() << " series, " << body->size()
                 << " bytes";

@@ -12,13 +12,22 @@
 namespace warpscope {
 namespace {
 
+std::string TruncateForIngest(const std::string& s) {
+  size_t cut = kIngestMaxStringBytes - 3;
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 sequence
+  return s.substr(0, cut) + "...";
+}
+
 // Interns everything the batch refers to by index. Index 0 of strings is "";
 // mappings are 1-based in references (0 = none), everything else 0-based.
 class BatchTables {
  public:
   explicit BatchTables(v1::IngestBatch* out) : out_(out) { String(""); }
 
+  // Strings over the server's per-string limit (C++ template names of CUDA
+  // kernels reach 5 KB) are cut, at a UTF-8 boundary, and end in "...".
   uint32_t String(const std::string& s) {
+    if (s.size() > kIngestMaxStringBytes) return String(TruncateForIngest(s));
     auto [it, inserted] = strings_.try_emplace(s, static_cast<uint32_t>(out_->strings_size()));
     if (inserted) out_->add_strings(s);
     return it->second;

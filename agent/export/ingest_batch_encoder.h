@@ -31,6 +31,8 @@ namespace warpscope {
 inline constexpr uint32_t kIngestSchemaVersion = 1;
 inline constexpr char kIngestCpuTypeName[] = "cpu";
 inline constexpr char kIngestCpuSampleUnit[] = "samples";
+// The server's limit on one string (docs/api.md); longer ones are cut.
+inline constexpr size_t kIngestMaxStringBytes = 4096;
 
 struct IngestBatchHeader {
   std::string agent_id;

@@ -80,6 +80,83 @@ TEST(IngestBatchEncoderTest, HeaderTypeAndCounters) {
   EXPECT_EQ(batch->counters(1).value(), 1u);
 }
 
+TEST(IngestBatchEncoderTest, StringsOverTheServersLimitAreCutAtACharacterBoundary) {
+  Profile profile = MakeTestProfile();
+  // A CUDA kernel's template name past the limit, with a 3-byte character across the cut.
+  std::string name = std::string(kIngestMaxStringBytes - 4, 'a') + "\u2192" + std::string(2000, 'b');
+  profile.functions[0].name = name;
+  auto batch = EncodeIngestBatch(profile, {kAgentId, 1, "node-a"}, AppLabels());
+  ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+  bool found = false;
+  for (const std::string& str : batch->strings()) {
+    EXPECT_LE(str.size(), kIngestMaxStringBytes);
+    if (str.size() > 1000 && str[0] == 'a') {
+      found = true;
+      EXPECT_EQ(str, std::string(kIngestMaxStringBytes - 4, 'a') + "...") << "cut before the 3-byte character";
+    }
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST(IngestBatchEncoderTest, GpuTraceCarriesActivitiesAndCoverageWithTheirProcessLabels) {
+  GpuTrace trace;
+  auto kernel = std::make_shared<KernelName>(KernelName{"gemm<float>()", "_Z4gemmIfEvv"});
+  GpuActivityRecord a;
+  a.pid = 4242;
+  a.start_unix_nanos = testing::kTestTimeNanos + 5;
+  a.duration_nanos = 700;
+  a.name = kernel;
+  a.device = 1;
+  a.stream = 7;
+  a.correlation_id = 99;
+  a.grid[0] = 128, a.block[0] = 256;
+  a.registers_per_thread = 32;
+  trace.activities.push_back(a);
+  GpuActivityRecord m;
+  m.pid = 4242;
+  m.kind = GpuActivityKind::kMemcpy;
+  m.bytes = 1 << 20;
+  m.copy_kind = 1;
+  trace.activities.push_back(m);
+  trace.coverage.push_back({4242, testing::kTestTimeNanos, 10, 2, testing::kTestTimeNanos + 100});
+  trace.comms[4242] = "trainer";
+  const Profile profile = MakeTestProfile();
+  auto batch = EncodeIngestBatch(std::vector<const Profile*>{&profile}, {kAgentId, 1, "node-a"}, AppLabels(), {},
+                                 &trace);
+  ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+  ASSERT_EQ(batch->gpu_activities_size(), 2);
+  const v1::GpuActivity& k = batch->gpu_activities(0);
+  EXPECT_EQ(k.start_unix_nanos(), testing::kTestTimeNanos + 5);
+  EXPECT_EQ(k.duration_nanos(), 700);
+  EXPECT_EQ(k.kind(), v1::GPU_ACTIVITY_KERNEL);
+  EXPECT_EQ(Str(*batch, k.name()), "gemm<float>()");
+  EXPECT_EQ(Str(*batch, k.system_name()), "_Z4gemmIfEvv");
+  EXPECT_EQ(k.device(), 1u);
+  EXPECT_EQ(k.stream(), 7u);
+  EXPECT_EQ(k.correlation_id(), 99u);
+  EXPECT_EQ(k.grid_x(), 128u);
+  EXPECT_EQ(k.block_x(), 256u);
+  EXPECT_EQ(k.registers_per_thread(), 32u);
+  const v1::GpuActivity& c = batch->gpu_activities(1);
+  EXPECT_EQ(c.kind(), v1::GPU_ACTIVITY_MEMCPY);
+  EXPECT_EQ(c.name(), 0u);
+  EXPECT_EQ(c.bytes(), 1u << 20);
+  EXPECT_EQ(c.copy_kind(), 1u);
+  EXPECT_EQ(c.label_set(), k.label_set());
+  ASSERT_EQ(batch->gpu_trace_coverage_size(), 1);
+  EXPECT_EQ(batch->gpu_trace_coverage(0).recorded(), 10u);
+  EXPECT_EQ(batch->gpu_trace_coverage(0).sent(), 2u);
+  EXPECT_EQ(batch->gpu_trace_coverage(0).label_set(), k.label_set());
+  std::map<std::string, std::string> labels;
+  for (const v1::Label& l : batch->label_sets(static_cast<int>(k.label_set())).labels()) {
+    labels[Str(*batch, l.key())] = Str(*batch, l.value());
+  }
+  EXPECT_EQ(labels["pid"], "4242");
+  EXPECT_EQ(labels["comm"], "trainer");
+  EXPECT_EQ(labels["node"], "node-a");
+  EXPECT_EQ(labels.count("thread"), 0u);
+}
+
 TEST(IngestBatchEncoderTest, SamplesStacksAndLabelsExactly) {
   auto batch = EncodeIngestBatch(MakeTestProfile(), {kAgentId, 1, "node-a"}, AppLabels());
   ASSERT_TRUE(batch.ok()) << batch.status().ToString();

@@ -1,5 +1,6 @@
 """A launch-heavy PyTorch loop (about 20 tiny elementwise kernels per
-iteration): prints iterations/s over argv[1] seconds after a 1 s warm-up.
+iteration), or with argv[2] == "matmul" a matmul-heavy one (4096x4096 bf16
+GEMMs): prints iterations/s over argv[1] seconds after a 1 s warm-up.
 Used by bench/gpu/cuda_injection_check.sh to compare configurations.
 WS_TORCH_PROFILER=1 measures it under torch.profiler (CPU + CUDA activities)."""
 import contextlib
@@ -16,11 +17,17 @@ def step(x):
     return x
 
 
-def run_for(x, seconds):
+def matmul_step(x, w):
+    for _ in range(4):
+        x = x @ w
+    return x
+
+
+def run_for(x, seconds, w=None):
     end = time.perf_counter() + seconds
     n = 0
     while time.perf_counter() < end:
-        x = step(x)
+        x = step(x) if w is None else matmul_step(x, w)
         n += 1
     torch.cuda.synchronize()
     return x, n
@@ -28,15 +35,20 @@ def run_for(x, seconds):
 
 def main():
     seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 6.0
-    x = torch.randn(1024, device="cuda")
-    x, _ = run_for(x, 1.0)
+    w = None
+    if len(sys.argv) > 2 and sys.argv[2] == "matmul":
+        x = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16) / 64
+        w = torch.eye(4096, device="cuda", dtype=torch.bfloat16)
+    else:
+        x = torch.randn(1024, device="cuda")
+    x, _ = run_for(x, 1.0, w)
     profiler = contextlib.nullcontext()
     if os.environ.get("WS_TORCH_PROFILER") == "1":
         from torch.profiler import ProfilerActivity, profile
         profiler = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
     with profiler:
         t0 = time.perf_counter()
-        x, n = run_for(x, seconds)
+        x, n = run_for(x, seconds, w)
         elapsed = time.perf_counter() - t0
     print(f"it_per_s {n / elapsed:.1f}", flush=True)
 
