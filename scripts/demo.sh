@@ -38,6 +38,9 @@ demo: open ${url}/ in a browser for the UI; the API (docs/api.md), e.g.
   curl '${url}/api/v1/top?from=now-5m&limit=20'
   curl -G '${url}/api/v1/profile' --data-urlencode 'selector={comm=~"python.*"}' --data-urlencode format=collapsed
 MSG
+if [[ -f build/lib/libwarpscope_cuda.so ]]; then
+  echo "demo: GPU time: start CUDA programs with CUDA_INJECTION64_PATH=$PWD/build/lib/libwarpscope_cuda.so (UI: gpu_time, GPU kernels)"
+fi
 
 end=$(( $(date +%s) + $(python3 -c "
 import re,sys

@@ -388,6 +388,7 @@ void GpuTimeCollector::AddCounters(ProfileBuilder* builder) const {
   builder->SetCounter("gpu_kernels_placeholder", j.kernels_placeholder);
   builder->SetCounter("gpu_kernels_dropped", j.kernels_dropped + stats_.inbox_dropped_records);
   builder->SetCounter("gpu_kernels_bad_duration", j.bad_durations);
+  builder->SetCounter("gpu_kernels_duplicate_correlation", j.kernels_duplicate_correlation);
   builder->SetCounter("gpu_kernels_without_clock", stats_.kernels_without_clock);
   builder->SetCounter("gpu_launch_stacks", j.launches);
   builder->SetCounter("gpu_launch_stacks_dropped", j.launches_dropped + stacks_.stats().full);

@@ -57,7 +57,9 @@ struct GpuTimeOptions {
   // Activities per process and second kept in the trace (the first ones of
   // the second); 0 sends no trace. GPU time is counted for every kernel regardless.
   uint32_t trace_per_second = 20'000;
-  size_t max_trace_per_window = 2'000'000;  // all processes together
+  // All processes together: ~120 bytes each here and ~35 in the batch, so a
+  // window's batch stays well under the server's 64 MiB decompressed limit.
+  size_t max_trace_per_window = 500'000;
   size_t max_inbox_records = 4'000'000;     // records waiting for the sampling thread
   size_t max_stacks = 100'000;              // distinct launch stacks remembered
 };

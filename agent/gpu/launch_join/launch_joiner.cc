@@ -76,10 +76,10 @@ void LaunchJoiner::AddLaunch(const SampledLaunch& launch, int64_t now_ns) {
       ++stats_.launches_dropped;
       return;
     }
-    launches_.emplace(key, RememberedLaunch{launch.tid, launch.stack_key, now_ns});
+    launches_.emplace(key, RememberedLaunch{launch.tid, launch.stack_key, now_ns, false});
     launch_order_.push_back(key);
   } else {
-    it->second = RememberedLaunch{launch.tid, launch.stack_key, it->second.added_ns};
+    it->second = RememberedLaunch{launch.tid, launch.stack_key, it->second.added_ns, false};
   }
   ++stats_.launches;
 }
@@ -118,6 +118,14 @@ std::vector<GpuTimeSample> LaunchJoiner::Drain(int64_t now_ns, bool flush_all) {
     const KernelExecution& k = pending_.front().kernel;
     const int64_t ns = Duration(k, &stats_);
     auto launch = launches_.find(LaunchKey{k.pid, k.correlation_id});
+    if (launch != launches_.end() && k.graph_id == 0) {
+      if (launch->second.joined) {
+        ++stats_.kernels_duplicate_correlation;
+        launch = launches_.end();
+      } else {
+        launch->second.joined = true;
+      }
+    }
     if (launch != launches_.end()) {
       Accumulated& a = samples[SampleKey{k.pid, launch->second.tid, launch->second.stack_key, k.kernel_key, k.device,
                                          k.stream, k.graph_id, k.bucket}];

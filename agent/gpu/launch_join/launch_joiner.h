@@ -93,6 +93,10 @@ struct LaunchJoinerStats {
   uint64_t launches = 0;           // sampled launches taken
   uint64_t launches_dropped = 0;   // remembered-launch table full
   uint64_t bad_durations = 0;      // end < start: counted as 0 ns
+  // A second kernel (not from a graph) with the correlation id of a sampled
+  // launch: one launch call runs one kernel, so the ids were reused; the
+  // kernel counts as unsampled instead of taking that launch's stack.
+  uint64_t kernels_duplicate_correlation = 0;
 };
 
 class LaunchJoiner {
@@ -130,6 +134,7 @@ class LaunchJoiner {
     uint32_t tid;
     uint64_t stack_key;
     int64_t added_ns;
+    bool joined = false;  // a non-graph kernel took it
   };
   struct Launcher {
     uint32_t tid;

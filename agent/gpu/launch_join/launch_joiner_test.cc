@@ -163,7 +163,8 @@ TEST(LaunchJoinerTest, DutyCycledProcessIsScaledAndMarkedEstimated) {
   EXPECT_EQ(out[0].gpu_ns, 4000);
   EXPECT_TRUE(out[0].estimated);
   j.ScaleProcess(1, 1.0);
-  j.AddKernel(Kernel(1, 1, 9, 1000), 10 * kSec);
+  j.AddLaunch(Launch(1, 2, 10), 10 * kSec);
+  j.AddKernel(Kernel(1, 2, 9, 1000), 10 * kSec);
   out = j.Drain(20 * kSec);
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].gpu_ns, 1000);
@@ -241,6 +242,27 @@ TEST(LaunchJoinerTest, TimeBucketsKeepSamplesApartAndSpreadStaysInTheUnsampledKe
     by_bucket[s.bucket] += s.gpu_ns;
   }
   EXPECT_EQ(by_bucket, (std::map<int64_t, int64_t>{{10, 200}, {11, 50}, {12, 20}}));
+}
+
+TEST(LaunchJoinerTest, AReusedCorrelationIdGivesTheLaunchsStackToOneKernelOnly) {
+  // Seen on the H200 with CUPTI's callbacks switched on and off (duty mode):
+  // several kernel records carried one sampled launch's correlation id.
+  LaunchJoiner j;
+  j.AddLaunch(Launch(1, 100, /*stack=*/5), 0);
+  j.AddLaunch(Launch(1, 200, /*stack=*/6), 0);
+  j.AddKernel(Kernel(1, 100, /*kernel=*/9, 100), 0);
+  j.AddKernel(Kernel(1, 100, /*kernel=*/8, 40), 0);  // another kernel, same id
+  j.AddKernel(Kernel(1, 200, /*kernel=*/8, 60), 0);
+  const auto out = j.Drain(4 * kSec);
+  EXPECT_EQ(ByStack(out, 9), (std::map<uint64_t, int64_t>{{5, 100}}));
+  EXPECT_EQ(ByStack(out, 8), (std::map<uint64_t, int64_t>{{6, 100}})) << "the duplicate spreads over kernel 8's stacks";
+  EXPECT_EQ(j.stats().kernels_duplicate_correlation, 1u);
+  EXPECT_EQ(j.stats().kernels_sampled, 2u);
+  // A graph launch's id covers all of its kernels.
+  j.AddLaunch(Launch(1, 300, 7), 5 * kSec);
+  for (int i = 0; i < 3; ++i) j.AddKernel(Kernel(1, 300, 10, 10, /*graph=*/42), 5 * kSec);
+  EXPECT_EQ(ByStack(j.Drain(9 * kSec), 10), (std::map<uint64_t, int64_t>{{7, 30}}));
+  EXPECT_EQ(j.stats().kernels_duplicate_correlation, 1u);
 }
 
 }  // namespace
