@@ -16,6 +16,7 @@
 #include <set>
 #include <thread>
 
+#include "tests/integration/agent_process.h"
 #include "tests/integration/pprof_reader.h"
 #include "tests/integration/server_process.h"
 #include "tests/integration/subprocess.h"
@@ -56,29 +57,18 @@ class AgentServerTest : public ::testing::Test {
     server_ = std::move(s).value();
   }
   void StartAgent() {
-    agent_ = StartProcess({WS_AGENT_BIN, "run", "--server", server_->url(), "--token", kToken, "--frequency", "99",
-                           "--upload-interval", std::to_string(kUploadSeconds) + "s", "--state-dir", dir_ + "/agent",
-                           "--node-name", "test-node"});
-    ASSERT_GT(agent_, 0);
+    agent_ = std::make_unique<AgentProcess>(
+        WS_AGENT_BIN,
+        std::vector<std::string>{"--server", server_->url(), "--token", kToken, "--frequency", "99",
+                                 "--upload-interval", std::to_string(kUploadSeconds) + "s", "--state-dir",
+                                 dir_ + "/agent", "--node-name", "test-node"},
+        dir_ + "/agent.log");
+    ASSERT_TRUE(agent_->started());
   }
   // SIGTERM: the agent uploads (or spools) its last window and exits 0.
-  int StopAgent() {
-    if (agent_ <= 0) return 0;
-    kill(agent_, SIGTERM);
-    const int code = WaitProcess(agent_);
-    agent_ = -1;
-    return code;
-  }
-  void KillAgent() {
-    kill(agent_, SIGKILL);
-    WaitProcess(agent_);
-    agent_ = -1;
-  }
-  json GetJson(const std::string& path) {
-    HttpResult r = HttpGet(server_->port(), path, kToken);
-    EXPECT_EQ(r.status, 200) << path << ": " << r.body;
-    return json::parse(r.body, nullptr, false);
-  }
+  int StopAgent() { return agent_ ? agent_->Stop() : 0; }
+  void KillAgent() { agent_->Kill(); }
+  json GetJson(const std::string& path) { return GetApiJson(server_->port(), path, kToken); }
   std::string PidSelector() { return UrlEncode("{pid=\"" + std::to_string(workload_) + "\"}"); }
   // Start times (unix ms) of the workload's upload windows in [from_ms, to_ms):
   // the agent stamps each window's samples with the window's start.
@@ -119,7 +109,7 @@ class AgentServerTest : public ::testing::Test {
 
   std::string dir_;
   std::unique_ptr<ServerProcess> server_;
-  pid_t agent_ = -1;
+  std::unique_ptr<AgentProcess> agent_;
   pid_t workload_ = -1;
 };
 

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "tests/integration/agent_process.h"
 #include "tests/integration/server_process.h"
 #include "tests/integration/subprocess.h"
 #include "tests/tools/prometheus_parse.h"
@@ -86,30 +87,18 @@ class GpuMetricsTest : public ::testing::Test {
   void StartAgent(const std::string& nvml_library) {
     setenv("WS_FAKE_NVML_SCRIPT", (dir_ + "/nvml.script").c_str(), 1);
     metrics_port_ = FreePort();
-    agent_ = StartProcess({"/bin/sh", "-c",
-                           std::string("exec ") + WS_AGENT_BIN + " run --server " + server_->url() + " --token " +
-                               kToken + " --upload-interval 2s --state-dir " + dir_ + "/agent --node-name gpu-node" +
-                               " --nvml-library " + nvml_library + " --metrics-listen 127.0.0.1:" +
-                               std::to_string(metrics_port_) + " --pid " + std::to_string(process_) + " 2> " + dir_ +
-                               "/agent.log"});
-    ASSERT_GT(agent_, 0);
+    agent_ = std::make_unique<AgentProcess>(
+        WS_AGENT_BIN,
+        std::vector<std::string>{"--server", server_->url(), "--token", kToken, "--upload-interval", "2s",
+                                 "--state-dir", dir_ + "/agent", "--node-name", "gpu-node", "--nvml-library",
+                                 nvml_library, "--metrics-listen", "127.0.0.1:" + std::to_string(metrics_port_),
+                                 "--pid", std::to_string(process_)},
+        dir_ + "/agent.log");
+    ASSERT_TRUE(agent_->started());
   }
-  int StopAgent() {
-    if (agent_ <= 0) return 0;
-    kill(agent_, SIGTERM);
-    const int code = WaitProcess(agent_);
-    agent_ = -1;
-    return code;
-  }
-  std::string AgentLog() {
-    std::ifstream in(dir_ + "/agent.log");
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  }
-  json GetJson(const std::string& path) {
-    HttpResult r = HttpGet(server_->port(), path, kToken);
-    EXPECT_EQ(r.status, 200) << path << ": " << r.body;
-    return json::parse(r.body, nullptr, false);
-  }
+  int StopAgent() { return agent_ ? agent_->Stop() : 0; }
+  std::string AgentLog() { return agent_ ? agent_->Log() : ""; }
+  json GetJson(const std::string& path) { return GetApiJson(server_->port(), path, kToken); }
   json Metric(const std::string& name, const std::string& group_by) {
     return GetJson("/api/v1/metrics?name=" + name + "&from=" + std::to_string(start_ms_) + "&to=now&step=1h" +
                    "&group_by=" + group_by);
@@ -118,7 +107,7 @@ class GpuMetricsTest : public ::testing::Test {
   std::string dir_;
   std::unique_ptr<ServerProcess> server_;
   pid_t process_ = -1;
-  pid_t agent_ = -1;
+  std::unique_ptr<AgentProcess> agent_;
   int metrics_port_ = 0;
   int64_t start_ms_ = NowMs() - 60'000;
 };

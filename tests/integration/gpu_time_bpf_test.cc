@@ -17,6 +17,7 @@
 #include <sstream>
 #include <thread>
 
+#include "tests/integration/agent_process.h"
 #include "tests/integration/server_process.h"
 #include "tests/integration/subprocess.h"
 
@@ -45,25 +46,21 @@ class GpuTimeTest : public ::testing::Test {
   }
   std::string Socket() const { return dir_ + "/cuda.sock"; }
   void StartAgent() {
-    agent_ = StartProcess({"/bin/sh", "-c",
-                           std::string("exec ") + WS_AGENT_BIN + " run --server " + server_->url() + " --token " +
-                               kToken + " --upload-interval 1s --state-dir " + dir_ + "/agent --node-name gpu-node" +
-                               " --no-gpu-metrics --cuda-socket " + Socket() + " 2> " + dir_ + "/agent.log"});
-    ASSERT_GT(agent_, 0);
+    agent_ = std::make_unique<AgentProcess>(
+        WS_AGENT_BIN,
+        std::vector<std::string>{"--server", server_->url(), "--token", kToken, "--upload-interval", "1s",
+                                 "--state-dir", dir_ + "/agent", "--node-name", "gpu-node", "--no-gpu-metrics",
+                                 "--cuda-socket", Socket()},
+        dir_ + "/agent.log");
+    ASSERT_TRUE(agent_->started());
     struct stat st {};
     for (int i = 0; i < 400 && stat(Socket().c_str(), &st) != 0; ++i) std::this_thread::sleep_for(50ms);
     ASSERT_EQ(stat(Socket().c_str(), &st), 0) << AgentLog();
   }
   void StopAgent() {
-    if (agent_ <= 0) return;
-    kill(agent_, SIGTERM);
-    WaitProcess(agent_);
-    agent_ = -1;
+    if (agent_) agent_->Stop();
   }
-  std::string AgentLog() {
-    std::ifstream in(dir_ + "/agent.log");
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  }
+  std::string AgentLog() { return agent_ ? agent_->Log() : ""; }
   // Runs the application; returns the launches whose records were queued.
   std::pair<int64_t, int64_t> RunApplication(int iterations) {
     const ProcessResult r = RunProcess(
@@ -101,7 +98,7 @@ class GpuTimeTest : public ::testing::Test {
 
   std::string dir_;
   std::unique_ptr<ServerProcess> server_;
-  pid_t agent_ = -1;
+  std::unique_ptr<AgentProcess> agent_;
 };
 
 TEST_F(GpuTimeTest, EveryKernelsTimeIsCountedUnderTheCallSiteThatLaunchedIt) {
@@ -150,12 +147,10 @@ TEST_F(GpuTimeTest, EveryKernelsTimeIsCountedUnderTheCallSiteThatLaunchedIt) {
 
   // The activity trace: the kernel table has every launch (the trace budget,
   // 20,000 per second, is above this application's rate).
-  HttpResult r = HttpGet(server_->port(), "/api/v1/gpu/kernels?from=now-10m&to=now", kToken);
-  ASSERT_EQ(r.status, 200) << r.body;
-  json table = json::parse(r.body, nullptr, false);
+  json table = GetApiJson(server_->port(), "/api/v1/gpu/kernels?from=now-10m&to=now", kToken);
   std::map<std::string, json> kernels;
   for (const json& k : table["kernels"]) kernels[k["name"].get<std::string>()] = k;
-  ASSERT_TRUE(kernels.count("alphaKernel()")) << r.body.substr(0, 2000);
+  ASSERT_TRUE(kernels.count("alphaKernel()")) << table.dump().substr(0, 2000);
   EXPECT_EQ(kernels["alphaKernel()"]["launches"], alpha);
   EXPECT_EQ(kernels["alphaKernel()"]["total_ns"], want_alpha);
   EXPECT_EQ(kernels["alphaKernel()"]["p50_ns"], kAlphaNs);

@@ -17,6 +17,7 @@
 
 #include "tests/integration/batch_factory.h"
 #include "tests/integration/pprof_reader.h"
+#include "tests/integration/agent_process.h"
 #include "tests/integration/server_process.h"
 #include "tests/integration/subprocess.h"
 
@@ -53,11 +54,7 @@ class ServerApiTest : public ::testing::Test {
     server_ = std::move(s).value();
   }
   HttpResult Get(const std::string& path) { return HttpGet(server_->port(), path, kToken); }
-  json GetJson(const std::string& path) {
-    HttpResult r = Get(path);
-    EXPECT_EQ(r.status, 200) << path << ": " << r.body;
-    return json::parse(r.body, nullptr, false);
-  }
+  json GetJson(const std::string& path) { return GetApiJson(server_->port(), path, kToken); }
   uint64_t StoredSamples() { return GetJson("/api/v1/status").value("samples", uint64_t{0}); }
 
   // Two processes on node a (hot 3 : cold 1) and one on node b.

@@ -72,12 +72,15 @@ ProcessResult RunProcess(const std::vector<std::string>& argv, int timeout_s) {
   return result;
 }
 
-pid_t StartProcess(const std::vector<std::string>& argv) {
+pid_t StartProcess(const std::vector<std::string>& argv) { return StartProcess(argv, "/dev/null"); }
+
+pid_t StartProcess(const std::vector<std::string>& argv, const std::string& stderr_path) {
   pid_t pid = fork();
   if (pid == 0) {
     int devnull = open("/dev/null", O_WRONLY);
+    int err = open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     dup2(devnull, 1);
-    dup2(devnull, 2);
+    dup2(err >= 0 ? err : devnull, 2);
     auto v = Argv(argv);
     execv(v[0], v.data());
     _exit(127);

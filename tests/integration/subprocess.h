@@ -20,6 +20,8 @@ ProcessResult RunProcess(const std::vector<std::string>& argv, int timeout_s = 1
 
 // Starts argv in the background with stdout/stderr sent to /dev/null.
 pid_t StartProcess(const std::vector<std::string>& argv);
+// The same with stderr written to `stderr_path` (created or truncated).
+pid_t StartProcess(const std::vector<std::string>& argv, const std::string& stderr_path);
 // Waits for a background process; returns its exit code (-1 on signal).
 int WaitProcess(pid_t pid);
 
