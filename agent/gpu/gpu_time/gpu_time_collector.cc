@@ -1,13 +1,13 @@
 #include "agent/gpu/gpu_time/gpu_time_collector.h"
 
-#include <sys/stat.h>
 #include <time.h>
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
-#include <sstream>
+#include <optional>
+#include <tuple>
 
+#include "agent/process/proc_maps.h"
 #include "agent/symbolize/demangle.h"
 #include "base/logging.h"
 
@@ -24,26 +24,14 @@ int64_t ClockNanos(clockid_t clock) {
   return static_cast<int64_t>(ts.tv_sec) * kSecond + ts.tv_nsec;
 }
 
-std::string ReadFirstLine(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  return line;
-}
-
-// The path of libwarpscope_cuda.so as mapped by `pid` (executable mapping), or "".
-std::string InjectionLibraryPath(uint32_t pid) {
-  std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
-  std::string line;
-  while (std::getline(maps, line)) {
-    if (line.find("libwarpscope_cuda") == std::string::npos) continue;
-    std::istringstream fields(line);
-    std::string range, perms, offset, dev, inode, path;
-    fields >> range >> perms >> offset >> dev >> inode;
-    std::getline(fields >> std::ws, path);
-    if (perms.size() >= 3 && perms[2] == 'x' && !path.empty() && path[0] == '/') return path;
+// libwarpscope_cuda.so's executable mapping in `pid`, or nullopt.
+std::optional<MemoryMapping> InjectionLibraryMapping(const ProcFs& procfs, uint32_t pid) {
+  StatusOr<std::string> maps = procfs.ReadMaps(pid);
+  if (!maps.ok()) return std::nullopt;
+  for (MemoryMapping& m : ParseProcMaps(*maps)) {
+    if (m.executable && m.IsFileBacked() && m.path.find("libwarpscope_cuda") != std::string::npos) return m;
   }
-  return "";
+  return std::nullopt;
 }
 
 }  // namespace
@@ -103,23 +91,19 @@ StatusOr<std::unique_ptr<GpuTimeCollector>> GpuTimeCollector::Start(const GpuTim
 }
 
 void GpuTimeCollector::AttachProbe(uint32_t pid) {
-  const std::string path = InjectionLibraryPath(pid);
-  if (path.empty()) {
+  const std::optional<MemoryMapping> library = InjectionLibraryMapping(parts_.procfs, pid);
+  if (!library) {
     ++stats_.probe_attach_failures;
     LOG_WARNING() << "CUDA process " << pid << " connected but libwarpscope_cuda.so is not in its maps";
     return;
   }
   // Through the process's root, so a library inside a container is found.
-  const std::string host_path = "/proc/" + std::to_string(pid) + "/root" + path;
-  struct stat st {};
-  if (stat(host_path.c_str(), &st) != 0) {
-    ++stats_.probe_attach_failures;
-    return;
-  }
-  if (!attached_files_.insert({st.st_dev, st.st_ino}).second) return;
+  const std::string host_path = parts_.procfs.RootPath(pid, library->path);
+  const std::tuple<uint32_t, uint32_t, uint64_t> file{library->dev_major, library->dev_minor, library->inode};
+  if (!attached_files_.insert(file).second) return;
   // Every process mapping this file: one probe serves them all.
   if (Status s = probe_->Attach(0, host_path, kLaunchProbeSymbol); !s.ok()) {
-    attached_files_.erase({st.st_dev, st.st_ino});
+    attached_files_.erase(file);
     ++stats_.probe_attach_failures;
     LOG_WARNING() << "launch stacks of pid " << pid << " will be missing: " << s.message();
     return;
@@ -131,7 +115,8 @@ void GpuTimeCollector::OnConnected(const CudaProcessEvent& event) {
   Connection& c = connections_[event.connection_id];
   c.pid = static_cast<uint32_t>(event.pid);
   c.clock.AddPair({event.hello.clock.host_before_ns, event.hello.clock.cupti_ns, event.hello.clock.host_after_ns});
-  comms_[c.pid] = ReadFirstLine("/proc/" + std::to_string(c.pid) + "/comm");
+  StatusOr<std::string> comm = parts_.procfs.ReadComm(c.pid);
+  comms_[c.pid] = comm.ok() ? *comm : "";
   if (parts_.describe) parts_.describe(c.pid);
   AttachProbe(c.pid);
 }
@@ -289,7 +274,8 @@ void GpuTimeCollector::OnLaunchStack(const ws_uprobe_stack_event& e, int64_t now
   if (key == 0) return;  // table full: the launch counts as unsampled
   auto [name, inserted] = thread_names_.try_emplace({e.pid, e.tid});
   if (inserted) {
-    name->second = ReadFirstLine("/proc/" + std::to_string(e.pid) + "/task/" + std::to_string(e.tid) + "/comm");
+    StatusOr<std::string> thread = parts_.procfs.ReadThreadComm(e.pid, e.tid);
+    if (thread.ok()) name->second = *thread;
     if (thread_names_.size() > 100'000) thread_names_.clear();  // bounded; names are re-read
   }
   joiner_.AddLaunch(SampledLaunch{e.pid, e.tid, e.args[0], key}, now_ns);
@@ -363,9 +349,7 @@ void GpuTimeCollector::FinishWindow(ProfileBuilder* builder, GpuTrace* trace, bo
         {key.first, key.second, cov.recorded, cov.sent, cov.complete_until != 0 ? cov.complete_until : second_end});
   }
   coverage_.clear();
-  for (const GpuActivityRecord& a : trace_.activities) {
-    if (auto it = comms_.find(a.pid); it != comms_.end()) trace_.comms.emplace(a.pid, it->second);
-  }
+  // Every activity kept has a coverage row for its (pid, second): their pids are all the trace's.
   for (const GpuTraceCoverageRow& r : trace_.coverage) {
     if (auto it = comms_.find(r.pid); it != comms_.end()) trace_.comms.emplace(r.pid, it->second);
   }

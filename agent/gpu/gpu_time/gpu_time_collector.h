@@ -29,6 +29,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <tuple>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -40,6 +41,7 @@
 #include "agent/gpu/gpu_time/launch_stack_table.h"
 #include "agent/gpu/launch_join/cupti_clock.h"
 #include "agent/gpu/launch_join/launch_joiner.h"
+#include "agent/process/proc_fs.h"
 #include "agent/symbolize/symbolizer.h"
 #include "agent/unwind/python/python_processes.h"
 #include "agent/unwind/unwind_table_loader.h"
@@ -72,6 +74,7 @@ struct GpuTimeSessionParts {
   // Describes a process to the symbolizer and the unwinder now (a CUDA
   // process connecting may not have been sampled yet).
   std::function<void(uint32_t pid)> describe;
+  ProcFs procfs;  // process names and maps of connecting processes
 };
 
 struct GpuTimeStats {
@@ -150,7 +153,7 @@ class GpuTimeCollector {
   LaunchStackTable stacks_;
   GpuTimeStats stats_;
   std::map<uint64_t, Connection> connections_;  // by connection id
-  std::set<std::pair<uint64_t, uint64_t>> attached_files_;  // (dev, inode) of libraries probed
+  std::set<std::tuple<uint32_t, uint32_t, uint64_t>> attached_files_;  // (dev major, minor, inode) probed
   std::map<uint32_t, std::string> comms_;                   // pid -> process name
   std::map<std::pair<uint32_t, uint32_t>, std::string> thread_names_;  // (pid, tid) -> name
   std::unordered_map<std::string, std::pair<uint64_t, std::shared_ptr<const KernelName>>> kernel_names_;
