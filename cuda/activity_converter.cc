@@ -78,16 +78,22 @@ ws_cuda_memop FromMemset(const CUpti_ActivityMemset4& m) {
 }  // namespace
 
 void ConvertActivityBuffer(const CuptiFunctions& fn, uint8_t* buffer, size_t valid_size, WireOutbox& outbox,
-                           ConversionCounters& counters) noexcept {
+                           ConversionCounters& counters, const KernelRecordFilter& filter) noexcept {
   try {
     CUpti_Activity* record = nullptr;
-    uint64_t kernels = 0, memops = 0;
+    uint64_t kernels = 0, memops = 0, before = 0;
     while (fn.cuptiActivityGetNextRecord(buffer, valid_size, &record) == CUPTI_SUCCESS) {
       switch (record->kind) {
         case CUPTI_ACTIVITY_KIND_KERNEL:
         case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
           const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
-          outbox.AddKernel(FromKernel(*k), k->name);
+          if (filter.first_correlation != 0 && k->correlationId < filter.first_correlation) {
+            before++;
+            break;
+          }
+          ws_cuda_kernel out = FromKernel(*k);
+          out.attach_epoch = filter.attach_epoch;
+          outbox.AddKernel(out, k->name);
           kernels++;
           break;
         }
@@ -105,6 +111,7 @@ void ConvertActivityBuffer(const CuptiFunctions& fn, uint8_t* buffer, size_t val
     }
     counters.kernel_records.fetch_add(kernels, std::memory_order_relaxed);
     counters.memop_records.fetch_add(memops, std::memory_order_relaxed);
+    counters.kernels_before_window.fetch_add(before, std::memory_order_relaxed);
   } catch (...) {
     // Out of memory inside the outbox: the rest of this buffer is lost; the
     // stats show fewer records than launches.

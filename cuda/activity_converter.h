@@ -21,9 +21,16 @@ namespace warpscope::cuda {
 struct ConversionCounters {
   std::atomic<uint64_t> kernel_records{0};
   std::atomic<uint64_t> memop_records{0};
+  std::atomic<uint64_t> kernels_before_window{0};  // left out by the window filter
+};
+
+// Which kernel records to keep, and the epoch to stamp on them.
+struct KernelRecordFilter {
+  uint32_t attach_epoch = 0;
+  uint32_t first_correlation = 0;  // 0: keep all; else drop smaller ids (launched before the window)
 };
 
 void ConvertActivityBuffer(const CuptiFunctions& fn, uint8_t* buffer, size_t valid_size, WireOutbox& outbox,
-                           ConversionCounters& counters) noexcept;
+                           ConversionCounters& counters, const KernelRecordFilter& filter) noexcept;
 
 }  // namespace warpscope::cuda

@@ -87,16 +87,20 @@ bool SendWhole(int fd, const void* data, size_t size, int timeout_ms) {
 }
 
 // A CONFIG message, validated; false for anything else.
+// A version 1 agent's CONFIG is shorter: its missing fields read as 0.
 bool ParseConfig(const uint8_t* data, size_t size, ws_cuda_config* out) {
-  if (size != sizeof(ws_cuda_msg_header) + sizeof(ws_cuda_config)) return false;
+  if (size < sizeof(ws_cuda_msg_header)) return false;
   ws_cuda_msg_header header;
   std::memcpy(&header, data, sizeof(header));
-  if (header.magic != WS_CUDA_WIRE_MAGIC || header.version != WS_CUDA_WIRE_VERSION ||
-      header.type != WS_CUDA_MSG_CONFIG || header.length != size || header.count != 1) {
+  const size_t record = header.version == 1 ? WS_CUDA_CONFIG_V1_SIZE : sizeof(ws_cuda_config);
+  if (header.magic != WS_CUDA_WIRE_MAGIC || header.version < 1 || header.version > WS_CUDA_WIRE_VERSION ||
+      header.type != WS_CUDA_MSG_CONFIG || header.length != size || header.count != 1 ||
+      size != sizeof(header) + record) {
     return false;
   }
-  std::memcpy(out, data + sizeof(header), sizeof(*out));
-  return out->mode <= WS_CUDA_MODE_DUTY;
+  *out = ws_cuda_config{};
+  std::memcpy(out, data + sizeof(header), record);
+  return out->mode <= WS_CUDA_MODE_ADAPTIVE;
 }
 
 void AtExitHandler() noexcept { DrainAtExit(); }
@@ -117,7 +121,12 @@ void CUPTIAPI OnBufferCompleted(CUcontext, uint32_t, uint8_t* buffer, size_t, si
   InjectionState* s = GetInjectionState();
   if (s == nullptr || buffer == nullptr) return;
   if (valid_size > 0 && s->records_wanted.load(std::memory_order_acquire)) {
-    ConvertActivityBuffer(s->cupti.fn, buffer, valid_size, s->outbox, s->conversion);
+    KernelRecordFilter filter;
+    filter.attach_epoch = s->attach_epoch.load(std::memory_order_relaxed);
+    if (s->window_filter.load(std::memory_order_relaxed)) {
+      filter.first_correlation = s->window_first_correlation.load(std::memory_order_acquire);
+    }
+    ConvertActivityBuffer(s->cupti.fn, buffer, valid_size, s->outbox, s->conversion, filter);
   }
   s->pool.Give(buffer);
 }
@@ -127,8 +136,7 @@ void QueueStatsMessage(InjectionState& s, uint64_t now);
 // One connection's life. Owned by the link thread.
 class AgentSession {
  public:
-  AgentSession(InjectionState& s, int fd, uint32_t connection_seq, bool* buffers_registered)
-      : s_(s), fd_(fd), seq_(connection_seq), buffers_registered_(buffers_registered) {}
+  AgentSession(InjectionState& s, int fd, uint32_t connection_seq) : s_(s), fd_(fd), seq_(connection_seq) {}
 
   // Returns false after a fatal CUPTI error (the library stays off).
   bool Run();
@@ -141,11 +149,33 @@ class AgentSession {
   // cuptiSubscribe_v2 where CUPTI has it (it names us to other tools and
   // names the tool in the way when the subscription is taken), else v1.
   bool Subscribe();
+  // Buffer callbacks registered and subscribed (again, after a detach).
+  bool Attach();
+  // Settles a pending detach (InjectionState::detach_state): takes the
+  // request back when no launch has claimed it, else waits up to `wait_ms`
+  // for cuptiFinalize to finish and notes that CUPTI is detached. False
+  // while a claimed detach is still running: make no CUPTI call then.
+  bool SettleDetach(uint32_t wait_ms);
+  // True when CUPTI may be called now without attaching it again.
+  bool CuptiLive() const {
+    return s_.attached && s_.detach_state.load(std::memory_order_acquire) == InjectionState::kNone;
+  }
+  // Everything off and the records out; then CUPTI is detached (by the next
+  // launch to exit) where cuptiFinalize exists, else unsubscribed.
   void StopTracing();
+  // Asks for the detach; launch callbacks must still be enabled.
+  void RequestDetach();
   bool SetKernelActivity(bool on, uint64_t now);
+  bool SetMemopActivity(bool on);
   // Enables or disables every launch-API callback (duty mode with
   // WS_CUDA_CONFIG_DUTY_CALLBACKS); false when none could be enabled.
   bool SetLaunchCallbacks(bool on);
+  // Windowed modes (LinkConfig::windowed): attach and start recording; close
+  // the window (it is planned: continue, or stop and detach after a drain).
+  bool OpenWindow(uint64_t now);
+  void CloseWindow(uint64_t now);
+  void FinishDrain();
+  void QueueWindow(uint64_t end, uint64_t covers_until);
   void FlushAndQueue(uint64_t now);
   void QueueStats(uint64_t now);
   void QueueClock();
@@ -154,14 +184,27 @@ class AgentSession {
   // False when the connection ended; sets `config_changed` for a new CONFIG.
   bool ReadAgent(bool* config_changed, ws_cuda_config* config);
 
+  // Windowed recording: the window open now, or the one draining or off.
+  struct Window {
+    bool open = false;
+    uint64_t start_ns = 0;
+    uint64_t launches_base = 0;
+    uint64_t records_base = 0;  // ConversionCounters at the window's start
+    uint64_t before_base = 0;
+    uint64_t attach_ns = 0;
+    uint64_t end_ns = 0;
+    uint64_t covers_until_ns = 0;
+    uint64_t drain_until_ns = 0;  // != 0: stopped, records still to flush
+    uint64_t next_open_ns = 0;    // != 0: closed, opens again at this time
+  };
+
   InjectionState& s_;
   const int fd_;
   const uint32_t seq_;
-  bool* const buffers_registered_;  // once per process, owned by RunLinkThread
   bool fatal_ = false;
-  bool subscribed_ = false;
   bool memcpy_on_ = false, memset_on_ = false, kernel_on_ = false, callbacks_on_ = false;
   LinkConfig config_;
+  Window window_;
   std::vector<ws_cuda_launch> launches_;
 };
 
@@ -213,29 +256,65 @@ bool AgentSession::Subscribe() {
   return Check(r, "cuptiSubscribe_v2");
 }
 
+bool AgentSession::SettleDetach(uint32_t wait_ms) {
+  int expected = InjectionState::kDetachRequested;
+  if (s_.detach_state.compare_exchange_strong(expected, InjectionState::kNone, std::memory_order_acq_rel)) {
+    return true;  // taken back: still attached, callbacks still enabled
+  }
+  const uint64_t deadline = MonotonicNs() + wait_ms * kMs;
+  while (s_.detach_state.load(std::memory_order_acquire) == InjectionState::kDetaching) {
+    if (MonotonicNs() >= deadline) return false;
+    SleepMs(1);
+  }
+  if (s_.detach_state.load(std::memory_order_acquire) == InjectionState::kDetached) {
+    // cuptiFinalize undid everything: subscription, callbacks, activity kinds.
+    s_.attached = false;
+    s_.buffers_registered = false;
+    s_.subscriber = nullptr;
+    callbacks_on_ = kernel_on_ = memcpy_on_ = memset_on_ = false;
+    s_.detach_state.store(InjectionState::kNone, std::memory_order_release);
+  }
+  return true;
+}
+
+bool AgentSession::Attach() {
+  if (s_.attached) return true;
+  if (!s_.buffers_registered) {
+    if (!Check(fn().cuptiActivityRegisterCallbacks(&OnBufferRequested, &OnBufferCompleted),
+               "cuptiActivityRegisterCallbacks")) {
+      return false;
+    }
+    s_.buffers_registered = true;
+  }
+  if (!Subscribe()) return false;
+  s_.attached = true;
+  s_.attach_epoch.fetch_add(1, std::memory_order_relaxed);  // CUPTI's correlation ids may start over
+  callbacks_on_ = false;
+  return true;
+}
+
 bool AgentSession::StartTracing(const LinkConfig& config) {
   config_ = config;
+  window_ = Window{};
   s_.samples_per_sec.store(config.samples_per_sec, std::memory_order_relaxed);
   s_.sample_burst.store(config.sample_burst, std::memory_order_relaxed);
   s_.epoch.fetch_add(1, std::memory_order_relaxed);
   s_.pool.Configure(config.buffer_bytes, config.buffer_count);
   if (config.mode == WS_CUDA_MODE_OFF) return true;
-  if (!Subscribe()) return false;
-  subscribed_ = true;
-  callbacks_on_ = false;
+  s_.window_filter.store(false, std::memory_order_relaxed);
+  if (config.windowed) return OpenWindow(MonotonicNs());
+  if (!SettleDetach(1000)) {
+    SayOnce("CUPTI did not finish detaching; GPU profiling off");
+    fatal_ = true;
+    return false;
+  }
+  if (!Attach()) return false;
   if (!SetLaunchCallbacks(true)) {
     SayOnce("cuptiEnableCallback failed for every launch API; GPU profiling off");
     fatal_ = true;
     return false;
   }
-  if (config.memcpy) {
-    if (!Check(fn().cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY), "cuptiActivityEnable(MEMCPY)")) return false;
-    memcpy_on_ = true;
-  }
-  if (config.memset) {
-    if (!Check(fn().cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET), "cuptiActivityEnable(MEMSET)")) return false;
-    memset_on_ = true;
-  }
+  if (!SetMemopActivity(true)) return false;
   if (!SetKernelActivity(true, MonotonicNs())) return false;
   s_.callbacks_live.store(true, std::memory_order_release);
   return true;
@@ -252,6 +331,26 @@ bool AgentSession::SetLaunchCallbacks(bool on) {
   }
   if (on && changed == 0) return false;
   callbacks_on_ = on;
+  return true;
+}
+
+bool AgentSession::SetMemopActivity(bool on) {
+  if (config_.memcpy && on != memcpy_on_) {
+    if (!on) {
+      fn().cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMCPY);
+    } else if (!Check(fn().cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY), "cuptiActivityEnable(MEMCPY)")) {
+      return false;
+    }
+    memcpy_on_ = on;
+  }
+  if (config_.memset && on != memset_on_) {
+    if (!on) {
+      fn().cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMSET);
+    } else if (!Check(fn().cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET), "cuptiActivityEnable(MEMSET)")) {
+      return false;
+    }
+    memset_on_ = on;
+  }
   return true;
 }
 
@@ -272,26 +371,133 @@ bool AgentSession::SetKernelActivity(bool on, uint64_t now) {
   return true;
 }
 
+void AgentSession::RequestDetach() {
+  s_.callbacks_live.store(false, std::memory_order_release);
+  if (fn().cuptiFinalize != nullptr && callbacks_on_) {
+    s_.detach_state.store(InjectionState::kDetachRequested, std::memory_order_release);
+    return;
+  }
+  // No cuptiFinalize (an old CUPTI): unsubscribing is the most we can do.
+  fn().cuptiUnsubscribe(s_.subscriber);
+  s_.subscriber = nullptr;
+  s_.attached = false;
+  callbacks_on_ = false;
+}
+
 void AgentSession::StopTracing() {
   s_.callbacks_live.store(false, std::memory_order_release);
-  SetKernelActivity(false, MonotonicNs());
-  if (memcpy_on_) fn().cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMCPY);
-  if (memset_on_) fn().cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMSET);
-  memcpy_on_ = memset_on_ = false;
-  if (subscribed_) fn().cuptiUnsubscribe(s_.subscriber);
-  subscribed_ = false;
-  callbacks_on_ = false;  // unsubscribing disabled them
-  s_.subscriber = nullptr;
+  if (!SettleDetach(1000) || !s_.attached) {
+    window_ = Window{};
+    return;  // detached, or detaching: nothing of ours is enabled
+  }
+  const uint64_t now = MonotonicNs();
+  SetKernelActivity(false, now);
+  SetMemopActivity(false);
   // Buffers CUPTI still holds come back (and are converted while a connection
   // still wants them).
   fn().cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  if (window_.open) QueueWindow(now, now);
+  window_ = Window{};
+  RequestDetach();
 }
 
-void AgentSession::FlushAndQueue(uint64_t now) {
-  fn().cuptiActivityFlushAll(0);
+bool AgentSession::OpenWindow(uint64_t now) {
+  window_.next_open_ns = 0;
+  if (!SettleDetach(100)) {
+    window_.next_open_ns = now + 10 * kMs;  // cuptiFinalize still running: try again soon
+    return true;
+  }
+  const uint64_t t0 = MonotonicNs();
+  if (!Attach()) return false;
+  if (!SetLaunchCallbacks(true)) {
+    SayOnce("cuptiEnableCallback failed for every launch API; GPU profiling off");
+    fatal_ = true;
+    return false;
+  }
+  if (!SetMemopActivity(true)) return false;
+  s_.window_first_correlation.store(0, std::memory_order_release);
+  s_.window_filter.store(true, std::memory_order_relaxed);
+  window_.records_base = s_.conversion.kernel_records.load(std::memory_order_relaxed);
+  window_.before_base = s_.conversion.kernels_before_window.load(std::memory_order_relaxed);
+  const uint64_t start = MonotonicNs();
+  if (!SetKernelActivity(true, start)) return false;
+  window_.open = true;
+  window_.start_ns = start;
+  window_.attach_ns = start - t0;
+  window_.launches_base = s_.launches_seen_activity_on.load(std::memory_order_relaxed);
+  s_.callbacks_live.store(true, std::memory_order_release);
+  QueueClock();
+  return true;
+}
+
+void AgentSession::QueueWindow(uint64_t end, uint64_t covers_until) {
+  ws_cuda_window w{};
+  w.on_start_ns = window_.start_ns;
+  w.on_end_ns = std::max(end, window_.start_ns);
+  w.covers_until_ns = std::max(covers_until, w.on_end_ns);
+  w.launches_seen = s_.launches_seen_activity_on.load(std::memory_order_relaxed) - window_.launches_base;
+  w.attach_ns = window_.attach_ns;
+  w.detach_ns = s_.finalize_ns.exchange(0, std::memory_order_relaxed);
+  w.kernels_recorded = s_.conversion.kernel_records.load(std::memory_order_relaxed) - window_.records_base;
+  w.kernels_before_window =
+      s_.conversion.kernels_before_window.load(std::memory_order_relaxed) - window_.before_base;
+  // Every record of the window goes out before the message that closes it.
+  s_.launch_queue.Drain(&launches_);
+  if (!launches_.empty()) s_.outbox.AddLaunches(launches_.data(), launches_.size());
+  s_.outbox.CloseBatches();
+  s_.outbox.AddControl(WS_CUDA_MSG_WINDOW, &w, sizeof(w));
+}
+
+void AgentSession::CloseWindow(uint64_t now) {
+  const uint64_t on_ns = now - window_.start_ns;
+  const uint64_t period_ms = config_.duty_period_ms;
+  uint64_t period_ns = period_ms * kMs;
+  if (config_.mode == WS_CUDA_MODE_ADAPTIVE) {
+    const uint64_t launches = s_.launches_seen_activity_on.load(std::memory_order_relaxed) - window_.launches_base;
+    const uint64_t fixed = window_.attach_ns + s_.finalize_ns.load(std::memory_order_relaxed);
+    period_ns = PlanWindowPeriodNs(on_ns, launches, fixed, config_.overhead_budget_ppm, period_ns);
+  }
+  if (period_ns <= on_ns) {
+    // Recording all the time: this window closes and the next one opens now.
+    fn().cuptiActivityFlushAll(0);
+    QueueWindow(now, now);
+    window_.start_ns = now;
+    window_.attach_ns = 0;
+    window_.launches_base = s_.launches_seen_activity_on.load(std::memory_order_relaxed);
+    window_.records_base = s_.conversion.kernel_records.load(std::memory_order_relaxed);
+    window_.before_base = s_.conversion.kernels_before_window.load(std::memory_order_relaxed);
+    return;
+  }
+  SetKernelActivity(false, now);
+  SetMemopActivity(false);
+  s_.callbacks_live.store(false, std::memory_order_release);
+  window_.open = false;
+  window_.end_ns = now;
+  window_.covers_until_ns = window_.start_ns + period_ns;
+  // Kernels launched in the window may still be running: give them a moment
+  // before the forced flush, so that their records are complete.
+  window_.drain_until_ns = now + 20 * kMs;
+}
+
+void AgentSession::FinishDrain() {
+  fn().cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   size_t dropped = 0;
   if (fn().cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS && dropped > 0) {
     s_.cupti_dropped_records.fetch_add(dropped, std::memory_order_relaxed);
+  }
+  QueueWindow(window_.end_ns, window_.covers_until_ns);
+  window_.drain_until_ns = 0;
+  window_.next_open_ns = window_.covers_until_ns;
+  RequestDetach();
+}
+
+void AgentSession::FlushAndQueue(uint64_t now) {
+  if (CuptiLive()) {
+    fn().cuptiActivityFlushAll(0);
+    size_t dropped = 0;
+    if (fn().cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS && dropped > 0) {
+      s_.cupti_dropped_records.fetch_add(dropped, std::memory_order_relaxed);
+    }
   }
   s_.launch_queue.Drain(&launches_);
   if (!launches_.empty()) s_.outbox.AddLaunches(launches_.data(), launches_.size());
@@ -323,7 +529,16 @@ void QueueStatsMessage(InjectionState& s_, uint64_t now) {
 }
 
 void AgentSession::FinalDrainAndPark() {
-  fn().cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  s_.callbacks_live.store(false, std::memory_order_release);
+  // A detach that no launch claimed is taken back; one running is not waited
+  // for long (the process is exiting).
+  if (SettleDetach(50) && CuptiLive()) {
+    fn().cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    if (window_.open) {
+      const uint64_t now = MonotonicNs();
+      QueueWindow(now, now);
+    }
+  }
   s_.launch_queue.Drain(&launches_);
   if (!launches_.empty()) s_.outbox.AddLaunches(launches_.data(), launches_.size());
   QueueStatsMessage(s_, MonotonicNs());
@@ -345,6 +560,7 @@ void AgentSession::FinalDrainAndPark() {
 }
 
 void AgentSession::QueueClock() {
+  if (!CuptiLive()) return;  // a CUPTI call now would attach it again
   const ws_cuda_clock_pair pair = Calibrate(fn());
   if (pair.host_after_ns != 0) s_.outbox.AddControl(WS_CUDA_MSG_CLOCK, &pair, sizeof(pair));
 }
@@ -365,21 +581,17 @@ bool AgentSession::ReadAgent(bool* config_changed, ws_cuda_config* config) {
 
 bool AgentSession::Run() {
   ws_cuda_config wire_config{};
+  // The handshake calls CUPTI (version, clock): settle a detach first.
+  if (!SettleDetach(1000)) return true;
   s_.session_fd.store(fd_);
   const bool handshaken = Handshake(&wire_config);
   if (!handshaken) {
     s_.session_fd.store(-1);
     return true;
   }
-  // The first CUPTI call of the process happens here, after the handshake.
-  if (!*buffers_registered_) {
-    if (!Check(fn().cuptiActivityRegisterCallbacks(&OnBufferRequested, &OnBufferCompleted),
-               "cuptiActivityRegisterCallbacks")) {
-      s_.session_fd.store(-1);
-      return false;
-    }
-    *buffers_registered_ = true;
+  if (!s_.exit_handler_registered) {
     atexit(&AtExitHandler);
+    s_.exit_handler_registered = true;
   }
   s_.outbox.Reset(WireOutboxLimits{ResolveLinkConfig(wire_config).outbox_bytes, 8u << 20});
   s_.records_wanted.store(true, std::memory_order_release);
@@ -396,9 +608,19 @@ bool AgentSession::Run() {
   }
   while (ok) {
     now = MonotonicNs();
-    // Duty cycle: kernel activity on for the first duty_on_ms of each period.
     uint64_t next_duty = ~0ull;
-    if (config_.mode == WS_CUDA_MODE_DUTY) {
+    if (config_.windowed && config_.mode != WS_CUDA_MODE_OFF) {
+      // Windows: record, drain, detach, wait, attach again.
+      if (window_.open && now >= window_.start_ns + config_.duty_on_ms * kMs) CloseWindow(now);
+      if (window_.drain_until_ns != 0 && now >= window_.drain_until_ns) FinishDrain();
+      if (window_.next_open_ns != 0 && now >= window_.next_open_ns && !OpenWindow(now)) break;
+      next_duty = window_.open ? window_.start_ns + config_.duty_on_ms * kMs
+                  : window_.drain_until_ns != 0 ? window_.drain_until_ns
+                  : window_.next_open_ns != 0 ? window_.next_open_ns
+                                              : ~0ull;
+    } else if (config_.mode == WS_CUDA_MODE_DUTY) {
+      // Duty cycle (attached throughout): kernel activity on for the first
+      // duty_on_ms of each period.
       const uint64_t period = config_.duty_period_ms * kMs;
       while (now >= duty_window + period) duty_window += period;
       const uint64_t off_at = duty_window + config_.duty_on_ms * kMs;
@@ -476,7 +698,6 @@ void RunLinkThread(InjectionState& s) noexcept {
       return;
     }
     const uint32_t retry_ms = RetryIntervalMs();
-    bool registered = false;
     uint32_t connection_seq = 0;
     for (;;) {
       const int fd = TryConnect(s.socket_path);
@@ -484,7 +705,7 @@ void RunLinkThread(InjectionState& s) noexcept {
         SleepMs(retry_ms);
         continue;
       }
-      AgentSession session(s, fd, ++connection_seq, &registered);
+      AgentSession session(s, fd, ++connection_seq);
       const bool keep_going = session.Run();
       close(fd);
       if (!keep_going) return;

@@ -37,7 +37,8 @@ namespace warpscope::cuda {
 // Null when the loaded CUPTI lacks them.
 #define WS_CUPTI_OPTIONAL_FUNCTIONS(X) \
   X(cuptiGetGraphExecId)               \
-  X(cuptiSubscribe_v2)
+  X(cuptiSubscribe_v2)                 \
+  X(cuptiFinalize)
 
 struct CuptiFunctions {
 #define WS_CUPTI_POINTER(name) decltype(&::name) name = nullptr;

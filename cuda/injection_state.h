@@ -9,7 +9,9 @@
 //   - the atomics are the only state application threads touch (launch
 //     callbacks), plus `launch_queue` through try_lock;
 //   - `pool` and `outbox` lock internally (CUPTI buffer callbacks, link thread);
-//   - `subscriber` and `link` belong to the link thread.
+//   - `subscriber`, `buffers_registered` and `attached` belong to the link
+//     thread, except while a detach is pending (below);
+//   - `detach_state` hands cuptiFinalize to an application thread.
 #pragma once
 
 #include <atomic>
@@ -55,6 +57,28 @@ struct InjectionState {
   std::atomic<uint64_t> activity_on_ns{0};  // link thread adds closed intervals
   std::atomic<uint64_t> kernel_on_since{0};  // MonotonicNs when turned on; 0 while off
 
+  // Detaching CUPTI (cuptiFinalize) happens on an application thread at the
+  // exit of a launch API, where NVIDIA recommends it: the link thread asks
+  // (kDetachRequested) with the launch callbacks still enabled; the first
+  // launch to exit claims it (kDetaching), calls cuptiFinalize and sets
+  // kDetached. From its request until kDetached, or until it takes the
+  // request back (kDetachRequested -> kNone), the link thread makes no
+  // CUPTI call: any call would attach CUPTI again.
+  enum DetachState : int { kNone = 0, kDetachRequested = 1, kDetaching = 2, kDetached = 3 };
+  std::atomic<int> detach_state{kNone};
+  std::atomic<uint64_t> finalize_ns{0};  // the last cuptiFinalize took this long
+  // Bumped when CUPTI is attached again (its correlation ids start over).
+  std::atomic<uint32_t> attach_epoch{1};
+  // Windowed modes: the first correlation id launched in the open window (0:
+  // none yet, or no window filter); kernel records with smaller ids were
+  // launched before the window and are left out (counted).
+  std::atomic<bool> window_filter{false};
+  std::atomic<uint32_t> window_first_correlation{0};
+
+  // CUPTI is attached and ours: buffer callbacks registered, subscribed.
+  bool attached = false;
+  bool buffers_registered = false;
+  bool exit_handler_registered = false;
   CUpti_SubscriberHandle subscriber = nullptr;
   // The connected socket, or -1; a forked child closes its copy (it has no
   // link thread, and its copy would keep the agent's end open).

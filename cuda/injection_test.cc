@@ -48,6 +48,8 @@ constexpr int kKernelActivity = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
 std::string TempDir() { return warpscope::testing::CudaTestDirs::Make(); }
 
 // The application process: cuda_injection_host with a chosen environment.
+class HostProcess;
+bool WaitForNumber(HostProcess& host, const std::string& command, uint64_t want);
 class HostProcess {
  public:
   explicit HostProcess(const std::vector<std::string>& env) {
@@ -159,6 +161,14 @@ std::string LaunchCommand(int threads, int count, int pace_us, int domain, uint3
 }
 
 // What the test agent has received, across connections.
+bool WaitForNumber(HostProcess& host, const std::string& command, uint64_t want) {
+  for (int i = 0; i < 500; ++i) {
+    if (host.Number(command) == want) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
 class Agent {
  public:
   explicit Agent(const std::string& socket_path, const ws_cuda_config& config) {
@@ -186,6 +196,8 @@ class Agent {
   std::vector<ws_cuda_memop> memops;
   std::vector<ws_cuda_launch> launches;
   std::vector<ws_cuda_stats> stats;
+  std::vector<ws_cuda_window> windows;
+  std::vector<size_t> kernels_at_window;  // kernels.size() when each window closed
   std::unique_ptr<CudaSocketServer> server_;
 
   ws_cuda_stats LastStats() {
@@ -210,6 +222,10 @@ class Agent {
         memops.insert(memops.end(), e.memops.begin(), e.memops.end());
         launches.insert(launches.end(), e.launches.begin(), e.launches.end());
         if (e.stats) stats.push_back(*e.stats);
+        if (e.window) {
+          windows.push_back(*e.window);
+          kernels_at_window.push_back(kernels.size());
+        }
         break;
     }
     cv_.notify_all();
@@ -446,8 +462,11 @@ TEST(CudaInjection, ConfigChangesApplyWhileConnected) {
 
   config.mode = WS_CUDA_MODE_OFF;
   agent.server_->PostConfig(config);
+  // Off: activity disabled at once; CUPTI is detached at the next launch's exit.
+  ASSERT_TRUE(WaitForNumber(host, "enabled " + std::to_string(kKernelActivity), 0));
+  host.Numbers(LaunchCommand(1, 1, 0, kRuntimeDomain, kCudaLaunchKernel, kCuLaunchKernel, "_Z3offv", 1));
   ASSERT_EQ(host.Command("wait_subscribed 0 5000"), "ok");
-  EXPECT_EQ(host.Number("enabled " + std::to_string(kKernelActivity)), 0u);
+  EXPECT_EQ(host.Number("calls cuptiFinalize"), 1u);
   EXPECT_EQ(agent.server_->counters().connections_accepted, 1u);  // one connection throughout
   EXPECT_EQ(host.Quit(), 0);
 }
@@ -507,6 +526,63 @@ TEST(CudaInjection, DutyCallbacksModeRunsNoCallbackOutsideTheWindows) {
   EXPECT_NEAR(static_cast<double>(agent.kernels.size()), static_cast<double>(stats.launches_seen_activity_on), 10);
 }
 
+// Detached windows (WS_CUDA_CONFIG_DUTY_DETACH, and adaptive mode): CUPTI is
+// finalized between windows, on an application thread at a launch's exit, and
+// nothing calls CUPTI until the next window; each window's records come
+// before the WINDOW message that closes it.
+TEST(CudaInjection, DetachedWindowsFinalizeCuptiBetweenWindows) {
+  const std::string socket_path = TempDir() + "/cuda.sock";
+  ws_cuda_config config = FastConfig();
+  config.mode = WS_CUDA_MODE_DUTY;
+  config.flags |= WS_CUDA_CONFIG_DUTY_DETACH;
+  config.duty_on_ms = 100;
+  config.duty_period_ms = 400;
+  Agent agent(socket_path, config);
+  HostProcess host(FakeEnv(socket_path));
+  ASSERT_EQ(host.Command("init"), "ok 1");
+  ASSERT_EQ(host.Command("wait_subscribed 1 5000"), "ok");
+  // ~1.6 s of launches, one every 2 ms: four windows.
+  host.Numbers(LaunchCommand(1, 800, 2000, kRuntimeDomain, kCudaLaunchKernel, kCuLaunchKernel, "_Z1wv", 100));
+  EXPECT_GE(host.Number("calls cuptiFinalize"), 2u);
+  EXPECT_GE(host.Number("calls cuptiActivityRegisterCallbacks"), 3u) << "registered again after each detach";
+  // Detached for the off time (period - window - drain), not less: no CUPTI call in between.
+  EXPECT_GE(host.Number("min_detached_ms"), 200u);
+  ASSERT_TRUE(agent.WaitFor([&] { return agent.windows.size() >= 3; }));
+  std::lock_guard<std::mutex> lock(agent.mu_);
+  uint64_t launches_in_windows = 0;
+  for (size_t i = 0; i < agent.windows.size(); ++i) {
+    const ws_cuda_window& w = agent.windows[i];
+    EXPECT_NEAR(static_cast<double>(w.on_end_ns - w.on_start_ns) / 1e6, 100, 30) << i;
+    EXPECT_NEAR(static_cast<double>(w.covers_until_ns - w.on_start_ns) / 1e6, 400, 1) << i;
+    if (i > 0) EXPECT_GE(w.on_start_ns, agent.windows[i - 1].covers_until_ns) << i;
+    launches_in_windows += w.launches_seen;
+  }
+  // The kernels before the last WINDOW message are exactly those its windows saw launched.
+  EXPECT_NEAR(static_cast<double>(agent.kernels_at_window.back()), static_cast<double>(launches_in_windows),
+              2.0 * static_cast<double>(agent.windows.size()));
+  EXPECT_GT(launches_in_windows, 100u);
+  EXPECT_LT(launches_in_windows, 500u);
+}
+
+// Adaptive mode: a process that launches rarely is recorded all the time
+// (windows of weight 1, CUPTI never detached).
+TEST(CudaInjection, AdaptiveModeRecordsARarelyLaunchingProcessAllTheTime) {
+  const std::string socket_path = TempDir() + "/cuda.sock";
+  ws_cuda_config config = FastConfig();
+  config.mode = WS_CUDA_MODE_ADAPTIVE;
+  config.duty_on_ms = 100;
+  config.duty_period_ms = 2000;
+  Agent agent(socket_path, config);
+  HostProcess host(FakeEnv(socket_path));
+  ASSERT_EQ(host.Command("init"), "ok 1");
+  ASSERT_EQ(host.Command("wait_subscribed 1 5000"), "ok");
+  host.Numbers(LaunchCommand(1, 40, 20000, kRuntimeDomain, kCudaLaunchKernel, kCuLaunchKernel, "_Z4rarev", 100));
+  ASSERT_TRUE(agent.WaitFor([&] { return agent.windows.size() >= 5 && agent.kernels.size() == 40; }));
+  EXPECT_EQ(host.Number("calls cuptiFinalize"), 0u);
+  std::lock_guard<std::mutex> lock(agent.mu_);
+  for (const ws_cuda_window& w : agent.windows) EXPECT_EQ(w.covers_until_ns, w.on_end_ns);
+}
+
 TEST(CudaInjection, AgentLossMakesItDormantAndReconnectWorks) {
   const std::string socket_path = TempDir() + "/cuda.sock";
   HostProcess host(FakeEnv(socket_path));
@@ -516,9 +592,13 @@ TEST(CudaInjection, AgentLossMakesItDormantAndReconnectWorks) {
     ASSERT_EQ(host.Command("wait_subscribed 1 5000"), "ok");
     EXPECT_EQ(host.Number("enabled " + std::to_string(kKernelActivity)), 1u);
   }  // the agent goes away
-  EXPECT_EQ(host.Command("wait_subscribed 0 5000"), "ok");
-  EXPECT_EQ(host.Number("enabled " + std::to_string(kKernelActivity)), 0u);
+  // Everything is disabled at once, and CUPTI detached (cuptiFinalize) at the
+  // exit of the next launch, so that it costs the application nothing more.
+  ASSERT_TRUE(WaitForNumber(host, "enabled " + std::to_string(kKernelActivity), 0));
   EXPECT_EQ(host.Number("enabled " + std::to_string(CUPTI_ACTIVITY_KIND_MEMCPY)), 0u);
+  host.Numbers(LaunchCommand(1, 1, 0, kRuntimeDomain, kCudaLaunchKernel, kCuLaunchKernel, "_Z4lastv", 1));
+  EXPECT_EQ(host.Command("wait_subscribed 0 5000"), "ok");
+  EXPECT_EQ(host.Number("calls cuptiFinalize"), 1u);
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   const uint64_t calls = host.Number("calls");
   std::this_thread::sleep_for(std::chrono::milliseconds(600));
@@ -628,13 +708,16 @@ TEST(CudaInjection, StalledAgentNeverBlocksLaunchesAndDropsAreCounted) {
     EXPECT_LT(r[0], 5'000'000'000ull) << "100k launches took " << r[0] << " ns";
     // The library gives up on an agent that does not read.
     EXPECT_TRUE(stalled.PeerClosed(10000));
+    // Detached at the next launch's exit.
+    ASSERT_TRUE(WaitForNumber(host, "enabled " + std::to_string(kKernelActivity), 0));
+    host.Numbers(LaunchCommand(1, 1, 0, kRuntimeDomain, kCudaLaunchKernel, kCuLaunchKernel, "_Z1sv", 10));
     EXPECT_EQ(host.Command("wait_subscribed 0 5000"), "ok");
   }
   // The next agent sees what was lost (the counters are per process).
   Agent agent(socket_path, FastConfig());
   ASSERT_TRUE(agent.WaitFor([&] { return !agent.stats.empty(); }));
   const ws_cuda_stats stats = agent.LastStats();
-  EXPECT_EQ(stats.launches_seen, 100000u);
+  EXPECT_EQ(stats.launches_seen, 100000u);  // the detaching launch is not counted
   EXPECT_GT(stats.wire_records_dropped + stats.buffers_denied + stats.cupti_dropped_records, 0u);
   EXPECT_GT(stats.wire_messages_dropped, 0u);
   EXPECT_EQ(host.Quit(), 0);

@@ -41,6 +41,7 @@ struct Hooks {
   ws_fake_cupti_records_dropped_fn records_dropped = nullptr;
   ws_fake_cupti_fail_fn fail = nullptr;
   ws_fake_cupti_occupy_fn occupy = nullptr;
+  ws_fake_cupti_min_detached_ns_fn min_detached_ns = nullptr;
 };
 
 bool LoadHooks(Hooks* h) {
@@ -58,6 +59,7 @@ bool LoadHooks(Hooks* h) {
   WS_HOOK(flush, "ws_fake_cupti_flush")
   WS_HOOK(records_dropped, "ws_fake_cupti_records_dropped")
   WS_HOOK(fail, "ws_fake_cupti_fail")
+  WS_HOOK(min_detached_ns, "ws_fake_cupti_min_detached_ns")
   WS_HOOK(occupy, "ws_fake_cupti_occupy")
 #undef WS_HOOK
   return h->launch != nullptr;
@@ -110,6 +112,9 @@ int main(int argc, char** argv) {
       std::string name;
       in >> name;
       Reply("ok " + std::to_string(hooks.call_count(name.empty() ? nullptr : name.c_str())));
+    } else if (cmd == "min_detached_ms") {
+      const uint64_t ns = hooks.min_detached_ns();
+      Reply("ok " + std::to_string(ns == UINT64_MAX ? 999999 : ns / 1000000));
     } else if (cmd == "subscribed") {
       Reply("ok " + std::to_string(hooks.subscribed()));
     } else if (cmd == "enabled") {

@@ -110,6 +110,11 @@ void OnEnter(InjectionState& s, const LaunchApi& api, CUpti_CallbackDomain domai
     return;  // no kernel record will exist to join a stack with
   }
   s.launches_seen_activity_on.fetch_add(1, std::memory_order_relaxed);
+  // The window's first launch: records of smaller ids were launched before it.
+  if (s.window_first_correlation.load(std::memory_order_relaxed) == 0) {
+    uint32_t none = 0;
+    s.window_first_correlation.compare_exchange_strong(none, cb.correlationId, std::memory_order_acq_rel);
+  }
   if (!t.bucket.Take(CoarseNs(), s.samples_per_sec.load(std::memory_order_relaxed),
                      s.sample_burst.load(std::memory_order_relaxed), epoch)) {
     return;
@@ -124,7 +129,9 @@ void OnEnter(InjectionState& s, const LaunchApi& api, CUpti_CallbackDomain domai
   t.pending.launch_kind = api.kind;
   t.pending.flags = api.flags;
   s.launches_sampled.fetch_add(1, std::memory_order_relaxed);
-  warpscope_cuda_launch_probe(cb.correlationId, api.kind, t.pending.graph_exec_id);
+  // The epoch in the upper half: CUPTI's ids start over after a detach.
+  const uint64_t key = static_cast<uint64_t>(s.attach_epoch.load(std::memory_order_relaxed)) << 32 | cb.correlationId;
+  warpscope_cuda_launch_probe(key, api.kind, t.pending.graph_exec_id);
 }
 
 void OnExit(InjectionState& s) {
@@ -139,6 +146,17 @@ void OnExit(InjectionState& s) {
   if (!s.launch_queue.TryPush(t.pending)) s.launch_records_dropped.fetch_add(1, std::memory_order_relaxed);
 }
 
+// The link thread asked for CUPTI to be detached: the first launch API to
+// exit does it (see InjectionState::detach_state).
+void DetachAtApiExit(InjectionState& s) {
+  int expected = InjectionState::kDetachRequested;
+  if (!s.detach_state.compare_exchange_strong(expected, InjectionState::kDetaching, std::memory_order_acq_rel)) return;
+  const uint64_t start = MonotonicNs();
+  if (s.cupti.fn.cuptiFinalize != nullptr) s.cupti.fn.cuptiFinalize();
+  s.finalize_ns.store(MonotonicNs() - start, std::memory_order_relaxed);
+  s.detach_state.store(InjectionState::kDetached, std::memory_order_release);
+}
+
 }  // namespace
 
 const LaunchApi* LaunchApis(size_t* count) noexcept {
@@ -148,11 +166,17 @@ const LaunchApi* LaunchApis(size_t* count) noexcept {
 
 void CUPTIAPI OnLaunchCallback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) noexcept {
   InjectionState* s = GetInjectionState();
-  if (s == nullptr || data == nullptr || !s->callbacks_live.load(std::memory_order_acquire)) return;
+  if (s == nullptr || data == nullptr) return;
   if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
+  const auto& cb = *static_cast<const CUpti_CallbackData*>(data);
+  if (cb.callbackSite == CUPTI_API_EXIT &&
+      s->detach_state.load(std::memory_order_acquire) == InjectionState::kDetachRequested) {
+    DetachAtApiExit(*s);
+    return;
+  }
+  if (!s->callbacks_live.load(std::memory_order_acquire)) return;
   const LaunchApi* api = FindLaunchApi(domain, cbid);
   if (api == nullptr) return;
-  const auto& cb = *static_cast<const CUpti_CallbackData*>(data);
   if (cb.callbackSite == CUPTI_API_ENTER) {
     OnEnter(*s, *api, domain, cb);
   } else {

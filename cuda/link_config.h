@@ -18,6 +18,10 @@ struct LinkConfig {
   bool memcpy = false;
   bool memset = false;
   bool duty_callbacks = false;  // WS_CUDA_CONFIG_DUTY_CALLBACKS
+  // Recording in windows with CUPTI detached between them (WS_CUDA_MODE_ADAPTIVE,
+  // or WS_CUDA_MODE_DUTY with WS_CUDA_CONFIG_DUTY_DETACH).
+  bool windowed = false;
+  uint32_t overhead_budget_ppm = 10000;
   uint32_t samples_per_sec = 200;
   uint32_t sample_burst = 200;
   uint32_t duty_on_ms = 100;
@@ -30,5 +34,19 @@ struct LinkConfig {
   uint32_t stall_timeout_ms = 10000;
 };
 LinkConfig ResolveLinkConfig(const ws_cuda_config& wire);
+
+// What recording one launch costs the launching thread while CUPTI is
+// attached (callbacks and kernel activity): exact mode ran a loop of ~110k
+// launches/s at 0.784 of its speed on the H200 (docs/benchmarks.md), about
+// 2.5 us per launch.
+constexpr uint64_t kAttachedLaunchCostNs = 2500;
+
+// Adaptive mode: the period (window start to next window start) that keeps
+// the estimated cost of recording within the budget, from the window just
+// closed: `launches` seen in `on_ns` of recording, plus `fixed_ns` that
+// attaching and detaching took. Never shorter than on_ns; at most max_period_ns.
+// A result equal to on_ns means "record all the time" (nothing to detach for).
+uint64_t PlanWindowPeriodNs(uint64_t on_ns, uint64_t launches, uint64_t fixed_ns, uint32_t budget_ppm,
+                            uint64_t max_period_ns);
 
 }  // namespace warpscope::cuda

@@ -1,6 +1,7 @@
 #include "agent/core/cli.h"
 
 #include <charconv>
+#include <cstdlib>
 
 #include "base/duration.h"
 
@@ -175,13 +176,24 @@ StatusOr<RunOptions> ParseRunArgs(const std::vector<std::string>& args) {
       }
     } else if (flag == "--gpu-time-mode") {
       ASSIGN_OR_RETURN(std::string v, c.TakeValue());
-      if (v == "exact") {
+      if (v == "adaptive") {
+        o.gpu_time_mode = RunOptions::GpuTimeMode::kAdaptive;
+      } else if (v == "exact") {
         o.gpu_time_mode = RunOptions::GpuTimeMode::kExact;
       } else if (v == "duty") {
         o.gpu_time_mode = RunOptions::GpuTimeMode::kDuty;
       } else {
-        return InvalidArgumentError("--gpu-time-mode is exact or duty, got '" + v + "'");
+        return InvalidArgumentError("--gpu-time-mode is adaptive, exact or duty, got '" + v + "'");
       }
+    } else if (flag == "--gpu-overhead-budget") {
+      ASSIGN_OR_RETURN(std::string v, c.TakeValue());
+      char* end = nullptr;
+      const double pct = std::strtod(v.c_str(), &end);
+      if (v.empty() || end == nullptr || (*end != '\0' && std::string(end) != "%") || !(pct >= 0.01) || pct > 50) {
+        return InvalidArgumentError("--gpu-overhead-budget expects a percentage from 0.01 to 50, e.g. 1%; got '" + v +
+                                    "'");
+      }
+      o.gpu_overhead_budget_ppm = static_cast<uint32_t>(pct * 10000 + 0.5);
     } else if (flag == "--gpu-duty") {
       ASSIGN_OR_RETURN(std::string v, c.TakeValue());
       const size_t slash = v.find('/');
@@ -353,11 +365,18 @@ until every --pid has exited.
       --no-gpu-time         no GPU-time profile: do not open the CUDA socket
       --cuda-socket PATH    where libwarpscope_cuda.so (CUDA_INJECTION64_PATH)
                             finds the agent (default /run/warpscope/cuda.sock)
-      --gpu-time-mode M     exact: every kernel recorded (default); duty
-                            (experimental, not accurate yet: see
-                            docs/benchmarks.md): kernels recorded in windows
-                            (--gpu-duty), totals scaled, labelled estimate=scaled
-      --gpu-duty ON/PERIOD  duty mode's window (default 100ms/1s)
+      --gpu-time-mode M     adaptive (default): a process that launches many
+                            kernels is recorded in windows (CUPTI detached in
+                            between) spaced to keep the cost within
+                            --gpu-overhead-budget, its totals scaled and
+                            labelled estimate=scaled; one that launches few is
+                            recorded all the time. exact: every kernel
+                            recorded (costs launch-heavy code ~20%). duty:
+                            fixed windows (--gpu-duty)
+      --gpu-duty ON/PERIOD  recording window and period (adaptive: the
+                            longest period; default 200ms/10s; duty: 100ms/1s)
+      --gpu-overhead-budget PCT
+                            adaptive mode's estimated cost bound (default 1%)
       --gpu-launch-samples N
                             launch stacks per second per application thread
                             (default 200; other launches share their time)

@@ -62,9 +62,13 @@ struct RunOptions {
   // GPU time (CUDA kernels through libwarpscope_cuda.so): see RunUsage().
   bool gpu_time = true;                                // --no-gpu-time: no CUDA socket, no probe
   std::string cuda_socket = "/run/warpscope/cuda.sock";
-  enum class GpuTimeMode { kExact, kDuty } gpu_time_mode = GpuTimeMode::kExact;
-  uint32_t gpu_duty_on_ms = 100;       // duty mode: kernels recorded this long ...
-  uint32_t gpu_duty_period_ms = 1000;  // ... of every period
+  enum class GpuTimeMode { kAdaptive, kExact, kDuty } gpu_time_mode = GpuTimeMode::kAdaptive;
+  // Windowed modes: kernels recorded for gpu_duty_on_ms of every period; the
+  // period is gpu_duty_period_ms in duty mode, at most that in adaptive mode.
+  // 0: the library's defaults (200 ms / 10 s adaptive, 100 ms / 1 s duty).
+  uint32_t gpu_duty_on_ms = 0;
+  uint32_t gpu_duty_period_ms = 0;
+  uint32_t gpu_overhead_budget_ppm = 10000;  // adaptive mode's cost bound (1%)
   uint32_t gpu_launch_samples = 200;   // launch stacks per second per application thread
   uint32_t gpu_trace_per_sec = 20000;  // activities per process and second kept in the trace
 };

@@ -120,7 +120,8 @@ TEST(RunCliTest, GpuTimeFlags) {
   ASSERT_TRUE(d.ok());
   EXPECT_TRUE(d->gpu_time);
   EXPECT_EQ(d->cuda_socket, "/run/warpscope/cuda.sock");
-  EXPECT_EQ(d->gpu_time_mode, RunOptions::GpuTimeMode::kExact);
+  EXPECT_EQ(d->gpu_time_mode, RunOptions::GpuTimeMode::kAdaptive);
+  EXPECT_EQ(d->gpu_overhead_budget_ppm, 10000u);
   EXPECT_EQ(d->gpu_launch_samples, 200u);
   EXPECT_EQ(d->gpu_trace_per_sec, 20000u);
   auto a = ParseRun({"--server", "http://s:1", "--cuda-socket", "/tmp/c.sock", "--gpu-time-mode", "duty", "--gpu-duty",
@@ -132,6 +133,10 @@ TEST(RunCliTest, GpuTimeFlags) {
   EXPECT_EQ(a->gpu_duty_period_ms, 2000u);
   EXPECT_EQ(a->gpu_launch_samples, 50u);
   EXPECT_EQ(a->gpu_trace_per_sec, 0u);
+  auto e = ParseRun({"--server", "http://s:1", "--gpu-time-mode", "exact", "--gpu-overhead-budget", "2.5%"});
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  EXPECT_EQ(e->gpu_time_mode, RunOptions::GpuTimeMode::kExact);
+  EXPECT_EQ(e->gpu_overhead_budget_ppm, 25000u);
   auto off = ParseRun({"--server", "http://s:1", "--no-gpu-time"});
   ASSERT_TRUE(off.ok());
   EXPECT_FALSE(off->gpu_time);
@@ -140,7 +145,9 @@ TEST(RunCliTest, GpuTimeFlags) {
     return r.ok() ? std::string() : r.status().message();
   };
   EXPECT_EQ(message({"--server", "http://s:1", "--gpu-time-mode", "fast"}),
-            "--gpu-time-mode is exact or duty, got 'fast'");
+            "--gpu-time-mode is adaptive, exact or duty, got 'fast'");
+  EXPECT_NE(message({"--server", "http://s:1", "--gpu-overhead-budget", "0"}).find("percentage"), std::string::npos);
+  EXPECT_NE(message({"--server", "http://s:1", "--gpu-overhead-budget", "1x"}).find("percentage"), std::string::npos);
   EXPECT_NE(message({"--server", "http://s:1", "--gpu-duty", "1s/100ms"}).find("ON/PERIOD"), std::string::npos);
   EXPECT_NE(message({"--server", "http://s:1", "--gpu-duty", "100ms"}).find("ON/PERIOD"), std::string::npos);
   EXPECT_EQ(message({"--server", "http://s:1", "--gpu-launch-samples", "0"}), "--gpu-launch-samples must be at least 1");

@@ -239,14 +239,21 @@ gpu::GpuTimeOptions GpuTimeOptionsFrom(const RunOptions& options) {
   gpu::GpuTimeOptions o;
   o.socket.socket_path = options.cuda_socket;
   ws_cuda_config& c = o.socket.config;
-  if (options.gpu_time_mode == RunOptions::GpuTimeMode::kDuty) {
-    c.mode = WS_CUDA_MODE_DUTY;
-    c.flags |= WS_CUDA_CONFIG_DUTY_CALLBACKS;
-    c.duty_on_ms = options.gpu_duty_on_ms;
-    c.duty_period_ms = options.gpu_duty_period_ms;
-  } else {
-    c.mode = WS_CUDA_MODE_EXACT;
+  switch (options.gpu_time_mode) {
+    case RunOptions::GpuTimeMode::kAdaptive:
+      c.mode = WS_CUDA_MODE_ADAPTIVE;
+      break;
+    case RunOptions::GpuTimeMode::kDuty:
+      c.mode = WS_CUDA_MODE_DUTY;
+      c.flags |= WS_CUDA_CONFIG_DUTY_DETACH;
+      break;
+    case RunOptions::GpuTimeMode::kExact:
+      c.mode = WS_CUDA_MODE_EXACT;
+      break;
   }
+  c.duty_on_ms = options.gpu_duty_on_ms;
+  c.duty_period_ms = options.gpu_duty_period_ms;
+  c.overhead_budget_ppm = options.gpu_overhead_budget_ppm;
   if (options.gpu_trace_per_sec > 0) c.flags |= WS_CUDA_CONFIG_MEMCPY | WS_CUDA_CONFIG_MEMSET;
   c.launch_samples_per_sec = options.gpu_launch_samples;
   o.trace_per_second = options.gpu_trace_per_sec;

@@ -9,7 +9,8 @@
 # reference. Writes to $OUT: per mode the server's gpu_time answers for the
 # measured steps' range (collapsed stacks, top functions, JSON tree), the
 # agent's Prometheus counters and RSS; the reference JSON.
-# bench/gpu/gpu_time_compare.py $OUT compares them.
+# bench/gpu/gpu_time_compare.py $OUT compares them. AGENT_FLAGS: more agent
+# flags (-v logs each recording window of the adaptive mode).
 set -u
 DIR=$(cd "$1" && pwd); STEPS=${2:-300}; MODES=${3:-exact duty}
 OUT=${OUT:-/tmp}
@@ -31,11 +32,11 @@ for MODE in $MODES; do
   rm -rf /tmp/ws-gt-agent
   env $WSLIB "$DIR/bin/warpscope-agent" run --server $API --state-dir /tmp/ws-gt-agent --upload-interval 2s \
     --cuda-socket $SOCK --gpu-time-mode "$MODE" --gpu-trace-per-sec 1000000 \
-    --metrics-listen 127.0.0.1:19400 > "$OUT/agent_$MODE.log" 2>&1 &
+    --metrics-listen 127.0.0.1:19400 ${AGENT_FLAGS:-} > "$OUT/agent_$MODE.log" 2>&1 &
   A=$!
   sleep 3
   WARPSCOPE_AGENT_SOCKET=$SOCK CUDA_INJECTION64_PATH=$LIB LD_LIBRARY_PATH=$CUDA_LIBS:$DIR/lib \
-    timeout 120 "$PY" "$HERE/train_sites.py" plain "$STEPS" "$OUT/run_$MODE.json" 2>&1 | tail -3
+    timeout 200 "$PY" "$HERE/train_sites.py" plain "$STEPS" "$OUT/run_$MODE.json" 2>&1 | tail -3
   sleep 7  # the join's grace period, then an upload window
   START=$("$PY" -c "import json;print(json.load(open('$OUT/run_$MODE.json'))['start_ms'] // 1000 * 1000)")
   END=$("$PY" -c "import json;print(json.load(open('$OUT/run_$MODE.json'))['end_ms'] // 1000 * 1000 + 1000)")
@@ -52,7 +53,7 @@ for MODE in $MODES; do
 done
 kill $S; timeout 30 tail --pid=$S -f /dev/null || kill -9 $S
 
-LD_LIBRARY_PATH=$CUDA_LIBS timeout 120 "$PY" "$HERE/train_sites.py" torch_profiler "$STEPS" "$OUT/reference.json" 2>&1 | tail -3
+LD_LIBRARY_PATH=$CUDA_LIBS timeout 200 "$PY" "$HERE/train_sites.py" torch_profiler "$STEPS" "$OUT/reference.json" 2>&1 | tail -3
 rm -f "$OUT/reference.json.trace.json"
 "$PY" "$HERE/gpu_time_compare.py" "$OUT" $MODES | tee "$OUT/compare.txt" || true
 # Few files come back from the GPU host: one archive.

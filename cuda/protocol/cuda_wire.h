@@ -16,11 +16,17 @@
  *   library -> agent  NAMES, KERNELS, MEMOPS, LAUNCHES, CLOCK (any order, except:
  *                     a name id is always defined in a NAMES message sent before
  *                     the first KERNELS message that uses it)
+ *   library -> agent  WINDOW (version 2; detached duty and adaptive modes): one
+ *                     recording window closed; every record of that window was
+ *                     sent before it, and no record after it belongs to it
  *
  * Versioning: `version` is the protocol version of the sender. A reader accepts
- * every version it knows (today: 1) and closes the connection on others; a new
- * version adds message types or appends fields to a record (never reorders),
- * and the record size for a type is derived from (version, type) by the reader.
+ * every version it knows (today: 1 and 2) and closes the connection on others;
+ * a new version adds message types or appends fields to a record (never
+ * reorders), and the record size for a type is derived from (version, type) by
+ * the reader. Version 2 added WINDOW, WS_CUDA_MODE_ADAPTIVE,
+ * WS_CUDA_CONFIG_DUTY_DETACH and ws_cuda_config's last two fields (a version 1
+ * CONFIG is the first 48 bytes; the missing fields read as 0).
  */
 #ifndef WARPSCOPE_CUDA_PROTOCOL_CUDA_WIRE_H_
 #define WARPSCOPE_CUDA_PROTOCOL_CUDA_WIRE_H_
@@ -33,7 +39,9 @@ extern "C" {
 
 /* "WSCU" in memory order. */
 #define WS_CUDA_WIRE_MAGIC 0x55435357u
-#define WS_CUDA_WIRE_VERSION 1u
+#define WS_CUDA_WIRE_VERSION 2u
+/* The CONFIG record of protocol version 1 (before overhead_budget_ppm). */
+#define WS_CUDA_CONFIG_V1_SIZE 48u
 /* No message is larger; readers receive into a buffer of this size + 1 and
  * treat a longer datagram (MSG_TRUNC) as malformed. */
 #define WS_CUDA_WIRE_MAX_MESSAGE 65536u
@@ -51,6 +59,7 @@ enum ws_cuda_msg_type {
   WS_CUDA_MSG_LAUNCHES = 6, /* library -> agent, ws_cuda_launch[count] */
   WS_CUDA_MSG_STATS = 7,    /* library -> agent, count 1, ws_cuda_stats */
   WS_CUDA_MSG_CLOCK = 8,    /* library -> agent, count 1, ws_cuda_clock_pair */
+  WS_CUDA_MSG_WINDOW = 9,   /* library -> agent, count 1, ws_cuda_window (version 2) */
 };
 
 struct ws_cuda_msg_header {
@@ -87,6 +96,11 @@ enum ws_cuda_mode {
   WS_CUDA_MODE_OFF = 0,   /* connected, but no callbacks and no activity */
   WS_CUDA_MODE_EXACT = 1, /* kernel activity always on */
   WS_CUDA_MODE_DUTY = 2,  /* kernel activity on for duty_on_ms of every duty_period_ms */
+  /* Version 2. Windows of duty_on_ms, CUPTI detached in between, and the
+   * period sized from the launch rate seen in the last window so that the
+   * estimated cost stays within overhead_budget_ppm (at most duty_period_ms;
+   * a process that launches little is recorded all the time). */
+  WS_CUDA_MODE_ADAPTIVE = 3,
 };
 
 #define WS_CUDA_CONFIG_MEMCPY 0x1u /* record memcpy activity */
@@ -96,6 +110,13 @@ enum ws_cuda_mode {
  * cost ~15% of a loop launching 100k kernels/s on the H200) and are not
  * counted either: the agent scales by time (ws_cuda_stats.activity_on_ns). */
 #define WS_CUDA_CONFIG_DUTY_CALLBACKS 0x4u
+/* Duty mode only (version 2): between windows CUPTI is detached altogether
+ * (cuptiFinalize at the exit of a launch API, as NVIDIA recommends), because
+ * a subscribed CUPTI slows every launch even with nothing enabled; the library
+ * sends a WINDOW message when each window closes, and the agent weights that
+ * window's kernels by its period over its recording time. Implied by
+ * WS_CUDA_MODE_ADAPTIVE. */
+#define WS_CUDA_CONFIG_DUTY_DETACH 0x8u
 
 /* Except for `mode` and `flags`, zero in a field means "the library's
  * default" (shown in brackets); the library clamps every value to a safe
@@ -113,6 +134,9 @@ struct ws_cuda_config {
   uint32_t activity_buffer_count;  /* pool size [16], 1..64 */
   uint32_t outbox_bytes;           /* unsent data queued at most [8 MiB]; from the first CONFIG of a connection */
   uint32_t stall_timeout_ms;       /* no send progress this long: disconnect [10000] */
+  /* Version 2: */
+  uint32_t overhead_budget_ppm;    /* adaptive mode's estimated cost bound, of the launching threads' time [10000 = 1%] */
+  uint32_t reserved;
 };
 
 /* CUPTI gave no valid timestamps (start 0 or end before start: it had no
@@ -136,7 +160,11 @@ struct ws_cuda_kernel {
   uint16_t registers_per_thread;
   uint8_t launch_type; /* CUpti_ActivityLaunchType */
   uint8_t flags;       /* WS_CUDA_RECORD_FLAG_* */
-  uint32_t reserved;
+  /* Version 2 (0 before): the library's attachment of CUPTI the correlation id
+   * belongs to. CUPTI's ids start over when it is attached again after a
+   * detach, so (attach_epoch, correlation_id) is the launch's key; the probe's
+   * correlation argument carries the epoch in its upper 32 bits. */
+  uint32_t attach_epoch;
 };
 
 enum ws_cuda_memop_kind {
@@ -195,6 +223,24 @@ struct ws_cuda_launch {
   uint16_t flags;                /* WS_CUDA_LAUNCH_FLAG_* */
 };
 
+/* One closed recording window (detached duty and adaptive modes), CLOCK_MONOTONIC.
+ * Its kernels stand for the whole time from on_start_ns to covers_until_ns (the
+ * planned start of the next window): the agent weights them by
+ * (covers_until - on_start) / (on_end - on_start), and, when the process ends
+ * before covers_until, by the time it actually ran instead. */
+struct ws_cuda_window {
+  uint64_t on_start_ns;     /* kernel activity enabled */
+  uint64_t on_end_ns;       /* kernel activity disabled */
+  uint64_t covers_until_ns; /* the next window's planned start (>= on_end_ns) */
+  uint64_t launches_seen;   /* launch API calls seen while recording */
+  uint64_t attach_ns;       /* this window's subscribe + enable calls took this long */
+  uint64_t detach_ns;       /* the previous detach's cuptiFinalize took this long (0: none) */
+  uint64_t kernels_recorded; /* kernel records of this window sent */
+  /* Records left out: kernels launched before the window opened (queued on the
+   * GPU when recording started, so not of the window's time). */
+  uint64_t kernels_before_window;
+};
+
 /* Counters since the library was loaded (not per connection: the agent takes
  * differences between two STATS of one connection; a baseline is sent right
  * after CONFIG). */
@@ -225,7 +271,8 @@ struct ws_cuda_stats {
 WS_CUDA_STATIC_ASSERT(sizeof(struct ws_cuda_msg_header) == 16, "wire layout");
 WS_CUDA_STATIC_ASSERT(sizeof(struct ws_cuda_clock_pair) == 24, "wire layout");
 WS_CUDA_STATIC_ASSERT(sizeof(struct ws_cuda_hello) == 48, "wire layout");
-WS_CUDA_STATIC_ASSERT(sizeof(struct ws_cuda_config) == 48, "wire layout");
+WS_CUDA_STATIC_ASSERT(sizeof(struct ws_cuda_config) == 56, "wire layout");
+WS_CUDA_STATIC_ASSERT(sizeof(struct ws_cuda_window) == 64, "wire layout");
 WS_CUDA_STATIC_ASSERT(sizeof(struct ws_cuda_kernel) == 88, "wire layout");
 WS_CUDA_STATIC_ASSERT(sizeof(struct ws_cuda_memop) == 56, "wire layout");
 WS_CUDA_STATIC_ASSERT(sizeof(struct ws_cuda_name_entry) == 8, "wire layout");

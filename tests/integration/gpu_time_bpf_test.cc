@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -45,12 +46,12 @@ class GpuTimeTest : public ::testing::Test {
     RunProcess({"rm", "-rf", dir_});
   }
   std::string Socket() const { return dir_ + "/cuda.sock"; }
-  void StartAgent() {
+  void StartAgent(const std::string& mode) {
     agent_ = std::make_unique<AgentProcess>(
         WS_AGENT_BIN,
         std::vector<std::string>{"--server", server_->url(), "--token", kToken, "--upload-interval", "1s",
                                  "--state-dir", dir_ + "/agent", "--node-name", "gpu-node", "--no-gpu-metrics",
-                                 "--cuda-socket", Socket()},
+                                 "--cuda-socket", Socket(), "--gpu-time-mode", mode},
         dir_ + "/agent.log");
     ASSERT_TRUE(agent_->started());
     struct stat st {};
@@ -62,7 +63,7 @@ class GpuTimeTest : public ::testing::Test {
   }
   std::string AgentLog() { return agent_ ? agent_->Log() : ""; }
   // Runs the application; returns the launches whose records were queued.
-  std::pair<int64_t, int64_t> RunApplication(int iterations) {
+  std::pair<int64_t, int64_t> RunApplication(int iterations, uint64_t* finalized = nullptr) {
     const ProcessResult r = RunProcess(
         {"/usr/bin/env", "WARPSCOPE_CUPTI_PATH=" WS_FAKE_CUPTI_PATH, "WARPSCOPE_AGENT_SOCKET=" + Socket(),
          std::string(WS_TESTPROGS_DIR) + "/cuda_launch_sites", WS_CUDA_LIBRARY_PATH, std::to_string(iterations)},
@@ -73,12 +74,16 @@ class GpuTimeTest : public ::testing::Test {
     int64_t alpha = 0, beta = 0;
     while (out >> word) {
       if (word == "recorded") out >> alpha >> beta;
+      if (word == "finalized" && finalized != nullptr) out >> *finalized;
     }
     return {alpha, beta};
   }
   // Folded stacks of the gpu_time profile: "root;...;leaf" -> nanoseconds.
-  std::map<std::string, int64_t> Collapsed() {
-    HttpResult r = HttpGet(server_->port(), "/api/v1/profile?type=gpu_time&from=now-10m&to=now&format=collapsed",
+  // `query`: a URL-encoded selector, e.g. %7Bestimate%3D%22scaled%22%7D.
+  std::map<std::string, int64_t> Collapsed(const std::string& query = "") {
+    HttpResult r = HttpGet(server_->port(),
+                           "/api/v1/profile?type=gpu_time&from=now-10m&to=now&format=collapsed" +
+                               (query.empty() ? std::string() : "&query=" + query),
                            kToken);
     EXPECT_EQ(r.status, 200) << r.body;
     std::map<std::string, int64_t> stacks;
@@ -102,7 +107,7 @@ class GpuTimeTest : public ::testing::Test {
 };
 
 TEST_F(GpuTimeTest, EveryKernelsTimeIsCountedUnderTheCallSiteThatLaunchedIt) {
-  StartAgent();
+  StartAgent("exact");
   const auto [alpha, beta] = RunApplication(3000);
   ASSERT_GT(alpha, 2900) << "the fake CUPTI recorded too few kernels";
   ASSERT_GT(beta, 2900);
@@ -163,6 +168,45 @@ TEST_F(GpuTimeTest, EveryKernelsTimeIsCountedUnderTheCallSiteThatLaunchedIt) {
   StopAgent();
   const std::string log = AgentLog();
   EXPECT_EQ(log.find("GPU time is off"), std::string::npos) << log;
+}
+
+// The default, adaptive mode: ~8,000 launches/s is launch-heavy enough that
+// the library records in windows with CUPTI detached in between (1% budget);
+// the profile's totals are the windows' kernels weighted up to the whole
+// time, labelled estimate=scaled, and the call sites keep their shares.
+TEST_F(GpuTimeTest, AdaptiveModeScalesWindowsToTheWholeTime) {
+  StartAgent("adaptive");
+  uint64_t finalized = 0;
+  const int iterations = 12000;
+  const auto [alpha, beta] = RunApplication(iterations, &finalized);
+  EXPECT_GE(finalized, 2u) << "CUPTI was detached between windows";
+  EXPECT_LT(alpha, iterations * 3 / 4) << "only part of the launches were recorded";
+  EXPECT_GT(alpha, 0);
+  const double want_alpha = static_cast<double>(iterations) * kAlphaNs;
+  const double want_beta = static_cast<double>(iterations) * kBetaNs;
+  // The last windows settle when the process ends; then the grace period and an upload.
+  std::this_thread::sleep_for(4s);
+  std::map<std::string, int64_t> by_leaf, before;
+  for (int i = 0; i < 60; ++i) {
+    before = by_leaf;
+    by_leaf.clear();
+    for (const auto& [stack, ns] : Collapsed()) by_leaf[Leaf(stack)] += ns;
+    if (by_leaf["alphaKernel()"] > 0 && by_leaf == before) break;
+    std::this_thread::sleep_for(500ms);
+  }
+  std::printf("adaptive estimate / truth: alpha %.4f beta %.4f (recorded %lld of %d launches, %llu detaches)\n",
+              by_leaf["alphaKernel()"] / want_alpha, by_leaf["betaKernel()"] / want_beta,
+              static_cast<long long>(alpha), iterations, static_cast<unsigned long long>(finalized));
+  // A sampled estimate: windows at the start and end of the loop weigh in
+  // whole, so it is close, not exact.
+  EXPECT_NEAR(by_leaf["alphaKernel()"] / want_alpha, 1.0, 0.25) << AgentLog();
+  EXPECT_NEAR(by_leaf["betaKernel()"] / want_beta, 1.0, 0.25);
+  const double share = static_cast<double>(by_leaf["alphaKernel()"]) /
+                       static_cast<double>(by_leaf["alphaKernel()"] + by_leaf["betaKernel()"]);
+  EXPECT_NEAR(share, 0.75, 0.02);
+  int64_t scaled = 0;
+  for (const auto& [stack, ns] : Collapsed("%7Bestimate%3D%22scaled%22%7D")) scaled += ns;
+  EXPECT_GT(scaled, 0) << "scaled time is labelled estimate=scaled";
 }
 
 TEST_F(GpuTimeTest, AnApplicationWithoutAnAgentStaysDormant) {

@@ -7,7 +7,8 @@
 //   cuda_launch_sites LIBRARY ITERATIONS [WAIT_SECONDS]
 // Each iteration launches alphaKernel (300 us) from SiteAlpha and betaKernel
 // (100 us) from SiteBeta, so alpha holds 75% of the GPU time. Prints
-// "recorded ALPHA BETA": the launches whose kernel record was queued.
+// "recorded ALPHA BETA": the launches whose kernel record was queued, and
+// "finalized N": how often the library detached CUPTI (windowed modes).
 #include <cupti.h>
 #include <dlfcn.h>
 #include <time.h>
@@ -68,6 +69,7 @@ int main(int argc, char** argv) {
   g_launch = reinterpret_cast<ws_fake_cupti_launch_fn>(dlsym(fake, "ws_fake_cupti_launch"));
   auto subscribed = reinterpret_cast<ws_fake_cupti_subscribed_fn>(dlsym(fake, "ws_fake_cupti_subscribed"));
   auto flush = reinterpret_cast<ws_fake_cupti_flush_fn>(dlsym(fake, "ws_fake_cupti_flush"));
+  auto calls = reinterpret_cast<ws_fake_cupti_call_count_fn>(dlsym(fake, "ws_fake_cupti_call_count"));
   // The agent answers, then attaches its probe (within its poll interval).
   const uint64_t wait_s = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 30;
   const uint64_t deadline = NowNs() + wait_s * 1'000'000'000ull;
@@ -85,6 +87,7 @@ int main(int argc, char** argv) {
   }
   flush();
   std::printf("recorded %d %d\n", alpha, beta);
+  std::printf("finalized %llu\n", static_cast<unsigned long long>(calls("cuptiFinalize")));
   std::fflush(stdout);
   usleep(2'500'000);  // the library's sender ships the last batch
   return 0;

@@ -275,6 +275,9 @@ Status CudaSocketServer::HandleMessage(Connection& c, CudaWireMessage&& message)
     case WS_CUDA_MSG_CLOCK:
       event.clock = message.clock;
       break;
+    case WS_CUDA_MSG_WINDOW:
+      event.window = message.window;
+      break;
   }
   consumer_(std::move(event));
   return Status::Ok();

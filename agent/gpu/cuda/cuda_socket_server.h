@@ -40,7 +40,7 @@ struct CudaKernel {
 struct CudaProcessEvent {
   enum class Kind {
     kConnected,     // `hello` filled
-    kRecords,       // one of kernels / memops / launches / stats / clock filled
+    kRecords,       // one of kernels / memops / launches / stats / clock / window filled
     kDisconnected,  // `reason` says why
   };
   Kind kind = Kind::kRecords;
@@ -52,6 +52,7 @@ struct CudaProcessEvent {
   std::vector<ws_cuda_launch> launches;
   std::optional<ws_cuda_stats> stats;
   std::optional<ws_cuda_clock_pair> clock;
+  std::optional<ws_cuda_window> window;
   std::string reason;
 };
 

@@ -9,13 +9,16 @@ namespace {
 
 constexpr size_t kHeaderSize = sizeof(ws_cuda_msg_header);
 
-// Record size of a fixed-record type in protocol version 1; 0 for NAMES.
-size_t RecordSize(uint16_t type) {
+// Record size of a fixed-record type in a protocol version; 0 for NAMES and
+// for types the version does not have.
+size_t RecordSize(uint16_t version, uint16_t type) {
   switch (type) {
     case WS_CUDA_MSG_HELLO:
       return sizeof(ws_cuda_hello);
     case WS_CUDA_MSG_CONFIG:
-      return sizeof(ws_cuda_config);
+      return version == 1 ? WS_CUDA_CONFIG_V1_SIZE : sizeof(ws_cuda_config);
+    case WS_CUDA_MSG_WINDOW:
+      return version >= 2 ? sizeof(ws_cuda_window) : 0;
     case WS_CUDA_MSG_KERNELS:
       return sizeof(ws_cuda_kernel);
     case WS_CUDA_MSG_MEMOPS:
@@ -33,7 +36,7 @@ size_t RecordSize(uint16_t type) {
 
 bool IsSingleton(uint16_t type) {
   return type == WS_CUDA_MSG_HELLO || type == WS_CUDA_MSG_CONFIG || type == WS_CUDA_MSG_STATS ||
-         type == WS_CUDA_MSG_CLOCK;
+         type == WS_CUDA_MSG_CLOCK || type == WS_CUDA_MSG_WINDOW;
 }
 
 template <typename T>
@@ -89,6 +92,8 @@ std::string CudaMessageTypeName(uint16_t type) {
       return "STATS";
     case WS_CUDA_MSG_CLOCK:
       return "CLOCK";
+    case WS_CUDA_MSG_WINDOW:
+      return "WINDOW";
     default:
       return "type " + std::to_string(type);
   }
@@ -100,7 +105,7 @@ StatusOr<CudaWireMessage> DecodeCudaMessage(const uint8_t* data, size_t size) {
   ws_cuda_msg_header header;
   std::memcpy(&header, data, sizeof(header));
   if (header.magic != WS_CUDA_WIRE_MAGIC) return InvalidArgumentError("bad magic (not a warpscope CUDA peer)");
-  if (header.version != WS_CUDA_WIRE_VERSION) {
+  if (header.version < 1 || header.version > WS_CUDA_WIRE_VERSION) {
     return InvalidArgumentError("unsupported protocol version " + std::to_string(header.version));
   }
   if (header.length != size) {
@@ -117,7 +122,7 @@ StatusOr<CudaWireMessage> DecodeCudaMessage(const uint8_t* data, size_t size) {
     RETURN_IF_ERROR(DecodeNames(body, body_size, header.count, &out));
     return out;
   }
-  const size_t record_size = RecordSize(header.type);
+  const size_t record_size = RecordSize(header.version, header.type);
   if (record_size == 0) return InvalidArgumentError("unknown message " + what);
   if (IsSingleton(header.type) && header.count != 1) {
     return InvalidArgumentError(what + " with count " + std::to_string(header.count));
@@ -132,8 +137,8 @@ StatusOr<CudaWireMessage> DecodeCudaMessage(const uint8_t* data, size_t size) {
       if (out.hello.pid == 0) return InvalidArgumentError("HELLO with pid 0");
       break;
     case WS_CUDA_MSG_CONFIG:
-      std::memcpy(&out.config, body, sizeof(out.config));
-      if (out.config.mode > WS_CUDA_MODE_DUTY) {
+      std::memcpy(&out.config, body, record_size);  // version 1: the later fields stay 0
+      if (out.config.mode > WS_CUDA_MODE_ADAPTIVE) {
         return InvalidArgumentError("CONFIG with mode " + std::to_string(out.config.mode));
       }
       break;
@@ -143,6 +148,12 @@ StatusOr<CudaWireMessage> DecodeCudaMessage(const uint8_t* data, size_t size) {
     case WS_CUDA_MSG_CLOCK:
       std::memcpy(&out.clock, body, sizeof(out.clock));
       if (out.clock.host_after_ns < out.clock.host_before_ns) return InvalidArgumentError("CLOCK runs backwards");
+      break;
+    case WS_CUDA_MSG_WINDOW:
+      std::memcpy(&out.window, body, sizeof(out.window));
+      if (out.window.on_end_ns < out.window.on_start_ns || out.window.covers_until_ns < out.window.on_end_ns) {
+        return InvalidArgumentError("WINDOW whose times are out of order");
+      }
       break;
     case WS_CUDA_MSG_KERNELS:
       CopyRecords(body, header.count, &out.kernels);

@@ -35,6 +35,7 @@ struct CudaWireMessage {
   ws_cuda_config config{};
   ws_cuda_stats stats{};
   ws_cuda_clock_pair clock{};
+  ws_cuda_window window{};
   std::vector<ws_cuda_kernel> kernels;
   std::vector<ws_cuda_memop> memops;
   std::vector<ws_cuda_launch> launches;

@@ -108,6 +108,36 @@ TEST(CudaWireDecoder, ConfigRoundTrips) {
   EXPECT_EQ(decoded->config.duty_period_ms, 500u);
 }
 
+// Version 1 peers: a CONFIG of 48 bytes (its later fields read as 0), and no WINDOW.
+TEST(CudaWireDecoder, ReadsVersionOneAndVersionTwoOnlyMessages) {
+  ws_cuda_config config{};
+  config.mode = WS_CUDA_MODE_EXACT;
+  config.duty_on_ms = 70;
+  config.overhead_budget_ppm = 12345;
+  std::vector<uint8_t> v1 = EncodeCudaMessage(WS_CUDA_MSG_CONFIG, &config, WS_CUDA_CONFIG_V1_SIZE, 1);
+  const uint16_t one = 1;
+  std::memcpy(v1.data() + 4, &one, sizeof(one));
+  StatusOr<CudaWireMessage> old = Decode(v1);
+  ASSERT_TRUE(old.ok()) << old.status().ToString();
+  EXPECT_EQ(old->config.duty_on_ms, 70u);
+  EXPECT_EQ(old->config.overhead_budget_ppm, 0u);
+
+  ws_cuda_window window{};
+  window.on_start_ns = 100;
+  window.on_end_ns = 200;
+  window.covers_until_ns = 1000;
+  window.launches_seen = 7;
+  std::vector<uint8_t> w = EncodeCudaMessage(WS_CUDA_MSG_WINDOW, &window, sizeof(window), 1);
+  StatusOr<CudaWireMessage> decoded = Decode(w);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(decoded->window.covers_until_ns, 1000u);
+  EXPECT_EQ(decoded->window.launches_seen, 7u);
+  std::memcpy(w.data() + 4, &one, sizeof(one));
+  EXPECT_FALSE(Decode(w).ok()) << "WINDOW is a version 2 message";
+  window.covers_until_ns = 150;  // before the window's end
+  EXPECT_FALSE(Decode(EncodeCudaMessage(WS_CUDA_MSG_WINDOW, &window, sizeof(window), 1)).ok());
+}
+
 TEST(CudaWireDecoder, RejectsMalformedHeaders) {
   ws_cuda_hello hello{};
   hello.pid = 42;
@@ -120,7 +150,8 @@ TEST(CudaWireDecoder, RejectsMalformedHeaders) {
     return Decode(bad);
   };
   EXPECT_EQ(with(0, 0xdeadbeef, 4).status().code(), StatusCode::kInvalidArgument);  // magic
-  EXPECT_EQ(with(4, 2, 2).status().code(), StatusCode::kInvalidArgument);           // version
+  EXPECT_EQ(with(4, 3, 2).status().code(), StatusCode::kInvalidArgument);           // version
+  EXPECT_EQ(with(4, 0, 2).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(with(6, 99, 2).status().code(), StatusCode::kInvalidArgument);          // type
   EXPECT_EQ(with(8, 1000, 4).status().code(), StatusCode::kDataLoss);               // length
   EXPECT_FALSE(with(12, 2, 4).ok());                                                // count of a singleton
@@ -130,7 +161,7 @@ TEST(CudaWireDecoder, RejectsMalformedHeaders) {
   hello.pid = 0;
   EXPECT_FALSE(Decode(EncodeCudaMessage(WS_CUDA_MSG_HELLO, &hello, sizeof(hello), 1)).ok());
   ws_cuda_config config{};
-  config.mode = 3;
+  config.mode = 4;
   EXPECT_FALSE(Decode(EncodeCudaConfig(config)).ok());
   std::vector<uint8_t> huge(WS_CUDA_WIRE_MAX_MESSAGE + 8, 0);
   EXPECT_FALSE(Decode(huge).ok());

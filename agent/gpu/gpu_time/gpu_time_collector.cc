@@ -15,8 +15,10 @@ namespace warpscope::gpu {
 namespace {
 
 constexpr int64_t kSecond = 1'000'000'000;
-// Duty scaling is measured over spans of at least this long (a few STATS).
-constexpr int64_t kScaleSpanNs = 5 * kSecond;
+
+bool Windowed(const ws_cuda_config& c) {
+  return c.mode == WS_CUDA_MODE_ADAPTIVE || (c.mode == WS_CUDA_MODE_DUTY && (c.flags & WS_CUDA_CONFIG_DUTY_DETACH));
+}
 
 int64_t ClockNanos(clockid_t clock) {
   timespec ts{};
@@ -114,6 +116,7 @@ void GpuTimeCollector::AttachProbe(uint32_t pid) {
 void GpuTimeCollector::OnConnected(const CudaProcessEvent& event) {
   Connection& c = connections_[event.connection_id];
   c.pid = static_cast<uint32_t>(event.pid);
+  if (Windowed(options_.socket.config)) c.windows = std::make_unique<RecordingWindows>(options_.join.max_pending_kernels);
   c.clock.AddPair({event.hello.clock.host_before_ns, event.hello.clock.cupti_ns, event.hello.clock.host_after_ns});
   StatusOr<std::string> comm = parts_.procfs.ReadComm(c.pid);
   comms_[c.pid] = comm.ok() ? *comm : "";
@@ -154,7 +157,8 @@ void GpuTimeCollector::OnKernels(Connection& c, const std::vector<CudaKernel>& k
     const auto [key, name] = KernelKey(*k.name);
     KernelExecution e;
     e.pid = c.pid;
-    e.correlation_id = r.correlation_id;
+    // The probe's key: the library's CUPTI attachment in the upper half.
+    e.correlation_id = static_cast<uint64_t>(r.attach_epoch) << 32 | r.correlation_id;
     e.kernel_key = key;
     e.device = r.device_id;
     e.stream = r.stream_id;
@@ -172,7 +176,10 @@ void GpuTimeCollector::OnKernels(Connection& c, const std::vector<CudaKernel>& k
     }
     const int64_t start_unix = e.start_ns + unix_offset_ns;
     e.bucket = start_unix - start_unix % kSecond;
-    joiner_.AddKernel(e, now_ns);
+    if (c.windows == nullptr || !c.windows->Add(e)) {
+      if (c.windows != nullptr) ++stats_.window_overflow;
+      joiner_.AddKernel(e, now_ns);
+    }
     if (options_.trace_per_second == 0 || !start || (r.flags & WS_CUDA_RECORD_FLAG_NO_TIME)) continue;
     GpuActivityRecord a;
     a.pid = c.pid;
@@ -216,38 +223,12 @@ void GpuTimeCollector::OnMemops(Connection& c, const std::vector<ws_cuda_memop>&
   }
 }
 
-// Duty mode records kernels only part of the time: the process's GPU time is
-// scaled by the inverse of the recorded share, measured over spans of a few
-// seconds from the library's counters (launches seen while recording, or,
-// when the callbacks are duty-cycled too, the time recording was on).
-void GpuTimeCollector::OnStats(Connection& c, const ws_cuda_stats& s) {
-  c.stats_last = s;
-  if (!c.has_stats_base) {
-    c.stats_base = s;
-    c.has_stats_base = true;
-    return;
-  }
-  const ws_cuda_stats& b = c.stats_base;
-  if (s.host_time_ns < b.host_time_ns + kScaleSpanNs) return;
-  double factor = 1;
-  if (options_.socket.config.mode == WS_CUDA_MODE_DUTY) {
-    if (options_.socket.config.flags & WS_CUDA_CONFIG_DUTY_CALLBACKS) {
-      const double on = static_cast<double>(s.activity_on_ns - b.activity_on_ns);
-      const double wall = static_cast<double>(s.host_time_ns - b.host_time_ns);
-      if (on > 0) factor = wall / on;
-    } else {
-      const double seen = static_cast<double>(s.launches_seen - b.launches_seen);
-      const double on = static_cast<double>(s.launches_seen_activity_on - b.launches_seen_activity_on);
-      if (on > 0) factor = seen / on;
-    }
-  }
-  joiner_.ScaleProcess(c.pid, factor);
-  if (factor > 1) {
-    scale_[c.pid] = factor;
-  } else {
-    scale_.erase(c.pid);
-  }
-  c.stats_base = s;
+void GpuTimeCollector::PassSettled(Connection& c, int64_t now_ns, bool ended) {
+  if (c.windows == nullptr) return;
+  settled_.clear();
+  const int64_t unix_offset = ClockNanos(CLOCK_REALTIME) - ClockNanos(CLOCK_MONOTONIC);
+  c.windows->TakeSettled(now_ns, ended, unix_offset, &settled_);
+  for (const KernelExecution& k : settled_) joiner_.AddKernel(k, now_ns);
 }
 
 void GpuTimeCollector::OnEvent(CudaProcessEvent& event, int64_t now_ns, int64_t unix_offset_ns) {
@@ -260,13 +241,26 @@ void GpuTimeCollector::OnEvent(CudaProcessEvent& event, int64_t now_ns, int64_t 
   Connection& c = it->second;
   if (event.kind == CudaProcessEvent::Kind::kDisconnected) {
     // Its records already taken stay in the joiner; the clock goes with it.
+    PassSettled(c, now_ns, /*ended=*/true);
     connections_.erase(it);
     return;
   }
   if (event.clock) c.clock.AddPair({event.clock->host_before_ns, event.clock->cupti_ns, event.clock->host_after_ns});
   if (!event.kernels.empty()) OnKernels(c, event.kernels, now_ns, unix_offset_ns);
   if (!event.memops.empty()) OnMemops(c, event.memops, unix_offset_ns);
-  if (event.stats) OnStats(c, *event.stats);
+  if (event.stats) c.stats_last = *event.stats;
+  if (event.window && c.windows != nullptr) {
+    const ws_cuda_window& w = *event.window;
+    LOG_DEBUG() << "cuda window pid " << c.pid << ": recorded " << (w.on_end_ns - w.on_start_ns) / 1'000'000
+                << " ms of " << (w.covers_until_ns - w.on_start_ns) / 1'000'000 << " ms, " << w.launches_seen
+                << " launches, " << w.kernels_recorded << " kernels (" << w.kernels_before_window
+                << " from before it left out), attach " << w.attach_ns / 1000 << " us, detach " << w.detach_ns / 1000
+                << " us";
+    c.windows->Close(w);
+    stats_.window_attach_ns_max = std::max(stats_.window_attach_ns_max, event.window->attach_ns);
+    stats_.window_detach_ns_max = std::max(stats_.window_detach_ns_max, event.window->detach_ns);
+    stats_.kernels_before_window += w.kernels_before_window;
+  }
 }
 
 void GpuTimeCollector::OnLaunchStack(const ws_uprobe_stack_event& e, int64_t now_ns) {
@@ -289,6 +283,7 @@ void GpuTimeCollector::Poll() {
   inbox_->Take(&events_, &stats_.inbox_dropped_records);
   for (CudaProcessEvent& event : events_) OnEvent(event, now, unix_offset);
   events_.clear();
+  for (auto& [id, c] : connections_) PassSettled(c, now, /*ended=*/false);
 }
 
 const std::vector<uint64_t>& GpuTimeCollector::StackLocations(uint64_t stack_key, ProfileBuilder* builder) {
@@ -317,6 +312,10 @@ const std::vector<uint64_t>& GpuTimeCollector::StackLocations(uint64_t stack_key
 void GpuTimeCollector::FinishWindow(ProfileBuilder* builder, GpuTrace* trace, bool final) {
   Poll();
   const int64_t now = ClockNanos(CLOCK_MONOTONIC);
+  // The agent is stopping: windows still waiting count up to now.
+  if (final) {
+    for (auto& [id, c] : connections_) PassSettled(c, now, /*ended=*/true);
+  }
   stack_locations_.clear();
   std::vector<uint64_t> locations;
   for (const GpuTimeSample& s : joiner_.Drain(now, final)) {
@@ -333,7 +332,7 @@ void GpuTimeCollector::FinishWindow(ProfileBuilder* builder, GpuTrace* trace, bo
     if (auto it = comms_.find(s.pid); it != comms_.end()) labels.comm = it->second;
     if (auto it = thread_names_.find({s.pid, s.tid}); it != thread_names_.end()) labels.thread_name = it->second;
     labels.extra.emplace_back("device", std::to_string(s.device));
-    if (scale_.count(s.pid)) labels.extra.emplace_back("estimate", "scaled");
+    if (s.scaled) labels.extra.emplace_back("estimate", "scaled");
     if (s.graph_id != 0) labels.extra.emplace_back("graph_id", std::to_string(s.graph_id));
     labels.extra.emplace_back("stream", std::to_string(s.stream));
     builder->SetSampleTime(s.bucket);
@@ -341,7 +340,18 @@ void GpuTimeCollector::FinishWindow(ProfileBuilder* builder, GpuTrace* trace, bo
   }
   builder->SetSampleTime(0);
   stacks_.Expire(now, options_.join.launch_ttl_ns + 2 * options_.join.grace_ns);
-  stats_.scaled_processes = scale_.size();
+  stats_.scaled_processes = 0;
+  stats_.recording_windows = 0;
+  stats_.recorded_share_ppm = 1'000'000;
+  stats_.estimate_error_ppm = 0;
+  for (const auto& [id, c] : connections_) {
+    if (c.windows == nullptr) continue;
+    const RecordingEstimate e = c.windows->estimate();
+    stats_.recording_windows += e.windows;
+    if (e.recorded_share < 1) ++stats_.scaled_processes;
+    stats_.recorded_share_ppm = std::min<uint64_t>(stats_.recorded_share_ppm, std::llround(e.recorded_share * 1e6));
+    stats_.estimate_error_ppm = std::max<uint64_t>(stats_.estimate_error_ppm, std::llround(e.relative_error * 1e6));
+  }
 
   for (const auto& [key, cov] : coverage_) {
     const int64_t second_end = key.second + kSecond;
@@ -360,7 +370,6 @@ void GpuTimeCollector::FinishWindow(ProfileBuilder* builder, GpuTrace* trace, bo
     std::set<uint32_t> live;
     for (const auto& [id, c] : connections_) live.insert(c.pid);
     for (auto it = comms_.begin(); it != comms_.end();) it = live.count(it->first) ? std::next(it) : comms_.erase(it);
-    for (auto it = scale_.begin(); it != scale_.end();) it = live.count(it->first) ? std::next(it) : scale_.erase(it);
   }
 }
 
@@ -383,6 +392,13 @@ void GpuTimeCollector::AddCounters(ProfileBuilder* builder) const {
   builder->SetCounter("gpu_probe_files_attached", stats_.probe_files_attached);
   builder->SetCounter("gpu_probe_attach_failures", stats_.probe_attach_failures);
   builder->SetCounter("gpu_scaled_processes", stats_.scaled_processes);
+  builder->SetCounter("gpu_recording_windows", stats_.recording_windows);
+  builder->SetCounter("gpu_kernels_window_overflow", stats_.window_overflow);
+  builder->SetCounter("gpu_recorded_share_ppm", stats_.recorded_share_ppm);
+  builder->SetCounter("gpu_estimate_error_ppm", stats_.estimate_error_ppm);
+  builder->SetCounter("gpu_window_attach_ns_max", stats_.window_attach_ns_max);
+  builder->SetCounter("gpu_window_detach_ns_max", stats_.window_detach_ns_max);
+  builder->SetCounter("gpu_kernels_before_window", stats_.kernels_before_window);
   const UprobeStackStats u = probe_->ReadStats();
   builder->SetCounter("gpu_probe_hits", u.values[WS_UPROBE_HITS]);
   builder->SetCounter("gpu_probe_ring_dropped", u.values[WS_UPROBE_DROPPED]);

@@ -39,6 +39,7 @@
 #include "agent/export/profile.h"
 #include "agent/gpu/cuda/cuda_socket_server.h"
 #include "agent/gpu/gpu_time/launch_stack_table.h"
+#include "agent/gpu/gpu_time/recording_windows.h"
 #include "agent/gpu/launch_join/cupti_clock.h"
 #include "agent/gpu/launch_join/launch_joiner.h"
 #include "agent/process/proc_fs.h"
@@ -85,7 +86,14 @@ struct GpuTimeStats {
   uint64_t probe_attach_failures = 0;
   uint64_t probe_files_attached = 0;
   uint64_t launch_stacks_expired = 0;  // a joined launch whose stack was already forgotten
-  uint64_t scaled_processes = 0;       // processes whose time is scaled now (duty mode)
+  uint64_t scaled_processes = 0;       // processes recorded in windows now (adaptive, duty)
+  uint64_t recording_windows = 0;      // windows closed, all processes
+  uint64_t window_overflow = 0;        // kernels passed on unweighted: a window held too many
+  uint64_t recorded_share_ppm = 1'000'000;  // lowest share of time recorded, over processes
+  uint64_t estimate_error_ppm = 0;     // highest relative standard error of a scaled estimate
+  uint64_t window_attach_ns_max = 0;   // longest attach (subscribe + enable) a library reported
+  uint64_t window_detach_ns_max = 0;   // longest cuptiFinalize (on an application thread)
+  uint64_t kernels_before_window = 0;  // records the libraries left out: launched before their window
   // The libraries' own counters, summed over connections (latest STATS each).
   uint64_t lib_cupti_dropped_records = 0;
   uint64_t lib_buffers_denied = 0;
@@ -120,9 +128,8 @@ class GpuTimeCollector {
   struct Connection {
     uint32_t pid = 0;
     CuptiClock clock;
-    bool has_stats_base = false;
-    ws_cuda_stats stats_base{};  // duty scaling: counters at the start of the current span
     ws_cuda_stats stats_last{};
+    std::unique_ptr<RecordingWindows> windows;  // windowed recording only
   };
   struct Coverage {
     uint64_t recorded = 0;
@@ -136,7 +143,8 @@ class GpuTimeCollector {
   void OnConnected(const CudaProcessEvent& event);
   void OnKernels(Connection& c, const std::vector<CudaKernel>& kernels, int64_t now_ns, int64_t unix_offset_ns);
   void OnMemops(Connection& c, const std::vector<ws_cuda_memop>& memops, int64_t unix_offset_ns);
-  void OnStats(Connection& c, const ws_cuda_stats& stats);
+  // Kernels of windows whose weight is settled go to the joiner.
+  void PassSettled(Connection& c, int64_t now_ns, bool ended);
   void OnLaunchStack(const ws_uprobe_stack_event& event, int64_t now_ns);
   void AttachProbe(uint32_t pid);
   // Keeps `a` in the trace unless its process's second is over budget.
@@ -158,7 +166,7 @@ class GpuTimeCollector {
   std::map<std::pair<uint32_t, uint32_t>, std::string> thread_names_;  // (pid, tid) -> name
   std::unordered_map<std::string, std::pair<uint64_t, std::shared_ptr<const KernelName>>> kernel_names_;
   std::vector<std::shared_ptr<const KernelName>> kernel_by_key_;  // key - 1 -> name
-  std::map<uint32_t, double> scale_;                              // pid -> duty scale (> 1)
+  std::vector<KernelExecution> settled_;  // reused
   GpuTrace trace_;
   std::map<std::pair<uint32_t, int64_t>, Coverage> coverage_;  // (pid, Unix second) this window
   std::unordered_map<uint64_t, std::vector<uint64_t>> stack_locations_;  // this window's builder

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <tuple>
 
 namespace warpscope::gpu {
@@ -33,14 +34,18 @@ struct Accumulated {
   int64_t gpu_ns = 0;
   int64_t kernels = 0;
   bool estimated = false;
+  bool scaled = false;
 };
 
-int64_t Duration(const KernelExecution& k, LaunchJoinerStats* stats) {
+// The kernel's GPU time times its window's weight.
+int64_t WeightedDuration(const KernelExecution& k, LaunchJoinerStats* stats) {
   if (k.end_ns < k.start_ns) {
     ++stats->bad_durations;
     return 0;
   }
-  return k.end_ns - k.start_ns;
+  const int64_t ns = k.end_ns - k.start_ns;
+  if (k.weight == 1.0 || !(k.weight > 0) || !std::isfinite(k.weight)) return ns;
+  return static_cast<int64_t>(std::llround(static_cast<double>(ns) * k.weight));
 }
 
 // Splits `total` over `weights` in proportion, exactly (the rounding remainder
@@ -64,6 +69,26 @@ std::vector<int64_t> SplitExactly(int64_t total, const std::vector<int64_t>& wei
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return weights[a] > weights[b]; });
   for (size_t i = 0; given < total; i = (i + 1) % order.size(), ++given) ++out[order[i]];
   return out;
+}
+
+// The kernel's (weighted) time by the seconds its window covers: `ns` split
+// in proportion to each second's overlap with [covers_from, covers_to),
+// exactly (the remainder goes to the last); one part in `bucket` otherwise.
+void ForEachBucket(const KernelExecution& k, int64_t ns, const std::function<void(int64_t, int64_t)>& fn) {
+  constexpr int64_t kSecond = 1'000'000'000;
+  if (k.covers_to <= k.covers_from) {
+    fn(k.bucket, ns);
+    return;
+  }
+  const long double span = static_cast<long double>(k.covers_to - k.covers_from);
+  int64_t given = 0;
+  for (int64_t second = k.covers_from - k.covers_from % kSecond; second < k.covers_to; second += kSecond) {
+    const int64_t overlap = std::min(second + kSecond, k.covers_to) - std::max(second, k.covers_from);
+    int64_t part = static_cast<int64_t>(static_cast<long double>(ns) * overlap / span);
+    if (second + kSecond >= k.covers_to) part = ns - given;
+    given += part;
+    fn(second, part);
+  }
 }
 
 }  // namespace
@@ -93,14 +118,6 @@ void LaunchJoiner::AddKernel(const KernelExecution& kernel, int64_t now_ns) {
   ++stats_.kernels;
 }
 
-void LaunchJoiner::ScaleProcess(uint32_t pid, double factor) {
-  if (!(factor > 1.0) || !std::isfinite(factor)) {
-    scale_.erase(pid);
-  } else {
-    scale_[pid] = factor;
-  }
-}
-
 void LaunchJoiner::ForgetProcess(uint32_t pid) {
   for (auto it = launches_.begin(); it != launches_.end();) {
     it = it->first.pid == pid ? launches_.erase(it) : std::next(it);
@@ -108,7 +125,6 @@ void LaunchJoiner::ForgetProcess(uint32_t pid) {
   for (auto it = recent_launchers_.begin(); it != recent_launchers_.end();) {
     it = it->first.first == pid ? recent_launchers_.erase(it) : std::next(it);
   }
-  scale_.erase(pid);
 }
 
 std::vector<GpuTimeSample> LaunchJoiner::Drain(int64_t now_ns, bool flush_all) {
@@ -116,7 +132,8 @@ std::vector<GpuTimeSample> LaunchJoiner::Drain(int64_t now_ns, bool flush_all) {
   std::map<UnsampledKey, Accumulated> unsampled;
   while (!pending_.empty() && (flush_all || pending_.front().arrived_ns <= now_ns - options_.grace_ns)) {
     const KernelExecution& k = pending_.front().kernel;
-    const int64_t ns = Duration(k, &stats_);
+    const int64_t ns = WeightedDuration(k, &stats_);
+    const bool scaled = k.weight != 1.0;
     auto launch = launches_.find(LaunchKey{k.pid, k.correlation_id});
     if (launch != launches_.end() && k.graph_id == 0) {
       if (launch->second.joined) {
@@ -126,16 +143,25 @@ std::vector<GpuTimeSample> LaunchJoiner::Drain(int64_t now_ns, bool flush_all) {
         launch->second.joined = true;
       }
     }
+    bool first = true;  // the kernel counts once, in its first bucket
     if (launch != launches_.end()) {
-      Accumulated& a = samples[SampleKey{k.pid, launch->second.tid, launch->second.stack_key, k.kernel_key, k.device,
-                                         k.stream, k.graph_id, k.bucket}];
-      a.gpu_ns += ns;
-      ++a.kernels;
+      ForEachBucket(k, ns, [&](int64_t bucket, int64_t part) {
+        Accumulated& a = samples[SampleKey{k.pid, launch->second.tid, launch->second.stack_key, k.kernel_key,
+                                           k.device, k.stream, k.graph_id, bucket}];
+        a.gpu_ns += part;
+        a.kernels += first ? 1 : 0;
+        a.scaled = a.scaled || scaled;
+        first = false;
+      });
       ++stats_.kernels_sampled;
     } else {
-      Accumulated& a = unsampled[UnsampledKey{k.pid, k.kernel_key, k.device, k.stream, k.graph_id, k.bucket}];
-      a.gpu_ns += ns;
-      ++a.kernels;
+      ForEachBucket(k, ns, [&](int64_t bucket, int64_t part) {
+        Accumulated& a = unsampled[UnsampledKey{k.pid, k.kernel_key, k.device, k.stream, k.graph_id, bucket}];
+        a.gpu_ns += part;
+        a.kernels += first ? 1 : 0;
+        a.scaled = a.scaled || scaled;
+        first = false;
+      });
     }
     pending_.pop_front();
   }
@@ -163,6 +189,7 @@ std::vector<GpuTimeSample> LaunchJoiner::Drain(int64_t now_ns, bool flush_all) {
       Accumulated& p = samples[SampleKey{u.pid, 0, 0, u.kernel_key, u.device, u.stream, u.graph_id, u.bucket}];
       p.gpu_ns += a.gpu_ns;
       p.estimated = true;
+      p.scaled = p.scaled || a.scaled;
       stats_.kernels_placeholder += static_cast<uint64_t>(a.kernels);
       continue;
     }
@@ -185,6 +212,7 @@ std::vector<GpuTimeSample> LaunchJoiner::Drain(int64_t now_ns, bool flush_all) {
                             u.graph_id, u.bucket}];
       s.gpu_ns += shares[i++];
       s.estimated = true;
+      s.scaled = s.scaled || a.scaled;
     }
     stats_.kernels_spread += static_cast<uint64_t>(a.kernels);
   }
@@ -193,11 +221,7 @@ std::vector<GpuTimeSample> LaunchJoiner::Drain(int64_t now_ns, bool flush_all) {
   out.reserve(samples.size());
   for (const auto& [k, a] : samples) {
     GpuTimeSample s{k.pid,      k.tid,    k.stack_key, k.kernel_key, k.device,     k.stream,
-                    k.graph_id, k.bucket, a.gpu_ns,    a.kernels,    a.estimated};
-    if (auto scale = scale_.find(k.pid); scale != scale_.end()) {
-      s.gpu_ns = static_cast<int64_t>(std::llround(static_cast<double>(s.gpu_ns) * scale->second));
-      s.estimated = true;
-    }
+                    k.graph_id, k.bucket, a.gpu_ns,    a.kernels,    a.estimated || a.scaled, a.scaled};
     if (s.gpu_ns > 0 || s.kernels > 0) out.push_back(s);
   }
 

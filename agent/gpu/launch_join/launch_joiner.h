@@ -17,9 +17,10 @@
 //     none, the most recent drain within launch_ttl_ns that had), in
 //     proportion to their sampled GPU time, or, when there is none, goes to
 //     a placeholder stack (stack_key 0);
-//   * when the library recorded kernels only part of the time (duty-cycled
-//     activity), ScaleProcess() multiplies that process's totals and marks
-//     them estimated.
+//   * when the library recorded kernels only part of the time (windowed
+//     recording), each kernel carries the weight of its window (the time the
+//     window stands for over the time it recorded): its time is multiplied
+//     by it and marked scaled.
 // Every bound (pending records, remembered launches) has a drop counter.
 //
 // Threading: one owner thread (the agent's GPU-time loop) calls everything.
@@ -59,6 +60,13 @@ struct KernelExecution {
   // The time bucket the kernel's time is reported in (the caller's key, e.g.
   // the Unix second it started in): samples are kept apart per bucket.
   int64_t bucket = 0;
+  // Its window's period over its recording time (1: recorded all the time).
+  double weight = 1.0;
+  // With weight != 1: the time the window stands for, in the bucket's clock
+  // (Unix ns); the weighted time is spread over the buckets (seconds) it
+  // covers, so a range or a timeline counts what the window stands for in
+  // it. Empty (to <= from): all in `bucket`.
+  int64_t covers_from = 0, covers_to = 0;
 };
 
 // Output: GPU time of one (process, launching stack, kernel, device, stream,
@@ -75,6 +83,7 @@ struct GpuTimeSample {
   int64_t gpu_ns = 0;       // attributed GPU time (scaled when estimated)
   int64_t kernels = 0;      // kernel executions measured directly for this stack
   bool estimated = false;   // includes spread or scaled time
+  bool scaled = false;      // includes time of kernels with weight != 1
 };
 
 struct LaunchJoinerOptions {
@@ -105,10 +114,6 @@ class LaunchJoiner {
 
   void AddLaunch(const SampledLaunch& launch, int64_t now_ns);
   void AddKernel(const KernelExecution& kernel, int64_t now_ns);
-  // From the next Drain on, multiply pid's GPU time by `factor` (>= 1; the
-  // inverse of the fraction of its launches whose kernels were recorded) and
-  // mark it estimated; 1 turns scaling off.
-  void ScaleProcess(uint32_t pid, double factor);
   // Joins every kernel record that arrived at least grace_ns before now_ns
   // (all of them when `flush_all`) and returns the GPU time by stack; also
   // forgets launches older than launch_ttl_ns and processes that are gone.
@@ -155,7 +160,6 @@ class LaunchJoiner {
   std::unordered_map<LaunchKey, RememberedLaunch, LaunchKeyHash> launches_;
   std::deque<LaunchKey> launch_order_;  // insertion order, for expiry
   std::deque<PendingKernel> pending_;   // arrival order
-  std::map<uint32_t, double> scale_;    // pid -> factor (> 1 only)
   // (pid, kernel) -> its sampled stacks in the latest drain that had any.
   std::map<std::pair<uint32_t, uint64_t>, RecentLaunchers> recent_launchers_;
 };

@@ -153,22 +153,45 @@ TEST(LaunchJoinerTest, ShuffledArrivalGivesTheSameAnswer) {
   for (const auto& [site, ns] : truth) EXPECT_NEAR(static_cast<double>(by[site]) / ns, 1.0, 0.02) << site;
 }
 
-TEST(LaunchJoinerTest, DutyCycledProcessIsScaledAndMarkedEstimated) {
+TEST(LaunchJoinerTest, WeightedKernelsAreScaledAndMarked) {
   LaunchJoiner j;
   j.AddLaunch(Launch(1, 1, 10), 0);
-  j.AddKernel(Kernel(1, 1, 9, 1000), 0);
-  j.ScaleProcess(1, 4.0);  // kernels were recorded a quarter of the time
+  KernelExecution k = Kernel(1, 1, 9, 1000);
+  k.weight = 4.0;  // its window recorded a quarter of the time it stands for
+  j.AddKernel(k, 0);
+  j.AddKernel(Kernel(1, 2, 9, 1000), 0);  // unsampled, weight 1: spread over the same stack
   auto out = j.Drain(10 * kSec);
   ASSERT_EQ(out.size(), 1u);
-  EXPECT_EQ(out[0].gpu_ns, 4000);
+  EXPECT_EQ(out[0].gpu_ns, 5000);
   EXPECT_TRUE(out[0].estimated);
-  j.ScaleProcess(1, 1.0);
-  j.AddLaunch(Launch(1, 2, 10), 10 * kSec);
-  j.AddKernel(Kernel(1, 2, 9, 1000), 10 * kSec);
+  EXPECT_TRUE(out[0].scaled);
+  j.AddLaunch(Launch(1, 3, 10), 10 * kSec);
+  j.AddKernel(Kernel(1, 3, 9, 1000), 10 * kSec);
   out = j.Drain(20 * kSec);
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].gpu_ns, 1000);
   EXPECT_FALSE(out[0].estimated);
+  EXPECT_FALSE(out[0].scaled);
+}
+
+TEST(LaunchJoinerTest, AWindowsWeightedTimeIsSpreadOverTheSecondsItCovers) {
+  LaunchJoiner j;
+  j.AddLaunch(Launch(1, 1, 10), 0);
+  KernelExecution k = Kernel(1, 1, 9, 1000);
+  k.weight = 4.0;
+  k.bucket = 10 * kSec;
+  k.covers_from = 10 * kSec + kSec / 2;  // 10.5 s .. 12.5 s: half, whole, half
+  k.covers_to = 12 * kSec + kSec / 2;
+  j.AddKernel(k, 0);
+  std::map<int64_t, int64_t> by_bucket;
+  int64_t kernels = 0;
+  for (const GpuTimeSample& s : j.Drain(10 * kSec)) {
+    by_bucket[s.bucket] += s.gpu_ns;
+    kernels += s.kernels;
+    EXPECT_TRUE(s.scaled);
+  }
+  EXPECT_EQ(by_bucket, (std::map<int64_t, int64_t>{{10 * kSec, 1000}, {11 * kSec, 2000}, {12 * kSec, 1000}}));
+  EXPECT_EQ(kernels, 1);
 }
 
 TEST(LaunchJoinerTest, BoundsAreCountedAndOldLaunchesExpire) {

@@ -42,7 +42,8 @@ namespace {
   X(cuptiActivityGetNextRecord)       \
   X(cuptiActivityGetNumDroppedRecords) \
   X(cuptiGetTimestamp)                \
-  X(cuptiGetGraphExecId)
+  X(cuptiGetGraphExecId)              \
+  X(cuptiFinalize)
 
 enum FunctionIndex {
 #define WS_FAKE_INDEX(name) k_##name,
@@ -59,6 +60,12 @@ const char* const kFunctionNames[] = {
 
 std::atomic<uint64_t> g_calls[kFunctionCount];
 std::atomic<int> g_fail[kFunctionCount];
+// Detached time: when the last cuptiFinalize ended (0: attached), and the
+// shortest gap until the next call seen so far.
+std::atomic<uint64_t> g_finalized_at{0};
+std::atomic<uint64_t> g_min_detached{UINT64_MAX};
+
+uint64_t NowNs();
 
 constexpr int kMaxKind = 128;
 
@@ -95,6 +102,12 @@ FakeState& State() {
 // Counts the call; returns the injected failure, if any.
 CUptiResult Enter(FunctionIndex index) {
   g_calls[index].fetch_add(1, std::memory_order_relaxed);
+  if (const uint64_t at = g_finalized_at.exchange(0); at != 0) {
+    const uint64_t gap = NowNs() - at;
+    uint64_t seen = g_min_detached.load();
+    while (gap < seen && !g_min_detached.compare_exchange_weak(seen, gap)) {
+    }
+  }
   return static_cast<CUptiResult>(g_fail[index].load(std::memory_order_relaxed));
 }
 
@@ -325,6 +338,27 @@ CUptiResult CUPTIAPI cuptiGetTimestamp(uint64_t* timestamp) {
   return CUPTI_SUCCESS;
 }
 
+// Detaches, as CUPTI does: the subscription, every enabled callback and
+// activity kind and the buffer callbacks are gone (a forced flush comes
+// first); the next CUPTI call works on a fresh state.
+CUptiResult CUPTIAPI cuptiFinalize() {
+  if (CUptiResult r = Enter(k_cuptiFinalize)) return r;
+  FakeState& s = State();
+  {
+    std::lock_guard<std::mutex> lock(s.activity_mu);
+    CompleteBufferLocked(s);
+    s.request = nullptr;
+    s.complete = nullptr;
+  }
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.subscribed = false;
+  s.callback = nullptr;
+  s.enabled_callbacks.clear();
+  for (bool& on : s.activity_enabled) on = false;
+  g_finalized_at.store(NowNs());
+  return CUPTI_SUCCESS;
+}
+
 CUptiResult CUPTIAPI cuptiGetGraphExecId(CUgraphExec graph_exec, uint32_t* id) {
   if (CUptiResult r = Enter(k_cuptiGetGraphExecId)) return r;
   if (graph_exec == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
@@ -341,6 +375,8 @@ uint64_t ws_fake_cupti_call_count(const char* name) {
   }
   return total;
 }
+
+uint64_t ws_fake_cupti_min_detached_ns(void) { return g_min_detached.load(); }
 
 int ws_fake_cupti_subscribed(void) {
   FakeState& s = State();

@@ -31,6 +31,9 @@ typedef uint64_t (*ws_fake_cupti_records_dropped_fn)(void);
 // Another tool (named `tool`; "" frees it) holds the subscription:
 // cuptiSubscribe[_v2] answer CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED.
 typedef void (*ws_fake_cupti_occupy_fn)(const char* tool);
+// Shortest time from the end of a cuptiFinalize to the next CUPTI call (the
+// call that would attach CUPTI again); UINT64_MAX when there was none.
+typedef uint64_t (*ws_fake_cupti_min_detached_ns_fn)(void);
 // Makes CUPTI function `name` return `result` from now on (0: succeed again).
 typedef void (*ws_fake_cupti_fail_fn)(const char* name, int result);
 }
