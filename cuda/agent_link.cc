@@ -335,23 +335,18 @@ bool AgentSession::SetLaunchCallbacks(bool on) {
 }
 
 bool AgentSession::SetMemopActivity(bool on) {
-  if (config_.memcpy && on != memcpy_on_) {
+  auto set = [&](bool wanted, bool* state, CUpti_ActivityKind kind, const char* what) {
+    if (!wanted || on == *state) return true;
     if (!on) {
-      fn().cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMCPY);
-    } else if (!Check(fn().cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY), "cuptiActivityEnable(MEMCPY)")) {
+      fn().cuptiActivityDisable(kind);
+    } else if (!Check(fn().cuptiActivityEnable(kind), what)) {
       return false;
     }
-    memcpy_on_ = on;
-  }
-  if (config_.memset && on != memset_on_) {
-    if (!on) {
-      fn().cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMSET);
-    } else if (!Check(fn().cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET), "cuptiActivityEnable(MEMSET)")) {
-      return false;
-    }
-    memset_on_ = on;
-  }
-  return true;
+    *state = on;
+    return true;
+  };
+  return set(config_.memcpy, &memcpy_on_, CUPTI_ACTIVITY_KIND_MEMCPY, "cuptiActivityEnable(MEMCPY)") &&
+         set(config_.memset, &memset_on_, CUPTI_ACTIVITY_KIND_MEMSET, "cuptiActivityEnable(MEMSET)");
 }
 
 bool AgentSession::SetKernelActivity(bool on, uint64_t now) {

@@ -1,14 +1,16 @@
-// warpscope-server: receives profiles from agents, stores them in the
-// embedded store under --data-dir and serves the query API (docs/api.md)
-// and the web UI (ui/, embedded at build time).
+// warpscope-server: receives profiles from agents, stores them (the embedded
+// store under --data-dir, or ClickHouse: server/open_store.h) and serves the
+// query API (docs/api.md) and the web UI (ui/, embedded at build time).
 //
 // Threads: main parses flags, opens the store, starts the HTTP server and
 // then only waits for SIGINT/SIGTERM (a signalfd); HttpServer's workers run
-// the handlers; the store runs its own flush/compaction thread.
+// the handlers; the store runs its own background thread(s).
 #include <signal.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include <cstdlib>
+#include <ctime>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -16,9 +18,9 @@
 #include "base/logging.h"
 #include "server/api_handlers.h"
 #include "server/http_server.h"
+#include "server/open_store.h"
 #include "server/server_options.h"
 #include "server/static_files.h"
-#include "storage/embedded/embedded_store.h"
 
 namespace {
 
@@ -32,10 +34,12 @@ int Run(const warpscope::server::ServerOptions& options) {
   sigprocmask(SIG_BLOCK, &mask, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  embedded::EmbeddedStoreOptions store_options;
-  store_options.data_dir = options.data_dir;
-  store_options.retention_ns = options.retention.count();
-  auto store = embedded::EmbeddedProfileStore::Open(store_options);
+  // Start-up retries sleep in sigtimedwait, so SIGINT/SIGTERM ends them.
+  auto wait = [&mask](std::chrono::milliseconds d) {
+    timespec ts{static_cast<time_t>(d.count() / 1000), static_cast<long>(d.count() % 1000) * 1'000'000};
+    return sigtimedwait(&mask, nullptr, &ts) < 0;
+  };
+  auto store = server::OpenStore(options, wait);
   if (!store.ok()) {
     std::cerr << "warpscope-server: " << store.status().message() << "\n";
     return 1;
@@ -55,9 +59,9 @@ int Run(const warpscope::server::ServerOptions& options) {
   }
   std::string host = options.listen.substr(0, options.listen.rfind(':'));
   if (host.empty() || host == "0.0.0.0" || host == "[::]") host = "127.0.0.1";
-  std::cerr << "warpscope-server: serving on http://" << host << ":" << (*httpd)->port() << " (data in "
-            << options.data_dir << (options.token.empty() ? ", no token: loopback only" : ", token required")
-            << ")" << std::endl;
+  std::cerr << "warpscope-server: serving on http://" << host << ":" << (*httpd)->port() << " ("
+            << server::DescribeStorage(options)
+            << (options.token.empty() ? ", no token: loopback only" : ", token required") << ")" << std::endl;
 
   const int fd = signalfd(-1, &mask, SFD_CLOEXEC);
   signalfd_siginfo info{};
@@ -65,7 +69,7 @@ int Run(const warpscope::server::ServerOptions& options) {
   }
   std::cerr << "warpscope-server: stopping" << std::endl;
   (*httpd)->Stop();
-  store->reset();  // flushes the head so a restart replays little
+  store->reset();  // the embedded store flushes its head so a restart replays little
   return 0;
 }
 
@@ -73,7 +77,9 @@ int Run(const warpscope::server::ServerOptions& options) {
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
-  auto options = warpscope::server::ParseServerArgs(args);
+  warpscope::server::ServerEnvironment env;
+  if (const char* pw = getenv(warpscope::server::kClickHousePasswordEnv)) env.clickhouse_password = pw;
+  auto options = warpscope::server::ParseServerArgs(args, env);
   if (!options.ok()) {
     std::cerr << "warpscope-server: " << options.status().message() << "\n";
     return 2;

@@ -5,6 +5,7 @@
 
 #include "base/duration.h"
 #include "base/file_util.h"
+#include "storage/clickhouse/clickhouse_url.h"
 
 namespace warpscope::server {
 namespace {
@@ -35,12 +36,35 @@ StatusOr<uint64_t> ParseSize(const std::string& flag, const std::string& text) {
   return value << shift;
 }
 
+StatusOr<std::chrono::nanoseconds> ParseTimeout(const std::string& flag, const std::string& text, bool zero_ok) {
+  if (zero_ok && text == "0") return std::chrono::nanoseconds(0);
+  auto d = ParseDuration(text);
+  if (!d.ok()) return InvalidArgumentError(flag + ": " + d.status().message());
+  if (*d <= std::chrono::nanoseconds(0) && !zero_ok) return InvalidArgumentError(flag + ": must be positive");
+  if (*d > std::chrono::hours(24)) return InvalidArgumentError(flag + ": at most 24h");
+  return *d;
+}
+
+// A password file holds the password and at most a trailing newline (what
+// `echo pw > file` writes); other whitespace is part of the password.
+StatusOr<std::string> ReadPasswordFile(const std::string& path) {
+  auto text = ReadFileToString(path);
+  if (!text.ok()) return InvalidArgumentError("--clickhouse-password-file: " + text.status().message());
+  std::string password = std::move(text).value();
+  if (!password.empty() && password.back() == '\n') password.pop_back();
+  if (!password.empty() && password.back() == '\r') password.pop_back();
+  if (password.empty()) return InvalidArgumentError("--clickhouse-password-file: " + path + " is empty");
+  return password;
+}
+
 }  // namespace
 
-StatusOr<ServerOptions> ParseServerArgs(const std::vector<std::string>& args) {
+StatusOr<ServerOptions> ParseServerArgs(const std::vector<std::string>& args, const ServerEnvironment& env) {
   ServerOptions o;
-  std::string token_file;
+  std::string token_file, password_file;
   bool token_given = false;
+  // ClickHouse flags given without --storage clickhouse://...: an error, not silently ignored.
+  std::string clickhouse_flag_given;
   for (size_t i = 0; i < args.size(); ++i) {
     std::string flag = args[i];
     std::string value;
@@ -59,6 +83,39 @@ StatusOr<ServerOptions> ParseServerArgs(const std::vector<std::string>& args) {
       o.help = true;
     } else if (flag == "--listen") {
       ASSIGN_OR_RETURN(o.listen, next());
+    } else if (flag == "--storage") {
+      ASSIGN_OR_RETURN(std::string text, next());
+      if (text == "embedded") {
+        o.storage = StorageKind::kEmbedded;
+        o.clickhouse_url.clear();
+      } else if (text.find("://") != std::string::npos) {
+        auto endpoint = clickhouse::ParseClickHouseUrl(text);
+        if (!endpoint.ok()) return InvalidArgumentError("--storage: " + endpoint.status().message());
+        o.storage = StorageKind::kClickHouse;
+        o.clickhouse_url = text;
+      } else {
+        return InvalidArgumentError("--storage: expected \"embedded\" or clickhouse://HOST:PORT/DATABASE, found \"" +
+                                    text + "\"");
+      }
+    } else if (flag == "--clickhouse-user") {
+      ASSIGN_OR_RETURN(o.clickhouse_user, next());
+      if (o.clickhouse_user.empty()) return InvalidArgumentError("--clickhouse-user: empty user");
+      clickhouse_flag_given = flag;
+    } else if (flag == "--clickhouse-password-file") {
+      ASSIGN_OR_RETURN(password_file, next());
+      if (password_file.empty()) return InvalidArgumentError("--clickhouse-password-file: empty path");
+      clickhouse_flag_given = flag;
+    } else if (flag == "--clickhouse-start-timeout") {
+      ASSIGN_OR_RETURN(std::string text, next());
+      ASSIGN_OR_RETURN(o.clickhouse_start_timeout, ParseTimeout(flag, text, /*zero_ok=*/true));
+      clickhouse_flag_given = flag;
+    } else if (flag == "--clickhouse-timeout") {
+      ASSIGN_OR_RETURN(std::string text, next());
+      ASSIGN_OR_RETURN(o.clickhouse_request_timeout, ParseTimeout(flag, text, /*zero_ok=*/false));
+      if (o.clickhouse_request_timeout < std::chrono::milliseconds(100)) {
+        return InvalidArgumentError("--clickhouse-timeout: at least 100ms");
+      }
+      clickhouse_flag_given = flag;
     } else if (flag == "--data-dir") {
       ASSIGN_OR_RETURN(o.data_dir, next());
       if (o.data_dir.empty()) return InvalidArgumentError("--data-dir: empty path");
@@ -105,24 +162,67 @@ StatusOr<ServerOptions> ParseServerArgs(const std::vector<std::string>& args) {
     o.token = Trim(*text);
     if (o.token.empty()) return InvalidArgumentError("--token-file: " + token_file + " is empty");
   }
+  if (o.storage != StorageKind::kClickHouse) {
+    if (!clickhouse_flag_given.empty()) {
+      return InvalidArgumentError(clickhouse_flag_given + " needs --storage clickhouse://HOST:PORT/DATABASE");
+    }
+    return o;
+  }
+  if (!password_file.empty()) {
+    ASSIGN_OR_RETURN(o.clickhouse_password, ReadPasswordFile(password_file));
+  } else if (env.clickhouse_password) {
+    o.clickhouse_password = *env.clickhouse_password;
+  }
   return o;
+}
+
+std::string DescribeStorage(const ServerOptions& options) {
+  if (options.storage == StorageKind::kEmbedded) return "embedded store in " + options.data_dir;
+  // The endpoint as the store will reach it (scheme, port and database
+  // filled in), without the URL's credentials; the user the store will use.
+  auto endpoint = clickhouse::ParseClickHouseUrl(options.clickhouse_url);
+  std::string user = options.clickhouse_user;
+  if (user.empty() && endpoint.ok()) user = endpoint->user;
+  if (user.empty()) user = "default";
+  return "ClickHouse at " + (endpoint.ok() ? endpoint->ToString() : std::string("(bad URL)")) + " as " + user;
 }
 
 std::string ServerUsage() {
   return R"(usage: warpscope-server [flags]
 
-Receives profiles from warpscope-agent (run mode), stores them under
---data-dir (embedded store, nothing else to run) and answers the query API
-(docs/api.md).
+Receives profiles from warpscope-agent (run mode), stores them (by default
+under --data-dir, in the embedded store: nothing else to run; or in
+ClickHouse, shared by any number of server replicas) and answers the query
+API (docs/api.md).
 
   --listen HOST:PORT        address to serve on (default 127.0.0.1:7070; [::1]:7070 for IPv6)
   --data-dir DIR            where the embedded store keeps its files (default ./warpscope-data)
+  --storage STORE           embedded (the default), or ClickHouse over its HTTP interface:
+                            clickhouse://HOST[:PORT][/DATABASE] (port 8123, database warpscope
+                            by default; http:// is the same), clickhouse+https:// or https:// for
+                            TLS (port 8443); the schema is migrated at start; all replicas of a
+                            fleet name the same database (docs/deploy-clickhouse.md)
+  --clickhouse-user USER    ClickHouse user (default: the URL's USER@, else "default")
+  --clickhouse-password-file FILE
+                            read the ClickHouse password from FILE (one trailing newline dropped);
+                            else $WARPSCOPE_CLICKHOUSE_PASSWORD, else none
+  --clickhouse-start-timeout DURATION
+                            keep retrying an unreachable ClickHouse at start this long, then
+                            exit 1 (default 60s; 0 tries once)
+  --clickhouse-timeout DURATION
+                            give up on one ClickHouse request after this (default 30s)
   --token TOKEN             bearer token required on /api/ (ingest and queries)
   --token-file FILE         read the token from FILE (trimmed) instead
   --insecure-listen-any     allow a non-loopback --listen without a token
-  --retention DURATION      delete profiles older than this (default 14d; 0 keeps everything)
+  --retention DURATION      delete profiles older than this (default 14d; 0 keeps everything);
+                            with ClickHouse, whole days are dropped
   --max-request-bytes SIZE  largest request body accepted (default 16M)
   --threads N               requests handled at once (default 8)
+
+Exit status: 0 after SIGINT or SIGTERM; 1 when the store cannot be opened
+(ClickHouse still unreachable after --clickhouse-start-timeout, wrong
+password, a database newer than this server) or the address is taken;
+2 on bad flags.
 )";
 }
 

@@ -1,16 +1,22 @@
-// Command-line flags of warpscope-server. Pure parsing over argv so every
-// error message is unit-tested; nothing here touches the system except
-// reading --token-file.
+// Command-line flags of warpscope-server. Pure parsing over argv (and the one
+// environment variable main() hands in) so every error message is
+// unit-tested; nothing here touches the system except reading --token-file
+// and --clickhouse-password-file.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "base/status.h"
 
 namespace warpscope::server {
+
+// Where profiles live: the embedded store under --data-dir (the default, one
+// server), or a ClickHouse database shared by any number of server replicas.
+enum class StorageKind { kEmbedded, kClickHouse };
 
 struct ServerOptions {
   std::string listen = "127.0.0.1:7070";
@@ -21,10 +27,35 @@ struct ServerOptions {
   size_t max_request_bytes = 16u << 20;
   int threads = 8;
   bool help = false;
+
+  StorageKind storage = StorageKind::kEmbedded;
+  // --storage clickhouse://HOST:PORT/DATABASE (or https://...: TLS), as
+  // given; checked by clickhouse::ParseClickHouseUrl at parse time.
+  std::string clickhouse_url;
+  std::string clickhouse_user;      // empty: ClickHouse's "default" user
+  std::string clickhouse_password;  // from the file or the environment; never logged
+  // At start, how long an unreachable ClickHouse is retried before the
+  // server gives up (exit 1); 0 tries once.
+  std::chrono::nanoseconds clickhouse_start_timeout = std::chrono::seconds(60);
+  // Each request to ClickHouse (insert or query) gives up after this.
+  std::chrono::nanoseconds clickhouse_request_timeout = std::chrono::seconds(30);
 };
 
+// What ParseServerArgs reads from the environment; main() fills it with
+// getenv so tests can pass their own.
+struct ServerEnvironment {
+  // WARPSCOPE_CLICKHOUSE_PASSWORD: used when --clickhouse-password-file is not given.
+  std::optional<std::string> clickhouse_password;
+};
+
+inline constexpr char kClickHousePasswordEnv[] = "WARPSCOPE_CLICKHOUSE_PASSWORD";
+
 // argv without the program name. InvalidArgument with a one-line message.
-StatusOr<ServerOptions> ParseServerArgs(const std::vector<std::string>& args);
+StatusOr<ServerOptions> ParseServerArgs(const std::vector<std::string>& args, const ServerEnvironment& env = {});
+
+// "embedded store in DIR" or "ClickHouse at URL as USER": for the startup
+// line. Never contains the password.
+std::string DescribeStorage(const ServerOptions& options);
 
 std::string ServerUsage();
 

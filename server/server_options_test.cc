@@ -73,10 +73,148 @@ TEST(ServerOptionsTest, RejectsBadValuesWithTheFlagName) {
   }
 }
 
+// A file holding `text`, removed when the test ends.
+class TempFile {
+ public:
+  explicit TempFile(const std::string& text) {
+    char templ[] = "/tmp/ws_server_options_XXXXXX";
+    const int fd = mkstemp(templ);
+    EXPECT_GE(fd, 0);
+    close(fd);
+    path_ = templ;
+    std::ofstream(path_) << text;
+  }
+  ~TempFile() { unlink(path_.c_str()); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+TEST(ServerOptionsTest, StorageDefaultsToEmbedded) {
+  auto o = ParseServerArgs({"--data-dir", "/var/lib/ws"});
+  ASSERT_TRUE(o.ok()) << o.status().message();
+  EXPECT_EQ(o->storage, StorageKind::kEmbedded);
+  EXPECT_EQ(DescribeStorage(*o), "embedded store in /var/lib/ws");
+  auto named = ParseServerArgs({"--storage", "embedded"});
+  ASSERT_TRUE(named.ok()) << named.status().message();
+  EXPECT_EQ(named->storage, StorageKind::kEmbedded);
+  // The last --storage wins, as for every other flag.
+  auto back = ParseServerArgs({"--storage", "clickhouse://127.0.0.1:8123/ws", "--storage=embedded"});
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->storage, StorageKind::kEmbedded);
+  EXPECT_TRUE(back->clickhouse_url.empty());
+}
+
+TEST(ServerOptionsTest, ParsesClickHouseFlags) {
+  TempFile password("s3cret\n");
+  auto o = ParseServerArgs({"--storage", "clickhouse://ch.example:8123/warpscope", "--clickhouse-user", "warpscope",
+                            "--clickhouse-password-file", password.path(), "--clickhouse-start-timeout", "2m",
+                            "--clickhouse-timeout=5s", "--retention", "30d"});
+  ASSERT_TRUE(o.ok()) << o.status().message();
+  EXPECT_EQ(o->storage, StorageKind::kClickHouse);
+  EXPECT_EQ(o->clickhouse_url, "clickhouse://ch.example:8123/warpscope");
+  EXPECT_EQ(o->clickhouse_user, "warpscope");
+  EXPECT_EQ(o->clickhouse_password, "s3cret");  // the trailing newline is not part of it
+  EXPECT_EQ(o->clickhouse_start_timeout, std::chrono::minutes(2));
+  EXPECT_EQ(o->clickhouse_request_timeout, std::chrono::seconds(5));
+  EXPECT_EQ(o->retention, std::chrono::hours(24 * 30));
+  EXPECT_EQ(DescribeStorage(*o), "ClickHouse at http://ch.example:8123/warpscope as warpscope");
+  EXPECT_EQ(DescribeStorage(*o).find("s3cret"), std::string::npos);
+
+  auto defaults = ParseServerArgs({"--storage", "clickhouse://127.0.0.1:8123/ws"});
+  ASSERT_TRUE(defaults.ok()) << defaults.status().message();
+  EXPECT_TRUE(defaults->clickhouse_user.empty());
+  EXPECT_TRUE(defaults->clickhouse_password.empty());
+  EXPECT_EQ(defaults->clickhouse_start_timeout, std::chrono::seconds(60));
+  EXPECT_EQ(defaults->clickhouse_request_timeout, std::chrono::seconds(30));
+  EXPECT_EQ(DescribeStorage(*defaults), "ClickHouse at http://127.0.0.1:8123/ws as default");
+  auto once = ParseServerArgs({"--storage", "clickhouse://127.0.0.1:8123/ws", "--clickhouse-start-timeout", "0"});
+  ASSERT_TRUE(once.ok()) << once.status().message();
+  EXPECT_EQ(once->clickhouse_start_timeout.count(), 0);
+}
+
+TEST(ServerOptionsTest, HttpsUrlsAreClickHouseOverTls) {
+  for (const char* url : {"https://ch.example/warpscope", "clickhouse+https://ch.example:8443/warpscope"}) {
+    auto o = ParseServerArgs({"--storage", url});
+    ASSERT_TRUE(o.ok()) << url << ": " << o.status().message();
+    EXPECT_EQ(o->storage, StorageKind::kClickHouse);
+    EXPECT_EQ(o->clickhouse_url, url);
+    EXPECT_EQ(DescribeStorage(*o), "ClickHouse at https://ch.example:8443/warpscope as default");
+  }
+  // Port and database have defaults.
+  auto bare = ParseServerArgs({"--storage", "clickhouse://ch.example"});
+  ASSERT_TRUE(bare.ok()) << bare.status().message();
+  EXPECT_EQ(DescribeStorage(*bare), "ClickHouse at http://ch.example:8123/warpscope as default");
+}
+
+TEST(ServerOptionsTest, PasswordFromFileThenEnvironment) {
+  ServerEnvironment env;
+  env.clickhouse_password = "from-env";
+  auto from_env = ParseServerArgs({"--storage", "clickhouse://127.0.0.1:8123/ws"}, env);
+  ASSERT_TRUE(from_env.ok()) << from_env.status().message();
+  EXPECT_EQ(from_env->clickhouse_password, "from-env");
+  TempFile file(" with spaces \r\n");
+  auto from_file =
+      ParseServerArgs({"--storage", "clickhouse://127.0.0.1:8123/ws", "--clickhouse-password-file", file.path()}, env);
+  ASSERT_TRUE(from_file.ok()) << from_file.status().message();
+  EXPECT_EQ(from_file->clickhouse_password, " with spaces ");  // only the line end is dropped
+  // The embedded store ignores the variable (it may be set for the whole host).
+  auto embedded = ParseServerArgs({}, env);
+  ASSERT_TRUE(embedded.ok()) << embedded.status().message();
+  EXPECT_TRUE(embedded->clickhouse_password.empty());
+}
+
+TEST(ServerOptionsTest, RejectsBadClickHouseFlags) {
+  TempFile empty("\n");
+  const std::string url = "clickhouse://127.0.0.1:8123/ws";
+  struct Case {
+    std::vector<std::string> args;
+    std::string needle;
+  } cases[] = {
+      {{"--storage", "sqlite"}, "--storage: expected \"embedded\" or clickhouse://"},
+      {{"--storage", ""}, "--storage: expected"},
+      {{"--storage"}, "--storage needs a value"},
+      {{"--storage", "ftp://127.0.0.1:8123/ws"}, "--storage: ClickHouse URL"},
+      {{"--storage", "clickhouse://127.0.0.1:8123/a/b"}, "--storage: ClickHouse URL"},   // two path segments
+      {{"--storage", "clickhouse://127.0.0.1:8123/ws?x=1"}, "--storage: ClickHouse URL"},  // a query string
+      {{"--storage", "clickhouse://127.0.0.1:99999/ws"}, "--storage: ClickHouse URL"},
+      {{"--storage", "clickhouse:///ws"}, "--storage: ClickHouse URL"},  // no host
+      {{"--storage", "clickhouse://h/ws;DROP"}, "--storage: ClickHouse URL"},
+      {{"--clickhouse-user", "u"}, "--clickhouse-user needs --storage clickhouse://"},
+      {{"--clickhouse-password-file", empty.path()}, "--clickhouse-password-file needs --storage"},
+      {{"--clickhouse-start-timeout", "1m"}, "--clickhouse-start-timeout needs --storage"},
+      {{"--storage", url, "--clickhouse-user", ""}, "--clickhouse-user: empty user"},
+      {{"--storage", url, "--clickhouse-password-file", empty.path()}, "is empty"},
+      {{"--storage", url, "--clickhouse-password-file", "/nonexistent/pw"}, "--clickhouse-password-file: "},
+      {{"--storage", url, "--clickhouse-start-timeout", "soon"}, "--clickhouse-start-timeout: "},
+      {{"--storage", url, "--clickhouse-start-timeout", "48h"}, "at most 24h"},
+      {{"--storage", url, "--clickhouse-timeout", "0"}, "--clickhouse-timeout: "},
+      {{"--storage", url, "--clickhouse-timeout", "10ms"}, "at least 100ms"},
+  };
+  for (const Case& c : cases) {
+    auto o = ParseServerArgs(c.args);
+    ASSERT_FALSE(o.ok()) << c.args[0] << " " << (c.args.size() > 1 ? c.args[1] : "");
+    EXPECT_EQ(o.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(o.status().message().find(c.needle), std::string::npos) << o.status().message();
+  }
+}
+
+TEST(ServerOptionsTest, DescribeStorageHidesUrlCredentials) {
+  auto o = ParseServerArgs({"--storage", "https://ops:pw@ch.example:8443/ws"});
+  ASSERT_TRUE(o.ok()) << o.status().message();
+  EXPECT_EQ(DescribeStorage(*o), "ClickHouse at https://ch.example:8443/ws as ops");
+  auto flag_wins = ParseServerArgs({"--storage", "https://ops:pw@ch.example:8443/ws", "--clickhouse-user", "ws"});
+  ASSERT_TRUE(flag_wins.ok()) << flag_wins.status().message();
+  EXPECT_EQ(DescribeStorage(*flag_wins), "ClickHouse at https://ch.example:8443/ws as ws");
+}
+
 TEST(ServerOptionsTest, HelpMentionsEveryFlag) {
   const std::string usage = ServerUsage();
   for (const char* flag : {"--listen", "--data-dir", "--token", "--token-file", "--insecure-listen-any", "--retention",
-                           "--max-request-bytes", "--threads"}) {
+                           "--max-request-bytes", "--threads", "--storage", "--clickhouse-user",
+                           "--clickhouse-password-file", "WARPSCOPE_CLICKHOUSE_PASSWORD", "--clickhouse-start-timeout",
+                           "--clickhouse-timeout"}) {
     EXPECT_NE(usage.find(flag), std::string::npos) << flag;
   }
 }

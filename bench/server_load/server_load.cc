@@ -3,6 +3,7 @@
 // compared side by side. Not a test; results go to docs/benchmarks.md.
 //
 //   build/bin/server_load --server-bin build/bin/warpscope-server [--hours 1] [--nodes 20] [--clients 8]
+//   build/bin/server_load --server-bin build/bin/warpscope-server --clickhouse [--hours 1]
 //   build/bin/server_load --server-url http://HOST:PORT --token T [--server-pid PID] [--data-dir DIR]
 //   build/bin/server_load --describe        # the synthetic fleet only, no server
 //
@@ -16,6 +17,19 @@
 // --server-url it only posts and queries; CPU needs --server-pid, size needs
 // --data-dir (measured while running: no flush). --server-arg passes a flag
 // through to the server (repeat it: --server-arg=--retention --server-arg=0).
+//
+// --clickhouse (with --server-bin) stores into ClickHouse instead: the tool
+// starts a private clickhouse-server (Debian's, the same config as the
+// tests' ClickHouseInstance, storage/clickhouse/testing/) in a fresh dir
+// (--clickhouse-dir to choose it), gives the server --storage
+// clickhouse://127.0.0.1:PORT/ws_bench, and reports ClickHouse's CPU time
+// (its process, read from /proc like the server's, shown separately and
+// added to the server's in the "server + ClickHouse" rate) and its bytes on
+// disk (system.parts bytes_on_disk of the database's active parts, fact and
+// dictionary tables apart) after the server's stop, and the store's group
+// commit line from the server's log at exit (batches, groups, INSERTs).
+// Restarting the server before each query empties the server's caches, not
+// ClickHouse's.
 //
 // Queries are flame graphs (format=json) of the last 1 h and 24 h before the
 // end of the loaded data (when that much was loaded), all nodes and one node,
@@ -44,6 +58,7 @@
 #include "bench/server_load/load_client.h"
 #include "bench/server_load/server_probe.h"
 #include "proto/warpscope/v1/ingest.pb.h"
+#include "storage/clickhouse/testing/clickhouse_instance.h"
 #include "tests/integration/server_process.h"
 
 namespace warpscope::bench {
@@ -60,6 +75,8 @@ struct Options {
   bool queries = true;
   bool describe = false;
   bool keep_data = false;
+  bool clickhouse = false;
+  std::string clickhouse_dir;
   std::string server_bin, data_dir, server_url, token, label;
   std::vector<std::string> server_args;
   pid_t server_pid = 0;
@@ -67,6 +84,7 @@ struct Options {
 
 const char kUsage[] =
     "usage: server_load (--server-bin PATH [--data-dir DIR] [--keep-data] [--server-arg ARG]...\n"
+    "                     [--clickhouse [--clickhouse-dir DIR]]\n"
     "                    | --server-url http://HOST:PORT [--token T] [--server-pid PID] [--data-dir DIR]\n"
     "                    | --describe)\n"
     "                   [--nodes 20] [--hours 1] [--clients 8] [--seed 1] [--zstd-level 3]\n"
@@ -112,6 +130,10 @@ Options ParseArgs(int argc, char** argv) {
       o.describe = true;
     else if (arg == "--keep-data")
       o.keep_data = true;
+    else if (arg == "--clickhouse")
+      o.clickhouse = true;
+    else if (arg == "--clickhouse-dir")
+      o.clickhouse_dir = next();
     else if (arg == "--server-bin")
       o.server_bin = next();
     else if (arg == "--server-arg")
@@ -137,6 +159,8 @@ Options ParseArgs(int argc, char** argv) {
     Die("--nodes, --clients, --hours and --query-runs must be positive");
   if (!o.describe && o.server_bin.empty() == o.server_url.empty())
     Die(std::string("give exactly one of --server-bin and --server-url\n") + kUsage);
+  if ((o.clickhouse || !o.clickhouse_dir.empty()) && o.server_bin.empty())
+    Die("--clickhouse needs --server-bin (the tool starts both)");
   return o;
 }
 
@@ -308,6 +332,33 @@ int Main(int argc, char** argv) {
   const int64_t end_ns = end_window * window_ns;
   const bool own_server = !o.server_bin.empty();
 
+  // ClickHouse, when the server is to store there.
+  std::unique_ptr<clickhouse::testing::ClickHouseInstance> ch;
+  std::string ch_dir = o.clickhouse_dir, ch_version;
+  const std::string ch_database = "ws_bench";
+  pid_t ch_pid = 0;
+  std::vector<std::string> server_args = o.server_args;
+  if (o.clickhouse) {
+    if (ch_dir.empty()) {
+      char templ[] = "/tmp/ws-server-load-clickhouse-XXXXXX";
+      if (!mkdtemp(templ)) Die("mkdtemp failed");
+      ch_dir = templ;
+    }
+    auto started = clickhouse::testing::ClickHouseInstance::Start(ch_dir);
+    if (!started.ok()) Die("starting clickhouse-server: " + started.status().ToString());
+    ch = std::move(started).value();
+    auto pid = FindChildProcess("clickhouse");
+    if (!pid.ok()) Die(pid.status().message());
+    ch_pid = *pid;
+    auto version = ch->Query("SELECT version()");
+    ch_version = version.ok() ? version->substr(0, version->find('\n')) : "?";
+    // A rerun on a kept --clickhouse-dir starts from an empty database.
+    if (auto dropped = ch->Query("DROP DATABASE IF EXISTS " + ch_database); !dropped.ok()) Die(dropped.status().message());
+    server_args.insert(server_args.end(), {"--storage", ch->Url(ch_database)});
+    fprintf(stderr, "server_load: clickhouse-server %s pid %d on port %d, data in %s\n", ch_version.c_str(), ch_pid,
+            ch->http_port(), ch_dir.c_str());
+  }
+
   // The server.
   std::unique_ptr<testing::ServerProcess> server;
   std::string data_dir = o.data_dir, token = o.token;
@@ -319,7 +370,7 @@ int Main(int argc, char** argv) {
       data_dir = templ;
     }
     if (token.empty()) token = "load-" + std::to_string(std::random_device()());
-    auto started = testing::ServerProcess::Start(o.server_bin, data_dir, ServerArgs(token, o.server_args));
+    auto started = testing::ServerProcess::Start(o.server_bin, data_dir, ServerArgs(token, server_args));
     if (!started.ok()) Die(started.status().message());
     server = std::move(started).value();
     address.port = server->port();
@@ -340,10 +391,14 @@ int Main(int argc, char** argv) {
   bo.windows = windows;
   bo.zstd_level = o.zstd_level;
   bo.agent_prefix = "server-load-" + std::to_string(NowNs() / 1'000'000'000) + "-";
-  double cpu_before = -1, cpu_after = -1;
+  double cpu_before = -1, cpu_after = -1, ch_cpu_before = -1, ch_cpu_after = -1, ch_cpu_at_stop = -1;
   if (pid > 0) {
     auto c = ReadProcessCpuSeconds(pid);
     if (c.ok()) cpu_before = *c;
+  }
+  if (ch_pid > 0) {
+    auto c = ReadProcessCpuSeconds(ch_pid);
+    if (c.ok()) ch_cpu_before = *c;
   }
   fprintf(stderr, "server_load: backfilling %lld windows x %d nodes over %d connections\n",
           static_cast<long long>(windows), o.nodes, o.clients);
@@ -356,6 +411,10 @@ int Main(int argc, char** argv) {
     if (c.ok()) cpu_after = *c;
     auto rss = ReadPeakRssBytes(pid);
     if (rss.ok()) peak_rss_ingest = *rss;
+  }
+  if (ch_pid > 0) {
+    auto c = ReadProcessCpuSeconds(ch_pid);
+    if (c.ok()) ch_cpu_after = *c;
   }
   if (!ingest.error.empty()) {
     fprintf(stderr, "server_load: ingest failed after %lld batches:\n  %s\n", static_cast<long long>(ingest.batches),
@@ -372,15 +431,36 @@ int Main(int argc, char** argv) {
   testing::ServerExit ingest_exit;
   DirUsage disk;
   bool have_disk = false;
+  std::string group_commit_line;  // the ClickHouse store's "ClickHouse ingest: ..." log line at exit
   if (own_server) {
     ingest_exit = server->Stop(600);
     if (ingest_exit.exit_code != 0) {
       fprintf(stderr, "server_load: server exited with %d (signal %d: %s) after SIGTERM; log:\n%s\n",
               ingest_exit.exit_code, ingest_exit.signal, strsignal(ingest_exit.signal), server->log().c_str());
     }
+    const std::string log = server->log();
+    if (const size_t at = log.find("ClickHouse ingest: "); at != std::string::npos) {
+      group_commit_line = log.substr(at + 19, log.find('\n', at) - at - 19);
+    }
     server.reset();
   }
-  if (!data_dir.empty()) {
+  int64_t ch_peak_rss = -1;
+  ClickHouseUsage ch_usage;
+  bool have_ch_usage = false;
+  if (ch) {
+    auto c = ReadProcessCpuSeconds(ch_pid);
+    if (c.ok()) ch_cpu_at_stop = *c;
+    auto rss = ReadPeakRssBytes(ch_pid);
+    if (rss.ok()) ch_peak_rss = *rss;
+    auto u = MeasureClickHouse(*ch, ch_database);
+    if (u.ok()) {
+      ch_usage = *u;
+      have_ch_usage = true;
+    } else {
+      fprintf(stderr, "server_load: %s\n", u.status().message().c_str());
+    }
+  }
+  if (!data_dir.empty() && !ch) {  // with ClickHouse the server's data dir stays empty
     auto d = MeasureDirectory(data_dir);
     if (d.ok()) {
       disk = *d;
@@ -427,7 +507,7 @@ int Main(int argc, char** argv) {
       }
       if (own_server) {
         auto restarted =
-            testing::ServerProcess::Start(o.server_bin, data_dir, ServerArgs(token, o.server_args), address.port);
+            testing::ServerProcess::Start(o.server_bin, data_dir, ServerArgs(token, server_args), address.port);
         if (!restarted.ok()) Die("restart: " + restarted.status().message());
         server = std::move(restarted).value();
         restart_seconds = std::max(restart_seconds, server->start_seconds());
@@ -467,13 +547,23 @@ int Main(int argc, char** argv) {
     const std::string cmd = "rm -rf '" + data_dir + "'";
     if (system(cmd.c_str()) != 0) fprintf(stderr, "server_load: could not remove %s\n", data_dir.c_str());
   }
+  if (ch) {
+    if (Status stopped = ch->Stop(); !stopped.ok()) fprintf(stderr, "server_load: %s\n", stopped.ToString().c_str());
+    ch.reset();
+    if (!o.keep_data && o.clickhouse_dir.empty()) {
+      const std::string cmd = "rm -rf '" + ch_dir + "'";
+      if (system(cmd.c_str()) != 0) fprintf(stderr, "server_load: could not remove %s\n", ch_dir.c_str());
+    }
+  }
 
   // The summary.
   const double rows = static_cast<double>(ingest.rows);
   const double server_cpu = cpu_before >= 0 && cpu_after >= 0 ? cpu_after - cpu_before : -1;
   const double server_cpu_with_flush = own_server && cpu_before >= 0 ? ingest_exit.cpu_seconds - cpu_before : -1;
   std::string column = o.label;
-  if (column.empty() && own_server) {
+  if (column.empty() && o.clickhouse) {
+    column = "ClickHouse " + ch_version;
+  } else if (column.empty() && own_server) {
     column = o.server_bin.substr(o.server_bin.rfind('/') + 1);
     for (const std::string& a : o.server_args) column += " " + a;
   } else if (column.empty()) {
@@ -513,6 +603,20 @@ int Main(int argc, char** argv) {
   } else {
     row("server CPU during ingest", "n/a (pass --server-pid)");
   }
+  const double ch_cpu = ch_cpu_before >= 0 && ch_cpu_after >= 0 ? ch_cpu_after - ch_cpu_before : -1;
+  if (ch_cpu >= 0) {
+    row("ClickHouse CPU during ingest (its process, not in the server's)",
+        Fmt("%.1f s", ch_cpu) + Fmt(" (%.2f cores busy)", ch_cpu / ingest.wall_seconds));
+    if (server_cpu > 0) {
+      row("**ingest CPU samples/s per core, server + ClickHouse**",
+          Fmt("%.0f", static_cast<double>(ingest.sample_values) / (server_cpu + ch_cpu)));
+    }
+    if (ch_cpu_at_stop >= 0) {
+      row("ClickHouse CPU from ingest start to the server's stop (merges continue)",
+          Fmt("%.1f s", ch_cpu_at_stop - ch_cpu_before));
+    }
+  }
+  if (!group_commit_line.empty()) row("ClickHouse store's group commit (its log line at exit)", group_commit_line);
   if (server_cpu_with_flush >= 0) {
     row("server CPU incl. final flush (SIGTERM → exit)",
         Fmt("%.1f s", server_cpu_with_flush) + Fmt(" (flush took %.2f s wall)", ingest_exit.stop_seconds));
@@ -524,15 +628,34 @@ int Main(int argc, char** argv) {
   row("request bytes per row on the wire (zstd-" + std::to_string(o.zstd_level) + ")",
       Fmt("%.2f", ingest.wire_bytes / rows) + Fmt(" (%.1f KB per batch)", ingest.wire_bytes / 1024.0 / ingest.batches));
   row("request bytes per row, uncompressed protobuf", Fmt("%.2f", ingest.raw_bytes / rows));
+  if (have_ch_usage) {
+    const double samples = static_cast<double>(ingest.sample_values);
+    const int64_t total = ch_usage.fact_bytes + ch_usage.dictionary_bytes;
+    row("data on disk after the server's stop",
+        Fmt("%.1f MB", total / 1e6) + " (system.parts bytes_on_disk: " + std::to_string(ch_usage.parts) +
+            " active parts)");
+    row("**bytes per row on disk** (data dir / rows; ClickHouse: bytes_on_disk / rows)",
+        Fmt("%.2f", total / rows) + Fmt(" (facts %.2f, ", ch_usage.fact_bytes / rows) +
+            Fmt("dictionaries %.2f)", ch_usage.dictionary_bytes / rows));
+    row("**bytes per CPU sample on disk**", Fmt("%.3f", total / samples));
+    std::string parts;
+    for (size_t i = 0; i < ch_usage.tables.size() && i < 6; ++i) {
+      parts += (i ? ", " : "") + ch_usage.tables[i].first + Fmt(" %.2f", ch_usage.tables[i].second / rows);
+    }
+    row("bytes per row by top-level entry (ClickHouse: by table)", parts);
+  }
+  if (ch_peak_rss > 0) row("ClickHouse peak RSS (VmHWM)", Fmt("%.1f MB", ch_peak_rss / 1e6));
   if (have_disk) {
-    row(std::string("data dir ") + (own_server ? "after the final flush" : "(live, not flushed)"),
+    row(own_server ? "data on disk after the server's stop" : "data dir (live, not flushed)",
         Fmt("%.1f MB", disk.apparent_bytes / 1e6) + Fmt(" (%.1f MB allocated)", disk.allocated_bytes / 1e6));
-    row("**bytes per row on disk** (data dir / rows)", Fmt("%.2f", disk.apparent_bytes / rows));
+    row("**bytes per row on disk** (data dir / rows; ClickHouse: bytes_on_disk / rows)",
+        Fmt("%.2f", disk.apparent_bytes / rows));
+    row("**bytes per CPU sample on disk**", Fmt("%.3f", disk.apparent_bytes / static_cast<double>(ingest.sample_values)));
     std::string parts;
     for (size_t i = 0; i < disk.entries.size() && i < 6; ++i) {
       parts += (i ? ", " : "") + disk.entries[i].first + Fmt(" %.2f", disk.entries[i].second / rows);
     }
-    row("bytes per row by top-level entry", parts);
+    row("bytes per row by top-level entry (ClickHouse: by table)", parts);
   }
   if (ingest.retries || ingest.duplicates || ingest.stored_mismatches) {
     row("retries / duplicates / stored_samples ≠ rows", std::to_string(ingest.retries) + " / " +

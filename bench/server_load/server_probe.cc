@@ -1,5 +1,6 @@
 #include "bench/server_load/server_probe.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <signal.h>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <chrono>
 #include <fstream>
 #include <map>
@@ -42,6 +44,34 @@ StatusOr<int64_t> ReadPeakRssBytes(pid_t pid) {
   return NotFoundError("no VmHWM in /proc/" + std::to_string(pid) + "/status");
 }
 
+StatusOr<pid_t> FindChildProcess(const std::string& exe_part) {
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return ErrnoError(errno, "opendir /proc");
+  const pid_t self = getpid();
+  pid_t found = 0;
+  while (dirent* e = readdir(proc)) {
+    const pid_t pid = std::atoi(e->d_name);
+    if (pid <= 0) continue;
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const size_t paren = text.rfind(')');
+    if (paren == std::string::npos) continue;
+    std::istringstream fields(text.substr(paren + 2));  // 3 state, 4 ppid
+    std::string state;
+    pid_t ppid = 0;
+    if (!(fields >> state >> ppid) || ppid != self) continue;
+    char exe[4096];
+    const ssize_t n = readlink(("/proc/" + std::to_string(pid) + "/exe").c_str(), exe, sizeof(exe) - 1);
+    if (n > 0 && std::string(exe, n).find(exe_part) != std::string::npos) {
+      found = pid;
+      break;
+    }
+  }
+  closedir(proc);
+  if (found == 0) return NotFoundError("no child process running " + exe_part);
+  return found;
+}
+
 StatusOr<DirUsage> MeasureDirectory(const std::string& dir) {
   // nftw takes a plain function: collect into a thread-local scratch.
   struct Scratch {
@@ -71,6 +101,33 @@ StatusOr<DirUsage> MeasureDirectory(const std::string& dir) {
   std::sort(s.usage.entries.begin(), s.usage.entries.end(),
             [](const auto& a, const auto& b) { return a.second > b.second; });
   return s.usage;
+}
+
+StatusOr<ClickHouseUsage> MeasureClickHouse(const clickhouse::testing::ClickHouseInstance& ch, const std::string& db) {
+  ASSIGN_OR_RETURN(std::string tsv,
+                   ch.Query("SELECT table, sum(bytes_on_disk), count() FROM system.parts WHERE database = '" + db +
+                            "' AND active GROUP BY table FORMAT TabSeparated"));
+  // The fact tables of docs/design/clickhouse.md §5 (and any *_1h rollup);
+  // everything else is written once per distinct value.
+  auto is_fact = [](const std::string& t) {
+    return t == "samples" || t == "metric_points" || t == "gpu_activities" || t == "gpu_trace_coverage" ||
+           (t.size() > 3 && t.compare(t.size() - 3, 3, "_1h") == 0);
+  };
+  ClickHouseUsage u;
+  std::istringstream lines(tsv);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::istringstream fields(line);
+    std::string table;
+    int64_t bytes = 0, parts = 0;
+    if (!std::getline(fields, table, '\t') || !(fields >> bytes >> parts)) continue;
+    (is_fact(table) ? u.fact_bytes : u.dictionary_bytes) += bytes;
+    u.parts += parts;
+    u.tables.emplace_back(table, bytes);
+  }
+  std::sort(u.tables.begin(), u.tables.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  if (u.tables.empty()) return NotFoundError("no parts of database " + db + " in system.parts: " + tsv);
+  return u;
 }
 
 }  // namespace warpscope::bench

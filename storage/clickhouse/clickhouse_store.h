@@ -1,0 +1,129 @@
+// ClickHouseProfileStore: the storage::ProfileStore on ClickHouse (issue 9;
+// docs/design/clickhouse.md), for warpscope-server replicas that keep no
+// state of their own: any number of them may ingest into and query one
+// database.
+//
+//   ingest:  ValidateBatch -> per-agent gate (this replica) -> rows (only the
+//            dictionary rows not written yet) -> group commit with the other
+//            agents' concurrent batches (ingest_group_committer.h): one SELECT
+//            (duplicate + repair checks), dictionaries, facts (repair-checked:
+//            ingest_writer.h), agent_sequences rows -> OK
+//   queries: type ids from `types`, selectors as SQL on label_sets, the
+//            aggregation inside ClickHouse, ids resolved through cached
+//            dictionaries (dictionary_reader.h)
+//   retention: whole day partitions older than now - retention dropped by a
+//            background thread; queries never look before the cutoff
+//
+// ClickHouse going away makes Ingest and queries return Unavailable (the
+// server answers 503; agents keep their batches and re-send); nothing
+// acknowledged is lost, a re-send of a batch that got partly in is stored
+// exactly once, and the store recovers by itself when ClickHouse returns.
+//
+// Threading: every ProfileStore method may be called from any number of
+// threads (the server's HTTP workers). One background thread applies
+// retention and one writes ingest groups; the destructor stops both.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "base/status.h"
+#include "storage/clickhouse/clickhouse_client.h"
+#include "storage/clickhouse/clickhouse_url.h"
+#include "storage/clickhouse/content_ids.h"
+#include "storage/clickhouse/dictionary_reader.h"
+#include "storage/clickhouse/ingest_group_committer.h"
+#include "storage/clickhouse/ingest_writer.h"
+#include "storage/clickhouse/schema_migrations.h"
+#include "storage/clickhouse/type_selection.h"
+#include "storage/profile_store.h"
+
+namespace warpscope::clickhouse {
+
+struct ClickHouseOptions {
+  std::string url;   // clickhouse://HOST:PORT/DB, clickhouse+https://..., http://..., https://...
+  std::string user;  // empty: "default"
+  std::string password;
+  int64_t retention_ns = 0;  // 0: keep forever
+  int timeout_ms = 30000;
+  // How often the background thread drops expired day partitions (when
+  // retention_ns > 0); it also runs once at Open.
+  int64_t retention_interval_ns = int64_t{3600} * 1'000'000'000;
+  // Group commit (ingest_group_committer.h): concurrent Ingest calls share
+  // their INSERTs. A group closes at group_max_batches batches or
+  // group_max_rows fact rows, or group_max_wait_ms after it began gathering -
+  // sooner once it holds as many batches as recent groups did and no other
+  // Ingest call is building its rows, so a lone agent never waits.
+  // group_max_batches = 1 writes every batch on its own.
+  int group_max_batches = 64;
+  uint64_t group_max_rows = 500'000;  // well below max_insert_block_size: one block per INSERT
+  int group_max_wait_ms = 50;
+};
+
+class ClickHouseProfileStore final : public storage::ProfileStore {
+ public:
+  // Connects, checks the version, runs migrations. Unavailable (with the URL and curl's reason) when ClickHouse cannot
+  // be reached.
+  static StatusOr<std::unique_ptr<ClickHouseProfileStore>> Open(const ClickHouseOptions& options);
+  ~ClickHouseProfileStore() override;
+
+  StatusOr<storage::IngestResult> Ingest(const warpscope::v1::IngestBatch& batch) override;
+  StatusOr<storage::MergedProfile> SelectProfile(const storage::ProfileQuery& query) override;
+  StatusOr<std::vector<storage::Series>> SelectSeries(const storage::SeriesQuery& query) override;
+  StatusOr<storage::StackTimeline> SelectStackTimeline(const storage::TimelineQuery& query) override;
+  StatusOr<std::vector<storage::Labels>> SelectSeriesLabels(const storage::SeriesLabelsQuery& query) override;
+  StatusOr<std::vector<storage::MetricSeries>> SelectMetricSeries(const storage::MetricQuery& query) override;
+  StatusOr<std::vector<storage::MetricInfo>> MetricNames() override;
+  StatusOr<storage::GpuActivities> SelectGpuActivities(const storage::GpuActivityQuery& query) override;
+  StatusOr<std::vector<std::string>> LabelNames() override;
+  StatusOr<std::vector<std::string>> LabelValues(const std::string& name) override;
+  StatusOr<std::vector<storage::ProfileTypeInfo>> ProfileTypes() override;
+  storage::StoreStats stats() const override;
+
+  // Drops every day partition of the fact tables that ends before
+  // now - retention (no-op without retention). Any thread.
+  Status ApplyRetentionNow();
+
+  const ClickHouseEndpoint& endpoint() const { return client_->endpoint(); }
+  const ServerVersion& server_version() const { return server_version_; }
+
+ private:
+  ClickHouseProfileStore(const ClickHouseOptions& options, std::unique_ptr<ClickHouseClient> client);
+  void RunRetention();
+  int64_t RetentionCutoff() const;  // INT64_MIN without retention
+
+  // Every row of `types`, one per id, sorted by (kind, name, unit, period).
+  StatusOr<std::vector<TypeRow>> LoadTypes();
+  const ClickHouseOptions options_;
+  std::unique_ptr<ClickHouseClient> client_;
+  ServerVersion server_version_;
+  std::unique_ptr<IngestWriter> writer_;
+  std::unique_ptr<IngestGroupCommitter> committer_;  // after writer_: stopped before it goes
+  std::unique_ptr<DictionaryReader> dictionary_;
+
+  // Per-agent gate and duplicate cache. committed_ only ever answers
+  // "duplicate" (a sequence <= one this replica saw stored); "new" is always
+  // asked of ClickHouse, as another replica may have stored it.
+  std::mutex agents_mu_;
+  std::condition_variable agents_cv_;
+  std::unordered_map<std::string, uint64_t> committed_;
+  std::unordered_set<std::string> in_flight_;
+
+  std::mutex bg_mu_;
+  std::condition_variable bg_cv_;
+  bool bg_stop_ = false;
+  std::thread bg_thread_;
+
+  std::atomic<uint64_t> ingested_batches_{0}, duplicate_batches_{0}, rejected_batches_{0}, samples_{0},
+      metric_points_{0}, gpu_activities_{0};
+};
+
+}  // namespace warpscope::clickhouse

@@ -1,0 +1,55 @@
+// Helpers of the ClickHouse store's tests: a database per test on the
+// binary's shared server (testing/clickhouse_test_env.h), opened as the
+// "warpscope" user.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cctype>
+#include <memory>
+#include <string>
+
+#include "storage/clickhouse/clickhouse_store.h"
+#include "storage/clickhouse/testing/clickhouse_test_env.h"
+
+namespace warpscope::clickhouse::testing {
+
+// "ws_" + the scratch dir's base name, as an identifier.
+inline std::string DatabaseFor(const std::string& dir) {
+  std::string base = dir.substr(dir.find_last_of('/') + 1);
+  for (char& c : base) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  return "ws_" + base;
+}
+
+inline ClickHouseOptions OptionsFor(const ClickHouseInstance& instance, const std::string& database) {
+  ClickHouseOptions o;
+  o.url = instance.Url(database);
+  o.user = kClickHouseUser;
+  o.password = kClickHousePassword;
+  o.timeout_ms = 30'000;
+  return o;
+}
+
+// A store on `database` of the shared server; null (with a test failure) when
+// it cannot open.
+inline std::unique_ptr<ClickHouseProfileStore> OpenShared(const std::string& database) {
+  std::string error;
+  ClickHouseInstance* instance = SharedClickHouse(&error);
+  EXPECT_NE(instance, nullptr) << error;
+  if (instance == nullptr) return nullptr;
+  StatusOr<std::unique_ptr<ClickHouseProfileStore>> store =
+      ClickHouseProfileStore::Open(OptionsFor(*instance, database));
+  EXPECT_TRUE(store.ok()) << store.status().ToString();
+  return store.ok() ? std::move(store).value() : nullptr;
+}
+
+// Skips every test of the binary when WARPSCOPE_SKIP_CLICKHOUSE=1 and
+// clickhouse-server is missing; fails them when it is missing otherwise.
+class ClickHouseEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override { WS_REQUIRE_CLICKHOUSE(); }
+};
+
+}  // namespace warpscope::clickhouse::testing
