@@ -151,6 +151,7 @@ class AgentSession {
   bool Subscribe();
   // Buffer callbacks registered and subscribed (again, after a detach).
   bool Attach();
+  bool AttachAndEnable();
   // Settles a pending detach (InjectionState::detach_state): takes the
   // request back when no launch has claimed it, else waits up to `wait_ms`
   // for cuptiFinalize to finish and notes that CUPTI is detached. False
@@ -293,6 +294,18 @@ bool AgentSession::Attach() {
   return true;
 }
 
+// Subscribes (if detached) and turns on what every recording needs before
+// its kernels: the launch callbacks and memcpy/memset activity.
+bool AgentSession::AttachAndEnable() {
+  if (!Attach()) return false;
+  if (!SetLaunchCallbacks(true)) {
+    SayOnce("cuptiEnableCallback failed for every launch API; GPU profiling off");
+    fatal_ = true;
+    return false;
+  }
+  return SetMemopActivity(true);
+}
+
 bool AgentSession::StartTracing(const LinkConfig& config) {
   config_ = config;
   window_ = Window{};
@@ -308,13 +321,7 @@ bool AgentSession::StartTracing(const LinkConfig& config) {
     fatal_ = true;
     return false;
   }
-  if (!Attach()) return false;
-  if (!SetLaunchCallbacks(true)) {
-    SayOnce("cuptiEnableCallback failed for every launch API; GPU profiling off");
-    fatal_ = true;
-    return false;
-  }
-  if (!SetMemopActivity(true)) return false;
+  if (!AttachAndEnable()) return false;
   if (!SetKernelActivity(true, MonotonicNs())) return false;
   s_.callbacks_live.store(true, std::memory_order_release);
   return true;
@@ -403,13 +410,7 @@ bool AgentSession::OpenWindow(uint64_t now) {
     return true;
   }
   const uint64_t t0 = MonotonicNs();
-  if (!Attach()) return false;
-  if (!SetLaunchCallbacks(true)) {
-    SayOnce("cuptiEnableCallback failed for every launch API; GPU profiling off");
-    fatal_ = true;
-    return false;
-  }
-  if (!SetMemopActivity(true)) return false;
+  if (!AttachAndEnable()) return false;
   s_.window_first_correlation.store(0, std::memory_order_release);
   s_.window_filter.store(true, std::memory_order_relaxed);
   window_.records_base = s_.conversion.kernel_records.load(std::memory_order_relaxed);
