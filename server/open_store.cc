@@ -28,6 +28,7 @@ StatusOr<std::unique_ptr<storage::ProfileStore>> OpenClickHouse(const ServerOpti
   ch.url = options.clickhouse_url;
   ch.user = options.clickhouse_user;
   ch.password = options.clickhouse_password;
+  ch.ca_file = options.clickhouse_ca_file;
   ch.retention_ns = options.retention.count();
   ch.timeout_ms = static_cast<int>(duration_cast<milliseconds>(options.clickhouse_request_timeout).count());
   const Clock::time_point deadline = Clock::now() + options.clickhouse_start_timeout;

@@ -1,5 +1,7 @@
 #include "server/server_options.h"
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdlib>
 
@@ -84,7 +86,8 @@ StatusOr<ServerOptions> ParseServerArgs(const std::vector<std::string>& args, co
     } else if (flag == "--listen") {
       ASSIGN_OR_RETURN(o.listen, next());
     } else if (flag == "--storage") {
-      ASSIGN_OR_RETURN(std::string text, next());
+      std::string text;  // declared apart: GCC 12 warns (falsely) of it as uninitialized otherwise
+      ASSIGN_OR_RETURN(text, next());
       if (text == "embedded") {
         o.storage = StorageKind::kEmbedded;
         o.clickhouse_url.clear();
@@ -104,6 +107,13 @@ StatusOr<ServerOptions> ParseServerArgs(const std::vector<std::string>& args, co
     } else if (flag == "--clickhouse-password-file") {
       ASSIGN_OR_RETURN(password_file, next());
       if (password_file.empty()) return InvalidArgumentError("--clickhouse-password-file: empty path");
+      clickhouse_flag_given = flag;
+    } else if (flag == "--clickhouse-ca-file") {
+      ASSIGN_OR_RETURN(o.clickhouse_ca_file, next());
+      if (o.clickhouse_ca_file.empty()) return InvalidArgumentError("--clickhouse-ca-file: empty path");
+      if (::access(o.clickhouse_ca_file.c_str(), R_OK) != 0) {
+        return InvalidArgumentError("--clickhouse-ca-file: cannot read " + o.clickhouse_ca_file);
+      }
       clickhouse_flag_given = flag;
     } else if (flag == "--clickhouse-start-timeout") {
       ASSIGN_OR_RETURN(std::string text, next());
@@ -206,6 +216,8 @@ API (docs/api.md).
   --clickhouse-password-file FILE
                             read the ClickHouse password from FILE (one trailing newline dropped);
                             else $WARPSCOPE_CLICKHOUSE_PASSWORD, else none
+  --clickhouse-ca-file FILE PEM CA certificate(s) to verify an https ClickHouse against
+                            (default: the system's CA store)
   --clickhouse-start-timeout DURATION
                             keep retrying an unreachable ClickHouse at start this long, then
                             exit 1 (default 60s; 0 tries once)

@@ -34,6 +34,7 @@ struct ServerOptions {
   std::string clickhouse_url;
   std::string clickhouse_user;      // empty: ClickHouse's "default" user
   std::string clickhouse_password;  // from the file or the environment; never logged
+  std::string clickhouse_ca_file;   // --clickhouse-ca-file: verify an https ClickHouse against it
   // At start, how long an unreachable ClickHouse is retried before the
   // server gives up (exit 1); 0 tries once.
   std::chrono::nanoseconds clickhouse_start_timeout = std::chrono::seconds(60);

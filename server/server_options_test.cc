@@ -110,7 +110,7 @@ TEST(ServerOptionsTest, ParsesClickHouseFlags) {
   TempFile password("s3cret\n");
   auto o = ParseServerArgs({"--storage", "clickhouse://ch.example:8123/warpscope", "--clickhouse-user", "warpscope",
                             "--clickhouse-password-file", password.path(), "--clickhouse-start-timeout", "2m",
-                            "--clickhouse-timeout=5s", "--retention", "30d"});
+                            "--clickhouse-timeout=5s", "--retention", "30d", "--clickhouse-ca-file", password.path()});
   ASSERT_TRUE(o.ok()) << o.status().message();
   EXPECT_EQ(o->storage, StorageKind::kClickHouse);
   EXPECT_EQ(o->clickhouse_url, "clickhouse://ch.example:8123/warpscope");
@@ -118,6 +118,7 @@ TEST(ServerOptionsTest, ParsesClickHouseFlags) {
   EXPECT_EQ(o->clickhouse_password, "s3cret");  // the trailing newline is not part of it
   EXPECT_EQ(o->clickhouse_start_timeout, std::chrono::minutes(2));
   EXPECT_EQ(o->clickhouse_request_timeout, std::chrono::seconds(5));
+  EXPECT_EQ(o->clickhouse_ca_file, password.path());
   EXPECT_EQ(o->retention, std::chrono::hours(24 * 30));
   EXPECT_EQ(DescribeStorage(*o), "ClickHouse at http://ch.example:8123/warpscope as warpscope");
   EXPECT_EQ(DescribeStorage(*o).find("s3cret"), std::string::npos);
@@ -191,6 +192,8 @@ TEST(ServerOptionsTest, RejectsBadClickHouseFlags) {
       {{"--storage", url, "--clickhouse-start-timeout", "48h"}, "at most 24h"},
       {{"--storage", url, "--clickhouse-timeout", "0"}, "--clickhouse-timeout: "},
       {{"--storage", url, "--clickhouse-timeout", "10ms"}, "at least 100ms"},
+      {{"--storage", url, "--clickhouse-ca-file", "/nonexistent/ca.pem"}, "--clickhouse-ca-file: cannot read"},
+      {{"--clickhouse-ca-file", empty.path()}, "--clickhouse-ca-file needs --storage"},
   };
   for (const Case& c : cases) {
     auto o = ParseServerArgs(c.args);

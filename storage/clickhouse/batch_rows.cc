@@ -237,8 +237,27 @@ BatchRows BuildBatchRows(const IngestBatch& batch, const WrittenDictionaryIds* w
     w.String(str(named_strings[i]));
     strings.Add(named_ids[i], w.Take());
   }
+  // Stacks first: a stack known to be stored implies its locations and their
+  // functions are (IngestWriter writes the tables in order and stops at the
+  // first failure), so only the locations and functions of the other stacks
+  // are looked up. In steady state that skips nearly every lookup.
+  DictionaryRows stacks(DictionaryTable::kStacks, "stacks", "stack_id, location_ids");
+  const std::vector<uint32_t> stacks_to_write = stacks.ToWrite(stack_ids, written);
+  std::vector<uint64_t> candidate_locations(location_ids.size(), 0);  // 0: skipped by ToWrite
+  for (uint32_t i : stacks_to_write) {
+    for (uint32_t l : batch.stacks(static_cast<int>(i)).locations()) candidate_locations[l] = location_ids[l];
+  }
+  DictionaryRows locations(DictionaryTable::kLocations, "locations",
+                           "location_id, address, kind, mapping_file, build_id, lines.function_id, lines.line");
+  const std::vector<uint32_t> locations_to_write = locations.ToWrite(candidate_locations, written);
+  std::vector<uint64_t> candidate_functions(function_ids.size(), 0);
+  for (uint32_t i : locations_to_write) {
+    for (const auto& line : batch.locations(static_cast<int>(i)).lines()) {
+      candidate_functions[line.function()] = function_ids[line.function()];
+    }
+  }
   DictionaryRows functions(DictionaryTable::kFunctions, "functions", "function_id, name, system_name, filename");
-  for (uint32_t i : functions.ToWrite(function_ids, written)) {
+  for (uint32_t i : functions.ToWrite(candidate_functions, written)) {
     const auto& f = batch.functions(static_cast<int>(i));
     RowBinaryWriter w;
     w.UInt64(function_ids[i]);
@@ -247,9 +266,7 @@ BatchRows BuildBatchRows(const IngestBatch& batch, const WrittenDictionaryIds* w
     w.String(str(f.filename()));
     functions.Add(function_ids[i], w.Take());
   }
-  DictionaryRows locations(DictionaryTable::kLocations, "locations",
-                           "location_id, address, kind, mapping_file, build_id, lines.function_id, lines.line");
-  for (uint32_t i : locations.ToWrite(location_ids, written)) {
+  for (uint32_t i : locations_to_write) {
     const auto& l = batch.locations(static_cast<int>(i));
     RowBinaryWriter w;
     w.UInt64(location_ids[i]);
@@ -263,8 +280,7 @@ BatchRows BuildBatchRows(const IngestBatch& batch, const WrittenDictionaryIds* w
     for (const auto& line : l.lines()) w.Int64(line.line());
     locations.Add(location_ids[i], w.Take());
   }
-  DictionaryRows stacks(DictionaryTable::kStacks, "stacks", "stack_id, location_ids");
-  for (uint32_t i : stacks.ToWrite(stack_ids, written)) {
+  for (uint32_t i : stacks_to_write) {
     const auto& stack = batch.stacks(static_cast<int>(i));
     RowBinaryWriter w;
     w.UInt64(stack_ids[i]);

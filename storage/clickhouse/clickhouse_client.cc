@@ -218,6 +218,7 @@ StatusOr<std::string> ClickHouseClient::Send(const ClickHouseRequest& request, i
   curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(options_.timeout_ms));
   curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(std::min(options_.timeout_ms, 5000)));
   curl_easy_setopt(curl, CURLOPT_TCP_KEEPALIVE, 1L);
+  if (!options_.ca_file.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, options_.ca_file.c_str());
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, AppendBody);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &body);
   curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, ReadHeader);

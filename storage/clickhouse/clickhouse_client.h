@@ -84,6 +84,9 @@ struct RetryPolicy {
 struct ClickHouseClientOptions {
   std::string user;  // "" -> "default"
   std::string password;
+  // PEM file of the CA(s) to verify an https server against; "" uses the
+  // system's CA store (/etc/ssl/certs).
+  std::string ca_file;
   int timeout_ms = 30'000;
   size_t max_idle_handles = 16;
 };

@@ -1,6 +1,5 @@
-// Unit tests without a server: URL parsing, RowBinary, SipHash against the
-// values ClickHouse 18.16 gave (docs/design/clickhouse.md §4), error mapping.
-// clickhouse_store_test.cc checks the hashes against a live server too.
+// Unit tests without a server: URL parsing, RowBinary, pinned content ids
+// (docs/design/clickhouse.md §4), error mapping.
 #include <gtest/gtest.h>
 
 #include <limits>
@@ -11,7 +10,6 @@
 #include "storage/clickhouse/content_ids.h"
 #include "storage/clickhouse/row_binary.h"
 #include "storage/clickhouse/schema_migrations.h"
-#include "storage/clickhouse/sip_hash.h"
 #include "storage/clickhouse/sql_text.h"
 #include "storage/clickhouse/written_ids.h"
 
@@ -104,10 +102,20 @@ TEST(RowBinary, TruncatedAnswerIsAnErrorNotGarbage) {
   EXPECT_NE(s.message().find("labels"), std::string::npos);
 }
 
-TEST(SipHash, MatchesClickHouseSipHash64) {
-  // SELECT sipHash64(''), sipHash64('abc') on ClickHouse 18.16.
-  EXPECT_EQ(SipHash64(""), 2202906307356721367ull);
-  EXPECT_EQ(SipHash64("abc"), 4596069200710135518ull);
+// Ids are part of the on-disk format (content_ids.h): pinned, so a change to
+// the hash or an encoding cannot slip in without a new schema version.
+TEST(ContentIds, ArePinned) {
+  EXPECT_EQ(StringId("abc"), 11979361012061336784ull);  // XXH3_64bits("S\x03abc", 5), by libxxhash itself
+  EXPECT_EQ(FunctionId("main", "main", "/src/main.c"), 7406772711263261993ull);
+  EXPECT_EQ(LocationId("/lib/libc.so.6", "deadbeef", 0x4000, 0, {{42, -7}}), 5546794212622955648ull);
+  EXPECT_EQ(StackId({1, 2, 3}), 6841259217356961326ull);
+  EXPECT_EQ(SeriesId({{"node", "a"}, {"pod", "b"}}), 12049117167374318362ull);
+  EXPECT_EQ(TypeId(TypeKind::kProfile, "cpu", "nanoseconds", 52631578), 14162244603857330045ull);
+  EXPECT_EQ(BatchId("agent-1", 7), 13002931766092219395ull);
+  // A key's id is XXH3-64 of its bytes (0 would become 1).
+  ContentKey key('O');
+  key.Str("/lib/libc.so.6").Str("deadbeef").U64(0x4000).U64(0).U64(42).I64(-7);
+  EXPECT_EQ(key.Id(), LocationId("/lib/libc.so.6", "deadbeef", 0x4000, 0, {{42, -7}}));
 }
 
 TEST(ContentIds, EncodingsSeparateFieldsAndKinds) {
@@ -161,7 +169,7 @@ TEST(SchemaMigrations, VersionsAndFeatures) {
 TEST(WrittenDictionaryIds, RemembersPerTableAndDropsAFullSet) {
   WrittenDictionaryIds written(5000);
   std::vector<uint64_t> ids;
-  for (uint64_t i = 1; i <= 3000; ++i) ids.push_back(SipHash64(std::to_string(i)));
+  for (uint64_t i = 1; i <= 3000; ++i) ids.push_back(StringId(std::to_string(i)));
   written.Add(DictionaryTable::kStacks, ids);
   EXPECT_TRUE(written.Contains(DictionaryTable::kStacks, ids[0]));
   EXPECT_TRUE(written.Contains(DictionaryTable::kStacks, ids[2999]));

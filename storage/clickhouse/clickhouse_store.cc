@@ -56,6 +56,7 @@ StatusOr<std::unique_ptr<ClickHouseProfileStore>> ClickHouseProfileStore::Open(c
   client_options.user = !options.user.empty() ? options.user : endpoint.user;
   client_options.password = !options.password.empty() ? options.password : endpoint.password;
   client_options.timeout_ms = options.timeout_ms > 0 ? options.timeout_ms : 30'000;
+  client_options.ca_file = options.ca_file;
   auto client = std::make_unique<ClickHouseClient>(endpoint, client_options);
   std::unique_ptr<ClickHouseProfileStore> store(new ClickHouseProfileStore(options, std::move(client)));
 
@@ -118,35 +119,14 @@ StatusOr<storage::IngestResult> ClickHouseProfileStore::Ingest(const warpscope::
   }
   const std::string& agent = batch.agent_id();
   const std::string what = "batch of agent " + agent + " seq " + std::to_string(batch.sequence());
-  {
-    // Wait out this replica's other Ingest of the same agent (a re-send
-    // racing the original): once it is done, the stored sequence decides.
-    std::unique_lock<std::mutex> lock(agents_mu_);
-    agents_cv_.wait(lock, [&] { return !in_flight_.contains(agent); });
-    auto it = committed_.find(agent);
-    if (it != committed_.end() && batch.sequence() <= it->second) {
-      ++duplicate_batches_;
-      return storage::IngestResult{.duplicate = true};
-    }
-    in_flight_.insert(agent);
+  // One Ingest per agent at a time on this replica (a re-send racing its
+  // original waits); "new" is still asked of ClickHouse below, as another
+  // replica may have stored it.
+  std::optional<storage::AgentIngestGate::Pass> pass = agents_.Enter(agent, batch.sequence());
+  if (!pass) {
+    ++duplicate_batches_;
+    return storage::IngestResult{.duplicate = true};
   }
-  struct InFlight {
-    ClickHouseProfileStore* store;
-    const std::string& agent;
-    ~InFlight() {
-      {
-        std::lock_guard<std::mutex> lock(store->agents_mu_);
-        store->in_flight_.erase(agent);
-      }
-      store->agents_cv_.notify_all();
-    }
-  } in_flight{this, agent};
-
-  auto remember = [&](uint64_t sequence) {
-    std::lock_guard<std::mutex> lock(agents_mu_);
-    uint64_t& last = committed_[agent];
-    last = std::max(last, sequence);
-  };
   // Rows first (in parallel with other agents' Ingest calls), leaving out
   // dictionary rows this replica has written; then the group commit.
   IngestGroupCommitter::ExpectedBatch expected = committer_->ExpectBatch();
@@ -154,11 +134,11 @@ StatusOr<storage::IngestResult> ClickHouseProfileStore::Ingest(const warpscope::
   BatchOutcome outcome = committer_->CommitAndWait(std::move(expected), std::move(rows), agent, batch.sequence(), what);
   RETURN_IF_ERROR(outcome.status);
   if (outcome.duplicate) {
-    remember(outcome.stored_sequence);
+    agents_.Stored(agent, outcome.stored_sequence);
     ++duplicate_batches_;
     return storage::IngestResult{.duplicate = true};
   }
-  remember(batch.sequence());
+  agents_.Stored(agent, batch.sequence());
 
   const storage::IngestResult result{.duplicate = false,
                                      .samples = static_cast<uint64_t>(batch.samples_size()),

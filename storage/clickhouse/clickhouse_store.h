@@ -44,6 +44,7 @@
 #include "storage/clickhouse/ingest_writer.h"
 #include "storage/clickhouse/schema_migrations.h"
 #include "storage/clickhouse/type_selection.h"
+#include "storage/agent_ingest_gate.h"
 #include "storage/profile_store.h"
 
 namespace warpscope::clickhouse {
@@ -52,6 +53,7 @@ struct ClickHouseOptions {
   std::string url;   // clickhouse://HOST:PORT/DB, clickhouse+https://..., http://..., https://...
   std::string user;  // empty: "default"
   std::string password;
+  std::string ca_file;       // https: the CA to verify ClickHouse against; "" the system's
   int64_t retention_ns = 0;  // 0: keep forever
   int timeout_ms = 30000;
   // How often the background thread drops expired day partitions (when
@@ -109,13 +111,10 @@ class ClickHouseProfileStore final : public storage::ProfileStore {
   std::unique_ptr<IngestGroupCommitter> committer_;  // after writer_: stopped before it goes
   std::unique_ptr<DictionaryReader> dictionary_;
 
-  // Per-agent gate and duplicate cache. committed_ only ever answers
-  // "duplicate" (a sequence <= one this replica saw stored); "new" is always
-  // asked of ClickHouse, as another replica may have stored it.
-  std::mutex agents_mu_;
-  std::condition_variable agents_cv_;
-  std::unordered_map<std::string, uint64_t> committed_;
-  std::unordered_set<std::string> in_flight_;
+  // Per-agent gate and duplicate cache: it only ever answers "duplicate" (a
+  // sequence <= one this replica saw stored); "new" is always asked of
+  // ClickHouse, as another replica may have stored it.
+  storage::AgentIngestGate agents_;
 
   std::mutex bg_mu_;
   std::condition_variable bg_cv_;

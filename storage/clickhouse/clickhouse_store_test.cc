@@ -12,7 +12,7 @@
 #include "storage/clickhouse/clickhouse_store_test_util.h"
 #include "storage/clickhouse/content_ids.h"
 #include "storage/clickhouse/ingest_writer.h"
-#include "storage/clickhouse/sip_hash.h"
+#include "storage/clickhouse/schema_migrations.h"
 #include "storage/conformance/test_batches.h"
 
 namespace warpscope::clickhouse {
@@ -37,16 +37,6 @@ ClickHouseInstance* Server() {
   return instance;
 }
 
-std::string Hex(const std::string& bytes) {
-  static const char* kDigits = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : bytes) {
-    out.push_back(kDigits[c >> 4]);
-    out.push_back(kDigits[c & 15]);
-  }
-  return out;
-}
-
 int64_t Total(storage::ProfileStore& store, const std::string& selector = "") {
   storage::ProfileQuery q;
   q.from_ns = kT0;
@@ -57,30 +47,40 @@ int64_t Total(storage::ProfileStore& store, const std::string& selector = "") {
   return p.ok() ? p->total : -1;
 }
 
-TEST(ClickHouseStore, IdsEqualTheServersSipHash64) {
+// Schema 2 changed how content ids are hashed: a schema 1 database that holds
+// data is refused with a clear error, an empty one is brought to schema 2.
+TEST(ClickHouseStore, ASchemaOneDatabaseWithDataIsRefused) {
   ClickHouseInstance* ch = Server();
   ASSERT_NE(ch, nullptr);
-  std::vector<std::string> inputs = {"",
-                                     "a",
-                                     "abc",
-                                     "1234567",
-                                     "12345678",
-                                     "123456789",
-                                     std::string(300, 'z'),
-                                     std::string("\0\xff\x80 binary", 10),
-                                     "π and ∑ in UTF-8"};
-  for (const std::string& s : inputs) {
-    StatusOr<std::string> server = ch->Query("SELECT sipHash64(unhex('" + Hex(s) + "'))");
-    ASSERT_TRUE(server.ok()) << server.status().ToString();
-    EXPECT_EQ(std::to_string(SipHash64(s)) + "\n", *server) << Hex(s);
+  const std::string db = TestDatabase();
+  ASSERT_TRUE(ch->Query("CREATE DATABASE " + db).ok());
+  ASSERT_TRUE(ch->Query("CREATE TABLE " + db +
+                        ".schema_migrations (version UInt32, description String, applied_by String, "
+                        "applied_at DateTime DEFAULT now()) ENGINE = ReplacingMergeTree ORDER BY version")
+                  .ok());
+  for (const std::string& statement : MigrationStatements(1, db, FeaturesFor(ServerVersion{18, 16, "18.16.1"}))) {
+    ASSERT_TRUE(ch->Query(statement).ok()) << statement;
   }
-  // A content id is sipHash64 of its key's bytes.
-  ContentKey key('O');
-  key.Str("/lib/libc.so.6").Str("deadbeef").U64(0x4000).U64(0).U64(42).I64(-7);
-  StatusOr<std::string> server = ch->Query("SELECT sipHash64(unhex('" + Hex(key.bytes()) + "'))");
-  ASSERT_TRUE(server.ok());
-  EXPECT_EQ(std::to_string(key.Id()) + "\n", *server);
-  EXPECT_EQ(LocationId("/lib/libc.so.6", "deadbeef", 0x4000, 0, {{42, -7}}), key.Id());
+  ASSERT_TRUE(ch->Query("INSERT INTO " + db + ".schema_migrations (version, description, applied_by) VALUES "
+                        "(1, 'schema 1', 'test')")
+                  .ok());
+  ASSERT_TRUE(ch->Query("INSERT INTO " + db + ".label_sets (series_id, labels.name, labels.value) VALUES "
+                        "(7, ['node'], ['a'])")
+                  .ok());
+  StatusOr<std::unique_ptr<ClickHouseProfileStore>> refused = ClickHouseProfileStore::Open(testing::OptionsFor(*ch, db));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(refused.status().message().find("schema 1's content ids"), std::string::npos)
+      << refused.status().message();
+
+  ASSERT_TRUE(ch->Query("TRUNCATE TABLE " + db + ".label_sets").ok());
+  StatusOr<std::unique_ptr<ClickHouseProfileStore>> store = ClickHouseProfileStore::Open(testing::OptionsFor(*ch, db));
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  StatusOr<std::string> version = ch->Query("SELECT max(version) FROM " + db + ".schema_migrations");
+  ASSERT_TRUE(version.ok());
+  EXPECT_EQ(*version, std::to_string(kLatestSchemaVersion) + "\n");
+  ASSERT_TRUE((*store)->Ingest(OneSample("a", 1, kT0, 5)).ok());
+  EXPECT_EQ(Total(**store), 5);
 }
 
 // A batch whose facts got (partly) in before a failure, and whose commit did
@@ -196,7 +196,7 @@ TEST(ClickHouseStore, MigrationsAreIdempotentAndANewerSchemaIsRefused) {
   }
   StatusOr<std::string> versions = ch->Query("SELECT count(), max(version) FROM " + db + ".schema_migrations");
   ASSERT_TRUE(versions.ok());
-  EXPECT_EQ(*versions, "1\t" + std::to_string(kLatestSchemaVersion) + "\n");
+  EXPECT_EQ(*versions, std::to_string(kLatestSchemaVersion) + "\t" + std::to_string(kLatestSchemaVersion) + "\n");
   StatusOr<std::string> tables = ch->Query("SELECT count() FROM system.tables WHERE database = '" + db + "'");
   ASSERT_TRUE(tables.ok());
   EXPECT_EQ(*tables, "13\n");

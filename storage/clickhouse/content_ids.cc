@@ -2,7 +2,9 @@
 
 #include <cstring>
 
-#include "storage/clickhouse/sip_hash.h"
+// XXH3 (Debian libxxhash-dev), header-only as in the embedded store.
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 namespace warpscope::clickhouse {
 
@@ -25,7 +27,7 @@ ContentKey& ContentKey::U64(uint64_t v) {
 }
 
 uint64_t ContentKey::Id() const {
-  const uint64_t h = SipHash64(bytes_);
+  const uint64_t h = XXH3_64bits(bytes_.data(), bytes_.size());
   return h == 0 ? 1 : h;
 }
 

@@ -1,5 +1,5 @@
 // Content-addressed dictionary ids (docs/design/clickhouse.md §4): every id is
-// SipHash-2-4 (sip_hash.h) of a canonical encoding of the content, computed by
+// XXH3-64 (seed 0) of a canonical encoding of the content, computed by
 // whichever server replica ingests it, so replicas agree without talking and
 // a re-insert of a dictionary row is a no-op after ReplacingMergeTree merges.
 //
@@ -13,7 +13,10 @@
 //   stack_id    = H('K' location_id*)               batch_id  = H('B' agent_id sequence)
 //
 // Changing any of this changes every id: it is part of the on-disk format
-// (schema_migrations.h); a new encoding needs a new schema version.
+// (schema_migrations.h); a new encoding needs a new schema version. Schema 1
+// used SipHash-2-4 (equal to ClickHouse's sipHash64); schema 2 uses XXH3,
+// 8x faster on these keys, where hashing was the largest share of the
+// server's ingest CPU (docs/benchmarks.md, issue 9).
 #pragma once
 
 #include <cstdint>

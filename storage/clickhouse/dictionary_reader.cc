@@ -32,14 +32,47 @@ void PutBounded(Map& map, size_t limit, uint64_t id, Value value) {
 
 }  // namespace
 
-Status DictionaryReader::FetchStacks(const std::vector<uint64_t>& ids) {
+// Cached entries of `ids` are copied out under the lock (shared pointers or
+// small values), the distinct misses fetched with no lock held, then cached
+// and copied out too: a cache cleared by another thread in between does not
+// matter.
+template <typename Value, typename Fetch>
+StatusOr<std::unordered_map<uint64_t, Value>> DictionaryReader::Lookup(std::unordered_map<uint64_t, Value>& cache,
+                                                                       const std::vector<uint64_t>& ids,
+                                                                       Fetch fetch) {
+  std::unordered_map<uint64_t, Value> out;
+  std::vector<uint64_t> missing;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (uint64_t id : ids) {
+      if (out.contains(id)) continue;
+      auto it = cache.find(id);
+      if (it != cache.end()) {
+        out.emplace(id, it->second);
+      } else {
+        missing.push_back(id);
+      }
+    }
+  }
+  if (missing.empty()) return out;
+  ASSIGN_OR_RETURN(auto got, fetch(Distinct(std::move(missing))));
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [id, value] : got) {
+    PutBounded(cache, max_cached_, id, value);
+    out.emplace(id, std::move(value));
+  }
+  return out;
+}
+
+StatusOr<std::unordered_map<uint64_t, DictionaryReader::Locations>> DictionaryReader::FetchStacks(
+    const std::vector<uint64_t>& ids) {
   ASSIGN_OR_RETURN(
       std::string body,
       client_->Execute(ClickHouseRequest::Read("SELECT stack_id, any(location_ids) FROM stacks WHERE stack_id IN ids "
                                                "GROUP BY stack_id FORMAT RowBinary")
                            .With(IdTable("ids", ids))));
   RowBinaryReader r(body);
-  std::unordered_map<uint64_t, std::shared_ptr<const std::vector<uint64_t>>> got;
+  std::unordered_map<uint64_t, Locations> got;
   while (!r.done()) {
     const uint64_t id = r.UInt64();
     auto locations = std::make_shared<std::vector<uint64_t>>(r.VarUInt());
@@ -50,12 +83,11 @@ Status DictionaryReader::FetchStacks(const std::vector<uint64_t>& ids) {
   for (uint64_t id : ids) {
     if (!got.contains(id)) return DataLossError("stack " + Hex(id) + " is referenced by samples but not in stacks");
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  for (auto& [id, locations] : got) PutBounded(stacks_, max_cached_, id, std::move(locations));
-  return Status::Ok();
+  return got;
 }
 
-Status DictionaryReader::FetchLocations(const std::vector<uint64_t>& ids) {
+StatusOr<std::unordered_map<uint64_t, DictionaryReader::Frames>> DictionaryReader::FetchLocations(
+    const std::vector<uint64_t>& ids) {
   ASSIGN_OR_RETURN(
       std::string body,
       client_->Execute(ClickHouseRequest::Read("SELECT location_id, any(address), any(kind), any(mapping_file), "
@@ -140,64 +172,16 @@ Status DictionaryReader::FetchLocations(const std::vector<uint64_t>& ids) {
     }
     built.emplace(id, std::move(frames));
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  for (auto& [id, frames] : built) PutBounded(locations_, max_cached_, id, std::move(frames));
-  return Status::Ok();
+  return built;
 }
 
 StatusOr<ResolvedStackTable> DictionaryReader::ResolveStacks(const std::vector<uint64_t>& stack_ids) {
-  // Two rounds at most: stacks, then the locations they use. Cached entries
-  // are copied out (shared pointers) under the lock, so a cache cleared by
-  // another thread in between does not matter.
-  std::unordered_map<uint64_t, std::shared_ptr<const std::vector<uint64_t>>> stacks;
-  std::vector<uint64_t> missing;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (uint64_t id : stack_ids) {
-      auto it = stacks_.find(id);
-      if (it != stacks_.end()) {
-        stacks.emplace(id, it->second);
-      } else {
-        missing.push_back(id);
-      }
-    }
-  }
-  if (!missing.empty()) {
-    missing = Distinct(std::move(missing));
-    RETURN_IF_ERROR(FetchStacks(missing));
-    std::lock_guard<std::mutex> lock(mu_);
-    for (uint64_t id : missing) {
-      auto it = stacks_.find(id);
-      if (it == stacks_.end()) return InternalError("stack cache too small for one answer");
-      stacks.emplace(id, it->second);
-    }
-  }
-  std::unordered_map<uint64_t, Frames> locations;
-  missing.clear();
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& [id, ls] : stacks) {
-      for (uint64_t l : *ls) {
-        if (locations.contains(l)) continue;
-        auto it = locations_.find(l);
-        if (it != locations_.end()) {
-          locations.emplace(l, it->second);
-        } else {
-          missing.push_back(l);
-        }
-      }
-    }
-  }
-  if (!missing.empty()) {
-    missing = Distinct(std::move(missing));
-    RETURN_IF_ERROR(FetchLocations(missing));
-    std::lock_guard<std::mutex> lock(mu_);
-    for (uint64_t id : missing) {
-      auto it = locations_.find(id);
-      if (it == locations_.end()) return InternalError("location cache too small for one answer");
-      locations.emplace(id, it->second);
-    }
-  }
+  // Two rounds at most: stacks, then the locations they use.
+  ASSIGN_OR_RETURN(auto stacks, Lookup(stacks_, stack_ids, [&](const auto& ids) { return FetchStacks(ids); }));
+  std::vector<uint64_t> location_ids;
+  for (const auto& [id, ls] : stacks) location_ids.insert(location_ids.end(), ls->begin(), ls->end());
+  ASSIGN_OR_RETURN(auto locations,
+                   Lookup(locations_, location_ids, [&](const auto& ids) { return FetchLocations(ids); }));
   ResolvedStackTable out;
   std::unordered_map<uint64_t, uint32_t> first_frame;  // location -> its first frame's index
   out.stacks.reserve(stack_ids.size());
@@ -216,87 +200,52 @@ StatusOr<ResolvedStackTable> DictionaryReader::ResolveStacks(const std::vector<u
 
 StatusOr<std::unordered_map<uint64_t, storage::Labels>> DictionaryReader::LabelSets(
     const std::vector<uint64_t>& series_ids) {
-  std::unordered_map<uint64_t, storage::Labels> out;
-  std::vector<uint64_t> missing;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (uint64_t id : series_ids) {
-      auto it = labels_.find(id);
-      if (it != labels_.end()) {
-        out.emplace(id, it->second);
-      } else {
-        missing.push_back(id);
-      }
+  return Lookup(labels_, series_ids, [&](const std::vector<uint64_t>& missing)
+                                         -> StatusOr<std::unordered_map<uint64_t, storage::Labels>> {
+    ASSIGN_OR_RETURN(std::string body,
+                     client_->Execute(ClickHouseRequest::Read("SELECT series_id, any(labels.name), any(labels.value) "
+                                                              "FROM label_sets WHERE series_id IN ids GROUP BY "
+                                                              "series_id FORMAT RowBinary")
+                                          .With(IdTable("ids", missing))));
+    RowBinaryReader r(body);
+    std::unordered_map<uint64_t, storage::Labels> got;
+    while (!r.done()) {
+      const uint64_t id = r.UInt64();
+      storage::Labels labels(r.VarUInt());
+      for (auto& l : labels) l.first = r.String();
+      if (r.VarUInt() != labels.size()) return InternalError("label_sets: names and values differ in length");
+      for (auto& l : labels) l.second = r.String();
+      got.emplace(id, std::move(labels));
     }
-  }
-  if (missing.empty()) return out;
-  missing = Distinct(std::move(missing));
-  ASSIGN_OR_RETURN(
-      std::string body,
-      client_->Execute(ClickHouseRequest::Read("SELECT series_id, any(labels.name), any(labels.value) FROM label_sets "
-                                               "WHERE series_id IN ids GROUP BY series_id FORMAT RowBinary")
-                           .With(IdTable("ids", missing))));
-  RowBinaryReader r(body);
-  std::vector<std::pair<uint64_t, storage::Labels>> got;
-  while (!r.done()) {
-    const uint64_t id = r.UInt64();
-    storage::Labels labels(r.VarUInt());
-    for (auto& l : labels) l.first = r.String();
-    if (r.VarUInt() != labels.size()) return InternalError("label_sets: names and values differ in length");
-    for (auto& l : labels) l.second = r.String();
-    got.emplace_back(id, std::move(labels));
-  }
-  RETURN_IF_ERROR(r.status("label_sets"));
-  if (got.size() != missing.size()) {
-    return DataLossError(std::to_string(missing.size() - got.size()) +
-                         " series referenced by rows are not in label_sets");
-  }
-  std::lock_guard<std::mutex> lock(mu_);
-  for (auto& [id, labels] : got) {
-    PutBounded(labels_, max_cached_, id, labels);
-    out.emplace(id, std::move(labels));
-  }
-  return out;
+    RETURN_IF_ERROR(r.status("label_sets"));
+    if (got.size() != missing.size()) {
+      return DataLossError(std::to_string(missing.size() - got.size()) +
+                           " series referenced by rows are not in label_sets");
+    }
+    return got;
+  });
 }
 
 StatusOr<std::unordered_map<uint64_t, std::string>> DictionaryReader::Strings(const std::vector<uint64_t>& string_ids) {
-  std::unordered_map<uint64_t, std::string> out;
-  std::vector<uint64_t> missing;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (uint64_t id : string_ids) {
-      auto it = strings_.find(id);
-      if (it != strings_.end()) {
-        out.emplace(id, it->second);
-      } else {
-        missing.push_back(id);
-      }
+  return Lookup(strings_, string_ids, [&](const std::vector<uint64_t>& missing)
+                                          -> StatusOr<std::unordered_map<uint64_t, std::string>> {
+    ASSIGN_OR_RETURN(std::string body,
+                     client_->Execute(ClickHouseRequest::Read("SELECT string_id, any(value) FROM strings WHERE "
+                                                              "string_id IN ids GROUP BY string_id FORMAT RowBinary")
+                                          .With(IdTable("ids", missing))));
+    RowBinaryReader r(body);
+    std::unordered_map<uint64_t, std::string> got;
+    while (!r.done()) {
+      const uint64_t id = r.UInt64();
+      got.emplace(id, r.String());
     }
-  }
-  if (missing.empty()) return out;
-  missing = Distinct(std::move(missing));
-  ASSIGN_OR_RETURN(
-      std::string body,
-      client_->Execute(ClickHouseRequest::Read("SELECT string_id, any(value) FROM strings WHERE string_id IN ids "
-                                               "GROUP BY string_id FORMAT RowBinary")
-                           .With(IdTable("ids", missing))));
-  RowBinaryReader r(body);
-  std::vector<std::pair<uint64_t, std::string>> got;
-  while (!r.done()) {
-    const uint64_t id = r.UInt64();
-    got.emplace_back(id, r.String());
-  }
-  RETURN_IF_ERROR(r.status("strings"));
-  if (got.size() != missing.size()) {
-    return DataLossError(std::to_string(missing.size() - got.size()) +
-                         " strings referenced by GPU activities are missing");
-  }
-  std::lock_guard<std::mutex> lock(mu_);
-  for (auto& [id, s] : got) {
-    PutBounded(strings_, max_cached_, id, s);
-    out.emplace(id, std::move(s));
-  }
-  return out;
+    RETURN_IF_ERROR(r.status("strings"));
+    if (got.size() != missing.size()) {
+      return DataLossError(std::to_string(missing.size() - got.size()) +
+                           " strings referenced by GPU activities are missing");
+    }
+    return got;
+  });
 }
 
 }  // namespace warpscope::clickhouse

@@ -41,14 +41,21 @@ class DictionaryReader {
 
  private:
   using Frames = std::shared_ptr<const std::vector<storage::ResolvedFrame>>;
-  Status FetchStacks(const std::vector<uint64_t>& ids);
-  Status FetchLocations(const std::vector<uint64_t>& ids);
+  using Locations = std::shared_ptr<const std::vector<uint64_t>>;
+  // Every lookup: `ids`' entries from `cache`, the misses from
+  // `fetch(distinct missing ids)` (a map holding each of them, or an error),
+  // which then go into `cache`.
+  template <typename Value, typename Fetch>
+  StatusOr<std::unordered_map<uint64_t, Value>> Lookup(std::unordered_map<uint64_t, Value>& cache,
+                                                       const std::vector<uint64_t>& ids, Fetch fetch);
+  StatusOr<std::unordered_map<uint64_t, Locations>> FetchStacks(const std::vector<uint64_t>& ids);
+  StatusOr<std::unordered_map<uint64_t, Frames>> FetchLocations(const std::vector<uint64_t>& ids);
 
   ClickHouseClient* const client_;
   const size_t max_cached_;
   std::mutex mu_;
-  std::unordered_map<uint64_t, std::shared_ptr<const std::vector<uint64_t>>> stacks_;  // stack -> locations
-  std::unordered_map<uint64_t, Frames> locations_;                                     // location -> frames
+  std::unordered_map<uint64_t, Locations> stacks_;  // stack -> locations
+  std::unordered_map<uint64_t, Frames> locations_;   // location -> frames
   std::unordered_map<uint64_t, storage::Labels> labels_;
   std::unordered_map<uint64_t, std::string> strings_;
 };

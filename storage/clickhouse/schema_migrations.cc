@@ -132,6 +132,8 @@ std::vector<std::string> MigrationStatements(uint32_t version, const std::string
   switch (version) {
     case 1:
       return Version1(database, features);
+    case 2:
+      return {"SELECT 1"};  // the id encoding changed (schema_migrations.h); nothing to alter
     default:
       return {};
   }
@@ -173,6 +175,17 @@ Status RunMigrations(ClickHouseClient& client, const ServerVersion& server, cons
     return FailedPreconditionError("ClickHouse database " + db + " has schema version " + std::to_string(current) +
                                    ", newer than this warpscope-server knows (" + std::to_string(kLatestSchemaVersion) +
                                    "); upgrade warpscope-server, or point it at another database");
+  }
+  if (current == 1) {
+    // Schema 1's SipHash ids cannot be mixed with schema 2's XXH3 ids.
+    ASSIGN_OR_RETURN(const std::string rows,
+                     client.Execute(ClickHouseRequest::Read("SELECT count() FROM (SELECT 1 FROM label_sets LIMIT 1)")));
+    if (rows != "0\n") {
+      return FailedPreconditionError("ClickHouse database " + db +
+                                     " holds data written with schema 1's content ids (a development build of "
+                                     "warpscope-server); schema 2 hashes ids differently: point this server at a new "
+                                     "database, or drop this one");
+    }
   }
   const SchemaFeatures features = FeaturesFor(server);
   for (uint32_t version = current + 1; version <= kLatestSchemaVersion; ++version) {

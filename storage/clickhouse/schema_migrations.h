@@ -17,7 +17,10 @@
 //
 // Versions: 1 = strings, functions, locations, stacks, label_sets, types,
 // agent_sequences, samples, samples_1h, metric_points, gpu_activities,
-// gpu_trace_coverage.
+// gpu_trace_coverage, with SipHash content ids. 2 = the same tables with XXH3
+// content ids (content_ids.h): no DDL, but a database that already holds
+// rows with schema 1's ids is refused (its series and stacks would appear
+// twice, once under each id), so it is only applied to an empty one.
 #pragma once
 
 #include <cstdint>
@@ -29,7 +32,7 @@
 
 namespace warpscope::clickhouse {
 
-inline constexpr uint32_t kLatestSchemaVersion = 1;
+inline constexpr uint32_t kLatestSchemaVersion = 2;
 
 struct ServerVersion {
   int major = 0;

@@ -35,13 +35,14 @@ class WrittenDictionaryIds {
   void Clear();
 
  private:
-  // Open addressing over the ids' own low bits (they are SipHash values, so
+  // Open addressing over the ids' own low bits (they are XXH3 values, so
   // already uniform; 0 is never an id and marks a free slot): a batch looks
   // up thousands of ids, and std::unordered_set's lookups were ~10 % of the
   // server's ingest CPU.
   class IdSet {
    public:
     bool contains(uint64_t id) const;
+    void prefetch(uint64_t id) const;  // the slot `id` would be looked up in
     void insert(uint64_t id);
     size_t size() const { return size_; }
     void clear();

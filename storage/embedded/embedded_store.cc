@@ -116,7 +116,7 @@ Status EmbeddedProfileStore::Recover() {
   for (const auto& s : loaded.segments) covered_seq_ = std::max(covered_seq_, s->hi);
   segments_ = std::make_shared<SegmentList>(std::move(loaded.segments));
 
-  for (auto& [agent, sequence] : dictionary_->AgentSequences()) agents_[agent] = sequence;
+  for (auto& [agent, sequence] : dictionary_->AgentSequences()) agents_.Stored(agent, sequence);
   // Every record still in the WAL feeds the duplicate check; those past what
   // segments hold also go back into the head.
   const std::string wal_dir = options_.data_dir + "/wal";
@@ -125,8 +125,7 @@ Status EmbeddedProfileStore::Recover() {
       wal_dir, 0, {},
       [&](uint64_t seq, std::string_view payload) -> Status {
         ASSIGN_OR_RETURN(HeadRecord record, DecodeHeadRecord(payload, "wal seq " + std::to_string(seq)));
-        uint64_t& last = agents_[record.agent_id];
-        last = std::max(last, record.sequence);
+        agents_.Stored(record.agent_id, record.sequence);
         if (seq > covered_seq_) {
           active_.insert(active_.end(), record.rows.begin(), record.rows.end());
           active_gpu_.Append(record.gpu);
@@ -175,30 +174,12 @@ StatusOr<IngestResult> EmbeddedProfileStore::Ingest(const warpscope::v1::IngestB
     return valid;
   }
   const std::string& agent = batch.agent_id();
-  {
-    // Wait out a concurrent Ingest of the same agent (a re-send racing the
-    // original): once it is done, its sequence decides.
-    std::unique_lock<std::mutex> lock(agents_mu_);
-    agents_cv_.wait(lock, [&] { return !in_flight_.contains(agent); });
-    auto it = agents_.find(agent);
-    if (it != agents_.end() && batch.sequence() <= it->second) {
-      ++duplicate_batches_;
-      return IngestResult{.duplicate = true};
-    }
-    in_flight_.insert(agent);
+  // One Ingest per agent at a time (a re-send racing its original waits).
+  std::optional<storage::AgentIngestGate::Pass> pass = agents_.Enter(agent, batch.sequence());
+  if (!pass) {
+    ++duplicate_batches_;
+    return IngestResult{.duplicate = true};
   }
-  // From here on every exit clears the in-flight mark.
-  struct InFlight {
-    EmbeddedProfileStore* store;
-    const std::string& agent;
-    ~InFlight() {
-      {
-        std::lock_guard<std::mutex> lock(store->agents_mu_);
-        store->in_flight_.erase(agent);
-      }
-      store->agents_cv_.notify_all();
-    }
-  } in_flight{this, agent};
 
   ASSIGN_OR_RETURN(dictionary::InternedBatch ids, dictionary_->InternBatch(batch, {.record_sequence = false}));
   std::vector<SampleRow> rows;
@@ -229,9 +210,7 @@ StatusOr<IngestResult> EmbeddedProfileStore::Ingest(const warpscope::v1::IngestB
       active_gpu_.Append(gpu);
       head_rows = active_.size() + active_gpu_.size();
     }
-    std::lock_guard<std::mutex> lock(agents_mu_);
-    uint64_t& last = agents_[agent];
-    last = std::max(last, batch.sequence());
+    agents_.Stored(agent, batch.sequence());
   }
   const IngestResult result{.duplicate = false,
                             .samples = static_cast<uint64_t>(batch.samples_size()),

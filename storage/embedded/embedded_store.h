@@ -59,6 +59,7 @@
 #include "storage/embedded/segment_file.h"
 #include "storage/embedded/series_catalog.h"
 #include "storage/embedded/wal/wal.h"
+#include "storage/agent_ingest_gate.h"
 #include "storage/profile_store.h"
 
 namespace warpscope::embedded {
@@ -218,13 +219,10 @@ class EmbeddedProfileStore final : public storage::ProfileStore {
   uint64_t frozen_lo_ = 0, frozen_hi_ = 0;                // its WAL range
   std::shared_ptr<const SegmentList> segments_ = std::make_shared<SegmentList>();
 
-  // Per-agent duplicate check. agents_ holds the highest sequence durable in
-  // the WAL or segments; in_flight_ the agents with an Ingest between its
-  // check and its WAL append, so two concurrent re-sends cannot both pass.
-  std::mutex agents_mu_;
-  std::condition_variable agents_cv_;
-  std::unordered_map<std::string, uint64_t> agents_;
-  std::unordered_set<std::string> in_flight_;
+  // Per-agent duplicate check: the highest sequence durable in the WAL or
+  // segments, and one Ingest per agent between its check and its WAL append,
+  // so two concurrent re-sends cannot both pass.
+  storage::AgentIngestGate agents_;
 
   // Maintenance: one at a time.
   std::mutex maintenance_mu_;

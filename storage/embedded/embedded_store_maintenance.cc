@@ -106,10 +106,7 @@ Status EmbeddedProfileStore::FlushLocked() {
       // sequence is in agents_.
       const uint64_t hi = wal_->next_seq() - 1;
       if (hi <= covered_seq_) return Status::Ok();  // nothing appended since the last flush
-      {
-        std::lock_guard<std::mutex> agents_lock(agents_mu_);
-        pending_sequences_.assign(agents_.begin(), agents_.end());
-      }
+      pending_sequences_ = agents_.StoredSequences();
       std::unique_lock<std::shared_mutex> lock(state_mu_);
       frozen_ = std::make_shared<const std::vector<SampleRow>>(std::move(active_));
       active_ = {};

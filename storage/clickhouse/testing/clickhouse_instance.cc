@@ -31,7 +31,19 @@ constexpr auto kStopTimeout = std::chrono::seconds(60);
 
 // The templates of docs/design/clickhouse.md §1, with the paths and ports
 // filled in. Kept small: merges and caches sized for a test.
-std::string ConfigXml(const std::string& dir, int http_port, int tcp_port) {
+// https_port 0: no TLS. Otherwise the server also serves HTTPS with the
+// certificate made by MakeTlsFiles.
+std::string ConfigXml(const std::string& dir, int http_port, int tcp_port, int https_port) {
+  const std::string tls =
+      https_port == 0 ? ""
+                      : "  <https_port>" + std::to_string(https_port) +
+                            "</https_port>\n"
+                            "  <openSSL><server><certificateFile>" +
+                            dir + "/tls/server.pem</certificateFile><privateKeyFile>" + dir +
+                            "/tls/server.key</privateKeyFile>\n"
+                            "    <verificationMode>none</verificationMode><loadDefaultCAFile>false"
+                            "</loadDefaultCAFile><disableProtocols>sslv2,sslv3</disableProtocols>"
+                            "</server></openSSL>\n";
   return "<yandex>\n"
          "  <logger><level>information</level><log>" +
          dir +
@@ -41,7 +53,8 @@ std::string ConfigXml(const std::string& dir, int http_port, int tcp_port) {
          "/log/server.err.log</errorlog><size>100M</size><count>1</count></logger>\n"
          "  <listen_host>127.0.0.1</listen_host><http_port>" +
          std::to_string(http_port) + "</http_port><tcp_port>" + std::to_string(tcp_port) +
-         "</tcp_port>\n"
+         "</tcp_port>\n" +
+         tls +
          "  <path>" +
          dir + "/data/</path><tmp_path>" + dir +
          "/data/tmp/</tmp_path>\n"
@@ -78,13 +91,13 @@ std::string UsersXml() {
          "</yandex>\n";
 }
 
-// Two distinct free loopback ports (bound at once so they differ, then
+// Three distinct free loopback ports (bound at once so they differ, then
 // released: the server may still lose a race for them, which Start retries).
-Status PickPorts(int* a, int* b) {
-  int fds[2] = {-1, -1};
-  int ports[2] = {0, 0};
+Status PickPorts(int* a, int* b, int* c) {
+  int fds[3] = {-1, -1, -1};
+  int ports[3] = {0, 0, 0};
   Status status = Status::Ok();
-  for (int i = 0; i < 2 && status.ok(); ++i) {
+  for (int i = 0; i < 3 && status.ok(); ++i) {
     fds[i] = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fds[i] < 0) {
       status = ErrnoError(errno, "socket");
@@ -107,6 +120,7 @@ Status PickPorts(int* a, int* b) {
   }
   *a = ports[0];
   *b = ports[1];
+  *c = ports[2];
   return status;
 }
 
@@ -163,7 +177,7 @@ Status CheckClickHouseInstalled(bool* skip) {
                                  "the ClickHouse tests");
 }
 
-StatusOr<std::unique_ptr<ClickHouseInstance>> ClickHouseInstance::Start(const std::string& dir) {
+StatusOr<std::unique_ptr<ClickHouseInstance>> ClickHouseInstance::Start(const std::string& dir, bool tls) {
   bool skip = false;
   RETURN_IF_ERROR(CheckClickHouseInstalled(&skip));
   if (skip) return FailedPreconditionError(std::string(kClickHouseServerPath) + " is not installed");
@@ -175,9 +189,12 @@ StatusOr<std::unique_ptr<ClickHouseInstance>> ClickHouseInstance::Start(const st
     if (ec) return InternalError("creating " + abs + sub + ": " + ec.message());
   }
   std::unique_ptr<ClickHouseInstance> instance(new ClickHouseInstance(abs));
+  if (tls) RETURN_IF_ERROR(instance->MakeTlsFiles());
   Status last = Status::Ok();
   for (int attempt = 0; attempt < kPortAttempts; ++attempt) {
-    RETURN_IF_ERROR(PickPorts(&instance->http_port_, &instance->tcp_port_));
+    int https_port = 0;
+    RETURN_IF_ERROR(PickPorts(&instance->http_port_, &instance->tcp_port_, &https_port));
+    if (tls) instance->https_port_ = https_port;
     RETURN_IF_ERROR(instance->WriteConfig());
     bool collided = false;
     last = instance->Launch(&collided);
@@ -198,8 +215,36 @@ std::string ClickHouseInstance::Url(const std::string& database) const {
   return "clickhouse://127.0.0.1:" + std::to_string(http_port_) + "/" + database;
 }
 
+std::string ClickHouseInstance::TlsUrl(const std::string& database) const {
+  return "clickhouse+https://127.0.0.1:" + std::to_string(https_port_) + "/" + database;
+}
+
+// A CA and a server certificate for 127.0.0.1 signed by it, made with the
+// openssl command (Debian's openssl package): <dir>/tls/{ca.pem,server.pem,server.key}.
+Status ClickHouseInstance::MakeTlsFiles() const {
+  const std::string tls = dir_ + "/tls";
+  std::error_code ec;
+  std::filesystem::create_directories(tls, ec);
+  if (ec) return InternalError("creating " + tls + ": " + ec.message());
+  RETURN_IF_ERROR(WriteFileAtomically(tls + "/ext.cnf", "subjectAltName=IP:127.0.0.1\n"));
+  const std::string q = "'" + tls + "'";
+  const std::string script =
+      "set -e; cd " + q +
+      "; openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 3650 -subj /CN=warpscope-test-ca"
+      "; openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj /CN=127.0.0.1"
+      "; openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 3650 "
+      "-extfile ext.cnf";
+  const std::string command = "sh -c \"" + script + "\" > " + q + "/openssl.log 2>&1";
+  const int rc = std::system(command.c_str());
+  if (rc != 0) {
+    return FailedPreconditionError("making a test certificate with openssl failed (is Debian's openssl installed?): " +
+                                   Tail(tls + "/openssl.log", 1000));
+  }
+  return Status::Ok();
+}
+
 Status ClickHouseInstance::WriteConfig() const {
-  RETURN_IF_ERROR(WriteFileAtomically(dir_ + "/config.xml", ConfigXml(dir_, http_port_, tcp_port_)));
+  RETURN_IF_ERROR(WriteFileAtomically(dir_ + "/config.xml", ConfigXml(dir_, http_port_, tcp_port_, https_port_)));
   return WriteFileAtomically(dir_ + "/users.xml", UsersXml());
 }
 

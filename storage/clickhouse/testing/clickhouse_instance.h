@@ -6,6 +6,7 @@
 //   <dir>/config.xml, <dir>/users.xml   written here (docs/design/clickhouse.md §1)
 //   <dir>/data/                         ClickHouse's data
 //   <dir>/log/                          server.log, server.err.log, stdout.log
+//   <dir>/tls/                          ca.pem, server.pem, server.key (Start with tls)
 //
 // Ports are free loopback ports picked at Start (a collision with another
 // process retries with new ones); Restart keeps the dir and the ports, so
@@ -36,7 +37,10 @@ class ClickHouseInstance {
   // Creates `dir` if needed and starts a server on it; returns once /ping
   // answers and the server answering is this child (checked by its data path).
   // FailedPrecondition when clickhouse-server is not installed.
-  static StatusOr<std::unique_ptr<ClickHouseInstance>> Start(const std::string& dir);
+  // With `tls`, it also serves HTTPS on https_port() with a certificate for
+  // 127.0.0.1 signed by a CA made for it (<dir>/tls/ca.pem, ca_file()),
+  // made with the openssl command.
+  static StatusOr<std::unique_ptr<ClickHouseInstance>> Start(const std::string& dir, bool tls = false);
   ~ClickHouseInstance();  // Stop()
 
   ClickHouseInstance(const ClickHouseInstance&) = delete;
@@ -47,6 +51,10 @@ class ClickHouseInstance {
   const std::string& dir() const { return dir_; }
   // "clickhouse://127.0.0.1:PORT/<database>".
   std::string Url(const std::string& database) const;
+  // "clickhouse+https://127.0.0.1:HTTPS_PORT/<database>" (started with tls).
+  std::string TlsUrl(const std::string& database) const;
+  int https_port() const { return https_port_; }  // 0 without tls
+  std::string ca_file() const { return dir_ + "/tls/ca.pem"; }
   bool running() const { return pid_ > 0; }
 
   // SIGTERM, then wait for the process (SIGKILL after 60 s). No-op when stopped.
@@ -63,6 +71,7 @@ class ClickHouseInstance {
  private:
   explicit ClickHouseInstance(std::string dir) : dir_(std::move(dir)) {}
   Status WriteConfig() const;
+  Status MakeTlsFiles() const;
   // Starts the child on the current ports and waits for it. `collided` is
   // set when it exited because a port was taken.
   Status Launch(bool* collided);
@@ -70,6 +79,7 @@ class ClickHouseInstance {
   std::string dir_;
   int http_port_ = 0;
   int tcp_port_ = 0;
+  int https_port_ = 0;
   pid_t pid_ = -1;
 };
 
