@@ -3,11 +3,9 @@
 // new store, and - with ClickHouse SIGKILLed while an agent ingests - every
 // acknowledged batch stored exactly once after the agent's re-sends.
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <atomic>
 #include <chrono>
-#include <filesystem>
 #include <thread>
 
 #include "storage/clickhouse/clickhouse_store_test_util.h"
@@ -19,27 +17,11 @@ namespace {
 using storage::testing::kSec;
 using storage::testing::kT0;
 using storage::testing::OneSample;
-using testing::ClickHouseInstance;
 
 constexpr int64_t kHour = 3600 * kSec;
 
-class ClickHouseRecoveryTest : public ::testing::Test {
+class ClickHouseRecoveryTest : public testing::PrivateClickHouseTest {
  protected:
-  void SetUp() override {
-    WS_REQUIRE_CLICKHOUSE();
-    std::string tmpl = ::testing::TempDir() + "ch_recovery.XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-    StatusOr<std::unique_ptr<ClickHouseInstance>> started = ClickHouseInstance::Start(dir_);
-    ASSERT_TRUE(started.ok()) << started.status().ToString();
-    ch_ = std::move(started).value();
-  }
-  void TearDown() override {
-    ch_.reset();
-    std::error_code ec;
-    if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
-  }
-
   std::unique_ptr<ClickHouseProfileStore> Open() {
     ClickHouseOptions o = testing::OptionsFor(*ch_, "recovery");
     o.timeout_ms = 10'000;
@@ -47,9 +29,6 @@ class ClickHouseRecoveryTest : public ::testing::Test {
     EXPECT_TRUE(store.ok()) << store.status().ToString();
     return store.ok() ? std::move(store).value() : nullptr;
   }
-
-  std::string dir_;
-  std::unique_ptr<ClickHouseInstance> ch_;
 };
 
 int64_t Total(storage::ProfileStore& store) {

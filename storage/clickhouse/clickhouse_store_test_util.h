@@ -5,7 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <stdlib.h>
+
 #include <cctype>
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -44,6 +47,34 @@ inline std::unique_ptr<ClickHouseProfileStore> OpenShared(const std::string& dat
   EXPECT_TRUE(store.ok()) << store.status().ToString();
   return store.ok() ? std::move(store).value() : nullptr;
 }
+
+// A fixture with a private clickhouse-server (stopping or killing it disturbs
+// no other test), in a fresh temp dir removed afterwards; with `tls` it also
+// serves HTTPS (ClickHouseInstance::Start).
+class PrivateClickHouseTest : public ::testing::Test {
+ protected:
+  explicit PrivateClickHouseTest(bool tls = false) : tls_(tls) {}
+  void SetUp() override {
+    WS_REQUIRE_CLICKHOUSE();
+    std::string tmpl = ::testing::TempDir() + "ch_private.XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+    StatusOr<std::unique_ptr<ClickHouseInstance>> started = ClickHouseInstance::Start(dir_, tls_);
+    ASSERT_TRUE(started.ok()) << started.status().ToString();
+    ch_ = std::move(started).value();
+  }
+  void TearDown() override {
+    ch_.reset();
+    std::error_code ec;
+    if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
+  }
+
+  std::string dir_;
+  std::unique_ptr<ClickHouseInstance> ch_;
+
+ private:
+  const bool tls_;
+};
 
 // Skips every test of the binary when WARPSCOPE_SKIP_CLICKHOUSE=1 and
 // clickhouse-server is missing; fails them when it is missing otherwise.

@@ -4,9 +4,6 @@
 // with the CA given it works end to end; without it (the system's CAs do not
 // know the test CA) the store refuses to talk, and says it is TLS.
 #include <gtest/gtest.h>
-#include <stdlib.h>
-
-#include <filesystem>
 
 #include "storage/clickhouse/clickhouse_store_test_util.h"
 #include "storage/conformance/test_batches.h"
@@ -17,24 +14,10 @@ namespace {
 using storage::testing::kSec;
 using storage::testing::kT0;
 using storage::testing::OneSample;
-using testing::ClickHouseInstance;
 
-class ClickHouseTlsTest : public ::testing::Test {
+class ClickHouseTlsTest : public testing::PrivateClickHouseTest {
  protected:
-  void SetUp() override {
-    WS_REQUIRE_CLICKHOUSE();
-    std::string tmpl = ::testing::TempDir() + "ch_tls.XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-    StatusOr<std::unique_ptr<ClickHouseInstance>> started = ClickHouseInstance::Start(dir_, /*tls=*/true);
-    ASSERT_TRUE(started.ok()) << started.status().ToString();
-    ch_ = std::move(started).value();
-  }
-  void TearDown() override {
-    ch_.reset();
-    std::error_code ec;
-    if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
-  }
+  ClickHouseTlsTest() : PrivateClickHouseTest(/*tls=*/true) {}
 
   ClickHouseOptions TlsOptions() const {
     ClickHouseOptions o = testing::OptionsFor(*ch_, "tls");
@@ -42,9 +25,6 @@ class ClickHouseTlsTest : public ::testing::Test {
     o.timeout_ms = 10'000;
     return o;
   }
-
-  std::string dir_;
-  std::unique_ptr<ClickHouseInstance> ch_;
 };
 
 TEST_F(ClickHouseTlsTest, HttpsWithTheServersCaWorksEndToEnd) {
