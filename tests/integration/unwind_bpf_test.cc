@@ -236,8 +236,10 @@ TEST_F(UnwindTest, ProcessesExitingDuringTableLoadDoNotHurt) {
   EXPECT_EQ(WaitProcess(agent), 0);
   auto p = ReadPprofFile(out);
   ASSERT_TRUE(p.ok()) << p.status().ToString();
-  // Tables of processes that exited are freed, not kept: what is still live is
-  // a small fraction of what was described.
+  // Tables of processes that exited are freed, not kept. (The number still
+  // live is not checked: it counts the tables of every process on the
+  // machine, and ctest -j2 runs another test beside this one - a CI run
+  // with 74 live tables failed an absolute bound of 60 that way.)
   std::map<std::string, uint64_t> counters;
   const auto& st = p->raw.string_table();
   for (int64_t c : p->raw.comment()) {
@@ -253,7 +255,6 @@ TEST_F(UnwindTest, ProcessesExitingDuringTableLoadDoNotHurt) {
          static_cast<unsigned long long>(counters["unwind_tables_live"]));
   EXPECT_GT(counters["unwind_processes_described"], 20u);
   EXPECT_GT(counters["unwind_tables_freed"], 0u);
-  EXPECT_LT(counters["unwind_tables_live"], 60u);
 }
 
 }  // namespace
