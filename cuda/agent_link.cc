@@ -503,7 +503,10 @@ void AgentSession::FlushAndQueue(uint64_t now) {
 
 void AgentSession::QueueStats(uint64_t now) { QueueStatsMessage(s_, now); }
 
+// Open batches are sealed first: a STATS message arrives after every record
+// queued before it (at exit the agent may read the last one as the end).
 void QueueStatsMessage(InjectionState& s_, uint64_t now) {
+  s_.outbox.CloseBatches();
   ws_cuda_stats st{};
   st.host_time_ns = now;
   st.launches_seen = s_.launches_seen.load(std::memory_order_relaxed);
@@ -537,8 +540,7 @@ void AgentSession::FinalDrainAndPark() {
   }
   s_.launch_queue.Drain(&launches_);
   if (!launches_.empty()) s_.outbox.AddLaunches(launches_.data(), launches_.size());
-  QueueStatsMessage(s_, MonotonicNs());
-  s_.outbox.CloseBatches();
+  QueueStatsMessage(s_, MonotonicNs());  // the last message, after every record
   const uint64_t deadline = MonotonicNs() + 300 * kMs;
   for (;;) {
     if (s_.outbox.SendSome(fd_) != WireOutbox::SendResult::kBlocked) break;
