@@ -315,6 +315,7 @@ int RunContinuous(const RunOptions& options, const std::string& node_name) {
   session_options.drain_interval = options.drain_interval;
   session_options.python_frames = options.python_frames;
   session_options.stamp_sample_times = true;
+  session_options.symbol_cache_bytes = options.symbol_cache_bytes;
   auto session_or = ProfilingSession::Create(session_options);
   if (!session_or.ok()) {
     const Status& s = session_or.status();
@@ -389,11 +390,14 @@ int RunContinuous(const RunOptions& options, const std::string& node_name) {
             << " (node " << node_name << "; Ctrl-C or SIGTERM stops)\n";
 
   const auto run_start = Clock::now();
+  // Windows follow each other without gaps on the Unix clock that samples are
+  // stamped with: each ends when its last drain is done, and the next starts
+  // there (so the time spent finishing a window belongs to the next one).
   int64_t window_start_unix = UnixNanosNow();
+  auto window_start = Clock::now();
   std::string stop_reason;
   int exit_code = kExitOk;
   while (stop_reason.empty()) {
-    const auto window_start = Clock::now();
     const auto window_end = window_start + interval;
     auto builder = std::make_unique<ProfileBuilder>(window_start_unix, session->period_nanos(), options.frequency_hz);
     session->SetBuilder(builder.get());
@@ -423,9 +427,14 @@ int RunContinuous(const RunOptions& options, const std::string& node_name) {
       stop_reason = "error";
       exit_code = kExitError;
     }
-    const int64_t duration = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - window_start).count();
-    encoder.FinishWindow(builder.get(), duration, !stop_reason.empty());
-    window_start_unix += duration;
+    const auto stop = Clock::now();
+    int64_t stop_unix = UnixNanosNow();
+    if (stop_unix <= window_start_unix) {  // the clock was set back: the steady clock's length
+      stop_unix = window_start_unix + std::chrono::duration_cast<std::chrono::nanoseconds>(stop - window_start).count();
+    }
+    encoder.FinishWindow(builder.get(), stop_unix - window_start_unix, !stop_reason.empty());
+    window_start_unix = stop_unix;
+    window_start = stop;
   }
   if (metrics_endpoint) metrics_endpoint->Stop();
   if (gpu) gpu->Stop();
