@@ -140,6 +140,9 @@ StatusOr<RunOptions> ParseRunArgs(const std::vector<std::string>& args) {
       ASSIGN_OR_RETURN(std::string v, c.TakeValue());
       ASSIGN_OR_RETURN(o.spool_max_bytes, ParseByteSize("--spool-max-bytes", v));
       if (o.spool_max_bytes < (64u << 10)) return InvalidArgumentError("--spool-max-bytes must be at least 64KiB");
+    } else if (flag == "--symbol-cache-bytes") {
+      ASSIGN_OR_RETURN(std::string v, c.TakeValue());
+      ASSIGN_OR_RETURN(o.symbol_cache_bytes, ParseByteSize("--symbol-cache-bytes", v));
     } else if (flag == "--node-name") {
       ASSIGN_OR_RETURN(o.node_name, c.TakeValue());
       if (o.node_name.empty()) return InvalidArgumentError("--node-name is empty");
@@ -352,6 +355,11 @@ until every --pid has exited.
                             (default STATE_DIR/spool)
       --spool-max-bytes N   spool bound; the oldest batches are dropped first
                             (default 256MiB; K/M/G suffixes)
+      --symbol-cache-bytes N
+                            symbol tables of binaries no running process maps
+                            are dropped, least recently used first, while all
+                            tables exceed N (default 256MiB; tables in use are
+                            always kept)
       --node-name N         the "node" label (default $WARPSCOPE_NODE_NAME, else the host name)
   -p, --pid PID[,PID...]    only these processes (default: every process)
       --no-python           no CPython frames: show the interpreter's native frames

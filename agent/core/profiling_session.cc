@@ -27,7 +27,7 @@ ProfilingSession::ProfilingSession(const ProfilingSessionOptions& options, std::
     : options_(options),
       period_nanos_(1'000'000'000 / options.frequency_hz),
       python_frames_(sampler_options.python_frames),
-      symbolizer_(ProcFs()),
+      symbolizer_(ProcFs(), "/proc/kallsyms", options.symbol_cache_bytes),
       sampler_(std::move(sampler)),
       unwinder_(sampler_->unwind_map_fds(), sampler_options.unwind_maps, ProcFs()),
       python_(sampler_->unwind_map_fds().py_procs, ProcFs()),
@@ -168,6 +168,9 @@ void ProfilingSession::AddCounters(ProfileBuilder* builder) const {
   builder->SetCounter("kernel_frames", sym.kernel_frames);
   builder->SetCounter("kernel_frames_symbolized", sym.kernel_symbolized);
   builder->SetCounter("elf_load_errors", sym.elf_load_errors);
+  builder->SetCounter("symbol_tables_loaded", sym.binaries_loaded);
+  builder->SetCounter("symbol_tables_evicted", sym.binaries_evicted);
+  builder->SetCounter("symbol_table_bytes", sym.symbol_bytes);
   if (options_.frame_pointers_only) return;
   const UnwindLoaderStats& u = unwinder_.stats();
   builder->SetCounter("unwind_tables_built", u.tables_built);

@@ -37,6 +37,7 @@ struct ProfilingSessionOptions {
   // the server's flame chart). Drains are then aligned to whole seconds of
   // the Unix clock. Off: samples carry no time (`record`).
   bool stamp_sample_times = false;
+  size_t symbol_cache_bytes = kDefaultSymbolCacheBytes;  // see Symbolizer
 };
 
 class ProfilingSession {

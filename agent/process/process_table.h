@@ -43,6 +43,11 @@ class ProcessTable {
   // pids are read on first use.
   const MemoryMapping* FindMapping(uint32_t pid, uint64_t addr);
   const ProcessInfo* Find(uint32_t pid) const;
+  // Every process known now (exited ones until CollectExited()).
+  template <typename Fn>
+  void ForEach(Fn&& fn) const {
+    for (const auto& [pid, entry] : processes_) fn(entry.info);
+  }
 
   void BeginEpoch();
   // Forgets exited processes and pids remembered as gone.

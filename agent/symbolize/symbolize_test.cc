@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "agent/process/process_table.h"
 #include "agent/symbolize/symbolizer.h"
@@ -280,6 +281,122 @@ TEST_F(SymbolizerTest, FixtureProcFs) {
   EXPECT_EQ(st.user_symbolized, 2u + 2u);
   EXPECT_EQ(st.user_no_symbol, 5u);
   EXPECT_EQ(st.user_no_mapping, 3u);
+  fs::remove_all(root);
+}
+
+// The symbol-table budget: tables of binaries no known process maps are
+// dropped, least recently used first, once the tables exceed the budget and a
+// table was read since the last look; tables in use always stay.
+TEST_F(SymbolizerTest, UnmappedTablesAreDroppedOverTheBudget) {
+  char tmpl[] = "/tmp/ws_symbolize_evict.XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string root = tmpl;
+  fs::create_directories(root + "/libs");
+  const std::string lib = root + "/libs/libwsfixture.so", lib_copy = root + "/libs/libwsfixture_copy.so";
+  const std::string exe = root + "/libs/exe", nopie = root + "/libs/exe_nopie";
+  fs::copy_file(kFixtureLib, lib);
+  fs::copy_file(kFixtureLib, lib_copy);  // the same build: one table for both
+  fs::copy_file(kFixtureDir + "/ws_symfixture_exe", exe);
+  fs::copy_file(kFixtureDir + "/ws_symfixture_exe_nopie", nopie);
+
+  ProcessTable self{ProcFs()};
+  const uint64_t exported = Addr(Sym(lib_, "ws_fixture_exported"));
+  const MemoryMapping lib_map = *self.FindMapping(SelfPid(), exported);
+  const uint64_t a = 0x100000000;
+  auto line = [&](uint64_t start, uint64_t inode, const std::string& path) {
+    return Hex(start) + "-" + Hex(start + (lib_map.end - lib_map.start)) + " r-xp " + Hex(lib_map.offset) +
+           " 08:01 " + std::to_string(inode) + " " + path + "\n";
+  };
+  const std::string lib_line = line(a, 2001, lib), copy_line = line(0x500000000, 2002, lib_copy);
+  const std::string exe_line = line(0x200000000, 2003, exe), nopie_line = line(0x300000000, 2004, nopie);
+  auto start = [&](uint32_t pid, const std::string& maps) {
+    fs::create_directories(root + "/" + std::to_string(pid));
+    std::ofstream(root + "/" + std::to_string(pid) + "/maps") << maps;
+  };
+  auto stop = [&](Symbolizer& s, uint32_t pid) {
+    fs::remove_all(root + "/" + std::to_string(pid));
+    s.OnExit(pid);
+  };
+  auto epoch = [](Symbolizer& s, const std::function<void()>& work) {
+    s.BeginEpoch();
+    work();
+    s.EndEpoch();
+  };
+
+  // Each table's size, from a symbolizer with the default budget.
+  size_t lib_bytes = 0, exe_bytes = 0, nopie_bytes = 0;
+  {
+    Symbolizer probe{ProcFs(root)};
+    start(81, lib_line);
+    start(82, exe_line);
+    start(83, nopie_line);
+    probe.OnProcessSeen(81);
+    lib_bytes = probe.stats().symbol_bytes;
+    probe.OnProcessSeen(82);
+    exe_bytes = probe.stats().symbol_bytes - lib_bytes;
+    probe.OnProcessSeen(83);
+    nopie_bytes = probe.stats().symbol_bytes - lib_bytes - exe_bytes;
+    ASSERT_GT(lib_bytes, 0u);
+    ASSERT_GT(exe_bytes, 0u);
+    ASSERT_GT(nopie_bytes, 0u);
+    for (uint32_t pid : {81, 82, 83}) stop(probe, pid);
+  }
+
+  {
+    SCOPED_TRACE("budget of one byte: every unmapped table goes");
+    Symbolizer s{ProcFs(root), "/proc/kallsyms", /*cache_bytes=*/1};
+    start(51, lib_line);
+    start(52, exe_line + copy_line);
+    epoch(s, [&] {
+      s.OnProcessSeen(51);
+      s.OnProcessSeen(52);
+    });
+    EXPECT_EQ(s.stats().binaries_loaded, 2u);  // the copy shares the library's table
+    EXPECT_EQ(s.stats().binaries_evicted, 0u);  // both mapped
+    EXPECT_EQ(s.stats().symbol_bytes, lib_bytes + exe_bytes);
+
+    epoch(s, [&] { stop(s, 52); });
+    EXPECT_EQ(s.stats().binaries_evicted, 0u);  // nothing read since the last look
+
+    start(53, nopie_line);
+    epoch(s, [&] { s.OnProcessSeen(53); });
+    // The exe goes; the copy's entry goes too, but its table is the library's,
+    // which process 51 still maps.
+    EXPECT_EQ(s.stats().binaries_evicted, 1u);
+    EXPECT_EQ(s.stats().symbol_bytes, lib_bytes + nopie_bytes);
+    EXPECT_EQ(s.SymbolizeUser(51, a + (exported - lib_map.start), false).functions[0].name, "ws_fixture_exported");
+
+    start(54, exe_line + copy_line);  // the exe again: read again
+    epoch(s, [&] { s.OnProcessSeen(54); });
+    EXPECT_EQ(s.stats().binaries_loaded, 4u);
+    EXPECT_EQ(s.SymbolizeUser(54, 0x500000000 + (exported - lib_map.start), false).functions[0].name,
+              "ws_fixture_exported");
+    for (uint32_t pid : {51, 53, 54}) stop(s, pid);
+  }
+
+  {
+    SCOPED_TRACE("least recently used first");
+    Symbolizer s{ProcFs(root), "/proc/kallsyms", /*cache_bytes=*/lib_bytes + exe_bytes};
+    start(71, exe_line);
+    start(72, nopie_line);
+    epoch(s, [&] { s.OnProcessSeen(71); });
+    epoch(s, [&] { s.OnProcessSeen(72); });
+    epoch(s, [&] { s.SymbolizeUser(71, 0x200000010, false); });  // the exe was used last
+    epoch(s, [&] {
+      stop(s, 71);
+      stop(s, 72);
+    });
+    EXPECT_EQ(s.stats().binaries_evicted, 0u);  // exe + nopie fit the budget
+    start(73, lib_line);
+    epoch(s, [&] { s.OnProcessSeen(73); });
+    EXPECT_EQ(s.stats().binaries_evicted, 1u);  // nopie, the older one, is enough
+    EXPECT_EQ(s.stats().symbol_bytes, lib_bytes + exe_bytes);
+    start(74, exe_line);
+    epoch(s, [&] { s.OnProcessSeen(74); });
+    EXPECT_EQ(s.stats().binaries_loaded, 3u);  // the exe was kept
+    stop(s, 73);
+    stop(s, 74);
+  }
   fs::remove_all(root);
 }
 

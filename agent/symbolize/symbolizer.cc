@@ -1,6 +1,8 @@
 #include "agent/symbolize/symbolizer.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <utility>
 
 #include "agent/symbolize/demangle.h"
 #include "base/logging.h"
@@ -27,8 +29,8 @@ void SetSynthesizedName(SymbolizedFrame& frame, std::string name) {
 
 }  // namespace
 
-Symbolizer::Symbolizer(ProcFs procfs, std::string kallsyms_path)
-    : processes_(std::move(procfs)), kallsyms_path_(std::move(kallsyms_path)) {}
+Symbolizer::Symbolizer(ProcFs procfs, std::string kallsyms_path, size_t cache_bytes)
+    : processes_(std::move(procfs)), kallsyms_path_(std::move(kallsyms_path)), cache_bytes_(cache_bytes) {}
 
 void Symbolizer::SetSymbolName(SymbolizedFrame& frame, std::string_view raw) {
   auto [it, inserted] = demangled_.try_emplace(raw.data());
@@ -58,11 +60,53 @@ void Symbolizer::OnExec(uint32_t pid) {
 
 void Symbolizer::OnExit(uint32_t pid) { processes_.OnExit(pid); }
 
-void Symbolizer::BeginEpoch() { processes_.BeginEpoch(); }
+void Symbolizer::BeginEpoch() {
+  ++epoch_;
+  processes_.BeginEpoch();
+}
 
 void Symbolizer::EndEpoch() {
   processes_.CollectExited();
   std::erase_if(process_state_, [this](const auto& kv) { return processes_.Find(kv.first) == nullptr; });
+  if (loaded_since_sweep_ && file_table_bytes_ > cache_bytes_) EvictUnmapped();
+}
+
+void Symbolizer::EvictUnmapped() {
+  loaded_since_sweep_ = false;
+  ++sweeps_;
+  processes_.ForEach([this](const ProcessInfo& info) {
+    for (const MemoryMapping& m : info.mappings) {
+      if (!m.IsFileBacked()) continue;
+      if (auto it = by_file_.find(FileKey{m.dev_major, m.dev_minor, m.inode}); it != by_file_.end()) {
+        it->second.mapped_in_sweep = sweeps_;
+      }
+    }
+  });
+  // Unmapped binaries, least recently used first; unreadable ones simply go.
+  std::vector<std::pair<uint64_t, FileKey>> unmapped;
+  std::erase_if(by_file_, [&](const auto& kv) {
+    if (kv.second.mapped_in_sweep == sweeps_) return false;
+    if (kv.second.table == nullptr) return true;
+    unmapped.emplace_back(kv.second.last_used_epoch, kv.first);
+    return false;
+  });
+  std::sort(unmapped.begin(), unmapped.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  bool freed = false;
+  for (const auto& [last_used, key] : unmapped) {
+    if (file_table_bytes_ <= cache_bytes_) break;
+    auto it = by_file_.find(key);
+    std::shared_ptr<const ElfSymbols> table = std::move(it->second.table);
+    by_file_.erase(it);
+    if (table.use_count() > 1) continue;  // another file of the same build still holds it
+    const size_t bytes = table->MemoryBytes();
+    file_table_bytes_ -= bytes;
+    stats_.symbol_bytes -= bytes;
+    ++stats_.binaries_evicted;
+    freed = true;
+  }
+  std::erase_if(by_build_id_, [](const auto& kv) { return kv.second.expired(); });
+  if (freed) demangled_.clear();  // its keys may point into a freed table
 }
 
 void Symbolizer::Warm(const ProcessInfo& info) {
@@ -85,10 +129,14 @@ void Symbolizer::AddTable(const std::shared_ptr<const ElfSymbols>& table) {
 
 const ElfSymbols* Symbolizer::BinaryFor(uint32_t pid, const MemoryMapping& m) {
   const FileKey key{m.dev_major, m.dev_minor, m.inode};
-  if (auto it = by_file_.find(key); it != by_file_.end()) return it->second.get();
+  if (auto it = by_file_.find(key); it != by_file_.end()) {
+    it->second.last_used_epoch = epoch_;
+    return it->second.table.get();
+  }
   std::shared_ptr<const ElfSymbols> table = LoadBinary(pid, m);
-  by_file_.emplace(key, table);
-  return table.get();
+  const ElfSymbols* raw = table.get();
+  by_file_.emplace(key, FileEntry{std::move(table), epoch_, 0});
+  return raw;
 }
 
 std::shared_ptr<const ElfSymbols> Symbolizer::LoadBinary(uint32_t pid, const MemoryMapping& m) {
@@ -112,7 +160,9 @@ std::shared_ptr<const ElfSymbols> Symbolizer::LoadBinary(uint32_t pid, const Mem
       continue;
     }
     if (!build_id->empty()) {
-      if (auto it = by_build_id_.find(*build_id); it != by_build_id_.end()) return it->second;
+      if (auto it = by_build_id_.find(*build_id); it != by_build_id_.end()) {
+        if (std::shared_ptr<const ElfSymbols> shared = it->second.lock()) return shared;
+      }
     }
     StatusOr<std::unique_ptr<ElfSymbols>> loaded = ElfSymbols::Load(path, options);
     if (!loaded.ok()) {
@@ -121,7 +171,9 @@ std::shared_ptr<const ElfSymbols> Symbolizer::LoadBinary(uint32_t pid, const Mem
     }
     std::shared_ptr<const ElfSymbols> table = std::move(*loaded);
     AddTable(table);
-    if (!table->build_id().empty()) by_build_id_.emplace(table->build_id(), table);
+    file_table_bytes_ += table->MemoryBytes();
+    loaded_since_sweep_ = true;
+    if (!table->build_id().empty()) by_build_id_[table->build_id()] = table;
     return table;
   }
   ++stats_.elf_load_errors;

@@ -57,12 +57,21 @@ struct SymbolizerStats {
   uint64_t kernel_symbolized = 0;
   uint64_t elf_load_errors = 0;  // distinct binaries that could not be read (each counted once)
   uint64_t binaries_loaded = 0;  // distinct symbol tables read (shared ones counted once)
+  uint64_t binaries_evicted = 0;  // tables dropped to stay within the cache budget
   size_t symbol_bytes = 0;       // memory held by all symbol tables, kernel included
 };
 
+// Symbol tables of binaries that no known process maps are kept, most
+// recently used first, while all binaries' tables together fit this budget;
+// beyond it they are dropped (and read again if the binary turns up again).
+// Tables of binaries mapped by a known process are never dropped, so the
+// budget bounds what the past leaves behind, not what the present needs.
+inline constexpr size_t kDefaultSymbolCacheBytes = size_t{256} << 20;
+
 class Symbolizer {
  public:
-  explicit Symbolizer(ProcFs procfs, std::string kallsyms_path = "/proc/kallsyms");
+  explicit Symbolizer(ProcFs procfs, std::string kallsyms_path = "/proc/kallsyms",
+                      size_t cache_bytes = kDefaultSymbolCacheBytes);
 
   // Loads kernel symbols. A kptr_restrict failure is returned so the caller can
   // warn once and continue; kernel frames are then named "[kernel]+0x...".
@@ -75,7 +84,9 @@ class Symbolizer {
   void OnExec(uint32_t pid);
   void OnExit(uint32_t pid);
   void BeginEpoch();  // forwards to ProcessTable
-  void EndEpoch();    // forgets exited processes
+  // Forgets exited processes; when binaries' tables exceed the cache budget
+  // and some were read since the last look, drops tables no process maps.
+  void EndEpoch();
 
   // is_return_address: true for every frame except the leaf of a stack; the
   // lookup then uses address-1 so the call site, not the next line, is named.
@@ -102,6 +113,11 @@ class Symbolizer {
       return std::hash<uint64_t>()(k.inode * 0x9e3779b97f4a7c15ull ^ (uint64_t{k.dev_major} << 32 | k.dev_minor));
     }
   };
+  struct FileEntry {
+    std::shared_ptr<const ElfSymbols> table;  // null: the binary could not be read
+    uint64_t last_used_epoch = 0;
+    uint64_t mapped_in_sweep = 0;  // the last sweep that found a process mapping it
+  };
   struct ProcessState {
     uint64_t warmed_generation = 0;
     bool vdso_read = false;
@@ -113,20 +129,29 @@ class Symbolizer {
   std::shared_ptr<const ElfSymbols> LoadBinary(uint32_t pid, const MemoryMapping& m);
   const ElfSymbols* VdsoFor(uint32_t pid, const MemoryMapping& m);
   void AddTable(const std::shared_ptr<const ElfSymbols>& table);
+  // EndEpoch's budget check: drops least recently used tables of binaries no
+  // known process maps until the binaries' tables fit the budget.
+  void EvictUnmapped();
   void SetSymbolName(SymbolizedFrame& frame, std::string_view raw);
 
   ProcessTable processes_;
   std::string kallsyms_path_;
   KernelSymbols kernel_;
-  // Tables live as long as the Symbolizer: binaries are few compared with
-  // processes, and a null entry remembers a binary that could not be read.
-  std::unordered_map<FileKey, std::shared_ptr<const ElfSymbols>, FileKeyHash> by_file_;
-  std::unordered_map<std::string, std::shared_ptr<const ElfSymbols>> by_build_id_;
+  // A table lives while a file entry holds it (see kDefaultSymbolCacheBytes);
+  // a null entry remembers a binary that could not be read. by_build_id_
+  // finds a table already read for another file of the same build.
+  std::unordered_map<FileKey, FileEntry, FileKeyHash> by_file_;
+  std::unordered_map<std::string, std::weak_ptr<const ElfSymbols>> by_build_id_;
+  size_t cache_bytes_;
+  size_t file_table_bytes_ = 0;  // tables held by by_file_, each counted once
+  bool loaded_since_sweep_ = false;
+  uint64_t epoch_ = 1;
+  uint64_t sweeps_ = 0;
   // Keyed by the whole image (a few KiB): there are one or two distinct vdsos per host.
   std::unordered_map<std::string, std::shared_ptr<const ElfSymbols>> vdso_by_image_;
   std::unordered_map<uint32_t, ProcessState> process_state_;
   // Demangling costs microseconds per call; names are keyed by their address
-  // in the (never evicted) symbol tables' string pools.
+  // in the symbol tables' string pools (cleared when a table is dropped).
   std::unordered_map<const char*, std::string> demangled_;
   SymbolizerStats stats_;
 };
