@@ -108,25 +108,15 @@ int64_t ClickHouseProfileStore::RetentionCutoff() const {
 }
 
 StatusOr<storage::IngestResult> ClickHouseProfileStore::Ingest(const warpscope::v1::IngestBatch& batch) {
-  if (batch.schema_version() != 1) {
-    ++rejected_batches_;
-    return InvalidArgumentError("schema_version " + std::to_string(batch.schema_version()) +
-                                " is not supported; this server reads 1");
-  }
-  if (Status valid = dictionary::ValidateBatch(batch); !valid.ok()) {
-    ++rejected_batches_;
-    return valid;
-  }
+  RETURN_IF_ERROR(counters_.CheckSchema(batch));
+  if (Status valid = dictionary::ValidateBatch(batch); !valid.ok()) return counters_.Rejected(std::move(valid));
   const std::string& agent = batch.agent_id();
   const std::string what = "batch of agent " + agent + " seq " + std::to_string(batch.sequence());
   // One Ingest per agent at a time on this replica (a re-send racing its
   // original waits); "new" is still asked of ClickHouse below, as another
   // replica may have stored it.
   std::optional<storage::AgentIngestGate::Pass> pass = agents_.Enter(agent, batch.sequence());
-  if (!pass) {
-    ++duplicate_batches_;
-    return storage::IngestResult{.duplicate = true};
-  }
+  if (!pass) return counters_.Duplicate();
   // Rows first (in parallel with other agents' Ingest calls), leaving out
   // dictionary rows this replica has written; then the group commit.
   IngestGroupCommitter::ExpectedBatch expected = committer_->ExpectBatch();
@@ -135,20 +125,10 @@ StatusOr<storage::IngestResult> ClickHouseProfileStore::Ingest(const warpscope::
   RETURN_IF_ERROR(outcome.status);
   if (outcome.duplicate) {
     agents_.Stored(agent, outcome.stored_sequence);
-    ++duplicate_batches_;
-    return storage::IngestResult{.duplicate = true};
+    return counters_.Duplicate();
   }
   agents_.Stored(agent, batch.sequence());
-
-  const storage::IngestResult result{.duplicate = false,
-                                     .samples = static_cast<uint64_t>(batch.samples_size()),
-                                     .metric_points = static_cast<uint64_t>(batch.metric_points_size()),
-                                     .gpu_activities = static_cast<uint64_t>(batch.gpu_activities_size())};
-  ++ingested_batches_;
-  samples_ += result.samples;
-  metric_points_ += result.metric_points;
-  gpu_activities_ += result.gpu_activities;
-  return result;
+  return counters_.Stored(batch);
 }
 
 Status ClickHouseProfileStore::ApplyRetentionNow() {
@@ -218,13 +198,6 @@ StatusOr<std::vector<TypeRow>> ClickHouseProfileStore::LoadTypes() {
   return out;
 }
 
-storage::StoreStats ClickHouseProfileStore::stats() const {
-  return storage::StoreStats{.ingested_batches = ingested_batches_.load(),
-                             .duplicate_batches = duplicate_batches_.load(),
-                             .rejected_batches = rejected_batches_.load(),
-                             .samples = samples_.load(),
-                             .metric_points = metric_points_.load(),
-                             .gpu_activities = gpu_activities_.load()};
-}
+storage::StoreStats ClickHouseProfileStore::stats() const { return counters_.Stats(); }
 
 }  // namespace warpscope::clickhouse

@@ -45,6 +45,7 @@
 #include "storage/clickhouse/schema_migrations.h"
 #include "storage/clickhouse/type_selection.h"
 #include "storage/agent_ingest_gate.h"
+#include "storage/ingest_counters.h"
 #include "storage/profile_store.h"
 
 namespace warpscope::clickhouse {
@@ -121,8 +122,7 @@ class ClickHouseProfileStore final : public storage::ProfileStore {
   bool bg_stop_ = false;
   std::thread bg_thread_;
 
-  std::atomic<uint64_t> ingested_batches_{0}, duplicate_batches_{0}, rejected_batches_{0}, samples_{0},
-      metric_points_{0}, gpu_activities_{0};
+  storage::IngestCounters counters_;
 };
 
 }  // namespace warpscope::clickhouse

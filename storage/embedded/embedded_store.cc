@@ -164,22 +164,14 @@ bool EmbeddedProfileStore::CrashPoint(std::string_view point) const {
 }
 
 StatusOr<IngestResult> EmbeddedProfileStore::Ingest(const warpscope::v1::IngestBatch& batch) {
-  if (batch.schema_version() != 1) {
-    ++rejected_batches_;
-    return InvalidArgumentError("schema_version " + std::to_string(batch.schema_version()) +
-                                " is not supported; this server reads 1");
-  }
+  RETURN_IF_ERROR(counters_.CheckSchema(batch));
   if (Status valid = dictionary::ValidateBatch(batch, options_.limits); !valid.ok()) {
-    ++rejected_batches_;
-    return valid;
+    return counters_.Rejected(std::move(valid));
   }
   const std::string& agent = batch.agent_id();
   // One Ingest per agent at a time (a re-send racing its original waits).
   std::optional<storage::AgentIngestGate::Pass> pass = agents_.Enter(agent, batch.sequence());
-  if (!pass) {
-    ++duplicate_batches_;
-    return IngestResult{.duplicate = true};
-  }
+  if (!pass) return counters_.Duplicate();
 
   ASSIGN_OR_RETURN(dictionary::InternedBatch ids, dictionary_->InternBatch(batch, {.record_sequence = false}));
   std::vector<SampleRow> rows;
@@ -212,14 +204,7 @@ StatusOr<IngestResult> EmbeddedProfileStore::Ingest(const warpscope::v1::IngestB
     }
     agents_.Stored(agent, batch.sequence());
   }
-  const IngestResult result{.duplicate = false,
-                            .samples = static_cast<uint64_t>(batch.samples_size()),
-                            .metric_points = static_cast<uint64_t>(batch.metric_points_size()),
-                            .gpu_activities = static_cast<uint64_t>(batch.gpu_activities_size())};
-  ++ingested_batches_;
-  samples_ += result.samples;
-  metric_points_ += result.metric_points;
-  gpu_activities_ += result.gpu_activities;
+  const IngestResult result = counters_.Stored(batch);
   if (head_rows >= options_.head_max_rows) RequestFlush();
   return result;
 }
@@ -259,14 +244,7 @@ void EmbeddedProfileStore::RunBackground() {
   }
 }
 
-storage::StoreStats EmbeddedProfileStore::stats() const {
-  return storage::StoreStats{.ingested_batches = ingested_batches_.load(),
-                             .duplicate_batches = duplicate_batches_.load(),
-                             .rejected_batches = rejected_batches_.load(),
-                             .samples = samples_.load(),
-                             .metric_points = metric_points_.load(),
-                             .gpu_activities = gpu_activities_.load()};
-}
+storage::StoreStats EmbeddedProfileStore::stats() const { return counters_.Stats(); }
 
 EmbeddedStoreState EmbeddedProfileStore::state() const {
   EmbeddedStoreState out;

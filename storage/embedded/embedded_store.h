@@ -60,6 +60,7 @@
 #include "storage/embedded/series_catalog.h"
 #include "storage/embedded/wal/wal.h"
 #include "storage/agent_ingest_gate.h"
+#include "storage/ingest_counters.h"
 #include "storage/profile_store.h"
 
 namespace warpscope::embedded {
@@ -237,8 +238,7 @@ class EmbeddedProfileStore final : public storage::ProfileStore {
   std::thread bg_thread_;
 
   std::atomic<uint64_t> rollup_scans_{0};
-  std::atomic<uint64_t> ingested_batches_{0}, duplicate_batches_{0}, rejected_batches_{0}, samples_{0},
-      metric_points_{0}, gpu_activities_{0};
+  storage::IngestCounters counters_;
 };
 
 }  // namespace warpscope::embedded
