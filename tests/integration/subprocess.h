@@ -27,4 +27,8 @@ int WaitProcess(pid_t pid);
 
 std::string MakeTempDir();
 
+// A loopback TCP port that was free a moment ago (for a process that cannot
+// be told to pick its own).
+int FreePort();
+
 }  // namespace warpscope::testing
