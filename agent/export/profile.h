@@ -59,7 +59,7 @@ struct SampleLabels {
   std::string comm;         // process name (the thread-group leader's comm)
   std::string thread_name;  // the sampled thread's comm
   // More series labels, sorted by key (GPU time: device, stream, graph_id).
-  std::vector<std::pair<std::string, std::string>> extra;
+  std::vector<std::pair<std::string, std::string>> extra = {};
   bool operator<(const SampleLabels& o) const {
     return std::tie(pid, tid, comm, thread_name, extra) < std::tie(o.pid, o.tid, o.comm, o.thread_name, o.extra);
   }

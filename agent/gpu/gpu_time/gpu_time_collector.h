@@ -87,7 +87,7 @@ struct GpuTimeStats {
   uint64_t probe_files_attached = 0;
   uint64_t launch_stacks_expired = 0;  // a joined launch whose stack was already forgotten
   uint64_t scaled_processes = 0;       // processes recorded in windows now (adaptive, duty)
-  uint64_t recording_windows = 0;      // windows closed, all processes
+  uint64_t recording_windows = 0;      // windows closed, over the processes connected now
   uint64_t window_overflow = 0;        // kernels passed on unweighted: a window held too many
   uint64_t recorded_share_ppm = 1'000'000;  // lowest share of time recorded, over processes
   uint64_t estimate_error_ppm = 0;     // highest relative standard error of a scaled estimate
