@@ -20,12 +20,12 @@ bool IsPythonCandidate(const ProcessInfo& info, const MemoryMapping& m) {
 
 }  // namespace
 
-PythonProcesses::PythonProcesses(int py_procs_fd, ProcFs procfs)
-    : py_procs_fd_(py_procs_fd), procfs_(std::move(procfs)) {}
+PythonProcesses::PythonProcesses(int py_procs_fd, ProcFs procfs, size_t max_binaries)
+    : py_procs_fd_(py_procs_fd), procfs_(std::move(procfs)), max_binaries_(max_binaries) {}
 
-const PythonBinary* PythonProcesses::BinaryFor(uint32_t pid, const MemoryMapping& m) {
-  const std::string key = std::to_string(m.dev_major) + ":" + std::to_string(m.dev_minor) + ":" +
-                          std::to_string(m.inode);
+const PythonBinary* PythonProcesses::BinaryFor(uint32_t pid, const MemoryMapping& m, std::string* key_out) {
+  std::string& key = *key_out;
+  key = std::to_string(m.dev_major) + ":" + std::to_string(m.dev_minor) + ":" + std::to_string(m.inode);
   auto it = binaries_.find(key);
   if (it != binaries_.end()) return it->second.get();
   StatusOr<PythonBinary> bin = ReadPythonBinary(procfs_.MapFilesPath(pid, m.start, m.end), m.path);
@@ -45,9 +45,10 @@ uint32_t PythonProcesses::Describe(const ProcessInfo& info) {
   }
   const PythonBinary* found = nullptr;
   const MemoryMapping* found_mapping = nullptr;
+  std::string key;
   for (const MemoryMapping& m : info.mappings) {
     if (!IsPythonCandidate(info, m)) continue;
-    if (const PythonBinary* bin = BinaryFor(info.pid, m)) {
+    if (const PythonBinary* bin = BinaryFor(info.pid, m, &key)) {
       found = bin;
       found_mapping = &m;
       break;
@@ -103,6 +104,7 @@ uint32_t PythonProcesses::Describe(const ProcessInfo& info) {
   it->second.layout = layout;
   it->second.generation = info.generation;
   it->second.version = *found->version;
+  it->second.binary_key = std::move(key);
   exited_.erase(info.pid);
   return WS_PROC_PYTHON;
 }
@@ -121,6 +123,11 @@ void PythonProcesses::OnExit(uint32_t pid) {
 void PythonProcesses::EndEpoch() {
   for (uint32_t pid : exited_) processes_.erase(pid);
   exited_.clear();
+  if (binaries_.size() <= max_binaries_) return;
+  std::unordered_set<std::string> in_use;
+  for (const auto& [pid, p] : processes_) in_use.insert(p.binary_key);
+  std::erase_if(binaries_, [&](const auto& kv) { return !in_use.contains(kv.first); });
+  if (warned_.size() > max_binaries_) warned_.clear();
 }
 
 const PythonVersion* PythonProcesses::VersionOf(uint32_t pid) const {

@@ -51,7 +51,10 @@ struct PythonStats {
 class PythonProcesses {
  public:
   // `py_procs_fd`: the BPF map (-1 in tests that only resolve).
-  PythonProcesses(int py_procs_fd, ProcFs procfs);
+  // Detection results are cached per binary file; past `max_binaries` files,
+  // EndEpoch forgets those no described process runs (a host that keeps
+  // running new executables, such as a build machine, would grow otherwise).
+  PythonProcesses(int py_procs_fd, ProcFs procfs, size_t max_binaries = 4096);
 
   // Detects CPython in `info` (once per binary file) and publishes or
   // withdraws the process's entry. Returns the WS_PROC_* flags for proc_info.
@@ -74,20 +77,23 @@ class PythonProcesses {
   // The CPython version found in the process, if any (for messages and tests).
   const PythonVersion* VersionOf(uint32_t pid) const;
   const PythonStats& stats() const { return stats_; }
+  size_t binaries_cached() const { return binaries_.size(); }
 
  private:
   struct Process {
     uint64_t generation = 0;  // of the maps last described
     const PythonLayout* layout = nullptr;
     PythonVersion version;
+    std::string binary_key;  // its entry in binaries_
     std::map<std::pair<uint64_t, uint32_t>, std::shared_ptr<const PythonCodeInfo>> code;  // (addr, fingerprint)
   };
   // Per file ("dev:inode"): the binary when it holds CPython; null when it does not.
-  const PythonBinary* BinaryFor(uint32_t pid, const MemoryMapping& m);
+  const PythonBinary* BinaryFor(uint32_t pid, const MemoryMapping& m, std::string* key);
   std::shared_ptr<const PythonCodeInfo> Lookup(uint32_t pid, Process& p, uint64_t code_addr, uint32_t fingerprint);
 
   int py_procs_fd_;
   ProcFs procfs_;
+  size_t max_binaries_;
   std::unordered_map<std::string, std::unique_ptr<PythonBinary>> binaries_;
   std::unordered_set<std::string> warned_;  // binaries whose version was reported unsupported
   std::unordered_map<uint32_t, Process> processes_;

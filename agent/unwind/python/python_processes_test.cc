@@ -91,6 +91,28 @@ TEST(PythonBinaryTest, NonPythonFilesAndProcesses) {
   EXPECT_EQ(python.VersionOf((*child)->pid()), nullptr);
 }
 
+// Past its bound, the per-binary cache keeps only what described processes run.
+TEST(PythonBinaryTest, BinaryCacheIsBounded) {
+  auto pythons = testing::FindTestPythons();
+  ASSERT_TRUE(pythons.ok()) << pythons.status().ToString();
+  ASSERT_FALSE(pythons->empty());
+  LivePython live;
+  ASSERT_NO_FATAL_FAILURE(StartIdle(pythons->front().path, &live));
+  auto cat = ChildProcess::Start({"/bin/cat"});
+  ASSERT_TRUE(cat.ok());
+  const ProcessInfo* cat_info = live.table.OnProcessSeen((*cat)->pid());
+  ASSERT_NE(cat_info, nullptr);
+
+  PythonProcesses python(-1, ProcFs(), /*max_binaries=*/1);
+  EXPECT_EQ(python.Describe(*cat_info), 0u);
+  EXPECT_EQ(python.Describe(*live.info), WS_PROC_PYTHON);
+  EXPECT_EQ(python.binaries_cached(), 2u);  // cat's "not CPython", and the interpreter's file
+  python.EndEpoch();
+  EXPECT_EQ(python.binaries_cached(), 1u);  // the interpreter's stays: a process runs it
+  EXPECT_NE(python.VersionOf(live.child->pid()), nullptr);
+  EXPECT_EQ(python.Describe(*cat_info), 0u);  // asked again, and still the same answer
+}
+
 TEST(PythonBinaryTest, UnsupportedVersionGetsNoFlag) {
   const char* old = "/root/.pyenv/versions/3.9.18/bin/python3.9";
   if (access(old, X_OK) != 0) GTEST_SKIP() << "no CPython 3.9 here";
