@@ -6,6 +6,8 @@
 #   sudo scripts/install.sh --prefix /opt/warpscope
 #   DESTDIR=/tmp/stage scripts/install.sh          # stage only (packaging, tests): no user,
 #                                                  # no systemctl
+#   sudo scripts/install.sh --uninstall            # stops and removes the services and
+#                                                  # binaries; keeps data and settings
 #
 # Installs warpscope-server.service and warpscope-agent.service into
 # /etc/systemd/system, and their settings files /etc/default/warpscope-server
@@ -18,24 +20,40 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 prefix=/usr/local
 build=build
+uninstall=0
 while (( $# > 0 )); do
   case "$1" in
     --prefix) prefix="${2:?--prefix needs a directory}"; shift 2 ;;
     --build) build="${2:?--build needs a directory}"; shift 2 ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    --uninstall) uninstall=1; shift ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) echo "install.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
 [[ "$prefix" == /* ]] || { echo "install.sh: --prefix must be an absolute path" >&2; exit 2; }
-for f in bin/warpscope-agent bin/warpscope-server; do
-  [[ -x "$build/$f" ]] || { echo "install.sh: $build/$f is missing: build first (scripts/build.sh)" >&2; exit 1; }
-done
 dest="${DESTDIR:-}"
 if [[ -z "$dest" && $EUID -ne 0 ]]; then
   echo "install.sh: run as root (or set DESTDIR to stage the files)" >&2
   exit 3
 fi
 
+if (( uninstall )); then
+  if [[ -z "$dest" && -d /run/systemd/system ]]; then
+    systemctl disable --now warpscope-agent warpscope-server 2> /dev/null || true
+  fi
+  rm -f "$dest$prefix/bin/warpscope-server" "$dest$prefix/bin/warpscope-agent" \
+    "$dest$prefix/lib/warpscope/libwarpscope_cuda.so" \
+    "$dest/etc/systemd/system/warpscope-server.service" "$dest/etc/systemd/system/warpscope-agent.service"
+  rmdir "$dest$prefix/lib/warpscope" 2> /dev/null || true
+  if [[ -z "$dest" && -d /run/systemd/system ]]; then systemctl daemon-reload; fi
+  echo "install.sh: removed the services and binaries from ${dest:-/}; kept /etc/default/warpscope-{server,agent},"
+  echo "  /etc/warpscope, the data in /var/lib/warpscope and /var/lib/warpscope-agent, and the user warpscope"
+  exit 0
+fi
+
+for f in bin/warpscope-agent bin/warpscope-server; do
+  [[ -x "$build/$f" ]] || { echo "install.sh: $build/$f is missing: build first (scripts/build.sh)" >&2; exit 1; }
+done
 install -D -m 0755 "$build/bin/warpscope-server" "$dest$prefix/bin/warpscope-server"
 install -D -m 0755 "$build/bin/warpscope-agent" "$dest$prefix/bin/warpscope-agent"
 cuda_lib=""

@@ -206,6 +206,19 @@ TEST_F(DeployTest, InstalledServicesVerifyAndRun) {
   server_ = -1;
 }
 
+TEST_F(DeployTest, UninstallRemovesServicesAndKeepsSettings) {
+  ASSERT_EQ(Install().exit_code, 0);
+  ProcessResult r = RunProcess({"/usr/bin/env", "DESTDIR=" + stage_, WS_INSTALL_SCRIPT, "--uninstall"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* path : {"/usr/local/bin/warpscope-server", "/usr/local/bin/warpscope-agent",
+                           "/usr/local/lib/warpscope", "/etc/systemd/system/warpscope-server.service",
+                           "/etc/systemd/system/warpscope-agent.service"}) {
+    EXPECT_FALSE(fs::exists(Staged(path))) << path;
+  }
+  EXPECT_TRUE(fs::exists(Staged("/etc/default/warpscope-server")));
+  EXPECT_TRUE(fs::exists(Staged("/etc/default/warpscope-agent")));
+}
+
 TEST_F(DeployTest, InstallRefusesAMissingBuild) {
   ProcessResult r = RunProcess({"/usr/bin/env", "DESTDIR=" + stage_, WS_INSTALL_SCRIPT, "--build", stage_ + "/nothing"});
   EXPECT_EQ(r.exit_code, 1);
