@@ -98,19 +98,22 @@ TEST(PythonBinaryTest, BinaryCacheIsBounded) {
   ASSERT_FALSE(pythons->empty());
   LivePython live;
   ASSERT_NO_FATAL_FAILURE(StartIdle(pythons->front().path, &live));
-  auto cat = ChildProcess::Start({"/bin/cat"});
-  ASSERT_TRUE(cat.ok());
-  const ProcessInfo* cat_info = live.table.OnProcessSeen((*cat)->pid());
-  ASSERT_NE(cat_info, nullptr);
+  // A process that is not Python; its line says it has exec'ed (maps read
+  // before the exec would still be the test binary's).
+  auto shell = ChildProcess::Start({"/bin/sh", "-c", "echo up; read x"});
+  ASSERT_TRUE(shell.ok());
+  ASSERT_TRUE((*shell)->ReadLine(10000).ok());
+  const ProcessInfo* shell_info = live.table.OnProcessSeen((*shell)->pid());
+  ASSERT_NE(shell_info, nullptr);
 
   PythonProcesses python(-1, ProcFs(), /*max_binaries=*/1);
-  EXPECT_EQ(python.Describe(*cat_info), 0u);
+  EXPECT_EQ(python.Describe(*shell_info), 0u);
   EXPECT_EQ(python.Describe(*live.info), WS_PROC_PYTHON);
-  EXPECT_EQ(python.binaries_cached(), 2u);  // cat's "not CPython", and the interpreter's file
+  EXPECT_EQ(python.binaries_cached(), 2u);  // the shell's "not CPython", and the interpreter's file
   python.EndEpoch();
   EXPECT_EQ(python.binaries_cached(), 1u);  // the interpreter's stays: a process runs it
   EXPECT_NE(python.VersionOf(live.child->pid()), nullptr);
-  EXPECT_EQ(python.Describe(*cat_info), 0u);  // asked again, and still the same answer
+  EXPECT_EQ(python.Describe(*shell_info), 0u);  // asked again, and still the same answer
 }
 
 TEST(PythonBinaryTest, UnsupportedVersionGetsNoFlag) {
