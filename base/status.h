@@ -22,6 +22,8 @@ enum class StatusCode {
   kResourceExhausted,
   kDataLoss,
   kInternal,
+  kDeadlineExceeded,  // the operation ran past its deadline and was stopped
+  kCancelled,         // the operation was cancelled by its caller
 };
 
 const char* StatusCodeName(StatusCode code);
@@ -53,6 +55,8 @@ inline Status FailedPreconditionError(std::string m) { return {StatusCode::kFail
 inline Status ResourceExhaustedError(std::string m) { return {StatusCode::kResourceExhausted, std::move(m)}; }
 inline Status DataLossError(std::string m) { return {StatusCode::kDataLoss, std::move(m)}; }
 inline Status InternalError(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
+inline Status DeadlineExceededError(std::string m) { return {StatusCode::kDeadlineExceeded, std::move(m)}; }
+inline Status CancelledError(std::string m) { return {StatusCode::kCancelled, std::move(m)}; }
 
 // Maps an errno value to a Status with a message "<what>: <strerror>".
 Status ErrnoError(int err, const std::string& what);

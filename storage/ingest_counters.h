@@ -39,14 +39,20 @@ class IngestCounters {
   }
   // The batch is durable: counts it and what it held.
   IngestResult Stored(const warpscope::v1::IngestBatch& batch) {
-    const IngestResult result{.duplicate = false,
-                              .samples = static_cast<uint64_t>(batch.samples_size()),
-                              .metric_points = static_cast<uint64_t>(batch.metric_points_size()),
-                              .gpu_activities = static_cast<uint64_t>(batch.gpu_activities_size())};
+    return Stored(IngestResult{.duplicate = false,
+                               .samples = static_cast<uint64_t>(batch.samples_size()),
+                               .metric_points = static_cast<uint64_t>(batch.metric_points_size()),
+                               .gpu_activities = static_cast<uint64_t>(batch.gpu_activities_size())});
+  }
+  // The batch is durable with what `result` says was stored of it and left
+  // out (IngestTimeBounds): counts that.
+  IngestResult Stored(const IngestResult& result) {
     ++ingested_batches_;
     samples_ += result.samples;
     metric_points_ += result.metric_points;
     gpu_activities_ += result.gpu_activities;
+    dropped_too_old_ += result.dropped.too_old;
+    dropped_too_new_ += result.dropped.too_new;
     return result;
   }
 
@@ -56,12 +62,14 @@ class IngestCounters {
                       .rejected_batches = rejected_batches_.load(),
                       .samples = samples_.load(),
                       .metric_points = metric_points_.load(),
-                      .gpu_activities = gpu_activities_.load()};
+                      .gpu_activities = gpu_activities_.load(),
+                      .dropped_too_old = dropped_too_old_.load(),
+                      .dropped_too_new = dropped_too_new_.load()};
   }
 
  private:
   std::atomic<uint64_t> ingested_batches_{0}, duplicate_batches_{0}, rejected_batches_{0}, samples_{0},
-      metric_points_{0}, gpu_activities_{0};
+      metric_points_{0}, gpu_activities_{0}, dropped_too_old_{0}, dropped_too_new_{0};
 };
 
 }  // namespace warpscope::storage

@@ -18,6 +18,8 @@
 #include "base/status.h"
 #include "proto/warpscope/v1/ingest.pb.h"
 #include "query/selector.h"
+#include "storage/ingest_time_bounds.h"
+#include "storage/query_context.h"
 #include "storage/store_types.h"
 
 namespace warpscope::storage {
@@ -28,6 +30,9 @@ struct IngestResult {
   uint64_t samples = 0;        // sample rows stored by this call (0 for a duplicate)
   uint64_t metric_points = 0;  // metric points stored by this call (0 for a duplicate)
   uint64_t gpu_activities = 0;  // GPU activities stored by this call (0 for a duplicate)
+  // Rows (samples, metric points, GPU activities, coverage rows) left out
+  // because their time lies outside IngestTimeBounds; the rest was stored.
+  DroppedRows dropped;
 };
 
 // Selects samples of one profile type in [from_ns, to_ns) whose series'
@@ -37,6 +42,9 @@ struct ProfileQuery {
   int64_t from_ns = 0;
   int64_t to_ns = 0;
   Selector selector;
+  // Deadline, cancellation and the answer's caveats; null for none
+  // (query_context.h). Not owned.
+  QueryContext* context = nullptr;
 };
 
 // One stack and its summed value over the query.
@@ -125,6 +133,7 @@ struct MetricQuery {
   // Labels to group by; empty puts every series in one group. A series
   // lacking a label groups under "" for it.
   std::vector<std::string> group_by;
+  QueryContext* context = nullptr;  // as in ProfileQuery
 };
 
 // Every raw point of every series of a group within one step, summarized:
@@ -151,6 +160,7 @@ struct SeriesLabelsQuery {
   int64_t from_ns = 0;
   int64_t to_ns = 0;
   Selector selector;
+  QueryContext* context = nullptr;  // as in ProfileQuery
 };
 
 // GPU activities (kernels, memcpys, memsets) whose start lies in [from_ns,
@@ -163,6 +173,7 @@ struct GpuActivityQuery {
   int64_t to_ns = 0;
   Selector selector;
   size_t max_activities = 1'000'000;
+  QueryContext* context = nullptr;  // as in ProfileQuery
 };
 
 struct StoreStats {
@@ -172,6 +183,9 @@ struct StoreStats {
   uint64_t samples = 0;        // sample rows stored since start
   uint64_t metric_points = 0;  // metric points stored since start
   uint64_t gpu_activities = 0;  // GPU activities stored since start
+  // Rows left out of stored batches by IngestTimeBounds since start.
+  uint64_t dropped_too_old = 0;
+  uint64_t dropped_too_new = 0;
 };
 
 class ProfileStore {

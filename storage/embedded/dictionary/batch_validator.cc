@@ -115,6 +115,12 @@ Status ValidateBatch(const IngestBatch& batch, const BatchLimits& limits) {
       return InvalidArgumentError(Field("types", i, "period_nanos") + ": negative (" +
                                   std::to_string(t.period_nanos()) + ")");
     }
+    if (t.period_nanos() != 0 &&
+        (t.period_nanos() < limits.min_period_nanos || t.period_nanos() > limits.max_period_nanos)) {
+      return InvalidArgumentError(Field("types", i, "period_nanos") + ": " + std::to_string(t.period_nanos()) +
+                                  " is outside 0 or [" + std::to_string(limits.min_period_nanos) + ", " +
+                                  std::to_string(limits.max_period_nanos) + "] ns");
+    }
   }
   for (int i = 0; i < batch.samples_size(); ++i) {
     const auto& s = batch.samples(i);
@@ -122,6 +128,10 @@ Status ValidateBatch(const IngestBatch& batch, const BatchLimits& limits) {
     RETURN_IF_ERROR(CheckIndex([&] { return Field("samples", i, "label_set"); }, s.label_set(), batch.label_sets_size(),
                                "label_sets"));
     RETURN_IF_ERROR(CheckIndex([&] { return Field("samples", i, "stack"); }, s.stack(), batch.stacks_size(), "stacks"));
+    if (s.value() < 1 || s.value() > limits.max_sample_value) [[unlikely]] {
+      return InvalidArgumentError(Field("samples", i, "value") + ": " + std::to_string(s.value()) +
+                                  " is outside [1, " + std::to_string(limits.max_sample_value) + "]");
+    }
   }
   if (static_cast<size_t>(batch.metric_types_size()) > limits.max_metric_types) {
     return InvalidArgumentError("metric_types: " + std::to_string(batch.metric_types_size()) + " types, limit " +
@@ -164,6 +174,11 @@ Status ValidateBatch(const IngestBatch& batch, const BatchLimits& limits) {
     if (a.duration_nanos() < 0) {
       return InvalidArgumentError(Field("gpu_activities", i, "duration_nanos") + ": negative (" +
                                   std::to_string(a.duration_nanos()) + ")");
+    }
+    if (a.duration_nanos() > limits.max_gpu_duration_nanos) {
+      return InvalidArgumentError(Field("gpu_activities", i, "duration_nanos") + ": " +
+                                  std::to_string(a.duration_nanos()) + " is more than the limit of " +
+                                  std::to_string(limits.max_gpu_duration_nanos));
     }
   }
   for (int i = 0; i < batch.gpu_trace_coverage_size(); ++i) {
