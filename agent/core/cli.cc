@@ -372,7 +372,10 @@ until every --pid has exited.
       --no-gpu-metrics      do not collect GPU metrics
       --no-gpu-time         no GPU-time profile: do not open the CUDA socket
       --cuda-socket PATH    where libwarpscope_cuda.so (CUDA_INJECTION64_PATH)
-                            finds the agent (default /run/warpscope/cuda.sock)
+                            finds the agent (default /run/warpscope/cuda.sock);
+                            its directory, and those above it, must belong to
+                            root and be writable by no one else (sticky ones
+                            like /tmp excepted above it)
       --gpu-time-mode M     adaptive (default): a process that launches many
                             kernels is recorded in windows (CUPTI detached in
                             between) spaced to keep the cost within

@@ -2,14 +2,19 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
+#include <stdlib.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <climits>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <functional>
 #include <unordered_map>
 
 namespace warpscope {
@@ -33,61 +38,136 @@ const std::shared_ptr<const std::string>& UnknownName() {
   return *unknown;
 }
 
-Status PrepareSocketPath(const std::string& path) {
+// Runs `fn` with umask `mask` on a thread of its own that no longer shares
+// the process's umask (unshare(CLONE_FS)), so files other threads create
+// meanwhile keep theirs.
+Status WithPrivateUmask(mode_t mask, const std::function<Status()>& fn) {
+  Status result = Status::Ok();
+  std::thread thread([&] {
+    if (unshare(CLONE_FS) != 0) {
+      result = ErrnoError(errno, "unshare(CLONE_FS) for a private umask");
+      return;
+    }
+    umask(mask);
+    result = fn();
+  });
+  thread.join();
+  return result;
+}
+
+// "/a/b" -> "/a"; "/a" -> "/".
+std::string ParentDirectory(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == 0 || slash == std::string::npos ? "/" : path.substr(0, slash);
+}
+
+// Whoever may write to the socket's directory can unlink the agent's socket
+// and bind their own in its place (every CUDA application would then talk to
+// them), and whoever may write to a directory above it can rename the whole
+// directory away. So the directory must belong to root (or to the agent's
+// user) and be writable by nobody else, and so must every directory above it,
+// except that a sticky one (/tmp) is fine there: others cannot rename what
+// they do not own in it. Checked on the resolved path, which is returned:
+// once every component is trusted, nobody else can change what it names.
+StatusOr<std::string> TrustedSocketDirectory(const std::string& dir) {
+  char resolved[PATH_MAX];
+  if (realpath(dir.c_str(), resolved) == nullptr) return ErrnoError(errno, "resolving " + dir);
+  const std::string top = resolved;
+  for (std::string p = top;; p = ParentDirectory(p)) {
+    struct stat st {};
+    if (lstat(p.c_str(), &st) != 0) return ErrnoError(errno, "checking " + p);
+    if (!S_ISDIR(st.st_mode)) return FailedPreconditionError(p + " is not a directory");
+    const std::string what = p == top ? "the CUDA socket's directory " + p : p + " (above the CUDA socket's directory)";
+    if (st.st_uid != 0 && st.st_uid != geteuid()) {
+      return FailedPreconditionError(what + " is owned by uid " + std::to_string(st.st_uid) +
+                                     ", who could replace the socket; use a directory owned by root, e.g. "
+                                     "/run/warpscope");
+    }
+    const bool others_write = (st.st_mode & (S_IWGRP | S_IWOTH)) != 0;
+    if (others_write && (p == top || (st.st_mode & S_ISVTX) == 0)) {
+      char mode[8];
+      std::snprintf(mode, sizeof(mode), "%04o", static_cast<unsigned>(st.st_mode & 07777));
+      return FailedPreconditionError(what + " is writable by group or others (mode " + mode +
+                                     "), who could replace the socket; use a directory only root can write "
+                                     "to, e.g. /run/warpscope");
+    }
+    if (p == "/") break;
+  }
+  return top;
+}
+
+// Creates the socket's directory if missing, checks it, and removes a stale
+// socket. Returns the socket's resolved path.
+StatusOr<std::string> PrepareSocketPath(const std::string& path) {
   sockaddr_un addr{};
-  if (path.empty() || path.size() >= sizeof(addr.sun_path)) {
-    return InvalidArgumentError("CUDA socket path '" + path + "' is empty or too long");
+  if (path.empty() || path.size() >= sizeof(addr.sun_path) || path.back() == '/') {
+    return InvalidArgumentError("CUDA socket path '" + path + "' is empty, too long or a directory");
   }
   const size_t slash = path.rfind('/');
-  if (slash != std::string::npos && slash > 0) {
-    const std::string dir = path.substr(0, slash);
-    if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) return ErrnoError(errno, "creating " + dir);
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  // 0755 whatever the umask: every user's applications must reach the socket.
+  Status made = WithPrivateUmask(022, [&] {
+    return mkdir(dir.c_str(), 0755) == 0 || errno == EEXIST ? Status::Ok() : ErrnoError(errno, "creating " + dir);
+  });
+  RETURN_IF_ERROR(made);
+  StatusOr<std::string> trusted = TrustedSocketDirectory(dir);
+  if (!trusted.ok()) return trusted.status();
+  const std::string socket_path = (*trusted == "/" ? std::string() : *trusted) + "/" + name;
+  if (socket_path.size() >= sizeof(addr.sun_path)) {
+    return InvalidArgumentError("CUDA socket path '" + socket_path + "' (" + path + " resolved) is too long");
   }
   struct stat st;
-  if (lstat(path.c_str(), &st) == 0) {
-    if (!S_ISSOCK(st.st_mode)) return FailedPreconditionError(path + " exists and is not a socket");
-    unlink(path.c_str());  // a stale socket from an earlier agent
+  if (lstat(socket_path.c_str(), &st) == 0) {
+    if (!S_ISSOCK(st.st_mode)) return FailedPreconditionError(socket_path + " exists and is not a socket");
+    unlink(socket_path.c_str());  // a stale socket from an earlier agent
   }
-  return Status::Ok();
+  return socket_path;
 }
 
 }  // namespace
 
 StatusOr<std::unique_ptr<CudaSocketServer>> CudaSocketServer::Start(const CudaSocketServerOptions& options,
                                                                     Consumer consumer) {
-  RETURN_IF_ERROR(PrepareSocketPath(options.socket_path));
+  ASSIGN_OR_RETURN(std::string bound_path, PrepareSocketPath(options.socket_path));
   const int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return ErrnoError(errno, "socket(AF_UNIX, SOCK_SEQPACKET)");
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
-  std::memcpy(addr.sun_path, options.socket_path.data(), options.socket_path.size());
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    const int err = errno;
+  std::memcpy(addr.sun_path, bound_path.data(), bound_path.size());
+  // bind() creates the socket file with the umask applied: 0666, connectable
+  // by every user (applications run as any user), with no chmod by path
+  // afterwards that a symlink swapped in between could redirect.
+  Status bound = WithPrivateUmask(0111, [&] {
+    return bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 ? Status::Ok()
+                                                                             : ErrnoError(errno, "binding " + bound_path);
+  });
+  if (!bound.ok()) {
     close(fd);
-    return ErrnoError(err, "binding " + options.socket_path);
+    return bound;
   }
-  chmod(options.socket_path.c_str(), 0666);
   if (listen(fd, 128) != 0) {
     const int err = errno;
     close(fd);
-    unlink(options.socket_path.c_str());
-    return ErrnoError(err, "listening on " + options.socket_path);
+    unlink(bound_path.c_str());
+    return ErrnoError(err, "listening on " + bound_path);
   }
   const int wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (wake < 0) {
     const int err = errno;
     close(fd);
-    unlink(options.socket_path.c_str());
+    unlink(bound_path.c_str());
     return ErrnoError(err, "eventfd");
   }
-  std::unique_ptr<CudaSocketServer> server(new CudaSocketServer(options, std::move(consumer), fd, wake));
+std::unique_ptr<CudaSocketServer> server(new CudaSocketServer(options, bound_path, std::move(consumer), fd, wake));
   server->thread_ = std::thread([s = server.get()] { s->RunThread(); });
   return server;
 }
 
-CudaSocketServer::CudaSocketServer(const CudaSocketServerOptions& options, Consumer consumer, int listen_fd,
-                                   int wake_fd)
-    : options_(options), consumer_(std::move(consumer)), listen_fd_(listen_fd), wake_fd_(wake_fd),
+CudaSocketServer::CudaSocketServer(const CudaSocketServerOptions& options, std::string bound_path, Consumer consumer,
+                                   int listen_fd, int wake_fd)
+    : options_(options), bound_path_(std::move(bound_path)), consumer_(std::move(consumer)), listen_fd_(listen_fd),
+      wake_fd_(wake_fd),
       config_(options.config), receive_buffer_(WS_CUDA_WIRE_MAX_MESSAGE + 1) {}
 
 CudaSocketServer::~CudaSocketServer() {
@@ -98,7 +178,7 @@ CudaSocketServer::~CudaSocketServer() {
   for (auto& c : connections_) close(c->fd);
   close(listen_fd_);
   close(wake_fd_);
-  unlink(options_.socket_path.c_str());
+  unlink(bound_path_.c_str());
 }
 
 void CudaSocketServer::PostConfig(const ws_cuda_config& config) {

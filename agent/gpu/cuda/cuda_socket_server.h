@@ -75,9 +75,12 @@ class CudaSocketServer {
  public:
   using Consumer = std::function<void(CudaProcessEvent&&)>;
 
-  // Creates the socket's directory if missing, replaces a stale socket file,
-  // binds, makes the socket connectable by every user (0666: applications run
-  // as any user), and starts the thread.
+  // Creates the socket's directory if missing (0755), refuses one that
+  // another user could replace the socket in (owned by someone other than
+  // root or the agent's user, or writable by group or others; or a parent
+  // directory like that, sticky ones excepted), replaces a stale socket file,
+  // binds a socket connectable by every user (0666: applications run as any
+  // user), and starts the thread.
   static StatusOr<std::unique_ptr<CudaSocketServer>> Start(const CudaSocketServerOptions& options,
                                                            Consumer consumer);
   ~CudaSocketServer();
@@ -87,11 +90,13 @@ class CudaSocketServer {
   // Any thread: the new config goes to every connection and to later ones.
   void PostConfig(const ws_cuda_config& config);
   CudaSocketServerCounters counters() const;
-  const std::string& socket_path() const { return options_.socket_path; }
+  // The socket's path with the directory resolved (symlinks followed).
+  const std::string& socket_path() const { return bound_path_; }
 
  private:
   struct Connection;
-  CudaSocketServer(const CudaSocketServerOptions& options, Consumer consumer, int listen_fd, int wake_fd);
+  CudaSocketServer(const CudaSocketServerOptions& options, std::string bound_path, Consumer consumer, int listen_fd,
+                   int wake_fd);
   void RunThread();
   void AcceptAll();
   // Reads every queued message of `c`; false when the connection must close.
@@ -101,6 +106,7 @@ class CudaSocketServer {
   void SendConfigToAll();
 
   const CudaSocketServerOptions options_;
+  const std::string bound_path_;
   const Consumer consumer_;
   const int listen_fd_;
   const int wake_fd_;  // eventfd: PostConfig and shutdown

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -257,6 +258,74 @@ TEST(CudaSocketServer, ReplacesAStaleSocketButNotOtherFiles) {
   ASSERT_NE(f, nullptr);
   fclose(f);
   EXPECT_FALSE(CudaSocketServer::Start({path, {}, 8}, [](CudaProcessEvent&&) {}).ok());
+}
+
+// Whoever can write to the socket's directory (or rename it, through a parent)
+// can put their own socket in the agent's place: CUDA applications would talk
+// to them. Such directories are refused, with the reason.
+TEST(CudaSocketServer, RefusesSocketDirectoriesOthersCouldReplaceTheSocketIn) {
+  ASSERT_EQ(geteuid(), 0u) << "needs root to give a directory to another user";
+  const std::string base = warpscope::testing::CudaTestDirs::Make();
+  ASSERT_EQ(chmod(base.c_str(), 0755), 0);
+  auto start = [](const std::string& dir) {
+    return CudaSocketServer::Start({dir + "/cuda.sock", {}, 8}, [](CudaProcessEvent&&) {});
+  };
+
+  const std::string theirs = base + "/theirs";
+  ASSERT_EQ(mkdir(theirs.c_str(), 0755), 0);
+  ASSERT_EQ(chown(theirs.c_str(), 4242, 4242), 0);
+  auto refused = start(theirs);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("owned by uid 4242"), std::string::npos) << refused.status().message();
+
+  for (mode_t mode : {0777, 0775, 0757, 01777}) {
+    const std::string open = base + "/open" + std::to_string(mode);
+    ASSERT_EQ(mkdir(open.c_str(), 0700), 0);
+    ASSERT_EQ(chmod(open.c_str(), mode), 0);
+    auto r = start(open);
+    ASSERT_FALSE(r.ok()) << std::oct << mode;
+    EXPECT_NE(r.status().message().find("writable"), std::string::npos) << r.status().message();
+    struct stat st {};
+    EXPECT_NE(lstat((open + "/cuda.sock").c_str(), &st), 0) << "nothing was created there";
+  }
+
+  // A root-owned directory inside one another user owns: that user can
+  // rename it away and put their own in its place.
+  const std::string nested = theirs + "/run";
+  ASSERT_EQ(mkdir(nested.c_str(), 0755), 0);
+  auto under = start(nested);
+  ASSERT_FALSE(under.ok());
+  EXPECT_NE(under.status().message().find(theirs), std::string::npos) << under.status().message();
+
+  // The agent's own directory is fine, also behind a symlink it controls; a
+  // sticky, world-writable parent (/tmp) cannot take a root-owned directory away.
+  const std::string ours = base + "/ours";
+  ASSERT_EQ(mkdir(ours.c_str(), 0755), 0);
+  ASSERT_EQ(symlink(ours.c_str(), (base + "/link").c_str()), 0);
+  auto ok = start(base + "/link");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  struct stat st {};
+  ASSERT_EQ(lstat((ours + "/cuda.sock").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISSOCK(st.st_mode));
+}
+
+// The socket is made connectable by every user (0666) without a chmod by
+// path after bind (which follows a symlink put there in between), and the
+// process's umask is left as it was.
+TEST(CudaSocketServer, SocketIsConnectableByEveryoneWhateverTheUmask) {
+  const mode_t old = umask(077);
+  const std::string path = TempSocketPath();
+  auto server = CudaSocketServer::Start({path, {}, 8}, [](CudaProcessEvent&&) {});
+  const mode_t during = umask(old);
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  EXPECT_EQ(during, 077u) << "the process umask is untouched";
+  struct stat st {};
+  ASSERT_EQ(lstat(path.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISSOCK(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0666u);
+  struct stat dir {};
+  ASSERT_EQ(lstat(path.substr(0, path.rfind('/')).c_str(), &dir), 0);
+  EXPECT_EQ(dir.st_mode & 0777, 0755u) << "the directory the server creates";
 }
 
 }  // namespace
