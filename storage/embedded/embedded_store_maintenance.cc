@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "base/logging.h"
+#include "base/saturating.h"
 #include "storage/embedded/embedded_store.h"
 
 namespace warpscope::embedded {
@@ -58,7 +59,7 @@ StatusOr<std::unique_ptr<SegmentReader>> EmbeddedProfileStore::WriteRollup(const
   for (const TypeEntry& t : types) {
     std::unordered_map<RollupKey, int64_t, RollupKeyHash> sums;
     RETURN_IF_ERROR(reader.Scan(INT64_MIN, INT64_MAX, nullptr, t.id, [&](const SampleRow& r) {
-      sums[RollupKey{r.series_id, r.stack_id}] += r.value;
+      SaturatingAddTo(sums[RollupKey{r.series_id, r.stack_id}], r.value);
       ++profile_rows;
     }));
     for (const auto& [key, value] : sums) {

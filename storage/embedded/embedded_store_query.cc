@@ -6,6 +6,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "base/saturating.h"
 #include "storage/embedded/embedded_store.h"
 #include "storage/embedded/metric_row.h"
 
@@ -66,7 +67,7 @@ struct TypeScaling {
   ProfileTypeInfo info;
   std::vector<int64_t> multiplier;  // by type id; empty when every multiplier is 1
   int64_t Scale(uint32_t type_id, int64_t value) const {
-    return multiplier.empty() ? value : value * multiplier[type_id];
+    return multiplier.empty() ? value : SaturatingMul(value, multiplier[type_id]);
   }
 };
 
@@ -151,7 +152,7 @@ StatusOr<MergedProfile> EmbeddedProfileStore::SelectProfile(const storage::Profi
       [&](uint64_t id) { return InMask(mask, id); },
       [&](const SampleRow& r) {
         if (r.stack_id >= sums.size()) [[unlikely]] sums.resize(std::max<size_t>(r.stack_id + 1, sums.size() * 2), 0);
-        sums[r.stack_id] += scaling.Scale(r.type_id, r.value);
+        SaturatingAddTo(sums[r.stack_id], scaling.Scale(r.type_id, r.value));
         contributed[r.series_id] = 1;
       },
       RowTimes::kSummed));
@@ -164,7 +165,7 @@ StatusOr<MergedProfile> EmbeddedProfileStore::SelectProfile(const storage::Profi
   out.stacks.reserve(table.stacks.size());
   for (size_t i = 0; i < table.stacks.size(); ++i) {
     const int64_t value = sums[stack_ids[i]];
-    out.total += value;
+    SaturatingAddTo(out.total, value);
     out.stacks.push_back({std::move(table.stacks[i]), value});
   }
   out.series = static_cast<uint64_t>(std::count(contributed.begin(), contributed.end(), 1));
@@ -193,7 +194,7 @@ StatusOr<std::vector<Series>> EmbeddedProfileStore::SelectSeries(const storage::
       [&](const SampleRow& r) {
         std::vector<int64_t>& p = points[group[r.series_id]];
         if (p.empty()) p.assign(steps, 0);
-        p[(r.time_ns - q.from_ns) / query.step_ns] += scaling.Scale(r.type_id, r.value);
+        SaturatingAddTo(p[(r.time_ns - q.from_ns) / query.step_ns], scaling.Scale(r.type_id, r.value));
       }));
   std::vector<Series> out;
   for (size_t g = 0; g < groups.values.size(); ++g) {  // sorted by the label values
@@ -267,7 +268,7 @@ StatusOr<storage::StackTimeline> EmbeddedProfileStore::SelectStackTimeline(const
       [&](const SampleRow& r) {
         if (too_many) return;
         auto [it, inserted] = sums.try_emplace(Key{group[r.series_id], r.time_ns, r.stack_id}, 0);
-        it->second += scaling.Scale(r.type_id, r.value);
+        SaturatingAddTo(it->second, scaling.Scale(r.type_id, r.value));
         contributed[r.series_id] = 1;
         if (inserted && sums.size() > query.max_points) too_many = true;
       }));
@@ -293,7 +294,7 @@ StatusOr<storage::StackTimeline> EmbeddedProfileStore::SelectStackTimeline(const
       stack_ids.push_back(key.stack);
       stack_values.push_back(0);
     }
-    stack_values[it->second] += value;
+    SaturatingAddTo(stack_values[it->second], value);
     if (lane_index[key.lane] < 0) {
       lane_index[key.lane] = static_cast<int32_t>(out.lanes.size());
       Labels labels;
@@ -306,7 +307,7 @@ StatusOr<storage::StackTimeline> EmbeddedProfileStore::SelectStackTimeline(const
   out.profile.frames = std::move(table.frames);
   out.profile.stacks.reserve(table.stacks.size());
   for (size_t i = 0; i < table.stacks.size(); ++i) {
-    out.profile.total += stack_values[i];
+    SaturatingAddTo(out.profile.total, stack_values[i]);
     out.profile.stacks.push_back({std::move(table.stacks[i]), stack_values[i]});
   }
   out.profile.series = static_cast<uint64_t>(std::count(contributed.begin(), contributed.end(), 1));

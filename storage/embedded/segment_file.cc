@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <span>
 
+#include "base/saturating.h"
 #include "storage/embedded/column_codec.h"
 #include "storage/embedded/segment_block.h"
 
@@ -127,23 +128,20 @@ bool SameKey(const SampleRow& a, const SampleRow& b) {
   return a.type_id == b.type_id && a.series_id == b.series_id && a.time_ns == b.time_ns && a.stack_id == b.stack_id;
 }
 
-// Sorts rows into file order and merges equal keys in place.
-Status SortAndMerge(std::vector<SampleRow>& rows, const RowOrder& order) {
+// Sorts rows into file order and merges equal keys in place. Sums saturate:
+// rows already acknowledged (or on disk) must never make a flush or a
+// compaction fail, or it would fail the same way on every retry.
+void SortAndMerge(std::vector<SampleRow>& rows, const RowOrder& order) {
   SortRows(rows, order);
   size_t out = 0;
   for (size_t i = 0; i < rows.size(); ++i) {
     if (out > 0 && SameKey(rows[out - 1], rows[i])) {
-      if (__builtin_add_overflow(rows[out - 1].value, rows[i].value, &rows[out - 1].value)) {
-        return InvalidArgumentError("values of series " + std::to_string(rows[i].series_id) + " stack " +
-                                    std::to_string(rows[i].stack_id) + " at " + std::to_string(rows[i].time_ns) +
-                                    " overflow int64 when merged");
-      }
+      SaturatingAddTo(rows[out - 1].value, rows[i].value);
     } else {
       rows[out++] = rows[i];
     }
   }
   rows.resize(out);
-  return Status::Ok();
 }
 
 Status WriteSegmentFile(const std::string& path, std::span<const SampleRow> rows, GpuRows gpu,
@@ -232,7 +230,7 @@ Status WriteSegment(const std::string& path, std::vector<SampleRow> rows, GpuRow
   if (options.time_window_ns < 0) return InvalidArgumentError("time_window_ns must not be negative");
   const RowOrder order{options.time_window_ns};
   const std::string context = "writing segment " + path;
-  RETURN_IF_ERROR(SortAndMerge(rows, order).WithContext(context));
+  SortAndMerge(rows, order);
   return WriteSegmentFile(path, rows, std::move(gpu), options).WithContext(context);
 }
 

@@ -59,11 +59,11 @@ struct SegmentWriteOptions {
 };
 
 // Sorts `rows` into file order, merges rows with the same (type_id,
-// series_id, time_ns, stack_id) by summing their values, and writes them as a
+// series_id, time_ns, stack_id) by summing their values (saturating at the
+// int64 limits: a merge never fails), and writes them as a
 // segment file at `path`, replacing any file there. The file is written under
 // a temporary name, fsynced, renamed into place and its directory fsynced: on
 // OK it is durable and complete; on error no partial file is left at `path`.
-// Fails with InvalidArgument if merged values overflow int64.
 Status WriteSegment(const std::string& path, std::vector<SampleRow> rows,
                     const SegmentWriteOptions& options = SegmentWriteOptions());
 // The same with GPU activities and coverage rows in the file's GPU section
