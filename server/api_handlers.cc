@@ -1,6 +1,7 @@
 #include "server/api_handlers.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -66,6 +67,16 @@ StatusOr<int64_t> ParseStep(const HttpRequest& req, const TimeRange& range) {
   return step_ns;
 }
 
+// A Content-Type's media type, lower-cased, without parameters or spaces:
+// "Application/X-Protobuf; foo=bar" -> "application/x-protobuf".
+std::string MediaType(const std::string& content_type) {
+  std::string out;
+  for (char c : content_type.substr(0, content_type.find(';'))) {
+    if (c != ' ' && c != '\t') out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return out;
+}
+
 json LabelsJson(const storage::Labels& labels) {
   json out = json::object();
   for (const auto& [k, v] : labels) out[k] = v;
@@ -83,7 +94,8 @@ class Handlers {
 
   HttpResponse Ingest(const HttpRequest& req) const {
     const std::string type = req.Header("content-type").value_or("");
-    if (type.rfind("application/x-protobuf", 0) != 0 && type.rfind("application/octet-stream", 0) != 0) {
+    const std::string media = MediaType(type);
+    if (media != "application/x-protobuf" && media != "application/octet-stream") {
       return HttpResponse::Error(415, "ingest takes Content-Type application/x-protobuf (a warpscope.v1.IngestBatch), "
                                       "found \"" + type + "\"");
     }
@@ -103,9 +115,18 @@ class Handlers {
       if (status >= 500) LOG_WARNING() << "ingest from agent " << batch.agent_id() << ": " << result.status().message();
       return HttpResponse::Error(status, result.status().message());
     }
+    if (result->dropped.total() > 0) {
+      LOG_WARNING_EVERY_N_SEC(60) << "ingest from agent " << batch.agent_id() << ": dropped "
+                                  << result->dropped.too_old << " rows older than retention and "
+                                  << result->dropped.too_new << " rows more than "
+                                  << storage::kDefaultMaxFutureSkewNs / 1'000'000'000
+                                  << " s in the future (is the node's clock right?)";
+    }
     return JsonOk({{"stored_samples", result->samples},
                    {"stored_metric_points", result->metric_points},
                    {"stored_gpu_activities", result->gpu_activities},
+                   {"dropped_too_old", result->dropped.too_old},
+                   {"dropped_too_new", result->dropped.too_new},
                    {"duplicate", result->duplicate}});
   }
 
@@ -118,6 +139,8 @@ class Handlers {
     }
     auto max_nodes = ParseUnsigned(req, "max_nodes", options_.default_max_nodes, options_.max_max_nodes);
     if (!max_nodes.ok()) return ErrorFor(max_nodes.status());
+    storage::QueryContext context = NewContext();
+    q->context = &context;
     auto profile = store_->SelectProfile(*q);
     if (!profile.ok()) return ErrorFor(profile.status());
     if (profile->type.name.empty()) profile->type.name = q->type;
@@ -136,7 +159,7 @@ class Handlers {
       o.max_nodes = *max_nodes;
       r.body = query::RenderFlameGraphJson(*profile, o);
     }
-    return r;
+    return WithCaveats(std::move(r), context);
   }
 
   HttpResponse Top(const HttpRequest& req) const {
@@ -148,13 +171,15 @@ class Handlers {
     if (sort != "self" && sort != "total") {
       return HttpResponse::Error(400, "parameter 'sort': expected self or total, found \"" + sort + "\"");
     }
+    storage::QueryContext context = NewContext();
+    q->context = &context;
     auto profile = store_->SelectProfile(*q);
     if (!profile.ok()) return ErrorFor(profile.status());
     if (profile->type.name.empty()) profile->type.name = q->type;
     query::TopOptions o;
     o.limit = *limit;
     o.sort_by = sort == "total" ? query::TopOptions::SortBy::kTotal : query::TopOptions::SortBy::kSelf;
-    return HttpResponse::Json(200, query::RenderTopJson(*profile, o));
+    return WithCaveats(HttpResponse::Json(200, query::RenderTopJson(*profile, o)), context);
   }
 
   HttpResponse Diff(const HttpRequest& req) const {
@@ -169,6 +194,9 @@ class Handlers {
     if (!base.ok()) return ErrorFor(base.status());
     auto max_nodes = ParseUnsigned(req, "max_nodes", options_.default_max_nodes, options_.max_max_nodes);
     if (!max_nodes.ok()) return ErrorFor(max_nodes.status());
+    storage::QueryContext context = NewContext();
+    base->context = &context;
+    target->context = &context;
     auto base_profile = store_->SelectProfile(*base);
     if (!base_profile.ok()) return ErrorFor(base_profile.status());
     auto target_profile = store_->SelectProfile(*target);
@@ -177,7 +205,7 @@ class Handlers {
     if (target_profile->type.name.empty()) target_profile->type.name = target->type;
     query::FlameGraphOptions o;
     o.max_nodes = *max_nodes;
-    return HttpResponse::Json(200, query::RenderDiffJson(*base_profile, *target_profile, o));
+    return WithCaveats(HttpResponse::Json(200, query::RenderDiffJson(*base_profile, *target_profile, o)), context);
   }
 
   HttpResponse Series(const HttpRequest& req) const {
@@ -191,6 +219,8 @@ class Handlers {
     auto group_by = ParseGroupBy(req, "");
     if (!group_by.ok()) return ErrorFor(group_by.status());
     sq.group_by = std::move(group_by).value();
+    storage::QueryContext context = NewContext();
+    sq.profile.context = &context;
     auto series = store_->SelectSeries(sq);
     if (!series.ok()) return ErrorFor(series.status());
     json out = RangeJson(*q);
@@ -203,7 +233,7 @@ class Handlers {
       list.push_back({{"labels", LabelsJson(s.labels)}, {"points", std::move(points)}});
     }
     out["series"] = std::move(list);
-    return JsonOk(out);
+    return WithCaveats(JsonOk(out), context);
   }
 
   // One metric downsampled: per step [t_ms, min, max, avg] of the raw points.
@@ -228,6 +258,8 @@ class Handlers {
     mq.group_by = std::move(group_by).value();
     auto infos = store_->MetricNames();
     if (!infos.ok()) return ErrorFor(infos.status());
+    storage::QueryContext context = NewContext();
+    mq.context = &context;
     auto series = store_->SelectMetricSeries(mq);
     if (!series.ok()) return ErrorFor(series.status());
     // One name sent in several units (a misconfigured agent) lists them all.
@@ -248,7 +280,7 @@ class Handlers {
       list.push_back({{"labels", LabelsJson(s.labels)}, {"points", std::move(points)}});
     }
     out["series"] = std::move(list);
-    return JsonOk(out);
+    return WithCaveats(JsonOk(out), context);
   }
 
   HttpResponse MetricNames(const HttpRequest&) const {
@@ -277,6 +309,8 @@ class Handlers {
     auto max_lanes = ParseUnsigned(req, "max_lanes", 32, 1000);
     if (!max_lanes.ok()) return ErrorFor(max_lanes.status());
     tq.max_points = options_.max_flame_chart_points;
+    storage::QueryContext context = NewContext();
+    tq.profile.context = &context;
     auto timeline = store_->SelectStackTimeline(tq);
     if (!timeline.ok()) return ErrorFor(timeline.status());
     if (timeline->profile.type.name.empty()) timeline->profile.type.name = q->type;
@@ -284,7 +318,7 @@ class Handlers {
     o.max_lanes = std::max<uint64_t>(*max_lanes, 1);
     o.from_ns = q->from_ns;
     o.to_ns = q->to_ns;
-    return HttpResponse::Json(200, query::RenderFlameChartJson(*timeline, o));
+    return WithCaveats(HttpResponse::Json(200, query::RenderFlameChartJson(*timeline, o)), context);
   }
 
   HttpResponse LabelNames(const HttpRequest&) const {
@@ -313,6 +347,8 @@ class Handlers {
     lq.from_ns = q->from_ns;
     lq.to_ns = q->to_ns;
     lq.selector = q->selector;
+    storage::QueryContext context = NewContext();
+    lq.context = &context;
     auto sets = store_->SelectSeriesLabels(lq);
     if (!sets.ok()) return ErrorFor(sets.status());
     static const char* kProcessLabels[] = {"pid", "comm", "exe", "container_id", "container_runtime", "pod_uid",
@@ -362,7 +398,7 @@ class Handlers {
     }
     json out = RangeJson(*q);
     out["nodes"] = std::move(list);
-    return JsonOk(out);
+    return WithCaveats(JsonOk(out), context);
   }
 
   HttpResponse Types(const HttpRequest&) const {
@@ -377,15 +413,32 @@ class Handlers {
 
   HttpResponse StatusPage(const HttpRequest&) const {
     const storage::StoreStats s = store_->stats();
-    return JsonOk({{"ingested_batches", s.ingested_batches},
-                   {"duplicate_batches", s.duplicate_batches},
-                   {"rejected_batches", s.rejected_batches},
-                   {"samples", s.samples},
-                   {"metric_points", s.metric_points},
-                   {"gpu_activities", s.gpu_activities}});
+    json out = {{"ingested_batches", s.ingested_batches},
+                {"duplicate_batches", s.duplicate_batches},
+                {"rejected_batches", s.rejected_batches},
+                {"samples", s.samples},
+                {"metric_points", s.metric_points},
+                {"gpu_activities", s.gpu_activities},
+                {"dropped_too_old", s.dropped_too_old},
+                {"dropped_too_new", s.dropped_too_new}};
+    if (const ConnectionCounters* c = options_.http_counters) {
+      out["http"] = {{"connections_accepted", c->accepted.load()},
+                     {"connections_refused", c->refused_connections.load()},
+                     {"heads_too_large", c->heads_too_large.load()},
+                     {"uris_too_long", c->uris_too_long.load()},
+                     {"malformed_heads", c->malformed_heads.load()},
+                     {"header_timeouts", c->header_timeouts.load()},
+                     {"body_timeouts", c->body_timeouts.load()},
+                     {"idle_closed", c->idle_closed.load()},
+                     {"queue_full", c->queue_full.load()},
+                     {"requests", c->requests.load()}};
+    }
+    return JsonOk(out);
   }
 
  private:
+  storage::QueryContext NewContext() const { return storage::QueryContext::WithTimeout(options_.query_timeout); }
+
   ProfileStore* store_;
   ApiOptions options_;
 };
@@ -405,7 +458,7 @@ Routes ApiRoutes(ProfileStore* store, const ApiOptions& options) {
     return [h, fn](const HttpRequest& req) { return ((*h).*fn)(req); };
   };
   Routes routes;
-  routes.push_back({"POST", "/api/v1/ingest", bind(&Handlers::Ingest)});
+  routes.push_back({"POST", "/api/v1/ingest", bind(&Handlers::Ingest), RouteLane::kIngest});
   routes.push_back({"GET", "/api/v1/profile", bind(&Handlers::Profile)});
   routes.push_back({"GET", "/api/v1/top", bind(&Handlers::Top)});
   routes.push_back({"GET", "/api/v1/diff", bind(&Handlers::Diff)});
@@ -417,9 +470,10 @@ Routes ApiRoutes(ProfileStore* store, const ApiOptions& options) {
   routes.push_back({"GET", "/api/v1/label_values", bind(&Handlers::LabelValues)});
   routes.push_back({"GET", "/api/v1/targets", bind(&Handlers::Targets)});
   routes.push_back({"GET", "/api/v1/types", bind(&Handlers::Types)});
-  routes.push_back({"GET", "/api/v1/status", bind(&Handlers::StatusPage)});
+  routes.push_back({"GET", "/api/v1/status", bind(&Handlers::StatusPage), RouteLane::kIngest});
   AddGpuRoutes(store, o, &routes);
-  routes.push_back({"GET", "/healthz", [](const HttpRequest&) { return HttpResponse::Json(200, "{\"ok\":true}"); }});
+  routes.push_back(
+      {"GET", "/healthz", [](const HttpRequest&) { return HttpResponse::Json(200, "{\"ok\":true}"); }, RouteLane::kIngest});
   return routes;
 }
 

@@ -7,6 +7,7 @@
 // ApiHandlers holds no mutable state of its own (the store is thread-safe).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 
@@ -30,6 +31,10 @@ struct ApiOptions {
   int64_t max_gpu_trace_range_ns = 10 * int64_t{1'000'000'000};
   size_t max_gpu_trace_activities = 200'000;
   size_t max_gpu_kernel_activities = 1'000'000;
+  // Every query stops (503) once it has run this long, and frees its worker.
+  std::chrono::nanoseconds query_timeout = std::chrono::seconds(30);
+  // The connection layer's counters, reported by /api/v1/status; may be null.
+  const ConnectionCounters* http_counters = nullptr;
 };
 
 // Every API route (ingest, profile, top, diff, series, flamechart, metrics,

@@ -1,5 +1,6 @@
 #include "server/api_params.h"
 
+#include "base/logging.h"
 #include "query/selector.h"
 #include "query/time_range.h"
 
@@ -8,7 +9,17 @@ namespace warpscope::server {
 using nlohmann::json;
 using storage::ProfileQuery;
 
-HttpResponse ErrorFor(const Status& status) { return HttpResponse::Error(HttpStatusFor(status), status.message()); }
+HttpResponse ErrorFor(const Status& status) {
+  const int code = HttpStatusFor(status);
+  if (code == 507) {
+    // The store's message names files and statements; the operator finds it
+    // in the log, the client learns what happened and what to do.
+    LOG_WARNING_EVERY_N_SEC(10) << "storage full: " << status.message();
+    return HttpResponse::Error(507, "the server's storage is full: nothing of this request was stored; retry once "
+                                    "disk space is freed (the server log has the details)");
+  }
+  return HttpResponse::Error(code, status.message());
+}
 
 HttpResponse JsonOk(const json& body) { return HttpResponse::Json(200, body.dump(-1, ' ', false, json::error_handler_t::replace)); }
 
@@ -62,10 +73,42 @@ int HttpStatusFor(const Status& status) {
   switch (status.code()) {
     case StatusCode::kInvalidArgument: return 400;
     case StatusCode::kNotFound: return 404;
-    case StatusCode::kUnavailable: return 503;
+    case StatusCode::kUnavailable:
+    case StatusCode::kDeadlineExceeded:
+    case StatusCode::kCancelled: return 503;
     case StatusCode::kResourceExhausted: return 507;
     default: return 500;
   }
+}
+
+HttpResponse WithCaveats(HttpResponse response, const storage::QueryContext& context) {
+  const std::vector<storage::DataGap> gaps = context.gaps();
+  if (gaps.empty()) return response;
+  json list = json::array();
+  std::string summary;
+  for (const storage::DataGap& g : gaps) {
+    list.push_back({{"from", FormatRfc3339(g.from_ns)},
+                    {"to", FormatRfc3339(g.to_ns)},
+                    {"from_ms", g.from_ns / 1'000'000},
+                    {"to_ms", g.to_ns / 1'000'000},
+                    {"reason", g.reason}});
+    if (summary.size() < 512) summary += (summary.empty() ? "" : "; ") + g.reason;
+  }
+  const bool json_object =
+      response.content_type.rfind("application/json", 0) == 0 && !response.body.empty() && response.body[0] == '{';
+  if (json_object) {
+    // Spliced in front of the renderer's members: the renderers write their
+    // JSON directly (query/json_text.h) and the caveats are the same for all.
+    const std::string member = "\"incomplete\":" + list.dump(-1, ' ', false, json::error_handler_t::replace);
+    response.body.insert(1, response.body.size() > 2 ? member + "," : member);
+  } else {
+    std::string header = std::to_string(gaps.size()) + " unreadable range(s): " + summary;
+    for (char& c : header) {
+      if (c == '\r' || c == '\n') c = ' ';
+    }
+    response.headers.emplace_back("X-Warpscope-Incomplete", header);
+  }
+  return response;
 }
 
 }  // namespace warpscope::server

@@ -29,7 +29,15 @@ StatusOr<storage::ProfileQuery> ParseProfileQuery(const HttpRequest& req, int64_
                                                   const std::string& selector_key = "selector");
 
 // The HTTP status for a storage or parsing error: InvalidArgument 400,
-// NotFound 404, Unavailable 503, ResourceExhausted 507, others 500.
+// NotFound 404, Unavailable, DeadlineExceeded and Cancelled 503,
+// ResourceExhausted 507, others 500.
 int HttpStatusFor(const Status& status);
+
+// A successful query answer with the caveats its context collected (ranges
+// the store could not read): JSON answers get an "incomplete" list of
+// {from, to, from_ms, to_ms, reason} as their first member, other answers
+// (pprof, collapsed text) an X-Warpscope-Incomplete header saying the same,
+// so a partial answer is never taken for a whole one.
+HttpResponse WithCaveats(HttpResponse response, const storage::QueryContext& context);
 
 }  // namespace warpscope::server

@@ -23,6 +23,8 @@ class GpuHandlers {
   HttpResponse Kernels(const HttpRequest& req) const {
     auto q = Parse(req, /*trace=*/false);
     if (!q.ok()) return ErrorFor(q.status());
+    storage::QueryContext context = storage::QueryContext::WithTimeout(options_.query_timeout);
+    q->context = &context;
     auto activities = store_->SelectGpuActivities(*q);
     if (!activities.ok()) return ErrorFor(activities.status());
     const query::KernelTable table = query::BuildKernelTable(*activities);
@@ -47,32 +49,38 @@ class GpuHandlers {
                          {"configs", k.configs},
                          {"share", k.share}});
     }
-    return JsonOk({{"from_ns", q->from_ns},
+    return WithCaveats(JsonOk({{"from_ns", q->from_ns},
                    {"to_ns", q->to_ns},
                    {"activities", table.activities},
                    {"recorded", recorded},
                    {"sent", sent},
                    {"total_ns", table.total_ns},
-                   {"kernels", std::move(kernels)}});
+                   {"kernels", std::move(kernels)}}),
+                       context);
   }
 
   HttpResponse Trace(const HttpRequest& req) const {
     auto q = Parse(req, /*trace=*/true);
     if (!q.ok()) return ErrorFor(q.status());
+    storage::QueryContext context = storage::QueryContext::WithTimeout(options_.query_timeout);
+    q->context = &context;
     auto activities = store_->SelectGpuActivities(*q);
     if (!activities.ok()) return ErrorFor(activities.status());
-    return HttpResponse::Json(200, query::RenderGpuTraceJson(*activities, q->from_ns, q->to_ns));
+    return WithCaveats(HttpResponse::Json(200, query::RenderGpuTraceJson(*activities, q->from_ns, q->to_ns)),
+                       context);
   }
 
   HttpResponse TraceDownload(const HttpRequest& req) const {
     auto q = Parse(req, /*trace=*/true);
     if (!q.ok()) return ErrorFor(q.status());
+    storage::QueryContext context = storage::QueryContext::WithTimeout(options_.query_timeout);
+    q->context = &context;
     auto activities = store_->SelectGpuActivities(*q);
     if (!activities.ok()) return ErrorFor(activities.status());
     HttpResponse r = HttpResponse::Json(200, query::RenderChromeTrace(*activities, q->from_ns, q->to_ns));
     r.headers.emplace_back("Content-Disposition", "attachment; filename=\"warpscope-gpu-trace-" +
                                                       std::to_string(q->from_ns) + ".json\"");
-    return r;
+    return WithCaveats(std::move(r), context);
   }
 
  private:

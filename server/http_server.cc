@@ -134,7 +134,7 @@ struct HttpServer::Impl {
   // prefix (without its '*') -> routes under that prefix, longest first.
   std::map<std::string, std::vector<Route>, std::greater<>> prefix_routes;
   ConnectionServer http;
-  std::atomic<bool> accept_loop_done{false};
+  ConnectionCounters own_counters;
   bool stopped = false;
 
   // The checks that need only the request line and headers, run before any
@@ -190,6 +190,16 @@ struct HttpServer::Impl {
     return nullptr;
   }
 
+  // The lane of the route a request line names (the query lane when none
+  // does: the error answer is cheap either way). I/O thread.
+  size_t LaneOf(std::string_view method, std::string_view target) const {
+    const std::string path(target.substr(0, target.find('?')));
+    const std::vector<Route>* candidates = RoutesFor(path);
+    if (candidates == nullptr) return 0;
+    const Route* route = FindRoute(*candidates, method == "HEAD" ? "GET" : std::string(method));
+    return route != nullptr && route->lane == RouteLane::kIngest && options.ingest_threads > 0 ? 1 : 0;
+  }
+
   static const Route* FindRoute(const std::vector<Route>& candidates, const std::string& method) {
     for (const Route& r : candidates) {
       if (r.method == method) return &r;
@@ -223,6 +233,10 @@ struct HttpServer::Impl {
       }
       if (!ok) {
         ConnectionServer::CloseConnectionAfterResponse(res);
+        if (ConnectionServer::BodyDeadlinePassed()) {
+          return HttpResponse::Error(408, "request body not received within " +
+                                              std::to_string(options.connections.body_timeout.count()) + " ms");
+        }
         return HttpResponse::Error(400, "could not read the request body");
       }
     }
@@ -269,6 +283,7 @@ StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions&
                                    "network");
   }
   if (options.threads < 1) return InvalidArgumentError("threads must be at least 1");
+  if (options.ingest_threads < 0) return InvalidArgumentError("ingest_threads must not be negative");
 
   auto impl = std::make_unique<Impl>();
   impl->options = options;
@@ -299,8 +314,6 @@ StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions&
   });
   // A backstop only: our own checks run first and are stricter.
   http.set_payload_max_length(options.max_request_bytes);
-  int threads = options.threads;
-  http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
 
   auto reject = [](const httplib::Request& req, httplib::Response& res, const HttpResponse& error) {
     Fill(error, res);
@@ -333,11 +346,13 @@ StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions&
   const std::string any = ".*";
   http.Get(any, plain).Options(any, plain);
   http.Post(any, with_body).Put(any, with_body).Patch(any, with_body).Delete(any, with_body);
-  // Errors httplib produces itself (malformed request line, URI too long)
-  // get the same JSON shape as ours.
+  // Errors httplib produces itself (a malformed request line or header, a
+  // bad Range) get the same JSON shape as ours, and close the connection:
+  // what follows a request httplib could not parse is not parsed on.
   http.set_error_handler(
       httplib::Server::HandlerWithResponse([](const httplib::Request&, httplib::Response& res) {
         if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+        ConnectionServer::CloseConnectionAfterResponse(res);
         Fill(HttpResponse::Error(res.status, "request rejected by the HTTP layer"), res);
         return httplib::Server::HandlerResponse::Handled;
       }));
@@ -358,30 +373,25 @@ StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions&
     return UnavailableError("cannot listen on " + options.listen + ": " + why);
   }
 
-  self->http.RaiseListenBacklog(SOMAXCONN);
+  ConnectionCounters* counters = options.counters != nullptr ? options.counters : &self->own_counters;
+  std::vector<int> lanes = {options.threads};
+  if (options.ingest_threads > 0) lanes.push_back(options.ingest_threads);
+  RETURN_IF_ERROR(self->http.Serve(
+      options.connections, lanes,
+      [self](std::string_view method, std::string_view target) { return self->LaneOf(method, target); }, counters));
 
   std::unique_ptr<HttpServer> server(new HttpServer(std::move(impl)));
   server->port_ = port;
-  server->accept_thread_ = std::thread([self] {
-    self->http.listen_after_bind();
-    self->accept_loop_done = true;
-  });
-  // Stop() before the accept loop has started would be lost (httplib's stop()
-  // does nothing until is_running()), so wait for it here.
-  while (!self->http.is_running() && !self->accept_loop_done) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  server->counters_ = counters;
   return server;
 }
 
 void HttpServer::Stop() {
   if (!impl_ || impl_->stopped) return;
   impl_->stopped = true;
-  // stop() closes the listening socket; the accept loop then shuts its
-  // thread pool down, which runs every accepted connection's current request
-  // to completion before the workers are joined.
-  impl_->http.stop();
-  if (accept_thread_.joinable()) accept_thread_.join();
+  // Stops accepting; requests already read are served and answered before
+  // the threads are joined.
+  impl_->http.Shutdown();
 }
 
 }  // namespace warpscope::server

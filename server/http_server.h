@@ -4,10 +4,16 @@
 // table and JSON errors. It knows nothing about storage: the server binary
 // passes in the routes.
 //
+// Connections go through ConnectionServer (connection_server.h): bounded
+// request heads with deadlines read off the worker threads, connection limits
+// in all and per client, and one worker pool per route lane, so ingest and
+// /healthz keep their workers whatever queries do.
+//
 // Threading: Start() and Stop() are called from the owning (main) thread.
-// Handlers run on the server's worker threads, up to `threads` at once, so
-// they must be thread-safe; a handler may block (the ingest handler waits for
-// the WAL's fdatasync) at the cost of one worker for that long.
+// Handlers run on the server's worker threads, up to `threads` (queries) plus
+// `ingest_threads` at once, so they must be thread-safe; a handler may block
+// (the ingest handler waits for the WAL's fdatasync) at the cost of one
+// worker of its lane for that long.
 #pragma once
 
 #include <cstddef>
@@ -17,11 +23,11 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <utility>
 #include <vector>
 
 #include "base/status.h"
+#include "server/connection_limits.h"
 
 namespace warpscope::server {
 
@@ -38,8 +44,16 @@ struct HttpServerOptions {
   size_t max_request_bytes = 16u << 20;
   // Limit on a zstd body after decompression.
   size_t max_decompressed_bytes = 64u << 20;
-  // Worker threads: the most requests handled at once.
+  // Workers of the query lane (every route not in the ingest lane).
   int threads = 8;
+  // Workers of the ingest lane (RouteLane::kIngest: ingest and /healthz); 0
+  // puts those routes on the query lane's workers.
+  int ingest_threads = 4;
+  // Heads, deadlines and connection limits (connection_limits.h).
+  ConnectionLimits connections;
+  // Where the connection layer counts what it refuses; null: the server's
+  // own. Not owned; must outlive the server.
+  ConnectionCounters* counters = nullptr;
 };
 
 struct CaseInsensitiveLess {
@@ -75,6 +89,10 @@ struct HttpResponse {
 
 using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
 
+// Which worker pool serves a route: ingest and health checks apart from
+// queries, so that no number of slow queries can hold up ingest.
+enum class RouteLane { kQuery, kIngest };
+
 struct Route {
   std::string method;  // "GET", "POST", ...
   // An exact path ("/api/v1/ingest"), or a prefix ending in '*' ("/assets/*";
@@ -82,13 +100,14 @@ struct Route {
   // a longer prefix over a shorter one.
   std::string path;
   HttpHandler handler;
+  RouteLane lane = RouteLane::kQuery;
 };
 using Routes = std::vector<Route>;
 
 class HttpServer {
  public:
   // Binds before returning (so port() is known and a busy port is an error
-  // here, not later) and starts serving on a background accept thread.
+  // here, not later) and starts serving on background threads.
   static StatusOr<std::unique_ptr<HttpServer>> Start(const HttpServerOptions& options, Routes routes);
 
   ~HttpServer();  // Stop()s
@@ -97,6 +116,8 @@ class HttpServer {
 
   // The bound port (the kernel's pick when options.listen asked for port 0).
   int port() const { return port_; }
+  // What the connection layer refused and closed since Start; any thread.
+  const ConnectionCounters& counters() const { return *counters_; }
 
   // Stops accepting, lets requests already being handled finish and write
   // their responses, then joins all threads. Idempotent. Owning thread only.
@@ -108,7 +129,7 @@ class HttpServer {
 
   std::unique_ptr<Impl> impl_;
   int port_ = 0;
-  std::thread accept_thread_;
+  const ConnectionCounters* counters_ = nullptr;
 };
 
 }  // namespace warpscope::server

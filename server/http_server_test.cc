@@ -35,7 +35,8 @@ struct SlowState {
 
 Routes TestRoutes(SlowState* slow = nullptr) {
   Routes routes;
-  routes.push_back({"GET", "/healthz", [](const HttpRequest&) { return HttpResponse::Json(200, "{\"ok\": true}"); }});
+  routes.push_back({"GET", "/healthz", [](const HttpRequest&) { return HttpResponse::Json(200, "{\"ok\": true}"); },
+                    RouteLane::kIngest});
   routes.push_back({"POST", "/api/v1/echo", [](const HttpRequest& req) {
                       HttpResponse r;
                       r.content_type = "application/octet-stream";
@@ -111,6 +112,55 @@ std::string RawExchange(int port, const std::string& bytes, bool* closed = nullp
   }
   close(fd);
   return out;
+}
+
+// A connected raw socket (-1 on failure).
+int ConnectRaw(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Reads from `fd` until the peer closes it or `wait` passes.
+std::string ReadUntilClosed(int fd, std::chrono::milliseconds wait, bool* closed) {
+  std::string out;
+  *closed = false;
+  auto deadline = std::chrono::steady_clock::now() + wait;
+  while (std::chrono::steady_clock::now() < deadline) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 50) <= 0) continue;
+    char buf[4096];
+    ssize_t n = recv(fd, buf, sizeof(buf), 0);
+    if (n <= 0) {
+      *closed = true;
+      break;
+    }
+    out.append(buf, n);
+  }
+  return out;
+}
+
+size_t CountResponses(const std::string& wire) {
+  size_t n = 0;
+  for (size_t at = wire.find("HTTP/1.1 "); at != std::string::npos; at = wire.find("HTTP/1.1 ", at + 1)) ++n;
+  return n;
+}
+
+// GET /healthz on a fresh connection; its status, or 0 when no answer came
+// within `timeout`.
+int HealthzWithin(int port, std::chrono::milliseconds timeout) {
+  httplib::Client c("127.0.0.1", port);
+  c.set_connection_timeout(timeout);
+  c.set_read_timeout(timeout);
+  auto r = c.Get("/healthz");
+  return r ? r->status : 0;
 }
 
 std::string Zstd(const std::string& data, int level = 3) {
@@ -504,6 +554,214 @@ TEST(HttpServerTest, PrefixRoutesAndFallback) {
   dup.push_back({"GET", "/x/*", text("x")});
   dup.push_back({"GET", "/x/*", text("y")});
   EXPECT_EQ(HttpServer::Start(LoopbackOptions(), dup).status().code(), StatusCode::kInvalidArgument);
+}
+
+// A client cannot make the server hold more than one head's bytes: 100 KB
+// of headers (no token) get 431 and the connection is closed, long before
+// they are all sent.
+TEST(HttpServerTest, HeaderFloodIs431AndClosed) {
+  auto server = MustStart(LoopbackOptions());
+  const int fd = ConnectRaw(server->port());
+  ASSERT_GE(fd, 0);
+  std::string head = "GET /healthz HTTP/1.1\r\nHost: x\r\n";
+  for (int i = 0; i < 1000; ++i) head += "X-Pad-" + std::to_string(i) + ": " + std::string(90, 'p') + "\r\n";
+  send(fd, head.data(), head.size(), MSG_NOSIGNAL);
+  bool closed = false;
+  const std::string reply = ReadUntilClosed(fd, 5s, &closed);
+  close(fd);
+  EXPECT_EQ(reply.rfind("HTTP/1.1 431", 0), 0u) << reply.substr(0, 200);
+  EXPECT_NE(reply.find(ErrorJson(431)), std::string::npos) << reply;
+  EXPECT_TRUE(closed);
+  EXPECT_EQ(server->counters().heads_too_large.load(), 1u);
+}
+
+// Many tiny headers: the count is limited too, not only the bytes.
+TEST(HttpServerTest, TooManyHeaderLinesIs431) {
+  auto server = MustStart(LoopbackOptions());
+  std::string head = "GET /healthz HTTP/1.1\r\n";
+  for (int i = 0; i < 101; ++i) head += "a:\r\n";
+  bool closed = false;
+  const std::string reply = RawExchange(server->port(), head + "\r\n", &closed);
+  EXPECT_EQ(reply.rfind("HTTP/1.1 431", 0), 0u) << reply;
+  EXPECT_TRUE(closed);
+  std::string fits = "GET /healthz HTTP/1.1\r\n";
+  for (int i = 0; i < 99; ++i) fits += "a:\r\n";
+  EXPECT_EQ(RawExchange(server->port(), fits + "Connection: close\r\n\r\n").rfind("HTTP/1.1 200", 0), 0u);
+}
+
+// An over-long header line ends the connection with one answer: the rest of
+// the line is never parsed as further requests.
+TEST(HttpServerTest, OverlongHeaderLineGetsOneAnswerAndClose) {
+  auto server = MustStart(LoopbackOptions());
+  std::string bytes = "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Long: " + std::string(9000, 'a') +
+                      "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+  bool closed = false;
+  const std::string reply = RawExchange(server->port(), bytes, &closed);
+  EXPECT_EQ(CountResponses(reply), 1u) << reply;
+  EXPECT_EQ(reply.rfind("HTTP/1.1 431", 0), 0u) << reply;
+  EXPECT_TRUE(closed);
+}
+
+// What httplib itself refuses (a header it cannot parse) closes the
+// connection too, instead of reading on for 5 s.
+TEST(HttpServerTest, ParseErrorClosesTheConnection) {
+  auto server = MustStart(LoopbackOptions());
+  bool closed = false;
+  const auto start = std::chrono::steady_clock::now();
+  const std::string reply =
+      RawExchange(server->port(), "GET /healthz HTTP/1.1\r\nRange: bytes=oops\r\n\r\nGET /healthz HTTP/1.1\r\n\r\n", &closed);
+  EXPECT_EQ(CountResponses(reply), 1u) << reply;
+  EXPECT_EQ(reply.rfind("HTTP/1.1 416", 0), 0u) << reply;
+  EXPECT_TRUE(closed);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 3s);
+}
+
+// Slowloris: more slow connections than workers, each sending a header line
+// now and then; /healthz and every other request is still served at once.
+TEST(HttpServerTest, SlowHeadsDoNotHoldWorkers) {
+  HttpServerOptions o = LoopbackOptions();
+  o.threads = 2;
+  o.ingest_threads = 1;
+  auto server = MustStart(o);
+  std::vector<int> slow;
+  for (int i = 0; i < 12; ++i) {
+    const int fd = ConnectRaw(server->port());
+    ASSERT_GE(fd, 0);
+    send(fd, "GET /api/v1/query HTTP/1.1\r\nHost: x\r\n", 37, MSG_NOSIGNAL);
+    slow.push_back(fd);
+  }
+  for (int round = 0; round < 4; ++round) {
+    for (int fd : slow) send(fd, "X-a: b\r\n", 8, MSG_NOSIGNAL);
+    EXPECT_EQ(HealthzWithin(server->port(), 1500ms), 200) << "round " << round;
+    httplib::Client c("127.0.0.1", server->port());
+    c.set_read_timeout(1500ms);
+    auto q = c.Get("/api/v1/query?q=1", Auth());
+    ASSERT_TRUE(q) << "round " << round;
+    EXPECT_EQ(q->status, 200);
+    std::this_thread::sleep_for(200ms);
+  }
+  for (int fd : slow) close(fd);
+}
+
+// A head that does not complete within the header deadline gets 408 and the
+// connection is closed, however steadily its bytes trickle in.
+TEST(HttpServerTest, HeadDeadlineIs408) {
+  HttpServerOptions o = LoopbackOptions();
+  o.connections.header_timeout = 400ms;
+  auto server = MustStart(o);
+  const int fd = ConnectRaw(server->port());
+  ASSERT_GE(fd, 0);
+  send(fd, "GET /healthz HTTP/1.1\r\n", 23, MSG_NOSIGNAL);
+  std::string reply;
+  bool closed = false;
+  for (int i = 0; i < 20 && !closed; ++i) {
+    send(fd, "X-a: b\r\n", 8, MSG_NOSIGNAL);
+    reply += ReadUntilClosed(fd, 100ms, &closed);
+  }
+  close(fd);
+  EXPECT_EQ(reply.rfind("HTTP/1.1 408", 0), 0u) << reply;
+  EXPECT_TRUE(closed);
+  EXPECT_EQ(server->counters().header_timeouts.load(), 1u);
+}
+
+// A body that does not arrive within the body deadline: 408, closed.
+TEST(HttpServerTest, BodyDeadlineIs408) {
+  HttpServerOptions o = LoopbackOptions();
+  o.connections.body_timeout = 400ms;
+  auto server = MustStart(o);
+  const int fd = ConnectRaw(server->port());
+  ASSERT_GE(fd, 0);
+  const std::string head = "POST /api/v1/echo HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + std::string(kToken) +
+                           "\r\nContent-Type: text/plain\r\nContent-Length: 100\r\n\r\n0123456789";
+  send(fd, head.data(), head.size(), MSG_NOSIGNAL);
+  std::string reply;
+  bool closed = false;
+  for (int i = 0; i < 30 && !closed; ++i) {
+    send(fd, "x", 1, MSG_NOSIGNAL);
+    reply += ReadUntilClosed(fd, 100ms, &closed);
+  }
+  close(fd);
+  EXPECT_EQ(reply.rfind("HTTP/1.1 408", 0), 0u) << reply;
+  EXPECT_TRUE(closed);
+  EXPECT_EQ(server->counters().body_timeouts.load(), 1u);
+}
+
+// One client address may hold only so many connections; the next gets 503
+// and is closed, and a slot freed is usable again.
+TEST(HttpServerTest, ConnectionsPerClientAreLimited) {
+  HttpServerOptions o = LoopbackOptions();
+  o.connections.max_connections_per_client = 4;
+  auto server = MustStart(o);
+  std::vector<int> held;
+  for (int i = 0; i < 4; ++i) held.push_back(ConnectRaw(server->port()));
+  std::this_thread::sleep_for(100ms);
+  bool closed = false;
+  std::string reply = RawExchange(server->port(), "GET /healthz HTTP/1.1\r\n\r\n", &closed);
+  EXPECT_EQ(reply.rfind("HTTP/1.1 503", 0), 0u) << reply;
+  EXPECT_TRUE(closed);
+  EXPECT_GE(server->counters().refused_connections.load(), 1u);
+  close(held.back());
+  held.pop_back();
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(HealthzWithin(server->port(), 2s), 200);
+  for (int fd : held) close(fd);
+}
+
+// Queries cannot take the ingest lane's workers: with the only query worker
+// busy, a route of the ingest lane is answered at once.
+TEST(HttpServerTest, IngestLaneIsServedWhileQueriesAreBusy) {
+  SlowState slow;
+  HttpServerOptions o = LoopbackOptions();
+  o.threads = 1;
+  o.ingest_threads = 1;
+  auto server = MustStart(o, &slow);
+  std::vector<std::thread> queries;
+  for (int i = 0; i < 3; ++i) {
+    queries.emplace_back([&] {
+      httplib::Client c("127.0.0.1", server->port());
+      c.Get("/api/v1/slow", Auth());
+    });
+  }
+  while (!slow.entered) std::this_thread::sleep_for(1ms);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(HealthzWithin(server->port(), 2s), 200);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 400ms);
+  for (auto& t : queries) t.join();
+}
+
+// A full lane answers 503 at once rather than queueing without end.
+TEST(HttpServerTest, FullLaneQueueIs503) {
+  SlowState slow;
+  HttpServerOptions o = LoopbackOptions();
+  o.threads = 1;
+  o.connections.max_queued_per_lane = 1;
+  auto server = MustStart(o, &slow);
+  std::vector<int> statuses(3, 0);
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 3; ++i) {
+    clients.emplace_back([&, i] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100 * i));
+      httplib::Client c("127.0.0.1", server->port());
+      auto r = c.Get("/api/v1/slow", Auth());
+      statuses[i] = r ? r->status : -1;
+    });
+  }
+  for (auto& t : clients) t.join();
+  EXPECT_EQ(statuses[0], 200);
+  EXPECT_EQ(statuses[1], 200);
+  EXPECT_EQ(statuses[2], 503);
+  EXPECT_EQ(server->counters().queue_full.load(), 1u);
+}
+
+// Pipelined requests on one kept-alive connection are all answered, in order.
+TEST(HttpServerTest, PipelinedRequestsAreAnswered) {
+  auto server = MustStart(LoopbackOptions());
+  const std::string one = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+  bool closed = false;
+  const std::string reply = RawExchange(server->port(), one + one + "GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n",
+                                        &closed);
+  EXPECT_EQ(CountResponses(reply), 3u) << reply;
+  EXPECT_TRUE(closed);
 }
 
 TEST(ListenAddressTest, ParsesAndClassifies) {

@@ -15,14 +15,25 @@
 #include <string>
 #include <vector>
 
+#include <google/protobuf/stubs/logging.h>
+
 #include "base/logging.h"
 #include "server/api_handlers.h"
 #include "server/http_server.h"
+#include "server/listen_address.h"
 #include "server/open_store.h"
 #include "server/server_options.h"
 #include "server/static_files.h"
 
 namespace {
+
+// libprotobuf logs an ERROR line for every string field with invalid UTF-8
+// it parses, so any client could fill the log; its lines go through a rate
+// limit instead.
+void LogProtobufMessage(google::protobuf::LogLevel level, const char* filename, int line, const std::string& message) {
+  if (level < google::protobuf::LOGLEVEL_WARNING) return;
+  LOG_WARNING_EVERY_N_SEC(60) << "libprotobuf " << filename << ":" << line << ": " << message;
+}
 
 int Run(const warpscope::server::ServerOptions& options) {
   using namespace warpscope;
@@ -33,6 +44,7 @@ int Run(const warpscope::server::ServerOptions& options) {
   sigaddset(&mask, SIGTERM);
   sigprocmask(SIG_BLOCK, &mask, nullptr);
   signal(SIGPIPE, SIG_IGN);
+  google::protobuf::SetLogHandler(&LogProtobufMessage);
 
   // Start-up retries sleep in sigtimedwait, so SIGINT/SIGTERM ends them.
   auto wait = [&mask](std::chrono::milliseconds d) {
@@ -50,18 +62,32 @@ int Run(const warpscope::server::ServerOptions& options) {
   http.insecure_listen_any = options.insecure_listen_any;
   http.max_request_bytes = options.max_request_bytes;
   http.threads = options.threads;
-  server::Routes routes = server::ApiRoutes(store->get(), {});
+  http.ingest_threads = options.ingest_threads;
+  http.connections.max_connections = options.max_connections;
+  http.connections.max_connections_per_client = options.max_connections_per_client;
+  server::ConnectionCounters http_counters;
+  http.counters = &http_counters;
+  server::ApiOptions api;
+  api.query_timeout = options.query_timeout;
+  api.http_counters = &http_counters;
+  server::Routes routes = server::ApiRoutes(store->get(), api);
   for (server::Route& r : server::StaticFileRoutes(server::EmbeddedUiFiles())) routes.push_back(std::move(r));
   auto httpd = server::HttpServer::Start(http, std::move(routes));
   if (!httpd.ok()) {
     std::cerr << "warpscope-server: " << httpd.status().message() << "\n";
     return httpd.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
   }
-  std::string host = options.listen.substr(0, options.listen.rfind(':'));
-  if (host.empty() || host == "0.0.0.0" || host == "[::]") host = "127.0.0.1";
-  std::cerr << "warpscope-server: serving on http://" << host << ":" << (*httpd)->port() << " ("
-            << server::DescribeStorage(options)
-            << (options.token.empty() ? ", no token: loopback only" : ", token required") << ")" << std::endl;
+  const std::string host = options.listen.substr(0, options.listen.rfind(':'));
+  const bool any = host.empty() || host == "0.0.0.0" || host == "[::]";
+  const auto listen = server::ParseListenAddress(options.listen);  // checked by ParseServerArgs
+  const bool loopback = listen.ok() && listen->is_loopback;
+  // Where to point a browser: a wildcard address is reached on loopback.
+  std::cerr << "warpscope-server: serving on http://" << (any ? "127.0.0.1" : host) << ":" << (*httpd)->port()
+            << (any ? " (all interfaces)" : "") << " (" << server::DescribeStorage(options)
+            << (!options.token.empty() ? ", token required"
+                : loopback         ? ", no token: loopback only"
+                                   : ", NO TOKEN: anyone who can reach this address may ingest and query")
+            << ")" << std::endl;
 
   const int fd = signalfd(-1, &mask, SFD_CLOEXEC);
   signalfd_siginfo info{};

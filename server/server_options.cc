@@ -7,6 +7,7 @@
 
 #include "base/duration.h"
 #include "base/file_util.h"
+#include "server/listen_address.h"
 #include "storage/clickhouse/clickhouse_url.h"
 
 namespace warpscope::server {
@@ -45,6 +46,17 @@ StatusOr<std::chrono::nanoseconds> ParseTimeout(const std::string& flag, const s
   if (*d <= std::chrono::nanoseconds(0) && !zero_ok) return InvalidArgumentError(flag + ": must be positive");
   if (*d > std::chrono::hours(24)) return InvalidArgumentError(flag + ": at most 24h");
   return *d;
+}
+
+StatusOr<long> ParseCount(const std::string& flag, const std::string& text, long min, long max) {
+  char* end = nullptr;
+  errno = 0;
+  const long n = std::strtol(text.c_str(), &end, 10);
+  if (errno || end == text.c_str() || *end || n < min || n > max) {
+    return InvalidArgumentError(flag + ": expected " + std::to_string(min) + " to " + std::to_string(max) +
+                                ", found \"" + text + "\"");
+  }
+  return n;
 }
 
 // A password file holds the password and at most a trailing newline (what
@@ -154,13 +166,26 @@ StatusOr<ServerOptions> ParseServerArgs(const std::vector<std::string>& args, co
       o.max_request_bytes = bytes;
     } else if (flag == "--threads") {
       ASSIGN_OR_RETURN(std::string text, next());
-      char* end = nullptr;
-      errno = 0;
-      const long n = std::strtol(text.c_str(), &end, 10);
-      if (errno || end == text.c_str() || *end || n < 1 || n > 256) {
-        return InvalidArgumentError("--threads: expected 1 to 256, found \"" + text + "\"");
-      }
+      ASSIGN_OR_RETURN(long n, ParseCount(flag, text, 1, 256));
       o.threads = static_cast<int>(n);
+    } else if (flag == "--ingest-threads") {
+      ASSIGN_OR_RETURN(std::string text, next());
+      ASSIGN_OR_RETURN(long n, ParseCount(flag, text, 1, 256));
+      o.ingest_threads = static_cast<int>(n);
+    } else if (flag == "--query-timeout") {
+      ASSIGN_OR_RETURN(std::string text, next());
+      ASSIGN_OR_RETURN(o.query_timeout, ParseTimeout(flag, text, /*zero_ok=*/false));
+      if (o.query_timeout < std::chrono::milliseconds(100)) return InvalidArgumentError("--query-timeout: at least 100ms");
+    } else if (flag == "--max-connections") {
+      ASSIGN_OR_RETURN(std::string text, next());
+      ASSIGN_OR_RETURN(long n, ParseCount(flag, text, 16, 1'000'000));
+      o.max_connections = static_cast<size_t>(n);
+    } else if (flag == "--max-connections-per-client") {
+      ASSIGN_OR_RETURN(std::string text, next());
+      ASSIGN_OR_RETURN(long n, ParseCount(flag, text, 1, 1'000'000));
+      o.max_connections_per_client = static_cast<size_t>(n);
+    } else if (flag == "--repair") {
+      o.repair = true;
     } else {
       return InvalidArgumentError("unknown flag \"" + flag + "\" (see --help)");
     }
@@ -172,6 +197,17 @@ StatusOr<ServerOptions> ParseServerArgs(const std::vector<std::string>& args, co
     o.token = Trim(*text);
     if (o.token.empty()) return InvalidArgumentError("--token-file: " + token_file + " is empty");
   }
+  // The address and the no-token rule are checked here, before anything is
+  // opened or created.
+  auto listen = ParseListenAddress(o.listen);
+  if (!listen.ok()) return InvalidArgumentError("--listen: " + listen.status().message());
+  if (o.token.empty() && !listen->is_loopback && !o.insecure_listen_any) {
+    return InvalidArgumentError("refusing to listen on non-loopback address " + o.listen +
+                                " without authentication: pass --token <secret> or --token-file (agents send it as "
+                                "a bearer token), or --insecure-listen-any to accept unauthenticated requests from "
+                                "the network");
+  }
+  if (o.repair && o.storage != StorageKind::kEmbedded) return InvalidArgumentError("--repair is for the embedded store");
   if (o.storage != StorageKind::kClickHouse) {
     if (!clickhouse_flag_given.empty()) {
       return InvalidArgumentError(clickhouse_flag_given + " needs --storage clickhouse://HOST:PORT/DATABASE");
@@ -229,12 +265,25 @@ API (docs/api.md).
   --retention DURATION      delete profiles older than this (default 14d; 0 keeps everything);
                             with ClickHouse, whole days are dropped
   --max-request-bytes SIZE  largest request body accepted (default 16M)
-  --threads N               requests handled at once (default 8)
+  --threads N               queries handled at once (default 8)
+  --ingest-threads N        ingest requests (and /healthz) handled at once, by workers of their
+                            own that queries never take (default 4)
+  --query-timeout DURATION  a query still running after this stops with 503 (default 30s)
+  --max-connections N       open connections in all (default 4096); past it, and past
+  --max-connections-per-client N
+                            open connections from one address (default 256), a new connection
+                            gets 503 and is closed
+  --repair                  embedded store: start even when segment files or WAL records are
+                            unreadable or missing, moving what cannot be read to
+                            DATA_DIR/quarantine/; answers over the lost ranges say so
+                            (docs/getting-started.md, "Limits and failure modes")
 
 Exit status: 0 after SIGINT or SIGTERM; 1 when the store cannot be opened
 (ClickHouse still unreachable after --clickhouse-start-timeout, wrong
-password, a database newer than this server) or the address is taken;
-2 on bad flags.
+password, a database newer than this server, an embedded store whose files
+do not agree) or the address is taken; 2 on bad flags (a bad --listen, or a
+non-loopback one without a token, included), checked before anything is
+opened.
 )";
 }
 

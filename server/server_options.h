@@ -25,7 +25,17 @@ struct ServerOptions {
   bool insecure_listen_any = false;
   std::chrono::nanoseconds retention = std::chrono::hours(24 * 14);  // 0 keeps everything
   size_t max_request_bytes = 16u << 20;
-  int threads = 8;
+  int threads = 8;         // query workers
+  int ingest_threads = 4;  // ingest and /healthz workers, apart from the queries'
+  // Each query stops with 503 past this.
+  std::chrono::nanoseconds query_timeout = std::chrono::seconds(30);
+  // Open connections, in all and from one client address.
+  size_t max_connections = 4096;
+  size_t max_connections_per_client = 256;
+  // The embedded store opens even when segments or WAL records are unreadable
+  // or missing: what cannot be read is moved to <data-dir>/quarantine/ and
+  // answers over it say so (docs/getting-started.md, "Limits and failure modes").
+  bool repair = false;
   bool help = false;
 
   StorageKind storage = StorageKind::kEmbedded;

@@ -31,6 +31,32 @@ TEST(ServerOptionsTest, ParsesEveryFlag) {
   auto keep = ParseServerArgs({"--retention", "0"});
   ASSERT_TRUE(keep.ok());
   EXPECT_EQ(keep->retention.count(), 0);
+  auto limits = ParseServerArgs({"--ingest-threads", "2", "--query-timeout", "5s", "--max-connections", "100",
+                                 "--max-connections-per-client", "10", "--repair"});
+  ASSERT_TRUE(limits.ok()) << limits.status().message();
+  EXPECT_EQ(limits->ingest_threads, 2);
+  EXPECT_EQ(limits->query_timeout, std::chrono::seconds(5));
+  EXPECT_EQ(limits->max_connections, 100u);
+  EXPECT_EQ(limits->max_connections_per_client, 10u);
+  EXPECT_TRUE(limits->repair);
+}
+
+// A bad --listen, or a non-loopback one without a token, is a flag error
+// (exit 2) found before the store is opened or its directory created.
+TEST(ServerOptionsTest, ListenIsCheckedWithTheFlags) {
+  for (const std::string bad : {"0:7070", "127.0.0.1:27602x", "example.com:7070", "127.0.0.1"}) {
+    auto o = ParseServerArgs({"--listen", bad});
+    ASSERT_FALSE(o.ok()) << bad;
+    EXPECT_EQ(o.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(o.status().message().rfind("--listen: ", 0), 0u) << o.status().message();
+  }
+  auto open = ParseServerArgs({"--listen", "0.0.0.0:7070"});
+  ASSERT_FALSE(open.ok());
+  EXPECT_EQ(open.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(open.status().message().find("--insecure-listen-any"), std::string::npos) << open.status().message();
+  EXPECT_TRUE(ParseServerArgs({"--listen", "0.0.0.0:7070", "--token", "t"}).ok());
+  EXPECT_TRUE(ParseServerArgs({"--listen", "[::1]:7070"}).ok());
+  EXPECT_FALSE(ParseServerArgs({"--repair", "--storage", "clickhouse://127.0.0.1:8123/ws"}).ok());
 }
 
 TEST(ServerOptionsTest, TokenFileIsTrimmed) {
@@ -63,6 +89,11 @@ TEST(ServerOptionsTest, RejectsBadValuesWithTheFlagName) {
       {{"--max-request-bytes", "12Q"}, "unknown size suffix"},
       {{"--max-request-bytes", "10"}, "between 1K and 1G"},
       {{"--threads", "0"}, "--threads: expected 1 to 256"},
+      {{"--ingest-threads", "0"}, "--ingest-threads: expected 1 to 256"},
+      {{"--query-timeout", "10ms"}, "--query-timeout: at least 100ms"},
+      {{"--query-timeout", "0"}, "--query-timeout"},
+      {{"--max-connections", "5"}, "--max-connections: expected 16 to"},
+      {{"--max-connections-per-client", "x"}, "--max-connections-per-client: expected"},
       {{"--token", ""}, "empty token"},
       {{"--data-dir="}, "empty path"},
   };
@@ -217,7 +248,8 @@ TEST(ServerOptionsTest, HelpMentionsEveryFlag) {
   for (const char* flag : {"--listen", "--data-dir", "--token", "--token-file", "--insecure-listen-any", "--retention",
                            "--max-request-bytes", "--threads", "--storage", "--clickhouse-user",
                            "--clickhouse-password-file", "WARPSCOPE_CLICKHOUSE_PASSWORD", "--clickhouse-start-timeout",
-                           "--clickhouse-timeout"}) {
+                           "--clickhouse-timeout", "--ingest-threads", "--query-timeout", "--max-connections",
+                           "--max-connections-per-client", "--repair"}) {
     EXPECT_NE(usage.find(flag), std::string::npos) << flag;
   }
 }

@@ -10,6 +10,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
+
+#include "proto/warpscope/v1/ingest.pb.h"
 
 namespace warpscope::storage {
 
@@ -51,5 +54,35 @@ struct DroppedRows {
   }
   uint64_t total() const { return too_old + too_new; }
 };
+
+// For a store that builds its rows from the whole batch: nullopt when every
+// row's time is inside `bounds` (nothing to copy), else a copy of `batch`
+// without the rows outside (samples, metric points, GPU activities by their
+// start, coverage rows by their second), counted in *dropped. The copy's
+// indexes (stacks, label sets, strings) are the batch's.
+inline std::optional<warpscope::v1::IngestBatch> WithoutRowsOutside(const warpscope::v1::IngestBatch& batch,
+                                                                   const IngestTimeBounds& bounds,
+                                                                   DroppedRows* dropped) {
+  auto outside = [&](int64_t t) { return bounds.TooOld(t) || bounds.TooNew(t); };
+  bool any = false;
+  for (const auto& s : batch.samples()) any = any || outside(s.time_unix_nanos());
+  for (const auto& p : batch.metric_points()) any = any || outside(p.time_unix_nanos());
+  for (const auto& a : batch.gpu_activities()) any = any || outside(a.start_unix_nanos());
+  for (const auto& c : batch.gpu_trace_coverage()) any = any || outside(c.second_unix_nanos());
+  if (!any) return std::nullopt;
+  warpscope::v1::IngestBatch kept = batch;
+  auto keep = [&](auto* rows, auto time_of) {
+    int out = 0;
+    for (int i = 0; i < rows->size(); ++i) {
+      if (dropped->Keep(bounds, time_of(rows->Get(i)))) rows->SwapElements(out++, i);
+    }
+    rows->DeleteSubrange(out, rows->size() - out);
+  };
+  keep(kept.mutable_samples(), [](const auto& s) { return s.time_unix_nanos(); });
+  keep(kept.mutable_metric_points(), [](const auto& p) { return p.time_unix_nanos(); });
+  keep(kept.mutable_gpu_activities(), [](const auto& a) { return a.start_unix_nanos(); });
+  keep(kept.mutable_gpu_trace_coverage(), [](const auto& c) { return c.second_unix_nanos(); });
+  return kept;
+}
 
 }  // namespace warpscope::storage

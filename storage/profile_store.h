@@ -32,7 +32,7 @@ struct IngestResult {
   uint64_t gpu_activities = 0;  // GPU activities stored by this call (0 for a duplicate)
   // Rows (samples, metric points, GPU activities, coverage rows) left out
   // because their time lies outside IngestTimeBounds; the rest was stored.
-  DroppedRows dropped;
+  DroppedRows dropped{};
 };
 
 // Selects samples of one profile type in [from_ns, to_ns) whose series'

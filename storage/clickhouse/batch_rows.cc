@@ -5,6 +5,7 @@
 #include <tuple>
 #include <unordered_set>
 
+#include "base/saturating.h"
 #include "storage/clickhouse/content_ids.h"
 #include "storage/clickhouse/row_binary.h"
 #include "storage/clickhouse/sql_text.h"
@@ -113,8 +114,8 @@ FactTableRows RollupRows(const IngestBatch& batch, const std::vector<uint64_t>& 
   if (batch.samples_size() == 0) return out;
   std::map<std::tuple<uint64_t, int64_t, uint64_t, uint64_t>, int64_t> sums;
   for (const auto& s : batch.samples()) {
-    sums[{type_ids[s.type()], HourOf(s.time_unix_nanos()), series_ids[s.label_set()], stack_ids[s.stack()]}] +=
-        s.value();
+    SaturatingAddTo(sums[{type_ids[s.type()], HourOf(s.time_unix_nanos()), series_ids[s.label_set()], stack_ids[s.stack()]}],
+                    s.value());
   }
   RowBinaryWriter w;
   for (const auto& [key, value] : sums) {

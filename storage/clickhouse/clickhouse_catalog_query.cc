@@ -81,7 +81,7 @@ StatusOr<std::vector<Labels>> ClickHouseProfileStore::SelectSeriesLabels(const s
     if (!sql.empty()) sql += " UNION ALL ";
     sql += "SELECT DISTINCT series_id FROM metric_points WHERE type_id IN " + SqlIdList(metric) + rest;
   }
-  ASSIGN_OR_RETURN(std::string body, client_->Execute(ClickHouseRequest::Read(sql + " FORMAT RowBinary")));
+  ASSIGN_OR_RETURN(std::string body, client_->Execute(ReadWithin(sql + " FORMAT RowBinary", query.context)));
   RowBinaryReader r(body);
   std::vector<uint64_t> ids;
   while (!r.done()) ids.push_back(r.UInt64());
@@ -121,7 +121,7 @@ StatusOr<std::vector<storage::MetricSeries>> ClickHouseProfileStore::SelectMetri
   std::string sql = "SELECT " + g + "toInt64(k), min(mn), max(mx), sum(s), toUInt64(sum(c)) FROM (" + inner + ")";
   if (!names.empty()) sql += " ANY LEFT JOIN (" + GroupLabelsSql(names) + ") USING series_id";
   sql += " GROUP BY " + g + "k FORMAT RowBinary";
-  ASSIGN_OR_RETURN(std::string body, client_->Execute(ClickHouseRequest::Read(sql)));
+  ASSIGN_OR_RETURN(std::string body, client_->Execute(ReadWithin(sql, query.context)));
   RowBinaryReader r(body);
   std::map<std::vector<std::string>, std::map<int64_t, storage::MetricStep>> groups;
   while (!r.done()) {

@@ -159,6 +159,13 @@ void ClickHouseClient::ReturnHandle(void* handle) {
 
 StatusOr<std::string> ClickHouseClient::Send(const ClickHouseRequest& request, int* clickhouse_code) {
   if (clickhouse_code != nullptr) *clickhouse_code = 0;
+  int timeout_ms = options_.timeout_ms;
+  if (request.deadline) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*request.deadline -
+                                                                            std::chrono::steady_clock::now());
+    if (left.count() <= 0) return DeadlineExceededError("query ran past its deadline before ClickHouse answered");
+    timeout_ms = static_cast<int>(std::min<int64_t>(timeout_ms, left.count()));
+  }
   CURL* curl = static_cast<CURL*>(TakeHandle());
   if (curl == nullptr) return InternalError("curl_easy_init failed");
   // Reset drops the last request's options but keeps the connection cache.
@@ -172,7 +179,7 @@ StatusOr<std::string> ClickHouseClient::Send(const ClickHouseRequest& request, i
   if (request.in_database) param("database", endpoint_.database);
   if (request.read) {
     param("wait_end_of_query", "1");
-    param("max_execution_time", std::to_string(std::max(1, options_.timeout_ms / 1000)));
+    param("max_execution_time", std::to_string(std::max(1, timeout_ms / 1000)));
   }
   for (const auto& [k, v] : request.settings) param(k, v);
   for (const ExternalTable& t : request.tables) {
@@ -215,8 +222,8 @@ StatusOr<std::string> ClickHouseClient::Send(const ClickHouseRequest& request, i
   curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(options_.timeout_ms));
-  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(std::min(options_.timeout_ms, 5000)));
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout_ms));
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(std::min(timeout_ms, 5000)));
   curl_easy_setopt(curl, CURLOPT_TCP_KEEPALIVE, 1L);
   if (!options_.ca_file.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, options_.ca_file.c_str());
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, AppendBody);
@@ -259,6 +266,10 @@ StatusOr<std::string> ClickHouseClient::Execute(const ClickHouseRequest& request
     StatusOr<std::string> result = Send(request);
     if (result.ok() || result.status().code() != StatusCode::kUnavailable || attempt >= retry.attempts) {
       return result;
+    }
+    if (request.deadline &&
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(backoff_ms) >= *request.deadline) {
+      return DeadlineExceededError(result.status().message() + "; no time left to retry before the deadline");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
     backoff_ms *= 4;

@@ -21,8 +21,10 @@
 // or makes one, and gives it back.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -46,8 +48,11 @@ struct ClickHouseRequest {
   std::vector<std::pair<std::string, std::string>> settings;  // URL parameters
   bool in_database = true;  // ?database=<the endpoint's database>; off for CREATE DATABASE
   // A SELECT: sent with wait_end_of_query=1 (the HTTP status is final) and
-  // max_execution_time from the client's timeout.
+  // max_execution_time from the client's timeout (or the deadline).
   bool read = false;
+  // The caller's deadline: no attempt starts after it (DeadlineExceeded),
+  // and each attempt's timeout ends at it.
+  std::optional<std::chrono::steady_clock::time_point> deadline;
 
   static ClickHouseRequest Read(std::string sql) {
     ClickHouseRequest r;
@@ -68,6 +73,10 @@ struct ClickHouseRequest {
   }
   ClickHouseRequest&& With(ExternalTable table) && {
     tables.push_back(std::move(table));
+    return std::move(*this);
+  }
+  ClickHouseRequest&& Until(std::optional<std::chrono::steady_clock::time_point> d) && {
+    deadline = d;
     return std::move(*this);
   }
   ClickHouseRequest&& OutsideDatabase() && {

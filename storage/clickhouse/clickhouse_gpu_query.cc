@@ -39,13 +39,14 @@ StatusOr<GpuActivities> ClickHouseProfileStore::SelectGpuActivities(const storag
   if (from_ns >= query.to_ns) return out;
   const std::string filter = AndFilter(SeriesFilterSql(query.selector));
   ASSIGN_OR_RETURN(std::string body,
-                   client_->Execute(ClickHouseRequest::Read(
+                   client_->Execute(ReadWithin(
                        "SELECT start_ns, duration_ns, series_id, kind, name_id, system_name_id, device, stream, "
                        "correlation_id, graph_id, grid_x, grid_y, grid_z, block_x, block_y, block_z, "
                        "registers_per_thread, static_shared_bytes, dynamic_shared_bytes, bytes, copy_kind "
                        "FROM gpu_activities WHERE start_ns >= " +
                        SqlInt64(from_ns) + " AND start_ns < " + SqlInt64(query.to_ns) + filter +
-                       " ORDER BY start_ns LIMIT " + std::to_string(query.max_activities + 1) + " FORMAT RowBinary")));
+                       " ORDER BY start_ns LIMIT " + std::to_string(query.max_activities + 1) + " FORMAT RowBinary",
+                       query.context)));
   std::vector<ActivityRow> rows;
   RowBinaryReader r(body);
   while (!r.done()) {
@@ -78,12 +79,13 @@ StatusOr<GpuActivities> ClickHouseProfileStore::SelectGpuActivities(const storag
 
   // Coverage rows are keyed by their second's start: a second overlapping
   // [from, to) starts after from - 1 s.
-  ASSIGN_OR_RETURN(std::string cbody, client_->Execute(ClickHouseRequest::Read(
+  ASSIGN_OR_RETURN(std::string cbody, client_->Execute(ReadWithin(
                                           "SELECT series_id, second_ns, toUInt64(sum(recorded)), "
                                           "toUInt64(sum(sent)), min(complete_until_ns) FROM gpu_trace_coverage "
                                           "WHERE second_ns > " +
                                           SqlInt64(from_ns - kSecondNs) + " AND second_ns < " + SqlInt64(query.to_ns) +
-                                          filter + " GROUP BY series_id, second_ns FORMAT RowBinary")));
+                                          filter + " GROUP BY series_id, second_ns FORMAT RowBinary",
+                                          query.context)));
   std::vector<CoverageRow> coverage;
   RowBinaryReader c(cbody);
   while (!c.done()) {

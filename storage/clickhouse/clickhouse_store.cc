@@ -102,9 +102,11 @@ ClickHouseProfileStore::~ClickHouseProfileStore() {
   }
 }
 
+int64_t ClickHouseProfileStore::Now() const { return options_.now_ns ? options_.now_ns() : NowNs(); }
+
 int64_t ClickHouseProfileStore::RetentionCutoff() const {
   if (options_.retention_ns <= 0) return INT64_MIN;
-  return NowNs() - options_.retention_ns;
+  return Now() - options_.retention_ns;
 }
 
 StatusOr<storage::IngestResult> ClickHouseProfileStore::Ingest(const warpscope::v1::IngestBatch& batch) {
@@ -119,8 +121,14 @@ StatusOr<storage::IngestResult> ClickHouseProfileStore::Ingest(const warpscope::
   if (!pass) return counters_.Duplicate();
   // Rows first (in parallel with other agents' Ingest calls), leaving out
   // dictionary rows this replica has written; then the group commit.
+  // Rows outside what the store keeps are left out and counted.
+  storage::IngestResult result;
+  const std::optional<warpscope::v1::IngestBatch> kept = storage::WithoutRowsOutside(
+      batch, storage::IngestTimeBounds::At(Now(), options_.retention_ns, options_.max_future_skew_ns),
+      &result.dropped);
+  const warpscope::v1::IngestBatch& stored = kept ? *kept : batch;
   IngestGroupCommitter::ExpectedBatch expected = committer_->ExpectBatch();
-  BatchRows rows = BuildBatchRows(batch, &writer_->written_ids());
+  BatchRows rows = BuildBatchRows(stored, &writer_->written_ids());
   BatchOutcome outcome = committer_->CommitAndWait(std::move(expected), std::move(rows), agent, batch.sequence(), what);
   RETURN_IF_ERROR(outcome.status);
   if (outcome.duplicate) {
@@ -128,7 +136,10 @@ StatusOr<storage::IngestResult> ClickHouseProfileStore::Ingest(const warpscope::
     return counters_.Duplicate();
   }
   agents_.Stored(agent, batch.sequence());
-  return counters_.Stored(batch);
+  result.samples = static_cast<uint64_t>(stored.samples_size());
+  result.metric_points = static_cast<uint64_t>(stored.metric_points_size());
+  result.gpu_activities = static_cast<uint64_t>(stored.gpu_activities_size());
+  return counters_.Stored(result);
 }
 
 Status ClickHouseProfileStore::ApplyRetentionNow() {

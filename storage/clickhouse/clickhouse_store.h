@@ -27,6 +27,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -50,12 +51,24 @@
 
 namespace warpscope::clickhouse {
 
+// A SELECT bounded by the query's deadline (storage/query_context.h), if any.
+inline ClickHouseRequest ReadWithin(std::string sql, const storage::QueryContext* context) {
+  ClickHouseRequest r = ClickHouseRequest::Read(std::move(sql));
+  if (context != nullptr && context->has_deadline()) r.deadline = context->deadline();
+  return r;
+}
+
 struct ClickHouseOptions {
   std::string url;   // clickhouse://HOST:PORT/DB, clickhouse+https://..., http://..., https://...
   std::string user;  // empty: "default"
   std::string password;
   std::string ca_file;       // https: the CA to verify ClickHouse against; "" the system's
   int64_t retention_ns = 0;  // 0: keep forever
+  // Rows this far ahead of the server's clock are dropped at ingest
+  // (storage/ingest_time_bounds.h), as are rows older than retention.
+  int64_t max_future_skew_ns = storage::kDefaultMaxFutureSkewNs;
+  // Unix nanoseconds now; the wall clock when empty (tests pin it).
+  std::function<int64_t()> now_ns;
   int timeout_ms = 30000;
   // How often the background thread drops expired day partitions (when
   // retention_ns > 0); it also runs once at Open.
@@ -101,6 +114,7 @@ class ClickHouseProfileStore final : public storage::ProfileStore {
  private:
   ClickHouseProfileStore(const ClickHouseOptions& options, std::unique_ptr<ClickHouseClient> client);
   void RunRetention();
+  int64_t Now() const;              // Unix nanoseconds (options_.now_ns or the wall clock)
   int64_t RetentionCutoff() const;  // INT64_MIN without retention
 
   // Every row of `types`, one per id, sorted by (kind, name, unit, period).

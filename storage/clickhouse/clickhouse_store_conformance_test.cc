@@ -17,8 +17,17 @@ std::unique_ptr<ProfileStore> OpenOnDir(const std::string& dir) {
   return testing::OpenShared(testing::DatabaseFor(dir));
 }
 
-WS_INSTANTIATE_STORE_CONFORMANCE(ClickHouse,
-                                 (StoreBackend{.name = "clickhouse_18_16", .open = OpenOnDir, .reopen = {}}));
+std::unique_ptr<ProfileStore> OpenAt(const std::string& dir, int64_t now_ns, int64_t retention_ns) {
+  return testing::OpenShared(testing::DatabaseFor(dir), [&](ClickHouseOptions& o) {
+    o.now_ns = [now_ns] { return now_ns; };
+    o.retention_ns = retention_ns;
+  });
+}
+
+WS_INSTANTIATE_STORE_CONFORMANCE(ClickHouse, (StoreBackend{.name = "clickhouse_18_16",
+                                                           .open = OpenOnDir,
+                                                           .reopen = {},
+                                                           .open_at = OpenAt}));
 
 }  // namespace
 }  // namespace warpscope::clickhouse

@@ -10,6 +10,7 @@
 #include <cctype>
 #include <filesystem>
 #include <memory>
+#include <functional>
 #include <string>
 
 #include "storage/clickhouse/clickhouse_store.h"
@@ -36,14 +37,16 @@ inline ClickHouseOptions OptionsFor(const ClickHouseInstance& instance, const st
 }
 
 // A store on `database` of the shared server; null (with a test failure) when
-// it cannot open.
-inline std::unique_ptr<ClickHouseProfileStore> OpenShared(const std::string& database) {
+// it cannot open. `tweak` may change the options first.
+inline std::unique_ptr<ClickHouseProfileStore> OpenShared(const std::string& database,
+                                                         const std::function<void(ClickHouseOptions&)>& tweak = {}) {
   std::string error;
   ClickHouseInstance* instance = SharedClickHouse(&error);
   EXPECT_NE(instance, nullptr) << error;
   if (instance == nullptr) return nullptr;
-  StatusOr<std::unique_ptr<ClickHouseProfileStore>> store =
-      ClickHouseProfileStore::Open(OptionsFor(*instance, database));
+  ClickHouseOptions options = OptionsFor(*instance, database);
+  if (tweak) tweak(options);
+  StatusOr<std::unique_ptr<ClickHouseProfileStore>> store = ClickHouseProfileStore::Open(options);
   EXPECT_TRUE(store.ok()) << store.status().ToString();
   return store.ok() ? std::move(store).value() : nullptr;
 }

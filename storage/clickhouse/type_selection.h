@@ -1,8 +1,6 @@
-// Which type ids a query reads, and how their values add up. Types of one
-// name can differ in period (agents sampling at 19 Hz and at 99 Hz both send
-// "cpu" in "samples"): their counts cannot be added, so such answers are in
-// nanoseconds, each row's value times its type's period - the embedded
-// store's rule (embedded_store_query.cc, TypeScaling), here as SQL.
+// Which type ids a query reads. How their values add up is decided by the
+// types that contribute rows to the answer (storage/type_scaling.h): queries
+// group their sums by type id and scale them here.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +9,7 @@
 
 #include "storage/clickhouse/content_ids.h"
 #include "storage/store_types.h"
+#include "storage/type_scaling.h"
 
 namespace warpscope::clickhouse {
 
@@ -24,10 +23,12 @@ struct TypeRow {
 };
 
 struct TypeSelection {
-  storage::ProfileTypeInfo info;  // name "" when no type matched
+  storage::ProfileTypeInfo info;  // the first type's; name "" when no type matched
   std::vector<uint64_t> ids;      // empty when no type matched
-  // The row's value in the answer's unit: "value", or "value * multiIf(type_id = ..., period, ..., 1)".
-  std::string value_sql = "value";
+  std::vector<std::pair<uint64_t, storage::ProfileTypeInfo>> types;  // (id, info) of each, as ids
+
+  // The scaling of an answer whose rows came from `contributing` type ids.
+  storage::TypeScaling ScalingOf(const std::vector<uint64_t>& contributing) const;
 };
 
 // Profile types named `name` ("": every profile type). `types` sorted as

@@ -38,6 +38,29 @@ void StoreConformanceTest::Reopen() {
   ASSERT_NE(store_, nullptr);
 }
 
+void StoreConformanceTest::OpenAt(int64_t now_ns, int64_t retention_ns) {
+  store_.reset();
+  store_ = GetParam().open_at(dir_, now_ns, retention_ns);
+  ASSERT_NE(store_, nullptr);
+}
+
+std::vector<SeriesPoint> StoreConformanceTest::SeriesPoints(const std::string& selector, int64_t from_ns,
+                                                            int64_t to_ns, int64_t step_ns, const std::string& type) {
+  SeriesQuery q;
+  q.profile.type = type;
+  q.profile.from_ns = from_ns;
+  q.profile.to_ns = to_ns;
+  q.step_ns = step_ns;
+  StatusOr<Selector> sel = Selector::Parse(selector);
+  EXPECT_TRUE(sel.ok()) << sel.status().ToString();
+  if (sel.ok()) q.profile.selector = *sel;
+  StatusOr<std::vector<Series>> series = store_->SelectSeries(q);
+  EXPECT_TRUE(series.ok()) << series.status().ToString();
+  if (!series.ok() || series->empty()) return {};
+  EXPECT_EQ(series->size(), 1u);
+  return series->front().points;
+}
+
 void StoreConformanceTest::MustIngest(const v1::IngestBatch& batch) {
   StatusOr<IngestResult> r = store_->Ingest(batch);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -268,6 +291,19 @@ TEST_P(StoreConformanceTest, InvalidBatchesAreRejectedAndStoreNothing) {
        [](v1::IngestBatch& b, const StoreBackend& be) { b.add_strings(std::string(be.max_string_bytes + 1, 'x')); },
        "strings["},
       {"empty agent", [](v1::IngestBatch& b, const StoreBackend&) { b.set_agent_id(""); }, "agent_id"},
+      // Values and periods the store could not sum or scale.
+      {"zero value", [](v1::IngestBatch& b, const StoreBackend&) { b.mutable_samples(0)->set_value(0); },
+       "samples[0].value: 0 is outside [1, "},
+      {"negative value", [](v1::IngestBatch& b, const StoreBackend&) { b.mutable_samples(0)->set_value(-7); },
+       "samples[0].value: -7"},
+      {"huge value",
+       [](v1::IngestBatch& b, const StoreBackend&) { b.mutable_samples(0)->set_value(INT64_MAX); },
+       "samples[0].value: 9223372036854775807 is outside"},
+      {"huge period",
+       [](v1::IngestBatch& b, const StoreBackend&) { b.mutable_types(0)->set_period_nanos(int64_t{1} << 62); },
+       "types[0].period_nanos: 4611686018427387904 is outside"},
+      {"tiny period", [](v1::IngestBatch& b, const StoreBackend&) { b.mutable_types(0)->set_period_nanos(999); },
+       "types[0].period_nanos: 999"},
   };
   for (const BadCase& c : cases) {
     v1::IngestBatch batch = OneSample("agent-bad", 1, kT0, 5, "bad-node", "bad_fn");

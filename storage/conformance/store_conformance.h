@@ -32,6 +32,9 @@ struct StoreBackend {
   std::function<std::unique_ptr<ProfileStore>(const std::string& dir)> open;
   // Closes `store` and opens it again on the same data. Empty: destroy it, then open(dir).
   std::function<std::unique_ptr<ProfileStore>(std::unique_ptr<ProfileStore> store, const std::string& dir)> reopen;
+  // A store on `dir` whose clock reads `now_ns` and that keeps `retention_ns`
+  // (0: everything), for the time-bound tests; empty: those tests are skipped.
+  std::function<std::unique_ptr<ProfileStore>(const std::string& dir, int64_t now_ns, int64_t retention_ns)> open_at;
   // The backend's batch limits (the suite sends batches just past them).
   size_t max_string_bytes = 4096;
   size_t max_labels_per_set = 64;
@@ -46,11 +49,16 @@ class StoreConformanceTest : public ::testing::TestWithParam<StoreBackend> {
   void TearDown() override;
 
   ProfileStore& store() { return *store_; }
+  // Replaces the store by GetParam().open_at(dir(), now_ns, retention_ns).
+  void OpenAt(int64_t now_ns, int64_t retention_ns);
   void Reopen();
   const std::string& dir() const { return dir_; }
 
   // Ingest that must succeed and store (not a duplicate).
   void MustIngest(const v1::IngestBatch& batch);
+  // SelectSeries summed into one value per step, that must succeed.
+  std::vector<SeriesPoint> SeriesPoints(const std::string& selector, int64_t from_ns, int64_t to_ns, int64_t step_ns,
+                                        const std::string& type = "cpu");
   // SelectProfile over {type, [from, to), selector} that must succeed.
   MergedProfile Profile(const std::string& selector, int64_t from_ns, int64_t to_ns, const std::string& type = "cpu");
   // Sum of values per leaf function name.

@@ -24,8 +24,17 @@ std::function<std::unique_ptr<ProfileStore>(const std::string&)> Opener(
   };
 }
 
+std::unique_ptr<ProfileStore> OpenAt(const std::string& dir, int64_t now_ns, int64_t retention_ns) {
+  return Opener([&](EmbeddedStoreOptions& o) {
+    o.now_ns = [now_ns] { return now_ns; };
+    o.retention_ns = retention_ns;
+  })(dir);
+}
+
 WS_INSTANTIATE_STORE_CONFORMANCE(Embedded, (StoreBackend{.name = "server_defaults",
-                                                         .open = Opener([](EmbeddedStoreOptions&) {}), .reopen = {}}));
+                                                         .open = Opener([](EmbeddedStoreOptions&) {}),
+                                                         .reopen = {},
+                                                         .open_at = OpenAt}));
 WS_INSTANTIATE_STORE_CONFORMANCE(EmbeddedWalOnly, (StoreBackend{.name = "never_flushed",
                                                                 .open = Opener([](EmbeddedStoreOptions& o) {
                                                                   o.background = false;
