@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "base/saturating.h"
+#include "storage/embedded/answer_unit.h"
 #include "storage/embedded/embedded_store.h"
 #include "storage/embedded/metric_row.h"
 
@@ -58,38 +59,6 @@ std::vector<std::string> SortedUnique(std::vector<std::string> names) {
   return names;
 }
 
-// Types of one name can differ in period: agents sampling at 19 Hz and at
-// 99 Hz both send "cpu" in "samples", but a sample stands for 52.6 ms of CPU
-// in one and 10.1 ms in the other, so counts cannot be added. Such answers
-// are in nanoseconds (each row's value times its type's period); a single
-// (unit, period) keeps its own unit.
-struct TypeScaling {
-  ProfileTypeInfo info;
-  std::vector<int64_t> multiplier;  // by type id; empty when every multiplier is 1
-  int64_t Scale(uint32_t type_id, int64_t value) const {
-    return multiplier.empty() ? value : SaturatingMul(value, multiplier[type_id]);
-  }
-};
-
-TypeScaling ScalingFor(const std::vector<TypeEntry>& types) {
-  TypeScaling out;
-  out.info = types.front().info;
-  const bool uniform = std::all_of(types.begin(), types.end(), [&](const TypeEntry& t) {
-    return t.info.sample_unit == out.info.sample_unit && t.info.period_nanos == out.info.period_nanos;
-  });
-  if (uniform) return out;
-  out.info.sample_unit = "nanoseconds";
-  out.info.period_nanos = 0;
-  uint32_t max_id = 0;
-  for (const TypeEntry& t : types) max_id = std::max(max_id, t.id);
-  out.multiplier.assign(max_id + 1, 1);
-  for (const TypeEntry& t : types) {
-    const bool counts = t.info.sample_unit == "samples" || t.info.sample_unit.empty();
-    out.multiplier[t.id] = counts && t.info.period_nanos > 0 ? t.info.period_nanos : 1;
-  }
-  return out;
-}
-
 }  // namespace
 
 Status EmbeddedProfileStore::ScanRows(const std::vector<TypeEntry>& types, int64_t from_ns, int64_t to_ns,
@@ -139,23 +108,26 @@ StatusOr<MergedProfile> EmbeddedProfileStore::SelectProfile(const storage::Profi
   MergedProfile out;
   ASSIGN_OR_RETURN(std::vector<TypeEntry> types, series_->Types(query.type, TypeKind::kProfile));
   if (types.empty()) return out;
-  const TypeScaling scaling = ScalingFor(types);
-  out.type = scaling.info;
+  AnswerUnit unit(types);
+  out.type = unit.info();
   ASSIGN_OR_RETURN(std::vector<uint64_t> series, series_->Select(query.selector));
   if (series.empty()) return out;
   const std::vector<uint8_t> mask = Mask(series);
   std::vector<uint8_t> contributed(mask.size(), 0);
   // Stack ids are dense too: a flat array beats a hash map by ~3x per row.
   std::vector<int64_t> sums;
+  auto rescale = [&](int64_t m) { SaturatingScale(sums.begin(), sums.end(), m); };
   RETURN_IF_ERROR(ScanRows(
       types, std::max(query.from_ns, RetentionCutoff()), query.to_ns,
       [&](uint64_t id) { return InMask(mask, id); },
       [&](const SampleRow& r) {
         if (r.stack_id >= sums.size()) [[unlikely]] sums.resize(std::max<size_t>(r.stack_id + 1, sums.size() * 2), 0);
-        SaturatingAddTo(sums[r.stack_id], scaling.Scale(r.type_id, r.value));
+        const int64_t value = unit.Value(r, rescale);
+        SaturatingAddTo(sums[r.stack_id], value);
         contributed[r.series_id] = 1;
       },
       RowTimes::kSummed));
+  out.type = unit.info();
   std::vector<uint64_t> stack_ids;
   for (uint64_t id = 0; id < sums.size(); ++id) {
     if (sums[id] > 0) stack_ids.push_back(id);
@@ -179,7 +151,7 @@ StatusOr<std::vector<Series>> EmbeddedProfileStore::SelectSeries(const storage::
   ASSIGN_OR_RETURN(const int64_t steps, StepCount(q.from_ns, q.to_ns, query.step_ns));
   ASSIGN_OR_RETURN(std::vector<TypeEntry> types, series_->Types(q.type, TypeKind::kProfile));
   if (types.empty()) return std::vector<Series>{};
-  const TypeScaling scaling = ScalingFor(types);
+  AnswerUnit unit(types);
   ASSIGN_OR_RETURN(std::vector<uint64_t> series, series_->Select(q.selector));
   if (series.empty()) return std::vector<Series>{};
 
@@ -188,13 +160,17 @@ StatusOr<std::vector<Series>> EmbeddedProfileStore::SelectSeries(const storage::
   const std::vector<int32_t>& group = groups.group;
   RETURN_IF_ERROR(CheckGroupPoints(groups.values.size(), steps));
   std::vector<std::vector<int64_t>> points(groups.values.size());  // allocated on a group's first row
+  auto rescale = [&](int64_t m) {
+    for (std::vector<int64_t>& p : points) SaturatingScale(p.begin(), p.end(), m);
+  };
   RETURN_IF_ERROR(ScanRows(
       types, std::max(q.from_ns, RetentionCutoff()), q.to_ns,
       [&](uint64_t id) { return id < group.size() && group[id] >= 0; },
       [&](const SampleRow& r) {
+        const int64_t value = unit.Value(r, rescale);
         std::vector<int64_t>& p = points[group[r.series_id]];
         if (p.empty()) p.assign(steps, 0);
-        SaturatingAddTo(p[(r.time_ns - q.from_ns) / query.step_ns], scaling.Scale(r.type_id, r.value));
+        SaturatingAddTo(p[(r.time_ns - q.from_ns) / query.step_ns], value);
       }));
   std::vector<Series> out;
   for (size_t g = 0; g < groups.values.size(); ++g) {  // sorted by the label values
@@ -237,8 +213,8 @@ StatusOr<storage::StackTimeline> EmbeddedProfileStore::SelectStackTimeline(const
   storage::StackTimeline out;
   ASSIGN_OR_RETURN(std::vector<TypeEntry> types, series_->Types(q.type, TypeKind::kProfile));
   if (types.empty()) return out;
-  const TypeScaling scaling = ScalingFor(types);
-  out.profile.type = scaling.info;
+  AnswerUnit unit(types);
+  out.profile.type = unit.info();
   ASSIGN_OR_RETURN(std::vector<uint64_t> series, series_->Select(q.selector));
   if (series.empty()) return out;
   const std::vector<std::string> names = SortedUnique(query.group_by);
@@ -262,16 +238,21 @@ StatusOr<storage::StackTimeline> EmbeddedProfileStore::SelectStackTimeline(const
   std::unordered_map<Key, int64_t, KeyHash> sums;
   std::vector<uint8_t> contributed(group.size(), 0);
   bool too_many = false;
+  auto rescale = [&](int64_t m) {
+    for (auto& [key, value] : sums) value = SaturatingMul(value, m);
+  };
   RETURN_IF_ERROR(ScanRows(
       types, std::max(q.from_ns, RetentionCutoff()), q.to_ns,
       [&](uint64_t id) { return id < group.size() && group[id] >= 0; },
       [&](const SampleRow& r) {
         if (too_many) return;
+        const int64_t value = unit.Value(r, rescale);
         auto [it, inserted] = sums.try_emplace(Key{group[r.series_id], r.time_ns, r.stack_id}, 0);
-        SaturatingAddTo(it->second, scaling.Scale(r.type_id, r.value));
+        SaturatingAddTo(it->second, value);
         contributed[r.series_id] = 1;
         if (inserted && sums.size() > query.max_points) too_many = true;
       }));
+  out.profile.type = unit.info();
   if (too_many) {
     return InvalidArgumentError("the range holds more than " + std::to_string(query.max_points) +
                                 " (lane, time, stack) points; choose a shorter range or a narrower selector");

@@ -1,6 +1,7 @@
-// Values at the edges of int64 through the whole store: merges at flush and
-// compaction, rollups and every query sum saturate instead of failing or
-// wrapping.
+// Values at the edges of int64 and mixed sampling periods through the whole
+// store: merges at flush and compaction, rollups and every query sum
+// saturate instead of failing or wrapping, and an answer's unit comes from
+// the types whose rows it actually sums.
 #include <gtest/gtest.h>
 
 #include <limits>
@@ -126,6 +127,48 @@ TEST(EmbeddedStoreValuesTest, Int64MaxSamplesOfOneKeySaturateThroughFlushCompact
   store.reset();
   store = MustOpen(options);
   expect_saturated("reopened");
+}
+
+// Agent A samples cpu at 19 Hz, agent B at 99 Hz: counts of the two cannot
+// be added, but an answer that only sums A's rows is in A's unit and period.
+TEST(EmbeddedStoreValuesTest, UnitAndPeriodComeFromTheTypesThatContributeRows) {
+  ScratchDir dir;
+  auto store = MustOpen(ManualOptions(dir.data()));
+  constexpr int64_t kPeriodA = 52'631'578, kPeriodB = 10'101'010;
+  auto agent = [](const std::string& node, int64_t period, int64_t time, int64_t value) {
+    BatchBuilder b("agent-" + node, 1);
+    const uint32_t cpu = b.Type("cpu", "samples", period);
+    b.Sample(time, cpu, b.LabelSet({{"node", node}}), b.SimpleStack({"work_" + node}), value);
+    return b.batch();
+  };
+  MustIngest(*store, agent("a", kPeriodA, kT0, 10));
+  MustIngest(*store, agent("b", kPeriodB, kT0 + 100 * kSec, 4));
+  const int64_t from = kT0, to = kT0 + 200 * kSec;
+  for (int flushed = 0; flushed < 2; ++flushed) {
+    SCOPED_TRACE(flushed ? "flushed" : "in the head");
+    storage::MergedProfile a = Profile(*store, "{node=\"a\"}", from, to);
+    EXPECT_EQ(a.type.sample_unit, "samples");
+    EXPECT_EQ(a.type.period_nanos, kPeriodA);
+    EXPECT_EQ(a.total, 10);
+    EXPECT_EQ(SeriesSum(*store, "{node=\"a\"}", from, to, 10 * kSec).total, 10);
+    // Every series selected, but only A's rows in the range.
+    storage::MergedProfile early = Profile(*store, "", from, kT0 + 50 * kSec);
+    EXPECT_EQ(early.type.sample_unit, "samples");
+    EXPECT_EQ(early.type.period_nanos, kPeriodA);
+    EXPECT_EQ(early.total, 10);
+    storage::MergedProfile b = Profile(*store, "{node=\"b\"}", from, to);
+    EXPECT_EQ(b.type.sample_unit, "samples");
+    EXPECT_EQ(b.type.period_nanos, kPeriodB);
+    EXPECT_EQ(b.total, 4);
+    // Both: nanoseconds of CPU, each row times its own period.
+    storage::MergedProfile both = Profile(*store, "", from, to);
+    EXPECT_EQ(both.type.sample_unit, "nanoseconds");
+    EXPECT_EQ(both.type.period_nanos, 0);
+    EXPECT_EQ(both.total, 10 * kPeriodA + 4 * kPeriodB);
+    EXPECT_EQ(SeriesSum(*store, "", from, to, 10 * kSec).total, both.total);
+    EXPECT_EQ(TimelineTotal(*store, from, to), both.total);
+    ASSERT_TRUE(store->FlushNow().ok());
+  }
 }
 
 }  // namespace
