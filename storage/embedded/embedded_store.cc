@@ -22,11 +22,14 @@ using storage::IngestResult;
 
 namespace {
 
-// The batch's GPU activities and coverage rows in global ids.
-GpuRows GpuRowsOf(const warpscope::v1::IngestBatch& batch, const dictionary::InternedBatch& ids) {
+// The batch's GPU activities and coverage rows inside `bounds`, in global
+// ids; the others are counted in *dropped.
+GpuRows GpuRowsOf(const warpscope::v1::IngestBatch& batch, const dictionary::InternedBatch& ids,
+                  const storage::IngestTimeBounds& bounds, storage::DroppedRows* dropped) {
   GpuRows out;
   out.activities.reserve(batch.gpu_activities_size());
   for (const auto& a : batch.gpu_activities()) {
+    if (!dropped->Keep(bounds, a.start_unix_nanos())) continue;
     GpuActivityRow row;
     row.start_ns = a.start_unix_nanos();
     row.duration_ns = a.duration_nanos();
@@ -54,6 +57,7 @@ GpuRows GpuRowsOf(const warpscope::v1::IngestBatch& batch, const dictionary::Int
   }
   out.coverage.reserve(batch.gpu_trace_coverage_size());
   for (const auto& c : batch.gpu_trace_coverage()) {
+    if (!dropped->Keep(bounds, c.second_unix_nanos())) continue;
     out.coverage.push_back(GpuCoverageRow{.second_ns = c.second_unix_nanos(),
                                           .series_id = ids.label_set_ids[c.label_set()],
                                           .recorded = c.recorded(),
@@ -174,20 +178,30 @@ StatusOr<IngestResult> EmbeddedProfileStore::Ingest(const warpscope::v1::IngestB
   if (!pass) return counters_.Duplicate();
 
   ASSIGN_OR_RETURN(dictionary::InternedBatch ids, dictionary_->InternBatch(batch, {.record_sequence = false}));
+  // Rows outside what the store keeps are left out and counted; the batch
+  // itself is stored (its sequence too) even when nothing of it is kept.
+  const storage::IngestTimeBounds bounds =
+      storage::IngestTimeBounds::At(Now(), options_.retention_ns, options_.max_future_skew_ns);
+  IngestResult result;
   std::vector<SampleRow> rows;
   rows.reserve(batch.samples_size() + batch.metric_points_size());
   for (const auto& s : batch.samples()) {
+    if (!result.dropped.Keep(bounds, s.time_unix_nanos())) continue;
     rows.push_back(SampleRow{.time_ns = s.time_unix_nanos(),
                              .series_id = ids.label_set_ids[s.label_set()],
                              .stack_id = ids.stack_ids[s.stack()],
                              .value = s.value(),
                              .type_id = static_cast<uint32_t>(ids.type_ids[s.type()])});
   }
+  result.samples = rows.size();
   for (const auto& p : batch.metric_points()) {
+    if (!result.dropped.Keep(bounds, p.time_unix_nanos())) continue;
     rows.push_back(MetricRow(p.time_unix_nanos(), ids.label_set_ids[p.label_set()],
                              static_cast<uint32_t>(ids.metric_type_ids[p.metric()]), p.value()));
   }
-  const GpuRows gpu = GpuRowsOf(batch, ids);
+  result.metric_points = rows.size() - result.samples;
+  const GpuRows gpu = GpuRowsOf(batch, ids, bounds, &result.dropped);
+  result.gpu_activities = gpu.activities.size();
   const std::string payload = EncodeHeadRecord(agent, batch.sequence(), rows, gpu);
   size_t head_rows = 0;
   {
@@ -204,7 +218,7 @@ StatusOr<IngestResult> EmbeddedProfileStore::Ingest(const warpscope::v1::IngestB
     }
     agents_.Stored(agent, batch.sequence());
   }
-  const IngestResult result = counters_.Stored(batch);
+  counters_.Stored(result);
   if (head_rows >= options_.head_max_rows) RequestFlush();
   return result;
 }

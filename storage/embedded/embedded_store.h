@@ -9,7 +9,8 @@
 //                                 named by the WAL range they hold (segment_catalog.h)
 //
 // Ingest: validate -> duplicate check on (agent_id, sequence) -> intern the
-// dictionaries (SQLite, durable, but *not* the sequence) -> append one WAL
+// dictionaries (SQLite, durable, but *not* the sequence) -> leave out rows
+// outside the time bounds (counted in the answer) -> append one WAL
 // record with the rows (samples, and metric points as rows of metric types:
 // metric_row.h) in global ids and the (agent, sequence) -> rows into
 // the in-memory head -> the agent's sequence counts as stored -> OK. The
@@ -72,6 +73,11 @@ struct EmbeddedStoreOptions {
   // Segments wholly older than now - retention are deleted and older rows are
   // left out of answers. 0 keeps everything.
   int64_t retention_ns = 14 * 24 * 3600 * kSecondNs;
+  // Rows (samples, metric points, GPU activities, coverage rows) dated more
+  // than this ahead of the server's clock, or older than retention, are left
+  // out at ingest and counted in the answer (storage/ingest_time_bounds.h):
+  // a node with a bad clock cannot pin a segment past retention.
+  int64_t max_future_skew_ns = storage::kDefaultMaxFutureSkewNs;
   int64_t flush_interval_ns = 5 * kSecondNs;
   // The head is flushed early once it holds this many rows.
   uint64_t head_max_rows = 2'000'000;

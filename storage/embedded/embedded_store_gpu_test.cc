@@ -68,13 +68,14 @@ TEST(EmbeddedStoreGpuTest, ActivitiesGoThroughFlushAndCompactionUnchanged) {
 
 TEST(EmbeddedStoreGpuTest, RetentionKeepsRecentGpuOnlySegmentsAndDropsOldOnes) {
   ScratchDir dir;
-  int64_t now = kT0 + 3600 * kSec;
+  int64_t now = kT0 + 100 * kSec;
   EmbeddedStoreOptions options = ManualOptions(dir.data());
   options.retention_ns = 1800 * kSec;
   options.now_ns = [&] { return now; };
   auto store = MustOpen(options);
-  ASSERT_TRUE(store->Ingest(KernelBatch(1, kT0, 10)).ok());  // older than the cutoff
+  ASSERT_TRUE(store->Ingest(KernelBatch(1, kT0, 10)).ok());
   ASSERT_TRUE(store->FlushNow().ok());
+  now = kT0 + 3600 * kSec;  // batch 1 is past retention now
   ASSERT_TRUE(store->Ingest(KernelBatch(2, kT0 + 3000 * kSec, 10)).ok());
   ASSERT_TRUE(store->FlushNow().ok());
   EXPECT_EQ(Select(*store).activities.size(), 10u);  // old rows hidden before retention runs

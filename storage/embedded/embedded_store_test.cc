@@ -277,19 +277,23 @@ TEST(EmbeddedStoreTest, CrashAtEachCompactionStepLeavesEachRowOnce) {
   }
 }
 
+// Rows are within retention when they arrive (older ones are dropped at
+// ingest: embedded_store_bounds_test.cc) and age past it while stored.
 TEST(EmbeddedStoreTest, RetentionDeletesOldSegmentsAndHidesOldRows) {
   ScratchDir dir;
-  int64_t now = kT0 + 3600 * kSec;
+  int64_t now = kT0 + 1000 * kSec;
   EmbeddedStoreOptions options = ManualOptions(dir.data());
   options.retention_ns = 1800 * kSec;
   options.now_ns = [&] { return now; };
   auto store = MustOpen(options);
-  MustIngest(*store, OneSample("a", 1, kT0, 1));  // an hour old: past retention already
+  MustIngest(*store, OneSample("a", 1, kT0, 1));
   ASSERT_TRUE(store->FlushNow().ok());
-  MustIngest(*store, OneSample("a", 2, kT0 + 3000 * kSec, 2));
-  MustIngest(*store, OneSample("a", 3, kT0 + 10 * kSec, 4));  // old, in the same segment as seq 2
+  MustIngest(*store, OneSample("a", 2, kT0 + 1200 * kSec, 2));
+  MustIngest(*store, OneSample("a", 3, kT0 + 10 * kSec, 4));  // in the same segment as seq 2
   ASSERT_TRUE(store->FlushNow().ok());
-  MustIngest(*store, OneSample("a", 4, kT0 + 20 * kSec, 8));  // old, still in the head
+  MustIngest(*store, OneSample("a", 4, kT0 + 20 * kSec, 8));  // still in the head
+  EXPECT_EQ(Total(*store), 15);
+  now = kT0 + 2500 * kSec;  // everything but seq 2 is past retention now
   EXPECT_EQ(Total(*store), 2);
   EXPECT_EQ(store->state().segments, 2u);
   ASSERT_TRUE(store->ApplyRetentionNow().ok());
