@@ -220,6 +220,11 @@ StatusOr<RunOptions> ParseRunArgs(const std::vector<std::string>& args) {
       ASSIGN_OR_RETURN(std::string v, c.TakeValue());
       ASSIGN_OR_RETURN(uint64_t n, ParseUnsigned("--gpu-trace-per-sec", v, 1000000));
       o.gpu_trace_per_sec = static_cast<uint32_t>(n);
+    } else if (flag == "--gpu-connections-per-uid") {
+      ASSIGN_OR_RETURN(std::string v, c.TakeValue());
+      ASSIGN_OR_RETURN(uint64_t n, ParseUnsigned("--gpu-connections-per-uid", v, 1024));
+      if (n == 0) return InvalidArgumentError("--gpu-connections-per-uid must be at least 1");
+      o.gpu_connections_per_uid = static_cast<uint32_t>(n);
     } else if (flag == "--metrics-listen") {
       ASSIGN_OR_RETURN(o.metrics_listen, c.TakeValue());
       if (o.metrics_listen.empty()) return InvalidArgumentError("--metrics-listen needs HOST:PORT, e.g. 127.0.0.1:9400");
@@ -393,6 +398,10 @@ until every --pid has exited.
                             (default 200; other launches share their time)
       --gpu-trace-per-sec N kernels per process and second kept for the kernel
                             table and timeline (default 20000; 0: none)
+      --gpu-connections-per-uid N
+                            CUDA socket connections one user may hold; more
+                            are refused and counted (default 64; root and the
+                            agent's user are not limited, 1024 in all)
       --metrics-listen H:P  serve Prometheus metrics at http://H:P/metrics:
                             GPU metrics under dcgm-exporter's names, per-process
                             GPU use and the agent's health (default: off;

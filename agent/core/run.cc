@@ -238,6 +238,7 @@ StatusOr<std::unique_ptr<server::HttpServer>> StartMetricsEndpoint(const std::st
 gpu::GpuTimeOptions GpuTimeOptionsFrom(const RunOptions& options) {
   gpu::GpuTimeOptions o;
   o.socket.socket_path = options.cuda_socket;
+  o.socket.max_connections_per_uid = options.gpu_connections_per_uid;
   ws_cuda_config& c = o.socket.config;
   switch (options.gpu_time_mode) {
     case RunOptions::GpuTimeMode::kAdaptive:

@@ -17,12 +17,15 @@
 #include <functional>
 #include <unordered_map>
 
+#include "base/logging.h"
+
 namespace warpscope {
 
 struct CudaSocketServer::Connection {
   int fd = -1;
   uint64_t id = 0;
   int32_t pid = 0;
+  uint32_t uid = 0;
   bool hello_seen = false;
   std::unordered_map<uint32_t, std::shared_ptr<const std::string>> names;
   size_t name_bytes = 0;
@@ -195,6 +198,7 @@ CudaSocketServerCounters CudaSocketServer::counters() const {
   CudaSocketServerCounters c;
   c.connections_accepted = accepted_.load();
   c.connections_refused = refused_.load();
+  c.connections_refused_per_uid = refused_per_uid_.load();
   c.connections_open = open_.load();
   c.protocol_errors = protocol_errors_.load();
   c.messages = messages_.load();
@@ -246,12 +250,30 @@ void CudaSocketServer::AcceptAll() {
       refused_.fetch_add(1);
       continue;
     }
+    ucred cred{};
+    socklen_t len = sizeof(cred);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+      cred.pid = 0;
+      cred.uid = static_cast<uid_t>(-1);  // unknown: one bucket for all such peers
+    }
+    const bool bounded_user = cred.uid != 0 && cred.uid != geteuid();
+    size_t& of_uid = open_by_uid_[cred.uid];
+    if (bounded_user && of_uid >= options_.max_connections_per_uid) {
+      close(fd);
+      refused_per_uid_.fetch_add(1);
+      if (uids_warned_.size() < 1024 && uids_warned_.insert(cred.uid).second) {
+        LOG_WARNING() << "CUDA socket: uid " << cred.uid << " already has " << of_uid
+                      << " connections (--gpu-connections-per-uid); more are refused "
+                         "(cuda_connections_refused_per_uid)";
+      }
+      continue;
+    }
+    ++of_uid;
     auto c = std::make_unique<Connection>();
     c->fd = fd;
     c->id = next_connection_id_++;
-    ucred cred{};
-    socklen_t len = sizeof(cred);
-    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) c->pid = cred.pid;
+    c->pid = cred.pid;
+    c->uid = cred.uid;
     connections_.push_back(std::move(c));
     accepted_.fetch_add(1);
     open_.fetch_add(1);
@@ -373,6 +395,7 @@ void CudaSocketServer::Close(Connection& c, const std::string& reason, bool prot
   const bool announced = c.hello_seen;
   close(c.fd);
   open_.fetch_sub(1);
+  if (auto it = open_by_uid_.find(c.uid); it != open_by_uid_.end() && --it->second == 0) open_by_uid_.erase(it);
   for (auto it = connections_.begin(); it != connections_.end(); ++it) {
     if (it->get() == &c) {
       connections_.erase(it);

@@ -8,6 +8,8 @@
 // anything before HELLO) is closed and counted; the library then reconnects
 // later with a fresh dictionary. The process's pid is the peer's
 // SO_PEERCRED pid (in the agent's pid namespace), not the one in HELLO.
+// Connections are bounded in all and per user (SO_PEERCRED uid); one over a
+// bound is closed at once and counted (the library retries later).
 //
 // Threading: Start() spawns one thread ("cuda-socket") that owns every
 // connection and calls the consumer, in order per connection; the consumer
@@ -24,6 +26,8 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "agent/gpu/cuda/cuda_wire_decoder.h"
@@ -60,11 +64,16 @@ struct CudaSocketServerOptions {
   std::string socket_path = WS_CUDA_DEFAULT_SOCKET_PATH;
   ws_cuda_config config = DefaultCudaConfig();
   size_t max_connections = 1024;
+  // Open connections of one user (SO_PEERCRED uid), so that one local user
+  // cannot hold every connection and lock other users' applications out.
+  // Root and the agent's own user are bound only by max_connections.
+  size_t max_connections_per_uid = 64;
 };
 
 struct CudaSocketServerCounters {
   uint64_t connections_accepted = 0;
   uint64_t connections_refused = 0;  // over max_connections
+  uint64_t connections_refused_per_uid = 0;  // over max_connections_per_uid
   uint64_t connections_open = 0;
   uint64_t protocol_errors = 0;      // connections closed for a bad message
   uint64_t messages = 0;
@@ -119,10 +128,13 @@ class CudaSocketServer {
 
   // Owned by the server thread.
   std::vector<std::unique_ptr<Connection>> connections_;
+  std::unordered_map<uint32_t, size_t> open_by_uid_;  // uid -> open connections
+  std::unordered_set<uint32_t> uids_warned_;          // refused uids already logged (bounded)
   uint64_t next_connection_id_ = 1;
   std::vector<uint8_t> receive_buffer_;
 
-  std::atomic<uint64_t> accepted_{0}, refused_{0}, open_{0}, protocol_errors_{0}, messages_{0}, bytes_{0};
+  std::atomic<uint64_t> accepted_{0}, refused_{0}, refused_per_uid_{0}, open_{0}, protocol_errors_{0}, messages_{0},
+      bytes_{0};
 };
 
 }  // namespace warpscope

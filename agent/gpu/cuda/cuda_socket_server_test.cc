@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -326,6 +327,103 @@ TEST(CudaSocketServer, SocketIsConnectableByEveryoneWhateverTheUmask) {
   struct stat dir {};
   ASSERT_EQ(lstat(path.substr(0, path.rfind('/')).c_str(), &dir), 0);
   EXPECT_EQ(dir.st_mode & 0777, 0755u) << "the directory the server creates";
+}
+
+// What a child running as another user saw: how many of its connections got
+// the CONFIG answer (were served rather than closed).
+struct ChildConnections {
+  pid_t pid = -1;
+  int result_fd = -1;  // the child writes its count here
+  int release_fd = -1; // closing it lets the child exit
+};
+
+// Forks a child that becomes `uid`, opens `count` connections one after the
+// other (HELLO, then waits for CONFIG), reports how many were served and
+// holds them until released. No gtest in the child: exit codes only.
+ChildConnections ConnectAsUser(const std::string& path, uid_t uid, int count) {
+  int result[2], release[2];
+  EXPECT_EQ(pipe(result), 0);
+  EXPECT_EQ(pipe(release), 0);
+  const std::vector<uint8_t> hello = Hello();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    // Only its own pipe ends: an earlier child's release end inherited here
+    // would keep that child waiting.
+    for (int fd = 3; fd < 4096; ++fd) {
+      if (fd != result[1] && fd != release[0]) close(fd);
+    }
+    if (setgid(uid) != 0 || setuid(uid) != 0) _exit(10);
+    int served = 0;
+    std::vector<int> fds;
+    for (int i = 0; i < count; ++i) {
+      const int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+      sockaddr_un addr{};
+      addr.sun_family = AF_UNIX;
+      std::strcpy(addr.sun_path, path.c_str());
+      if (fd < 0 || connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) _exit(11);
+      (void)!send(fd, hello.data(), hello.size(), MSG_NOSIGNAL);
+      pollfd p{fd, POLLIN, 0};
+      uint8_t buffer[512];
+      if (poll(&p, 1, 5000) == 1 && recv(fd, buffer, sizeof(buffer), MSG_DONTWAIT) > 0) ++served;
+      fds.push_back(fd);
+    }
+    if (write(result[1], &served, sizeof(served)) != sizeof(served)) _exit(12);
+    char c;
+    (void)!read(release[0], &c, 1);  // EOF when the parent lets go
+    _exit(0);
+  }
+  close(result[1]);
+  close(release[0]);
+  return {pid, result[0], release[1]};
+}
+
+int ServedCount(const ChildConnections& child) {
+  int served = -1;
+  pollfd p{child.result_fd, POLLIN, 0};
+  if (poll(&p, 1, 60000) == 1 && read(child.result_fd, &served, sizeof(served)) != sizeof(served)) served = -1;
+  return served;
+}
+
+void Release(const ChildConnections& child) {
+  close(child.release_fd);
+  close(child.result_fd);
+  int status = 0;
+  EXPECT_EQ(waitpid(child.pid, &status, 0), child.pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+}
+
+// One local user cannot take every connection and lock other users'
+// applications out: past max_connections_per_uid (64 by default) that user's
+// connections are closed at once and counted; other users and root still
+// get in.
+TEST(CudaSocketServer, OneUserCannotHoldEveryConnection) {
+  ASSERT_EQ(geteuid(), 0u) << "needs root to connect as other users";
+  const std::string dir = warpscope::testing::CudaTestDirs::Make();
+  ASSERT_EQ(chmod(dir.c_str(), 0755), 0);  // other users may reach the socket
+  EventLog log;
+  CudaSocketServerOptions options;
+  options.socket_path = dir + "/cuda.sock";
+  auto server = CudaSocketServer::Start(options, log.consumer());
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+
+  const ChildConnections greedy = ConnectAsUser(options.socket_path, 4243, 80);
+  EXPECT_EQ(ServedCount(greedy), 64);
+  const ChildConnections other = ConnectAsUser(options.socket_path, 4244, 3);
+  EXPECT_EQ(ServedCount(other), 3) << "another user's applications still connect";
+  const int fd = Connect(options.socket_path);
+  Send(fd, Hello());
+  EXPECT_FALSE(Receive(fd).empty()) << "and root's";
+  const CudaSocketServerCounters c = (*server)->counters();
+  EXPECT_EQ(c.connections_refused_per_uid, 16u);
+  EXPECT_EQ(c.connections_open, 64u + 3u + 1u);
+
+  // Connections closed make room again.
+  Release(greedy);
+  const ChildConnections again = ConnectAsUser(options.socket_path, 4243, 2);
+  EXPECT_EQ(ServedCount(again), 2);
+  Release(again);
+  Release(other);
+  close(fd);
 }
 
 }  // namespace

@@ -407,6 +407,7 @@ void GpuTimeCollector::AddCounters(ProfileBuilder* builder) const {
   builder->SetCounter("cuda_connections_accepted", sc.connections_accepted);
   builder->SetCounter("cuda_connections_open", sc.connections_open);
   builder->SetCounter("cuda_connections_refused", sc.connections_refused);
+  builder->SetCounter("cuda_connections_refused_per_uid", sc.connections_refused_per_uid);
   builder->SetCounter("cuda_protocol_errors", sc.protocol_errors);
   uint64_t cupti_dropped = 0, denied = 0, wire_dropped = 0, launch_dropped = 0;
   for (const auto& [id, c] : connections_) {
