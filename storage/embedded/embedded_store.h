@@ -67,6 +67,9 @@
 namespace warpscope::embedded {
 
 inline constexpr int64_t kSecondNs = 1'000'000'000;
+// How many head rows (or series) a query handles between two looks at its
+// deadline: one clock read per few thousand rows costs nothing measurable.
+inline constexpr size_t kRowsPerDeadlineCheck = 4096;
 
 struct EmbeddedStoreOptions {
   std::string data_dir;
@@ -176,9 +179,11 @@ class EmbeddedProfileStore final : public storage::ProfileStore {
   // from the head and every overlapping segment, each row exactly once.
   // kSummed: the visitor ignores row times (it sums over the range), so a
   // segment lying wholly inside the range may be read from its rollup, whose
-  // rows carry the segment's min time.
+  // rows carry the segment's min time. Stops with the context's status once
+  // the query is past its deadline or cancelled (checked per segment block
+  // and every kRowsPerDeadlineCheck head rows); `context` may be null.
   enum class RowTimes { kNeeded, kSummed };
-  Status ScanRows(const std::vector<TypeEntry>& types, int64_t from_ns, int64_t to_ns,
+  Status ScanRows(storage::QueryContext* context, const std::vector<TypeEntry>& types, int64_t from_ns, int64_t to_ns,
                   const std::function<bool(uint64_t)>& series_filter,
                   const std::function<void(const SampleRow&)>& visit,
                   RowTimes times = RowTimes::kNeeded);
@@ -193,13 +198,14 @@ class EmbeddedProfileStore final : public storage::ProfileStore {
   // Visits the GPU activities with start in [from, to) and the coverage rows
   // with second in [coverage_from, to) whose series passes `series_filter`,
   // from the head and every segment, each row exactly once. A visitor
-  // returning false stops the scan (OK).
-  Status ScanGpu(int64_t from_ns, int64_t coverage_from_ns, int64_t to_ns,
+  // returning false stops the scan (OK). Deadlines as in ScanRows.
+  Status ScanGpu(storage::QueryContext* context, int64_t from_ns, int64_t coverage_from_ns, int64_t to_ns,
                  const std::function<bool(uint64_t)>& series_filter,
                  const std::function<bool(const GpuActivityRow&)>& visit_activity,
                  const std::function<void(const GpuCoverageRow&)>& visit_coverage);
 
-  StatusOr<SeriesGroups> GroupSeries(const std::vector<uint64_t>& series, const std::vector<std::string>& names);
+  StatusOr<SeriesGroups> GroupSeries(storage::QueryContext* context, const std::vector<uint64_t>& series,
+                                     const std::vector<std::string>& names);
 
   std::string segments_dir() const { return options_.data_dir + "/segments"; }
 

@@ -16,10 +16,12 @@ using storage::GpuActivity;
 using storage::GpuActivityKind;
 using storage::GpuTraceCoverage;
 
-Status EmbeddedProfileStore::ScanGpu(int64_t from_ns, int64_t coverage_from_ns, int64_t to_ns,
+Status EmbeddedProfileStore::ScanGpu(storage::QueryContext* context, int64_t from_ns, int64_t coverage_from_ns,
+                                     int64_t to_ns,
                                      const std::function<bool(uint64_t)>& series_filter,
                                      const std::function<bool(const GpuActivityRow&)>& visit_activity,
                                      const std::function<void(const GpuCoverageRow&)>& visit_coverage) {
+  RETURN_IF_ERROR(storage::CheckQuery(context));
   bool stopped = false;
   auto activity = [&](const GpuActivityRow& r) {
     if (stopped || r.start_ns < from_ns || r.start_ns >= to_ns || !series_filter(r.series_id)) return;
@@ -35,26 +37,32 @@ Status EmbeddedProfileStore::ScanGpu(int64_t from_ns, int64_t coverage_from_ns, 
     std::shared_lock<std::shared_mutex> lock(state_mu_);
     for (const GpuRows* head : {static_cast<const GpuRows*>(&active_gpu_), frozen_gpu_.get()}) {
       if (head == nullptr) continue;
-      for (const GpuActivityRow& r : head->activities) activity(r);
+      for (size_t i = 0; i < head->activities.size(); ++i) {
+        if (i % kRowsPerDeadlineCheck == kRowsPerDeadlineCheck - 1) RETURN_IF_ERROR(storage::CheckQuery(context));
+        activity(head->activities[i]);
+      }
       for (const GpuCoverageRow& r : head->coverage) coverage(r);
     }
     segments = segments_;
   }
+  ScanHooks hooks;
+  if (context != nullptr) hooks.before_block = [context] { return context->Check(); };
   for (const auto& segment : *segments) {
     const SegmentReader& reader = *segment->reader;
     if (stopped) break;
     if (reader.gpu_activity_count() == 0 && reader.gpu_coverage_count() == 0) continue;
-    RETURN_IF_ERROR(reader.ScanGpuActivities(from_ns, to_ns, series_filter, activity));
-    RETURN_IF_ERROR(reader.ScanGpuCoverage(coverage_from_ns, to_ns, series_filter, coverage));
+    RETURN_IF_ERROR(reader.ScanGpuActivities(from_ns, to_ns, series_filter, activity, hooks));
+    RETURN_IF_ERROR(reader.ScanGpuCoverage(coverage_from_ns, to_ns, series_filter, coverage, hooks));
   }
   return Status::Ok();
 }
 
 StatusOr<GpuActivities> EmbeddedProfileStore::SelectGpuActivities(const storage::GpuActivityQuery& query) {
+  RETURN_IF_ERROR(storage::CheckQuery(query.context));
   GpuActivities out;
   const int64_t from_ns = std::max(query.from_ns, RetentionCutoff());
   if (from_ns >= query.to_ns) return out;
-  ASSIGN_OR_RETURN(std::vector<uint64_t> series, series_->Select(query.selector));
+  ASSIGN_OR_RETURN(std::vector<uint64_t> series, series_->Select(query.selector, query.context));
   if (series.empty()) return out;
   std::vector<uint8_t> mask(series.back() + 1, 0);
   for (uint64_t id : series) mask[id] = 1;
@@ -67,7 +75,7 @@ StatusOr<GpuActivities> EmbeddedProfileStore::SelectGpuActivities(const storage:
   std::map<std::pair<uint64_t, int64_t>, GpuCoverageRow> coverage;  // (series, second)
   bool too_many = false;
   RETURN_IF_ERROR(ScanGpu(
-      from_ns, coverage_from, query.to_ns, in_mask,
+      query.context, from_ns, coverage_from, query.to_ns, in_mask,
       [&](const GpuActivityRow& r) {
         if (rows.size() >= query.max_activities) {
           too_many = true;

@@ -61,9 +61,11 @@ std::vector<std::string> SortedUnique(std::vector<std::string> names) {
 
 }  // namespace
 
-Status EmbeddedProfileStore::ScanRows(const std::vector<TypeEntry>& types, int64_t from_ns, int64_t to_ns,
+Status EmbeddedProfileStore::ScanRows(storage::QueryContext* context, const std::vector<TypeEntry>& types,
+                                      int64_t from_ns, int64_t to_ns,
                                       const std::function<bool(uint64_t)>& series_filter,
                                       const std::function<void(const SampleRow&)>& visit, RowTimes times) {
+  RETURN_IF_ERROR(storage::CheckQuery(context));
   if (types.empty() || from_ns >= to_ns) return Status::Ok();
   uint32_t min_type = UINT32_MAX, max_type = 0;
   for (const TypeEntry& t : types) {
@@ -72,24 +74,29 @@ Status EmbeddedProfileStore::ScanRows(const std::vector<TypeEntry>& types, int64
   }
   std::vector<uint8_t> wanted_type(max_type + 1, 0);
   for (const TypeEntry& t : types) wanted_type[t.id] = 1;
-  auto head_row = [&](const SampleRow& r) {
-    if (r.time_ns < from_ns || r.time_ns >= to_ns || r.type_id < min_type || r.type_id > max_type ||
-        !wanted_type[r.type_id] || !series_filter(r.series_id)) {
-      return;
+  auto scan_head = [&](const std::vector<SampleRow>& rows) -> Status {
+    for (size_t i = 0; i < rows.size(); ++i) {
+      if (i % kRowsPerDeadlineCheck == kRowsPerDeadlineCheck - 1) RETURN_IF_ERROR(storage::CheckQuery(context));
+      const SampleRow& r = rows[i];
+      if (r.time_ns < from_ns || r.time_ns >= to_ns || r.type_id < min_type || r.type_id > max_type ||
+          !wanted_type[r.type_id] || !series_filter(r.series_id)) {
+        continue;
+      }
+      visit(r);
     }
-    visit(r);
+    return Status::Ok();
   };
   std::shared_ptr<const SegmentList> segments;
   {
     // The head is small (one flush interval): scanned under the lock, which
     // also makes the head and the segment list one consistent snapshot.
     std::shared_lock<std::shared_mutex> lock(state_mu_);
-    for (const SampleRow& r : active_) head_row(r);
-    if (frozen_) {
-      for (const SampleRow& r : *frozen_) head_row(r);
-    }
+    RETURN_IF_ERROR(scan_head(active_));
+    if (frozen_) RETURN_IF_ERROR(scan_head(*frozen_));
     segments = segments_;
   }
+  ScanHooks hooks;
+  if (context != nullptr) hooks.before_block = [context] { return context->Check(); };
   for (const auto& segment : *segments) {
     const SegmentReader& reader = *segment->reader;
     if (reader.row_count() == 0 || reader.max_time() < from_ns || reader.min_time() >= to_ns) continue;
@@ -98,19 +105,20 @@ Status EmbeddedProfileStore::ScanRows(const std::vector<TypeEntry>& types, int64
     if (use_rollup) rollup_scans_.fetch_add(1, std::memory_order_relaxed);
     const SegmentReader& source = use_rollup ? *segment->rollup : reader;
     for (const TypeEntry& t : types) {
-      RETURN_IF_ERROR(source.Scan(from_ns, to_ns, series_filter, t.id, visit));
+      RETURN_IF_ERROR(source.Scan(from_ns, to_ns, series_filter, t.id, visit, hooks));
     }
   }
   return Status::Ok();
 }
 
 StatusOr<MergedProfile> EmbeddedProfileStore::SelectProfile(const storage::ProfileQuery& query) {
+  RETURN_IF_ERROR(storage::CheckQuery(query.context));
   MergedProfile out;
   ASSIGN_OR_RETURN(std::vector<TypeEntry> types, series_->Types(query.type, TypeKind::kProfile));
   if (types.empty()) return out;
   AnswerUnit unit(types);
   out.type = unit.info();
-  ASSIGN_OR_RETURN(std::vector<uint64_t> series, series_->Select(query.selector));
+  ASSIGN_OR_RETURN(std::vector<uint64_t> series, series_->Select(query.selector, query.context));
   if (series.empty()) return out;
   const std::vector<uint8_t> mask = Mask(series);
   std::vector<uint8_t> contributed(mask.size(), 0);
@@ -118,7 +126,7 @@ StatusOr<MergedProfile> EmbeddedProfileStore::SelectProfile(const storage::Profi
   std::vector<int64_t> sums;
   auto rescale = [&](int64_t m) { SaturatingScale(sums.begin(), sums.end(), m); };
   RETURN_IF_ERROR(ScanRows(
-      types, std::max(query.from_ns, RetentionCutoff()), query.to_ns,
+      query.context, types, std::max(query.from_ns, RetentionCutoff()), query.to_ns,
       [&](uint64_t id) { return InMask(mask, id); },
       [&](const SampleRow& r) {
         if (r.stack_id >= sums.size()) [[unlikely]] sums.resize(std::max<size_t>(r.stack_id + 1, sums.size() * 2), 0);
@@ -146,17 +154,18 @@ StatusOr<MergedProfile> EmbeddedProfileStore::SelectProfile(const storage::Profi
 
 StatusOr<std::vector<Series>> EmbeddedProfileStore::SelectSeries(const storage::SeriesQuery& query) {
   const storage::ProfileQuery& q = query.profile;
+  RETURN_IF_ERROR(storage::CheckQuery(q.context));
   if (query.step_ns <= 0) return InvalidArgumentError("step must be positive");
   if (q.to_ns <= q.from_ns) return std::vector<Series>{};
   ASSIGN_OR_RETURN(const int64_t steps, StepCount(q.from_ns, q.to_ns, query.step_ns));
   ASSIGN_OR_RETURN(std::vector<TypeEntry> types, series_->Types(q.type, TypeKind::kProfile));
   if (types.empty()) return std::vector<Series>{};
   AnswerUnit unit(types);
-  ASSIGN_OR_RETURN(std::vector<uint64_t> series, series_->Select(q.selector));
+  ASSIGN_OR_RETURN(std::vector<uint64_t> series, series_->Select(q.selector, q.context));
   if (series.empty()) return std::vector<Series>{};
 
   const std::vector<std::string> names = SortedUnique(query.group_by);
-  ASSIGN_OR_RETURN(SeriesGroups groups, GroupSeries(series, names));
+  ASSIGN_OR_RETURN(SeriesGroups groups, GroupSeries(q.context, series, names));
   const std::vector<int32_t>& group = groups.group;
   RETURN_IF_ERROR(CheckGroupPoints(groups.values.size(), steps));
   std::vector<std::vector<int64_t>> points(groups.values.size());  // allocated on a group's first row
@@ -164,7 +173,7 @@ StatusOr<std::vector<Series>> EmbeddedProfileStore::SelectSeries(const storage::
     for (std::vector<int64_t>& p : points) SaturatingScale(p.begin(), p.end(), m);
   };
   RETURN_IF_ERROR(ScanRows(
-      types, std::max(q.from_ns, RetentionCutoff()), q.to_ns,
+      q.context, types, std::max(q.from_ns, RetentionCutoff()), q.to_ns,
       [&](uint64_t id) { return id < group.size() && group[id] >= 0; },
       [&](const SampleRow& r) {
         const int64_t value = unit.Value(r, rescale);
@@ -186,10 +195,13 @@ StatusOr<std::vector<Series>> EmbeddedProfileStore::SelectSeries(const storage::
   return out;
 }
 
-StatusOr<EmbeddedProfileStore::SeriesGroups> EmbeddedProfileStore::GroupSeries(const std::vector<uint64_t>& series,
+StatusOr<EmbeddedProfileStore::SeriesGroups> EmbeddedProfileStore::GroupSeries(storage::QueryContext* context,
+                                                                              const std::vector<uint64_t>& series,
                                                                               const std::vector<std::string>& names) {
   std::map<std::vector<std::string>, std::vector<uint64_t>> members;  // label values -> series ids
-  for (uint64_t id : series) {
+  for (size_t i = 0; i < series.size(); ++i) {
+    if (i % kRowsPerDeadlineCheck == kRowsPerDeadlineCheck - 1) RETURN_IF_ERROR(storage::CheckQuery(context));
+    const uint64_t id = series[i];
     ASSIGN_OR_RETURN(Labels labels, series_->LabelsOf(id));
     std::vector<std::string> values;
     values.reserve(names.size());
@@ -210,15 +222,16 @@ StatusOr<EmbeddedProfileStore::SeriesGroups> EmbeddedProfileStore::GroupSeries(c
 
 StatusOr<storage::StackTimeline> EmbeddedProfileStore::SelectStackTimeline(const storage::TimelineQuery& query) {
   const storage::ProfileQuery& q = query.profile;
+  RETURN_IF_ERROR(storage::CheckQuery(q.context));
   storage::StackTimeline out;
   ASSIGN_OR_RETURN(std::vector<TypeEntry> types, series_->Types(q.type, TypeKind::kProfile));
   if (types.empty()) return out;
   AnswerUnit unit(types);
   out.profile.type = unit.info();
-  ASSIGN_OR_RETURN(std::vector<uint64_t> series, series_->Select(q.selector));
+  ASSIGN_OR_RETURN(std::vector<uint64_t> series, series_->Select(q.selector, q.context));
   if (series.empty()) return out;
   const std::vector<std::string> names = SortedUnique(query.group_by);
-  ASSIGN_OR_RETURN(SeriesGroups groups, GroupSeries(series, names));
+  ASSIGN_OR_RETURN(SeriesGroups groups, GroupSeries(q.context, series, names));
   const std::vector<int32_t>& group = groups.group;
 
   struct Key {
@@ -242,7 +255,7 @@ StatusOr<storage::StackTimeline> EmbeddedProfileStore::SelectStackTimeline(const
     for (auto& [key, value] : sums) value = SaturatingMul(value, m);
   };
   RETURN_IF_ERROR(ScanRows(
-      types, std::max(q.from_ns, RetentionCutoff()), q.to_ns,
+      q.context, types, std::max(q.from_ns, RetentionCutoff()), q.to_ns,
       [&](uint64_t id) { return id < group.size() && group[id] >= 0; },
       [&](const SampleRow& r) {
         if (too_many) return;
@@ -296,17 +309,18 @@ StatusOr<storage::StackTimeline> EmbeddedProfileStore::SelectStackTimeline(const
 }
 
 StatusOr<std::vector<Labels>> EmbeddedProfileStore::SelectSeriesLabels(const storage::SeriesLabelsQuery& query) {
+  RETURN_IF_ERROR(storage::CheckQuery(query.context));
   // Every type, metrics too, for the targets list (its GPUs come from metric series).
   ASSIGN_OR_RETURN(std::vector<TypeEntry> types,
                    series_->Types(query.type, query.type.empty() ? TypeKind::kAny : TypeKind::kProfile));
   if (types.empty()) return std::vector<Labels>{};
-  ASSIGN_OR_RETURN(std::vector<uint64_t> series, series_->Select(query.selector));
+  ASSIGN_OR_RETURN(std::vector<uint64_t> series, series_->Select(query.selector, query.context));
   if (series.empty()) return std::vector<Labels>{};
   const std::vector<uint8_t> mask = Mask(series);
   std::vector<uint8_t> seen(mask.size(), 0);
   // A series already seen is filtered out, so segments skip its later runs.
   RETURN_IF_ERROR(ScanRows(
-      types, std::max(query.from_ns, RetentionCutoff()), query.to_ns,
+      query.context, types, std::max(query.from_ns, RetentionCutoff()), query.to_ns,
       [&](uint64_t id) { return InMask(mask, id) && !seen[id]; }, [&](const SampleRow& r) { seen[r.series_id] = 1; }));
   std::vector<Labels> out;
   for (uint64_t id = 0; id < seen.size(); ++id) {
@@ -337,16 +351,17 @@ StatusOr<std::vector<ProfileTypeInfo>> EmbeddedProfileStore::ProfileTypes() {
 
 StatusOr<std::vector<storage::MetricSeries>> EmbeddedProfileStore::SelectMetricSeries(
     const storage::MetricQuery& query) {
+  RETURN_IF_ERROR(storage::CheckQuery(query.context));
   if (query.name.empty()) return InvalidArgumentError("metric name is empty");
   if (query.step_ns <= 0) return InvalidArgumentError("step must be positive");
   if (query.to_ns <= query.from_ns) return std::vector<storage::MetricSeries>{};
   ASSIGN_OR_RETURN(const int64_t steps, StepCount(query.from_ns, query.to_ns, query.step_ns));
   ASSIGN_OR_RETURN(std::vector<TypeEntry> types, series_->Types(query.name, TypeKind::kMetric));
   if (types.empty()) return std::vector<storage::MetricSeries>{};
-  ASSIGN_OR_RETURN(std::vector<uint64_t> series, series_->Select(query.selector));
+  ASSIGN_OR_RETURN(std::vector<uint64_t> series, series_->Select(query.selector, query.context));
   if (series.empty()) return std::vector<storage::MetricSeries>{};
   const std::vector<std::string> names = SortedUnique(query.group_by);
-  ASSIGN_OR_RETURN(SeriesGroups groups, GroupSeries(series, names));
+  ASSIGN_OR_RETURN(SeriesGroups groups, GroupSeries(query.context, series, names));
   const std::vector<int32_t>& group = groups.group;
   RETURN_IF_ERROR(CheckGroupPoints(groups.values.size(), steps));
   struct Accumulator {
@@ -355,7 +370,7 @@ StatusOr<std::vector<storage::MetricSeries>> EmbeddedProfileStore::SelectMetricS
   };
   std::vector<std::vector<Accumulator>> acc(groups.values.size());  // allocated on a group's first row
   RETURN_IF_ERROR(ScanRows(
-      types, std::max(query.from_ns, RetentionCutoff()), query.to_ns,
+      query.context, types, std::max(query.from_ns, RetentionCutoff()), query.to_ns,
       [&](uint64_t id) { return id < group.size() && group[id] >= 0; },
       [&](const SampleRow& r) {
         std::vector<Accumulator>& g = acc[group[r.series_id]];

@@ -164,5 +164,74 @@ TEST_F(SegmentCorruptionTest, GarbageBehindAValidCrcNeverCrashes) {
   EXPECT_GT(errors, 1000);
 }
 
+// With hooks, a scan skips a damaged block (reporting it with its time
+// range) and serves every other block; before_block can stop it.
+TEST_F(SegmentCorruptionTest, HooksSkipADamagedBlockAndStopAScan) {
+  auto good = SegmentReader::Open(Path("good"));
+  ASSERT_TRUE(good.ok());
+  ASSERT_EQ((*good)->block_count(), 4u);
+  const Model model = BuildModel(RandomRows(600, 11));
+  // Damage block 1's columns: its prefix still decodes, its CRC does not match.
+  auto trailer = segment::ParseTrailer(std::string_view(good_).substr(good_.size() - segment::kTrailerSize),
+                                       good_.size(), "good");
+  ASSERT_TRUE(trailer.ok());
+  auto footer =
+      segment::ParseFooter(std::string_view(good_).substr(trailer->footer_offset, trailer->footer_size),
+                           trailer->footer_offset, "good");
+  ASSERT_TRUE(footer.ok());
+  const segment::BlockIndexEntry& damaged = footer->blocks[1];
+  std::string bad = good_;
+  bad[damaged.offset + damaged.size - 1] ^= 0x40;
+  WriteBytes(Path("bad"), bad);
+  auto reader = SegmentReader::Open(Path("bad"));
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+
+  for (uint32_t type = 0; type < 3; ++type) {
+    SCOPED_TRACE(type);
+    std::vector<DamagedBlock> reported;
+    ScanHooks hooks;
+    hooks.on_damaged_block = [&](const DamagedBlock& b) {
+      reported.push_back(b);
+      return Status::Ok();
+    };
+    Model got;
+    const Status s = (*reader)->Scan(kMin, kMax, nullptr, type, [&](const SampleRow& r) {
+      got[{r.type_id, r.series_id, r.time_ns, r.stack_id}] = r.value;
+    }, hooks);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    Model good_rows;
+    ASSERT_TRUE((*good)->Scan(kMin, kMax, nullptr, type, [&](const SampleRow& r) {
+      good_rows[{r.type_id, r.series_id, r.time_ns, r.stack_id}] = r.value;
+    }).ok());
+    EXPECT_EQ(good_rows, Query(model, type, kMin, kMax, nullptr));
+    if (type < damaged.min_type || type > damaged.max_type) {
+      EXPECT_TRUE(reported.empty());
+      EXPECT_EQ(got, good_rows);
+      continue;
+    }
+    ASSERT_EQ(reported.size(), 1u);
+    EXPECT_EQ(reported[0].part, "block 1");
+    EXPECT_EQ(reported[0].min_time, damaged.min_time);
+    EXPECT_EQ(reported[0].max_time, damaged.max_time);
+    EXPECT_EQ(reported[0].status.code(), StatusCode::kDataLoss);
+    EXPECT_NE(reported[0].status.message().find(Path("bad")), std::string::npos);
+    // Every row of the other blocks, none of the damaged one's.
+    EXPECT_LT(got.size(), good_rows.size());
+    for (const auto& [key, value] : got) EXPECT_EQ(good_rows.at(key), value);
+    // Without the hook the same scan fails.
+    EXPECT_EQ((*reader)->Scan(kMin, kMax, nullptr, type, [](const SampleRow&) {}).code(), StatusCode::kDataLoss);
+  }
+
+  // before_block stops the scan with its own status.
+  int blocks = 0;
+  ScanHooks stop;
+  stop.before_block = [&]() -> Status {
+    return ++blocks > 1 ? DeadlineExceededError("past the deadline") : Status::Ok();
+  };
+  const Status stopped = (*good)->Scan(kMin, kMax, nullptr, footer->blocks[0].min_type, [](const SampleRow&) {}, stop);
+  EXPECT_EQ(stopped.code(), StatusCode::kDeadlineExceeded) << stopped.ToString();
+  EXPECT_EQ(blocks, 2);
+}
+
 }  // namespace
 }  // namespace warpscope::segment_test

@@ -306,10 +306,23 @@ class BlockLoader {
   segment::BlockDecoder decoder_;
 };
 
+// The outcome of reading a part of the file: its own status, or, for a
+// damaged part the hooks skip, OK with *skip set.
+Status Damaged(const ScanHooks& hooks, Status status, std::string part, int64_t min_time, int64_t max_time,
+               bool* skip) {
+  *skip = false;
+  if (status.ok() || status.code() != StatusCode::kDataLoss || !hooks.on_damaged_block) return status;
+  RETURN_IF_ERROR(hooks.on_damaged_block(
+      DamagedBlock{.part = std::move(part), .min_time = min_time, .max_time = max_time, .status = std::move(status)}));
+  *skip = true;
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status SegmentReader::Scan(int64_t from_ns, int64_t to_ns, const std::function<bool(uint64_t)>& series_filter,
-                           uint32_t type_id, const std::function<void(const SampleRow&)>& visit) const {
+                           uint32_t type_id, const std::function<void(const SampleRow&)>& visit,
+                           const ScanHooks& hooks) const {
   if (from_ns >= to_ns) return Status::Ok();
   BlockLoader loader(fd_.get(), path_);
   const segment::BlockDecoder& decoder = loader.decoder();
@@ -318,9 +331,13 @@ Status SegmentReader::Scan(int64_t from_ns, int64_t to_ns, const std::function<b
     const BlockIndexEntry& entry = footer_.blocks[b];
     if (type_id < entry.min_type || type_id > entry.max_type) continue;
     if (entry.max_time < from_ns || entry.min_time >= to_ns) continue;
+    if (hooks.before_block) RETURN_IF_ERROR(hooks.before_block());
     // Without a filter, a single-type block is needed whole: read it at once.
     const bool whole_block = !series_filter && entry.min_type == entry.max_type;
-    RETURN_IF_ERROR(loader.LoadRuns(entry, b, whole_block));
+    bool skip = false;
+    RETURN_IF_ERROR(Damaged(hooks, loader.LoadRuns(entry, b, whole_block), "block " + std::to_string(b),
+                            entry.min_time, entry.max_time, &skip));
+    if (skip) continue;
     const std::vector<segment::SeriesRun>& runs = decoder.runs();
     selected.assign(runs.size(), 0);
     bool any = false;
@@ -329,7 +346,9 @@ Status SegmentReader::Scan(int64_t from_ns, int64_t to_ns, const std::function<b
       any |= selected[r] != 0;
     }
     if (!any) continue;
-    RETURN_IF_ERROR(loader.LoadColumns());
+    RETURN_IF_ERROR(Damaged(hooks, loader.LoadColumns(), "block " + std::to_string(b), entry.min_time,
+                            entry.max_time, &skip));
+    if (skip) continue;
     const int64_t* times = decoder.times().data();
     const uint64_t* stacks = decoder.stacks().data();
     const int64_t* values = decoder.values().data();
@@ -400,7 +419,8 @@ int64_t SegmentReader::data_max_time() const {
 
 Status SegmentReader::ScanGpuActivities(int64_t from_ns, int64_t to_ns,
                                         const std::function<bool(uint64_t)>& series_filter,
-                                        const std::function<void(const GpuActivityRow&)>& visit) const {
+                                        const std::function<void(const GpuActivityRow&)>& visit,
+                                        const ScanHooks& hooks) const {
   if (from_ns >= to_ns) return Status::Ok();
   segment::ZstdDecompressor dctx = segment::NewZstdDecompressor();
   std::string bytes;
@@ -408,10 +428,17 @@ Status SegmentReader::ScanGpuActivities(int64_t from_ns, int64_t to_ns,
   for (size_t b = 0; b < footer_.gpu.blocks.size(); ++b) {
     const segment::GpuBlockEntry& entry = footer_.gpu.blocks[b];
     if (entry.max_start < from_ns || entry.min_start >= to_ns) continue;
-    RETURN_IF_ERROR(PreadFully(fd_.get(), entry.offset, entry.size, &bytes, path_));
+    if (hooks.before_block) RETURN_IF_ERROR(hooks.before_block());
     rows.clear();
-    RETURN_IF_ERROR(segment::DecodeGpuBlock(bytes, entry, dctx.get(), &rows)
-                        .WithContext("segment file " + path_ + " GPU block " + std::to_string(b) + " is corrupt"));
+    Status read = PreadFully(fd_.get(), entry.offset, entry.size, &bytes, path_);
+    if (read.ok()) {
+      read = segment::DecodeGpuBlock(bytes, entry, dctx.get(), &rows)
+                 .WithContext("segment file " + path_ + " GPU block " + std::to_string(b) + " is corrupt");
+    }
+    bool skip = false;
+    RETURN_IF_ERROR(
+        Damaged(hooks, std::move(read), "GPU block " + std::to_string(b), entry.min_start, entry.max_start, &skip));
+    if (skip) continue;
     for (const GpuActivityRow& row : rows) {
       if (row.start_ns < from_ns || row.start_ns >= to_ns) continue;
       if (series_filter && !series_filter(row.series_id)) continue;
@@ -422,17 +449,24 @@ Status SegmentReader::ScanGpuActivities(int64_t from_ns, int64_t to_ns,
 }
 
 Status SegmentReader::ScanGpuCoverage(int64_t from_ns, int64_t to_ns, const std::function<bool(uint64_t)>& series_filter,
-                                      const std::function<void(const GpuCoverageRow&)>& visit) const {
+                                      const std::function<void(const GpuCoverageRow&)>& visit,
+                                      const ScanHooks& hooks) const {
   const segment::GpuCoverageEntry& entry = footer_.gpu.coverage;
   if (from_ns >= to_ns || entry.row_count == 0 || entry.max_second < from_ns || entry.min_second >= to_ns) {
     return Status::Ok();
   }
+  if (hooks.before_block) RETURN_IF_ERROR(hooks.before_block());
   segment::ZstdDecompressor dctx = segment::NewZstdDecompressor();
   std::string bytes;
-  RETURN_IF_ERROR(PreadFully(fd_.get(), entry.offset, entry.size, &bytes, path_));
   std::vector<GpuCoverageRow> rows;
-  RETURN_IF_ERROR(segment::DecodeGpuCoverageChunk(bytes, entry, dctx.get(), &rows)
-                      .WithContext("segment file " + path_ + " GPU coverage is corrupt"));
+  Status read = PreadFully(fd_.get(), entry.offset, entry.size, &bytes, path_);
+  if (read.ok()) {
+    read = segment::DecodeGpuCoverageChunk(bytes, entry, dctx.get(), &rows)
+               .WithContext("segment file " + path_ + " GPU coverage is corrupt");
+  }
+  bool skip = false;
+  RETURN_IF_ERROR(Damaged(hooks, std::move(read), "GPU coverage", entry.min_second, entry.max_second, &skip));
+  if (skip) return Status::Ok();
   for (const GpuCoverageRow& row : rows) {
     if (row.second_ns < from_ns || row.second_ns >= to_ns) continue;
     if (series_filter && !series_filter(row.series_id)) continue;

@@ -71,6 +71,27 @@ Status WriteSegment(const std::string& path, std::vector<SampleRow> rows,
 Status WriteSegment(const std::string& path, std::vector<SampleRow> rows, GpuRows gpu,
                     const SegmentWriteOptions& options);
 
+// A part of a segment a scan could not read: its bytes fail their CRC or do
+// not decode.
+struct DamagedBlock {
+  std::string part;      // "block 3", "GPU block 0", "GPU coverage"
+  int64_t min_time = 0;  // the time range of its rows, from the index (inclusive)
+  int64_t max_time = 0;
+  Status status;         // DataLoss naming the file and the part
+};
+
+// What a scan does besides visiting rows; both may be empty. Called on the
+// scanning thread.
+struct ScanHooks {
+  // Before each block is read; an error stops the scan and is returned (a
+  // query past its deadline).
+  std::function<Status()> before_block;
+  // For a damaged block, instead of failing: OK skips the block (none of its
+  // rows were visited) and the scan goes on; an error stops the scan and is
+  // returned. Empty: the scan fails with the block's DataLoss.
+  std::function<Status(const DamagedBlock&)> on_damaged_block;
+};
+
 // Reads one segment file.
 //
 // Threading: immutable after Open. Scan and Verify keep all their state on the
@@ -107,12 +128,14 @@ class SegmentReader {
   // Visits the activities with from_ns <= start_ns < to_ns whose series
   // passes series_filter (null: all), in file order (by start). Blocks
   // outside the range are skipped by the index. DataLoss naming the file and
-  // block for a corrupt block. Any thread, like Scan.
+  // block for a corrupt block (unless `hooks` skip it). Any thread, like Scan.
   Status ScanGpuActivities(int64_t from_ns, int64_t to_ns, const std::function<bool(uint64_t series_id)>& series_filter,
-                           const std::function<void(const GpuActivityRow&)>& visit) const;
+                           const std::function<void(const GpuActivityRow&)>& visit,
+                           const ScanHooks& hooks = ScanHooks()) const;
   // Coverage rows with from_ns <= second_ns < to_ns, likewise.
   Status ScanGpuCoverage(int64_t from_ns, int64_t to_ns, const std::function<bool(uint64_t series_id)>& series_filter,
-                         const std::function<void(const GpuCoverageRow&)>& visit) const;
+                         const std::function<void(const GpuCoverageRow&)>& visit,
+                         const ScanHooks& hooks = ScanHooks()) const;
 
   // Calls `visit` for every row of type `type_id` with from_ns <= time_ns <
   // to_ns and, if series_filter is not null, series_filter(series_id) true,
@@ -122,9 +145,11 @@ class SegmentReader {
   // passes the filter), and each part's CRC is checked before it is decoded.
   // series_filter is called once per run of equal series, not per row, on the
   // calling thread, as is visit. A corrupt block gives DataLoss naming the
-  // file and block; rows of earlier blocks may already have been visited.
+  // file and block (unless hooks.on_damaged_block skips it); rows of earlier
+  // blocks may already have been visited.
   Status Scan(int64_t from_ns, int64_t to_ns, const std::function<bool(uint64_t series_id)>& series_filter,
-              uint32_t type_id, const std::function<void(const SampleRow&)>& visit) const;
+              uint32_t type_id, const std::function<void(const SampleRow&)>& visit,
+              const ScanHooks& hooks = ScanHooks()) const;
 
   // Decodes every block and checks its CRC and contents against the index
   // (offline checks, tests). Returns the first problem found.

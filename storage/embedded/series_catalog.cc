@@ -2,7 +2,8 @@
 
 namespace warpscope::embedded {
 
-StatusOr<std::vector<uint64_t>> SeriesCatalog::Select(const Selector& selector) {
+StatusOr<std::vector<uint64_t>> SeriesCatalog::Select(const Selector& selector, const storage::QueryContext* context) {
+  RETURN_IF_ERROR(storage::CheckQuery(context));
   storage::Labels equal;
   for (const LabelMatcher& m : selector.matchers()) {
     if (m.op() == MatchOp::kEqual && !m.matches_empty()) equal.emplace_back(m.name(), m.value());
@@ -11,7 +12,9 @@ StatusOr<std::vector<uint64_t>> SeriesCatalog::Select(const Selector& selector) 
   if (selector.selects_everything()) return candidates;
   std::vector<uint64_t> out;
   out.reserve(candidates.size());
-  for (uint64_t id : candidates) {
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (i % 1024 == 1023) RETURN_IF_ERROR(storage::CheckQuery(context));
+    const uint64_t id = candidates[i];
     ASSIGN_OR_RETURN(storage::Labels labels, LabelsOf(id));
     if (selector.Matches(labels)) out.push_back(id);
   }

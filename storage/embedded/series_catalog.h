@@ -18,6 +18,7 @@
 #include "base/status.h"
 #include "query/selector.h"
 #include "storage/embedded/dictionary/dictionary_store.h"
+#include "storage/query_context.h"
 #include "storage/store_types.h"
 
 namespace warpscope::embedded {
@@ -39,8 +40,10 @@ class SeriesCatalog {
 
   // Ascending ids of the series whose labels pass `selector`. Equality
   // matchers that cannot match an absent label narrow through the label
-  // index; every matcher is then checked on the cached labels.
-  StatusOr<std::vector<uint64_t>> Select(const Selector& selector);
+  // index; every matcher is then checked on the cached labels (an expensive
+  // regex over many series: the context's deadline is checked every 1024
+  // series; `context` may be null).
+  StatusOr<std::vector<uint64_t>> Select(const Selector& selector, const storage::QueryContext* context = nullptr);
   StatusOr<storage::Labels> LabelsOf(uint64_t series_id);
   // The types of `kind`, ascending id; `name` "" for all, else those with that name.
   StatusOr<std::vector<TypeEntry>> Types(const std::string& name, TypeKind kind);
