@@ -170,6 +170,7 @@ StatusOr<LabelMatcher> LabelMatcher::Create(std::string name, MatchOp op, std::s
 LabelMatcher::LabelMatcher(std::string name, MatchOp op, std::string value, std::shared_ptr<const std::regex> regex)
     : name_(std::move(name)), op_(op), value_(std::move(value)), regex_(std::move(regex)) {
   matches_empty_ = Matches("");
+  if (regex_ != nullptr) match_cost_per_byte_ = std::max<size_t>(1, ExpandedAtoms(value_));
 }
 
 bool LabelMatcher::Matches(std::string_view label_value) const {

@@ -58,6 +58,10 @@ class LabelMatcher {
   // Whether a series without this label passes. A store that pushes matchers down to an
   // index of (name, value) pairs must not drop such series when this is true.
   bool matches_empty() const { return matches_empty_; }
+  bool is_regex() const { return regex_ != nullptr; }
+  // The work of one Matches call per byte of the value, in NFA states (the regex's
+  // expanded atoms); 0 for = and !=, whose cost does not depend on the pattern.
+  size_t match_cost_per_byte() const { return match_cost_per_byte_; }
 
   // name="value", name=~"pattern": parses back to an equal matcher.
   std::string ToString() const;
@@ -75,6 +79,7 @@ class LabelMatcher {
   std::string value_;
   std::shared_ptr<const std::regex> regex_;  // set for =~ and !~ only
   bool matches_empty_ = false;
+  size_t match_cost_per_byte_ = 0;
 };
 
 }  // namespace warpscope

@@ -168,4 +168,38 @@ std::string Selector::ToString() const {
   return out + "}";
 }
 
+SelectorEvaluation::SelectorEvaluation(const Selector& selector, uint64_t regex_budget)
+    : selector_(selector), budget_(regex_budget), memo_(selector.matchers().size()) {}
+
+StatusOr<bool> SelectorEvaluation::Matches(const Selector::LabelList& labels) {
+  const std::vector<LabelMatcher>& matchers = selector_.matchers();
+  for (size_t i = 0; i < matchers.size(); ++i) {
+    const LabelMatcher& m = matchers[i];
+    std::string_view value;
+    for (const auto& [name, v] : labels) {
+      if (name == m.name()) {
+        value = v;
+        break;
+      }
+    }
+    bool pass;
+    if (!m.is_regex()) {
+      pass = m.Matches(value);
+    } else if (auto it = memo_[i].find(value); it != memo_[i].end()) {
+      pass = it->second;
+    } else {
+      spent_ += (value.size() + 1) * m.match_cost_per_byte();
+      if (spent_ > budget_) {
+        return InvalidArgumentError("selector too expensive: " + m.ToString() + " over this many distinct values of '" +
+                                    m.name() + "' passes the limit on regular-expression work; narrow it with an "
+                                    "equality matcher (node=\"...\") or a simpler expression");
+      }
+      pass = m.Matches(value);
+      memo_[i].emplace(std::string(value), pass);
+    }
+    if (!pass) return false;
+  }
+  return true;
+}
+
 }  // namespace warpscope

@@ -13,9 +13,11 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -60,6 +62,40 @@ class Selector {
 
  private:
   std::vector<LabelMatcher> matchers_;
+};
+
+// One query's run of a Selector over many label sets (a store's series). A regex
+// matcher runs once per distinct value of its label: label values repeat across series
+// (thousands of series share a handful of comm values), so a regex costs what the
+// distinct values cost. And the regex work of the whole run is bounded: a selector that
+// passes Parse's limits can still cost series x value bytes x NFA states, so past
+// `budget` units of (value bytes + 1) x match_cost_per_byte() the run stops with
+// InvalidArgument instead of holding a worker for minutes.
+//
+// Not thread-safe: one per query; the Selector must outlive it.
+class SelectorEvaluation {
+ public:
+  // std::regex's polynomial executor takes up to ~120 ns a unit (a pattern that
+  // expands to 2000 states, on a 2-core CI machine), so the default is about a
+  // second of the worst work; a typical =~"python.*" over 16-byte values costs
+  // 119 units a distinct value, so it allows some 80,000 distinct values.
+  static constexpr uint64_t kDefaultRegexBudget = 10'000'000;
+
+  explicit SelectorEvaluation(const Selector& selector, uint64_t regex_budget = kDefaultRegexBudget);
+
+  StatusOr<bool> Matches(const Selector::LabelList& labels);
+  uint64_t regex_work() const { return spent_; }
+
+ private:
+  const Selector& selector_;
+  const uint64_t budget_;
+  uint64_t spent_ = 0;
+  struct ValueHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view v) const { return std::hash<std::string_view>{}(v); }
+  };
+  // Per matcher (regex ones only): value -> whether it matched.
+  std::vector<std::unordered_map<std::string, bool, ValueHash, std::equal_to<>>> memo_;
 };
 
 }  // namespace warpscope

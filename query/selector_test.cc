@@ -170,5 +170,50 @@ TEST(SelectorTest, BuiltFromMatchers) {
   EXPECT_EQ(MustParse(s.ToString()), s);
 }
 
+// A regex runs once per distinct value, and the same answers come out as Matches.
+TEST(SelectorEvaluationTest, RunsEachRegexOncePerDistinctValue) {
+  auto sel = Selector::Parse(R"({comm=~"py.*", node!="b"})");
+  ASSERT_TRUE(sel.ok()) << sel.status().ToString();
+  SelectorEvaluation eval(*sel);
+  const char* comms[] = {"python3", "bash", "pypy"};
+  const char* nodes[] = {"a", "b"};
+  for (int i = 0; i < 3000; ++i) {
+    Selector::LabelList labels = {{"comm", comms[i % 3]}, {"node", nodes[i % 2]}, {"pid", std::to_string(i)}};
+    StatusOr<bool> got = eval.Matches(labels);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_EQ(*got, sel->Matches(labels)) << i;
+  }
+  const uint64_t per_byte = sel->matchers()[0].match_cost_per_byte();
+  EXPECT_EQ(eval.regex_work(), (8 + 5 + 5) * per_byte);  // "python3", "bash", "pypy", each once
+  // A missing label reads as "".
+  StatusOr<bool> none = eval.Matches({{"node", "a"}});
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(*none);
+}
+
+// A selector that parses but costs series x bytes x states (2000 states
+// against distinct 4 KB values) stops at the budget instead of running for
+// minutes.
+TEST(SelectorEvaluationTest, RegexWorkIsBounded) {
+  auto sel = Selector::Parse(R"({comm=~"(.*){1,2000}"})");
+  ASSERT_TRUE(sel.ok()) << sel.status().ToString();
+  SelectorEvaluation eval(*sel);
+  Status failure;
+  int matched = 0;
+  for (int i = 0; i < 1500 && failure.ok(); ++i) {
+    StatusOr<bool> got = eval.Matches({{"comm", std::to_string(i) + std::string(4096, 'x')}});
+    if (!got.ok()) {
+      failure = got.status();
+    } else {
+      matched += *got;
+    }
+  }
+  ASSERT_FALSE(failure.ok()) << "1500 values of 4 KB against 2000 states ran to the end";
+  EXPECT_EQ(failure.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(failure.message().find("selector too expensive"), std::string::npos) << failure.message();
+  EXPECT_LE(eval.regex_work(), SelectorEvaluation::kDefaultRegexBudget + 4097 * 2000);
+  EXPECT_GE(matched, 1);
+}
+
 }  // namespace
 }  // namespace warpscope
