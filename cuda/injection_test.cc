@@ -363,11 +363,11 @@ TEST(CudaInjection, KernelsLaunchesAndStatsReachTheAgent) {
   std::map<std::string, int> per_name;
   for (const CudaKernel& k : agent.kernels) {
     EXPECT_TRUE(by_correlation.emplace(k.record.correlation_id, &k).second) << "duplicate correlation id";
-    per_name[*k.name]++;
+    per_name[k.name->text.system_name]++;
     const uint64_t duration = k.record.end_ns - k.record.start_ns;
-    if (*k.name == "_Z7kernelAv") {
+    if (k.name->text.system_name == "_Z7kernelAv") {
       EXPECT_EQ(duration, 5000u);
-    } else if (*k.name == "_Z7kernelBv") {
+    } else if (k.name->text.system_name == "_Z7kernelBv") {
       EXPECT_EQ(duration, 7000u);
     }
     EXPECT_EQ(k.record.block_x, 256);
@@ -388,7 +388,7 @@ TEST(CudaInjection, KernelsLaunchesAndStatsReachTheAgent) {
   for (const ws_cuda_launch& l : agent.launches) {
     sampled_per_tid[l.tid]++;
     if (by_correlation.count(l.inner_correlation_id) &&
-        *by_correlation[l.inner_correlation_id]->name == "_Z7kernelAv") {
+        by_correlation[l.inner_correlation_id]->name->text.system_name == "_Z7kernelAv") {
       sampled_a++;
     }
   }
@@ -409,7 +409,7 @@ TEST(CudaInjection, KernelsLaunchesAndStatsReachTheAgent) {
     auto it = by_correlation.find(join);
     ASSERT_NE(it, by_correlation.end()) << "launch " << l.correlation_id << " joins nothing";
     EXPECT_EQ(l.tid != 0, true);
-    if (*it->second->name == "_Z7kernelAv") {
+    if (it->second->name->text.system_name == "_Z7kernelAv") {
       EXPECT_EQ(l.inner_correlation_id, l.correlation_id + 1);
       EXPECT_EQ(l.flags & WS_CUDA_LAUNCH_FLAG_DRIVER_API, 0);
       EXPECT_EQ(l.launch_kind, WS_CUDA_LAUNCH_KERNEL);
@@ -615,7 +615,7 @@ TEST(CudaInjection, AgentLossMakesItDormantAndReconnectWorks) {
   host.Numbers(LaunchCommand(1, 10, 0, kRuntimeDomain, kCudaLaunchKernel, kCuLaunchKernel, "_Z5againv", 1));
   ASSERT_TRUE(again.WaitFor([&] { return again.kernels.size() == 10; }));
   std::lock_guard<std::mutex> lock(again.mu_);
-  EXPECT_EQ(*again.kernels[0].name, "_Z5againv");  // the dictionary starts over
+  EXPECT_EQ(again.kernels[0].name->text.system_name, "_Z5againv");  // the dictionary starts over
   EXPECT_EQ(again.kernels[0].record.name_id, 1u);
 }
 

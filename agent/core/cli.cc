@@ -225,6 +225,12 @@ StatusOr<RunOptions> ParseRunArgs(const std::vector<std::string>& args) {
       ASSIGN_OR_RETURN(uint64_t n, ParseUnsigned("--gpu-connections-per-uid", v, 1024));
       if (n == 0) return InvalidArgumentError("--gpu-connections-per-uid must be at least 1");
       o.gpu_connections_per_uid = static_cast<uint32_t>(n);
+    } else if (flag == "--gpu-kernel-name-bytes") {
+      ASSIGN_OR_RETURN(std::string v, c.TakeValue());
+      ASSIGN_OR_RETURN(o.gpu_kernel_name_bytes, ParseByteSize("--gpu-kernel-name-bytes", v));
+      if (o.gpu_kernel_name_bytes < (1u << 20) || o.gpu_kernel_name_bytes > (16ull << 30)) {
+        return InvalidArgumentError("--gpu-kernel-name-bytes must be between 1MiB and 16GiB, got '" + v + "'");
+      }
     } else if (flag == "--metrics-listen") {
       ASSIGN_OR_RETURN(o.metrics_listen, c.TakeValue());
       if (o.metrics_listen.empty()) return InvalidArgumentError("--metrics-listen needs HOST:PORT, e.g. 127.0.0.1:9400");
@@ -398,6 +404,11 @@ until every --pid has exited.
                             (default 200; other launches share their time)
       --gpu-trace-per-sec N kernels per process and second kept for the kernel
                             table and timeline (default 20000; 0: none)
+      --gpu-kernel-name-bytes N
+                            CUDA kernel names kept, every process together;
+                            names of exited processes are dropped first, and
+                            names past it are shown as "[kernel name over the
+                            agent's budget]" (default 64MiB)
       --gpu-connections-per-uid N
                             CUDA socket connections one user may hold; more
                             are refused and counted (default 64; root and the

@@ -73,6 +73,7 @@ struct RunOptions {
   uint32_t gpu_launch_samples = 200;   // launch stacks per second per application thread
   uint32_t gpu_trace_per_sec = 20000;  // activities per process and second kept in the trace
   uint32_t gpu_connections_per_uid = 64;  // CUDA socket connections one non-root user may hold
+  uint64_t gpu_kernel_name_bytes = 64ull << 20;  // all CUDA kernel names held, every connection together
 };
 
 // argv excludes the program name and the "run" subcommand.

@@ -125,9 +125,10 @@ TEST(RunCliTest, GpuTimeFlags) {
   EXPECT_EQ(d->gpu_launch_samples, 200u);
   EXPECT_EQ(d->gpu_trace_per_sec, 20000u);
   EXPECT_EQ(d->gpu_connections_per_uid, 64u);
+  EXPECT_EQ(d->gpu_kernel_name_bytes, 64ull << 20);
   auto a = ParseRun({"--server", "http://s:1", "--cuda-socket", "/tmp/c.sock", "--gpu-time-mode", "duty", "--gpu-duty",
                      "50ms/2s", "--gpu-launch-samples", "50", "--gpu-trace-per-sec", "0",
-                     "--gpu-connections-per-uid", "8"});
+                     "--gpu-connections-per-uid", "8", "--gpu-kernel-name-bytes", "8MiB"});
   ASSERT_TRUE(a.ok()) << a.status().ToString();
   EXPECT_EQ(a->cuda_socket, "/tmp/c.sock");
   EXPECT_EQ(a->gpu_time_mode, RunOptions::GpuTimeMode::kDuty);
@@ -136,6 +137,7 @@ TEST(RunCliTest, GpuTimeFlags) {
   EXPECT_EQ(a->gpu_launch_samples, 50u);
   EXPECT_EQ(a->gpu_trace_per_sec, 0u);
   EXPECT_EQ(a->gpu_connections_per_uid, 8u);
+  EXPECT_EQ(a->gpu_kernel_name_bytes, 8ull << 20);
   auto e = ParseRun({"--server", "http://s:1", "--gpu-time-mode", "exact", "--gpu-overhead-budget", "2.5%"});
   ASSERT_TRUE(e.ok()) << e.status().ToString();
   EXPECT_EQ(e->gpu_time_mode, RunOptions::GpuTimeMode::kExact);
@@ -156,6 +158,8 @@ TEST(RunCliTest, GpuTimeFlags) {
   EXPECT_EQ(message({"--server", "http://s:1", "--gpu-launch-samples", "0"}), "--gpu-launch-samples must be at least 1");
   EXPECT_EQ(message({"--server", "http://s:1", "--gpu-connections-per-uid", "0"}),
             "--gpu-connections-per-uid must be at least 1");
+  EXPECT_NE(message({"--server", "http://s:1", "--gpu-kernel-name-bytes", "64K"}).find("between 1MiB"),
+            std::string::npos);
   EXPECT_NE(message({"--server", "http://s:1", "--cuda-socket", std::string(120, 'x')}).find("100 characters"),
             std::string::npos);
 }

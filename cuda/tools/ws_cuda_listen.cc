@@ -107,7 +107,7 @@ int main(int argc, char** argv) {
     }
     for (const auto& k : e.kernels) {
       if (p.kernel_ids.size() < 20'000'000) p.kernel_ids.insert(k.record.correlation_id);
-      NameTotals& t = p.by_name[*k.name];
+      NameTotals& t = p.by_name[k.name->text.system_name];
       t.count++;
       t.total_ns += k.record.end_ns - k.record.start_ns;
       if (printed < print_kernels) {
@@ -116,7 +116,7 @@ int main(int argc, char** argv) {
                     k.record.correlation_id, k.record.device_id, k.record.stream_id, k.record.grid_x, k.record.grid_y,
                     k.record.grid_z, k.record.block_x, k.record.block_y, k.record.block_z,
                     k.record.registers_per_thread,
-                    static_cast<unsigned long long>(k.record.end_ns - k.record.start_ns), k.name->c_str());
+                    static_cast<unsigned long long>(k.record.end_ns - k.record.start_ns), k.name->text.system_name.c_str());
       }
     }
     p.launches += e.launches.size();

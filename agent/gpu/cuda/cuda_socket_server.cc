@@ -27,19 +27,14 @@ struct CudaSocketServer::Connection {
   int32_t pid = 0;
   uint32_t uid = 0;
   bool hello_seen = false;
-  std::unordered_map<uint32_t, std::shared_ptr<const std::string>> names;
-  size_t name_bytes = 0;
+  // The connection's dictionary: its entries are charged to the name budget
+  // (charged_bytes, given back at close); the names themselves are shared.
+  std::unordered_map<uint32_t, std::shared_ptr<const InternedKernelName>> names;
+  size_t name_bytes = 0;     // against max_name_bytes_per_connection
+  size_t charged_bytes = 0;  // to the name budget
 };
 
 namespace {
-
-// The library caps its dictionary at 8 MiB; a peer far past that is broken.
-constexpr size_t kMaxNameBytesPerConnection = 64u << 20;
-
-const std::shared_ptr<const std::string>& UnknownName() {
-  static const auto* const unknown = new std::shared_ptr<const std::string>(std::make_shared<const std::string>());
-  return *unknown;
-}
 
 // Runs `fn` with umask `mask` on a thread of its own that no longer shares
 // the process's umask (unshare(CLONE_FS)), so files other threads create
@@ -169,7 +164,12 @@ std::unique_ptr<CudaSocketServer> server(new CudaSocketServer(options, bound_pat
 
 CudaSocketServer::CudaSocketServer(const CudaSocketServerOptions& options, std::string bound_path, Consumer consumer,
                                    int listen_fd, int wake_fd)
-    : options_(options), bound_path_(std::move(bound_path)), consumer_(std::move(consumer)), listen_fd_(listen_fd),
+    : options_(options),
+      bound_path_(std::move(bound_path)),
+      kernel_names_(options.kernel_names ? options.kernel_names
+                                         : std::make_shared<KernelNameTable>(kDefaultKernelNameBytes)),
+      consumer_(std::move(consumer)),
+      listen_fd_(listen_fd),
       wake_fd_(wake_fd),
       config_(options.config), receive_buffer_(WS_CUDA_WIRE_MAX_MESSAGE + 1) {}
 
@@ -178,7 +178,11 @@ CudaSocketServer::~CudaSocketServer() {
   const uint64_t one = 1;
   (void)!write(wake_fd_, &one, sizeof(one));
   if (thread_.joinable()) thread_.join();
-  for (auto& c : connections_) close(c->fd);
+  for (auto& c : connections_) {
+    close(c->fd);
+    kernel_names_->Release(c->charged_bytes);
+  }
+  connections_.clear();
   close(listen_fd_);
   close(wake_fd_);
   unlink(bound_path_.c_str());
@@ -201,6 +205,7 @@ CudaSocketServerCounters CudaSocketServer::counters() const {
   c.connections_refused_per_uid = refused_per_uid_.load();
   c.connections_open = open_.load();
   c.protocol_errors = protocol_errors_.load();
+  c.closed_over_name_budget = closed_over_name_budget_.load();
   c.messages = messages_.load();
   c.bytes = bytes_.load();
   return c;
@@ -303,7 +308,8 @@ bool CudaSocketServer::ReadConnection(Connection& c, std::string* reason) {
     StatusOr<CudaWireMessage> message = DecodeCudaMessage(receive_buffer_.data(), static_cast<size_t>(n));
     Status status = message.ok() ? HandleMessage(c, std::move(message).value()) : message.status();
     if (!status.ok()) {
-      *reason = "protocol error: " + status.message();
+      // ResourceExhausted: the agent's own bound, not the peer's fault.
+      *reason = (status.code() == StatusCode::kResourceExhausted ? "" : "protocol error: ") + status.message();
       return false;
     }
   }
@@ -343,11 +349,21 @@ Status CudaSocketServer::HandleMessage(Connection& c, CudaWireMessage&& message)
       return InvalidArgumentError(CudaMessageTypeName(message.type) + " from the library after HELLO");
     case WS_CUDA_MSG_NAMES:
       for (CudaKernelNameEntry& entry : message.names) {
-        auto [it, inserted] = c.names.emplace(entry.name_id, nullptr);
-        if (!inserted) return InvalidArgumentError("name id " + std::to_string(entry.name_id) + " defined twice");
-        c.name_bytes += entry.name.size();
-        if (c.name_bytes > kMaxNameBytesPerConnection) return InvalidArgumentError("kernel names exceed 64 MiB");
-        it->second = std::make_shared<const std::string>(std::move(entry.name));
+        if (c.names.count(entry.name_id)) {
+          return InvalidArgumentError("name id " + std::to_string(entry.name_id) + " defined twice");
+        }
+        c.name_bytes += entry.name.size() + kDictionaryEntryBytes;
+        if (c.name_bytes > options_.max_name_bytes_per_connection) {
+          return InvalidArgumentError("kernel names exceed " + std::to_string(options_.max_name_bytes_per_connection) +
+                                      " bytes");
+        }
+        if (!kernel_names_->Charge(kDictionaryEntryBytes)) {
+          closed_over_name_budget_.fetch_add(1);
+          return ResourceExhaustedError("the agent's kernel name budget is full");
+        }
+        c.charged_bytes += kDictionaryEntryBytes;
+        std::shared_ptr<const InternedKernelName> name = kernel_names_->Intern(entry.name);
+        c.names.emplace(entry.name_id, name ? std::move(name) : KernelNameTable::RefusedName());
       }
       return Status::Ok();  // the consumer sees names on the kernels
     case WS_CUDA_MSG_KERNELS:
@@ -356,7 +372,7 @@ Status CudaSocketServer::HandleMessage(Connection& c, CudaWireMessage&& message)
         CudaKernel kernel;
         kernel.record = k;
         if (k.name_id == 0) {
-          kernel.name = UnknownName();
+          kernel.name = KernelNameTable::UnknownName();
         } else {
           auto it = c.names.find(k.name_id);
           if (it == c.names.end()) return InvalidArgumentError("kernel uses undefined name id " + std::to_string(k.name_id));
@@ -394,6 +410,7 @@ void CudaSocketServer::Close(Connection& c, const std::string& reason, bool prot
   event.reason = reason;
   const bool announced = c.hello_seen;
   close(c.fd);
+  kernel_names_->Release(c.charged_bytes);
   open_.fetch_sub(1);
   if (auto it = open_by_uid_.find(c.uid); it != open_by_uid_.end() && --it->second == 0) open_by_uid_.erase(it);
   for (auto it = connections_.begin(); it != connections_.end(); ++it) {

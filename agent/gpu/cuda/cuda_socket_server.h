@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "agent/gpu/cuda/cuda_wire_decoder.h"
+#include "agent/gpu/cuda/kernel_name_table.h"
 #include "base/status.h"
 
 namespace warpscope {
@@ -38,7 +39,9 @@ namespace warpscope {
 // A kernel record with its name resolved (shared by all records of the name).
 struct CudaKernel {
   ws_cuda_kernel record{};
-  std::shared_ptr<const std::string> name;  // never null; "" when unknown
+  // Never null: the interned name, KernelNameTable::UnknownName() for name id
+  // 0, or RefusedName() when the name budget could not take it.
+  std::shared_ptr<const InternedKernelName> name;
 };
 
 struct CudaProcessEvent {
@@ -68,7 +71,18 @@ struct CudaSocketServerOptions {
   // cannot hold every connection and lock other users' applications out.
   // Root and the agent's own user are bound only by max_connections.
   size_t max_connections_per_uid = 64;
+  // Every connection's kernel names and dictionary entries are charged here;
+  // null: the server makes its own of kDefaultKernelNameBytes (names shown as
+  // reported). A name it refuses resolves to KernelNameTable::RefusedName().
+  std::shared_ptr<KernelNameTable> kernel_names;
+  // Names one connection may define, text plus kDictionaryEntryBytes each
+  // (the library sends at most 8 MiB): a peer past it breaks the protocol.
+  size_t max_name_bytes_per_connection = 64u << 20;
 };
+
+inline constexpr size_t kDefaultKernelNameBytes = 64u << 20;
+// Charged to the name budget for each name id a connection defines.
+inline constexpr size_t kDictionaryEntryBytes = 64;
 
 struct CudaSocketServerCounters {
   uint64_t connections_accepted = 0;
@@ -76,6 +90,9 @@ struct CudaSocketServerCounters {
   uint64_t connections_refused_per_uid = 0;  // over max_connections_per_uid
   uint64_t connections_open = 0;
   uint64_t protocol_errors = 0;      // connections closed for a bad message
+  // Closed because the name budget could not take even their name ids (it
+  // holds only names in use); their names are refused first.
+  uint64_t closed_over_name_budget = 0;
   uint64_t messages = 0;
   uint64_t bytes = 0;
 };
@@ -99,6 +116,8 @@ class CudaSocketServer {
   // Any thread: the new config goes to every connection and to later ones.
   void PostConfig(const ws_cuda_config& config);
   CudaSocketServerCounters counters() const;
+  // Any thread.
+  const KernelNameTable& kernel_names() const { return *kernel_names_; }
   // The socket's path with the directory resolved (symlinks followed).
   const std::string& socket_path() const { return bound_path_; }
 
@@ -116,6 +135,7 @@ class CudaSocketServer {
 
   const CudaSocketServerOptions options_;
   const std::string bound_path_;
+  const std::shared_ptr<KernelNameTable> kernel_names_;
   const Consumer consumer_;
   const int listen_fd_;
   const int wake_fd_;  // eventfd: PostConfig and shutdown
@@ -133,8 +153,8 @@ class CudaSocketServer {
   uint64_t next_connection_id_ = 1;
   std::vector<uint8_t> receive_buffer_;
 
-  std::atomic<uint64_t> accepted_{0}, refused_{0}, refused_per_uid_{0}, open_{0}, protocol_errors_{0}, messages_{0},
-      bytes_{0};
+  std::atomic<uint64_t> accepted_{0}, refused_{0}, refused_per_uid_{0}, open_{0}, protocol_errors_{0},
+      closed_over_name_budget_{0}, messages_{0}, bytes_{0};
 };
 
 }  // namespace warpscope

@@ -56,6 +56,13 @@ size_t Count(const std::vector<CudaProcessEvent>& events, CudaProcessEvent::Kind
 }
 
 
+CudaSocketServerOptions OptionsFor(const std::string& path) {
+  CudaSocketServerOptions o;
+  o.socket_path = path;
+  o.max_connections = 8;
+  return o;
+}
+
 std::string TempSocketPath() {
   return warpscope::testing::CudaTestDirs::Make() + "/sub/cuda.sock";  // the server creates "sub"
 }
@@ -140,7 +147,7 @@ TEST(CudaSocketServer, HandshakeNamesAndKernels) {
   EXPECT_EQ(events[0].pid, getpid());  // SO_PEERCRED
   const CudaProcessEvent& batch = events.back();
   ASSERT_EQ(batch.kernels.size(), 2u);
-  EXPECT_EQ(*batch.kernels[0].name, "_Z4gemmv");
+  EXPECT_EQ(batch.kernels[0].name->text.system_name, "_Z4gemmv");
   EXPECT_EQ(batch.kernels[0].name.get(), batch.kernels[1].name.get());  // one string per name
   EXPECT_EQ(batch.kernels[1].record.correlation_id, 6u);
 
@@ -249,16 +256,16 @@ TEST(CudaSocketServer, ServesManyProcessesAtOnce) {
 TEST(CudaSocketServer, ReplacesAStaleSocketButNotOtherFiles) {
   const std::string path = TempSocketPath();
   {
-    auto first = CudaSocketServer::Start({path, {}, 8}, [](CudaProcessEvent&&) {});
+    auto first = CudaSocketServer::Start(OptionsFor(path), [](CudaProcessEvent&&) {});
     ASSERT_TRUE(first.ok());
   }
-  auto second = CudaSocketServer::Start({path, {}, 8}, [](CudaProcessEvent&&) {});
+  auto second = CudaSocketServer::Start(OptionsFor(path), [](CudaProcessEvent&&) {});
   ASSERT_TRUE(second.ok()) << second.status().ToString();
   second->reset();
   FILE* f = fopen(path.c_str(), "w");
   ASSERT_NE(f, nullptr);
   fclose(f);
-  EXPECT_FALSE(CudaSocketServer::Start({path, {}, 8}, [](CudaProcessEvent&&) {}).ok());
+  EXPECT_FALSE(CudaSocketServer::Start(OptionsFor(path), [](CudaProcessEvent&&) {}).ok());
 }
 
 // Whoever can write to the socket's directory (or rename it, through a parent)
@@ -269,7 +276,7 @@ TEST(CudaSocketServer, RefusesSocketDirectoriesOthersCouldReplaceTheSocketIn) {
   const std::string base = warpscope::testing::CudaTestDirs::Make();
   ASSERT_EQ(chmod(base.c_str(), 0755), 0);
   auto start = [](const std::string& dir) {
-    return CudaSocketServer::Start({dir + "/cuda.sock", {}, 8}, [](CudaProcessEvent&&) {});
+    return CudaSocketServer::Start(OptionsFor(dir + "/cuda.sock"), [](CudaProcessEvent&&) {});
   };
 
   const std::string theirs = base + "/theirs";
@@ -316,7 +323,7 @@ TEST(CudaSocketServer, RefusesSocketDirectoriesOthersCouldReplaceTheSocketIn) {
 TEST(CudaSocketServer, SocketIsConnectableByEveryoneWhateverTheUmask) {
   const mode_t old = umask(077);
   const std::string path = TempSocketPath();
-  auto server = CudaSocketServer::Start({path, {}, 8}, [](CudaProcessEvent&&) {});
+  auto server = CudaSocketServer::Start(OptionsFor(path), [](CudaProcessEvent&&) {});
   const mode_t during = umask(old);
   ASSERT_TRUE(server.ok()) << server.status().ToString();
   EXPECT_EQ(during, 077u) << "the process umask is untouched";
@@ -424,6 +431,116 @@ TEST(CudaSocketServer, OneUserCannotHoldEveryConnection) {
   Release(again);
   Release(other);
   close(fd);
+}
+
+// Kernel names are input from any local user. However many connections
+// send names (each up to its own cap) and however often they reconnect with
+// new ones, what the agent holds stays within one budget: names of closed
+// connections are evicted to make room, names past the budget are refused
+// (shown as a placeholder, counted) and the connection is kept.
+TEST(CudaSocketServer, KernelNamesStayWithinOneBudgetAcrossConnectionsAndReconnects) {
+  constexpr size_t kBudget = 4u << 20;
+  constexpr size_t kPerConnection = 1u << 20;
+  constexpr size_t kNameBytes = 15000;
+  auto table = std::make_shared<KernelNameTable>(kBudget);
+  EventLog log;
+  CudaSocketServerOptions options;
+  options.socket_path = TempSocketPath();
+  options.kernel_names = table;
+  options.max_name_bytes_per_connection = kPerConnection;
+  auto server = CudaSocketServer::Start(options, log.consumer());
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+
+  // Names that fill one connection's cap: 66 x (15000 + 64) bytes. Each
+  // costs the table 2 x 15000 + overhead (its text and display form).
+  const uint32_t names_per_connection = kPerConnection / (kNameBytes + kDictionaryEntryBytes);
+  const uint64_t names_that_fit = (kBudget - kBudget / 8) / (2 * kNameBytes + KernelNameTable::kNameOverheadBytes);
+  auto send_names = [&](int fd, const std::string& prefix, uint32_t count) {
+    for (uint32_t id = 1; id <= count; ++id) {
+      std::string name = "_Z" + prefix + "_" + std::to_string(id);
+      name.resize(kNameBytes, 'x');
+      std::vector<uint8_t> body(sizeof(ws_cuda_name_entry) + name.size());
+      ws_cuda_name_entry entry{};
+      entry.name_id = id;
+      entry.length = static_cast<uint16_t>(name.size());
+      std::memcpy(body.data(), &entry, sizeof(entry));
+      std::memcpy(body.data() + sizeof(entry), name.data(), name.size());
+      Send(fd, EncodeCudaMessage(WS_CUDA_MSG_NAMES, body.data(), body.size(), 1));
+      ws_cuda_kernel k{};
+      k.name_id = id;
+      k.correlation_id = id;
+      Send(fd, EncodeCudaMessage(WS_CUDA_MSG_KERNELS, &k, sizeof(k), 1));
+    }
+  };
+  // Waits for `expected` kernels; returns how many had their name kept.
+  auto kept_of = [&](uint64_t expected) -> uint64_t {
+    EXPECT_TRUE(log.WaitFor([&](const auto& events) {
+      uint64_t kernels = 0;
+      for (const auto& e : events) kernels += e.kernels.size();
+      return kernels == expected;
+    })) << "every kernel arrives, named or not";
+    uint64_t kept = 0;
+    for (CudaProcessEvent& e : log.Take()) {
+      for (const CudaKernel& k : e.kernels) {
+        if (k.name->key != KernelNameTable::kRefusedKey) {
+          ++kept;
+          EXPECT_EQ(k.name->text.system_name.size(), kNameBytes);
+        }
+      }
+    }
+    return kept;
+  };
+  auto close_all = [&](std::vector<int>* fds) {
+    for (int fd : *fds) {
+      pollfd p{fd, POLLIN, 0};
+      EXPECT_EQ(poll(&p, 1, 0), 0) << "refusing names closes no connection";
+      close(fd);
+    }
+    ASSERT_TRUE(log.WaitFor([&](const auto& e) { return Count(e, CudaProcessEvent::Kind::kDisconnected) == fds->size(); }));
+    log.Take();
+    fds->clear();
+  };
+
+  // Rounds of 8 connections, each sending its cap of new names, then all
+  // reconnecting with others: each round asks for twice the budget.
+  std::vector<int> fds;
+  for (int round = 0; round < 3; ++round) {
+    for (int conn = 0; conn < 8; ++conn) {
+      fds.push_back(Connect(options.socket_path));
+      Send(fds.back(), Hello());
+      ASSERT_FALSE(Receive(fds.back()).empty());
+      send_names(fds.back(), std::to_string(round) + "_" + std::to_string(conn), names_per_connection);
+      EXPECT_LE(table->stats().bytes, kBudget);
+    }
+    const uint64_t kept = kept_of(8 * names_per_connection);
+    EXPECT_GE(kept, names_that_fit - 1) << "round " << round << " still got a budget's worth";
+    EXPECT_LE(kept, names_that_fit) << "round " << round;
+    close_all(&fds);
+  }
+  KernelNameTableStats s = table->stats();
+  EXPECT_GT(s.refused, 0u);
+  EXPECT_LE(s.bytes, kBudget);
+
+  // A process that exited leaves its names warm; the next ones evict them.
+  fds.push_back(Connect(options.socket_path));
+  Send(fds.back(), Hello());
+  ASSERT_FALSE(Receive(fds.back()).empty());
+  send_names(fds.back(), "exited", 10);
+  EXPECT_EQ(kept_of(10), 10u);
+  close_all(&fds);
+  for (int conn = 0; conn < 4; ++conn) {
+    fds.push_back(Connect(options.socket_path));
+    Send(fds.back(), Hello());
+    ASSERT_FALSE(Receive(fds.back()).empty());
+    send_names(fds.back(), "late_" + std::to_string(conn), names_per_connection);
+  }
+  EXPECT_GE(kept_of(4 * names_per_connection), names_that_fit - 1);
+  close_all(&fds);
+  s = table->stats();
+  EXPECT_GE(s.evicted, 10u) << "the exited process's names made room";
+  EXPECT_LE(s.peak_bytes, kBudget) << "never past the budget";
+  EXPECT_EQ((*server)->counters().protocol_errors, 0u);
+  EXPECT_EQ((*server)->counters().closed_over_name_budget, 0u);
 }
 
 }  // namespace

@@ -70,12 +70,31 @@ class GpuTimeCollector::Inbox {
   uint64_t dropped_records_ = 0;          // guarded by mu_
 };
 
+namespace {
+
+// How a kernel shows in profiles and traces: demangled, and bounded (a
+// demangled name can be far longer than the mangled one).
+std::string DisplayKernelName(std::string_view system_name) {
+  if (system_name.empty()) return "[unknown kernel]";
+  std::string name = Demangle(system_name);
+  if (name.size() > WS_CUDA_WIRE_MAX_NAME) {
+    size_t cut = WS_CUDA_WIRE_MAX_NAME;
+    while (cut > 0 && (static_cast<unsigned char>(name[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 sequence
+    name.resize(cut);
+    name += "...";
+  }
+  return name;
+}
+
+}  // namespace
+
 GpuTimeCollector::GpuTimeCollector(const GpuTimeOptions& options, GpuTimeSessionParts parts)
     : options_(options),
       parts_(std::move(parts)),
       inbox_(std::make_unique<Inbox>(options.max_inbox_records)),
       joiner_(options.join),
-      stacks_(parts_.symbolizer, parts_.python, options.max_stacks) {}
+      stacks_(parts_.symbolizer, parts_.python, options.max_stacks),
+      kernel_names_(std::make_shared<KernelNameTable>(options.kernel_name_bytes, DisplayKernelName)) {}
 
 GpuTimeCollector::~GpuTimeCollector() {
   server_.reset();  // stops the socket thread before the inbox goes
@@ -86,7 +105,9 @@ StatusOr<std::unique_ptr<GpuTimeCollector>> GpuTimeCollector::Start(const GpuTim
   std::unique_ptr<GpuTimeCollector> c(new GpuTimeCollector(options, std::move(parts)));
   ASSIGN_OR_RETURN(c->probe_, UprobeStackCollector::CreateSharing(1, c->parts_.unwind_maps));
   Inbox* inbox = c->inbox_.get();
-  ASSIGN_OR_RETURN(c->server_, CudaSocketServer::Start(options.socket, [inbox](CudaProcessEvent&& event) {
+  CudaSocketServerOptions socket = options.socket;
+  socket.kernel_names = c->kernel_names_;
+  ASSIGN_OR_RETURN(c->server_, CudaSocketServer::Start(socket, [inbox](CudaProcessEvent&& event) {
                      inbox->PostFromSocketThread(std::move(event));
                    }));
   return c;
@@ -119,21 +140,26 @@ void GpuTimeCollector::OnConnected(const CudaProcessEvent& event) {
   if (Windowed(options_.socket.config)) c.windows = std::make_unique<RecordingWindows>(options_.join.max_pending_kernels);
   c.clock.AddPair({event.hello.clock.host_before_ns, event.hello.clock.cupti_ns, event.hello.clock.host_after_ns});
   StatusOr<std::string> comm = parts_.procfs.ReadComm(c.pid);
-  comms_[c.pid] = comm.ok() ? *comm : "";
+  comms_[c.pid] = {comm.ok() ? *comm : "", 0};
   if (parts_.describe) parts_.describe(c.pid);
   AttachProbe(c.pid);
 }
 
-std::pair<uint64_t, std::shared_ptr<const KernelName>> GpuTimeCollector::KernelKey(const std::string& raw_name) {
-  auto it = kernel_names_.find(raw_name);
-  if (it != kernel_names_.end()) return it->second;
-  auto name = std::make_shared<KernelName>();
-  name->system_name = raw_name.empty() ? "[unknown kernel]" : raw_name;
-  name->name = raw_name.empty() ? name->system_name : Demangle(raw_name);
-  kernel_by_key_.push_back(name);
-  auto entry = std::make_pair(static_cast<uint64_t>(kernel_by_key_.size()), std::shared_ptr<const KernelName>(name));
-  kernel_names_.emplace(raw_name, entry);
-  return entry;
+std::shared_ptr<const KernelName> GpuTimeCollector::KernelNameOf(uint64_t key) {
+  static const auto* const lost =
+      new std::shared_ptr<const KernelName>(new KernelName{"[kernel name evicted]", "[kernel name evicted]"});
+  if (key == KernelNameTable::kUnknownKey || key == KernelNameTable::kRefusedKey) {
+    const auto& placeholder = key == KernelNameTable::kUnknownKey ? KernelNameTable::UnknownName()
+                                                                   : KernelNameTable::RefusedName();
+    return std::shared_ptr<const KernelName>(placeholder, &placeholder->text);
+  }
+  auto it = name_of_key_.find(key);
+  std::shared_ptr<const InternedKernelName> name = it != name_of_key_.end() ? it->second.lock() : nullptr;
+  if (name == nullptr) {
+    ++stats_.kernel_names_lost;
+    return *lost;
+  }
+  return std::shared_ptr<const KernelName>(name, &name->text);  // held while the builder copies it
 }
 
 void GpuTimeCollector::Trace(GpuActivityRecord&& a) {
@@ -154,7 +180,8 @@ void GpuTimeCollector::OnKernels(Connection& c, const std::vector<CudaKernel>& k
                                  int64_t unix_offset_ns) {
   for (const CudaKernel& k : kernels) {
     const ws_cuda_kernel& r = k.record;
-    const auto [key, name] = KernelKey(*k.name);
+    const uint64_t key = k.name->key;
+    if (key != KernelNameTable::kUnknownKey && key != KernelNameTable::kRefusedKey) name_of_key_.try_emplace(key, k.name);
     KernelExecution e;
     e.pid = c.pid;
     // The probe's key: the library's CUPTI attachment in the upper half.
@@ -176,9 +203,13 @@ void GpuTimeCollector::OnKernels(Connection& c, const std::vector<CudaKernel>& k
     }
     const int64_t start_unix = e.start_ns + unix_offset_ns;
     e.bucket = start_unix - start_unix % kSecond;
-    if (c.windows == nullptr || !c.windows->Add(e)) {
+    // Kernels waiting for their windows are bounded over all connections
+    // together, like the joiner's pending ones.
+    if (c.windows == nullptr || windowed_kernels_ >= options_.join.max_pending_kernels || !c.windows->Add(e)) {
       if (c.windows != nullptr) ++stats_.window_overflow;
       joiner_.AddKernel(e, now_ns);
+    } else {
+      ++windowed_kernels_;
     }
     if (options_.trace_per_second == 0 || !start || (r.flags & WS_CUDA_RECORD_FLAG_NO_TIME)) continue;
     GpuActivityRecord a;
@@ -186,7 +217,7 @@ void GpuTimeCollector::OnKernels(Connection& c, const std::vector<CudaKernel>& k
     a.start_unix_nanos = start_unix;
     a.duration_nanos = std::max<int64_t>(0, e.end_ns - e.start_ns);
     a.kind = GpuActivityKind::kKernel;
-    a.name = name;
+    a.name = std::shared_ptr<const KernelName>(k.name, &k.name->text);  // shares the name's ownership
     a.device = r.device_id;
     a.stream = r.stream_id;
     a.correlation_id = r.correlation_id;
@@ -227,7 +258,9 @@ void GpuTimeCollector::PassSettled(Connection& c, int64_t now_ns, bool ended) {
   if (c.windows == nullptr) return;
   settled_.clear();
   const int64_t unix_offset = ClockNanos(CLOCK_REALTIME) - ClockNanos(CLOCK_MONOTONIC);
+  const size_t waiting = c.windows->waiting();
   c.windows->TakeSettled(now_ns, ended, unix_offset, &settled_);
+  windowed_kernels_ -= std::min(windowed_kernels_, waiting - std::min(waiting, c.windows->waiting()));
   for (const KernelExecution& k : settled_) joiner_.AddKernel(k, now_ns);
 }
 
@@ -242,7 +275,11 @@ void GpuTimeCollector::OnEvent(CudaProcessEvent& event, int64_t now_ns, int64_t 
   if (event.kind == CudaProcessEvent::Kind::kDisconnected) {
     // Its records already taken stay in the joiner; the clock goes with it.
     PassSettled(c, now_ns, /*ended=*/true);
+    const uint32_t pid = c.pid;
     connections_.erase(it);
+    bool connected = false;
+    for (const auto& [id, other] : connections_) connected |= other.pid == pid;
+    if (auto name = comms_.find(pid); name != comms_.end() && !connected) name->second.gone_ns = now_ns;
     return;
   }
   if (event.clock) c.clock.AddPair({event.clock->host_before_ns, event.clock->cupti_ns, event.clock->host_after_ns});
@@ -320,8 +357,8 @@ void GpuTimeCollector::FinishWindow(ProfileBuilder* builder, GpuTrace* trace, bo
   std::vector<uint64_t> locations;
   for (const GpuTimeSample& s : joiner_.Drain(now, final)) {
     if (s.gpu_ns <= 0) continue;
-    const KernelName& kernel = *kernel_by_key_.at(s.kernel_key - 1);
-    const uint64_t fn = builder->InternFunction(kernel.name, kernel.system_name);
+    const std::shared_ptr<const KernelName> kernel = KernelNameOf(s.kernel_key);
+    const uint64_t fn = builder->InternFunction(kernel->name, kernel->system_name);
     locations.clear();
     locations.push_back(builder->InternSourceLocation(fn, 0, FrameKind::kCudaKernel));
     const std::vector<uint64_t>& stack = StackLocations(s.stack_key, builder);
@@ -329,7 +366,7 @@ void GpuTimeCollector::FinishWindow(ProfileBuilder* builder, GpuTrace* trace, bo
     SampleLabels labels;
     labels.pid = s.pid;
     labels.tid = s.tid;
-    if (auto it = comms_.find(s.pid); it != comms_.end()) labels.comm = it->second;
+    if (auto it = comms_.find(s.pid); it != comms_.end()) labels.comm = it->second.comm;
     if (auto it = thread_names_.find({s.pid, s.tid}); it != thread_names_.end()) labels.thread_name = it->second;
     labels.extra.emplace_back("device", std::to_string(s.device));
     if (s.scaled) labels.extra.emplace_back("estimate", "scaled");
@@ -339,6 +376,9 @@ void GpuTimeCollector::FinishWindow(ProfileBuilder* builder, GpuTrace* trace, bo
     builder->AddSample(locations, s.gpu_ns, labels);
   }
   builder->SetSampleTime(0);
+  for (auto it = name_of_key_.begin(); it != name_of_key_.end();) {
+    it = it->second.expired() ? name_of_key_.erase(it) : std::next(it);
+  }
   stacks_.Expire(now, options_.join.launch_ttl_ns + 2 * options_.join.grace_ns);
   stats_.scaled_processes = 0;
   stats_.recording_windows = 0;
@@ -361,15 +401,16 @@ void GpuTimeCollector::FinishWindow(ProfileBuilder* builder, GpuTrace* trace, bo
   coverage_.clear();
   // Every activity kept has a coverage row for its (pid, second): their pids are all the trace's.
   for (const GpuTraceCoverageRow& r : trace_.coverage) {
-    if (auto it = comms_.find(r.pid); it != comms_.end()) trace_.comms.emplace(r.pid, it->second);
+    if (auto it = comms_.find(r.pid); it != comms_.end()) trace_.comms.emplace(r.pid, it->second.comm);
   }
   *trace = std::move(trace_);
   trace_ = GpuTrace();
-  // Processes with no connection left and nothing pending keep no name.
-  if (joiner_.pending_kernels() == 0) {
-    std::set<uint32_t> live;
-    for (const auto& [id, c] : connections_) live.insert(c.pid);
-    for (auto it = comms_.begin(); it != comms_.end();) it = live.count(it->first) ? std::next(it) : comms_.erase(it);
+  // A process's name is kept while its kernels may still be joined (the
+  // stacks' horizon), then forgotten: bounded by the connections of a minute.
+  const int64_t horizon = options_.join.launch_ttl_ns + 2 * options_.join.grace_ns;
+  for (auto it = comms_.begin(); it != comms_.end();) {
+    const bool gone = it->second.gone_ns != 0 && now - it->second.gone_ns > horizon;
+    it = gone ? comms_.erase(it) : std::next(it);
   }
 }
 
@@ -409,6 +450,14 @@ void GpuTimeCollector::AddCounters(ProfileBuilder* builder) const {
   builder->SetCounter("cuda_connections_refused", sc.connections_refused);
   builder->SetCounter("cuda_connections_refused_per_uid", sc.connections_refused_per_uid);
   builder->SetCounter("cuda_protocol_errors", sc.protocol_errors);
+  builder->SetCounter("cuda_connections_over_name_budget", sc.closed_over_name_budget);
+  const KernelNameTableStats names = kernel_names_->stats();
+  builder->SetCounter("cuda_kernel_name_bytes", names.bytes);
+  builder->SetCounter("cuda_kernel_name_budget_bytes", names.budget_bytes);
+  builder->SetCounter("cuda_kernel_names", names.names);
+  builder->SetCounter("cuda_kernel_names_refused", names.refused);
+  builder->SetCounter("cuda_kernel_names_evicted", names.evicted);
+  builder->SetCounter("gpu_kernel_names_lost", stats_.kernel_names_lost);
   uint64_t cupti_dropped = 0, denied = 0, wire_dropped = 0, launch_dropped = 0;
   for (const auto& [id, c] : connections_) {
     cupti_dropped += c.stats_last.cupti_dropped_records;

@@ -65,6 +65,9 @@ struct GpuTimeOptions {
   size_t max_trace_per_window = 500'000;
   size_t max_inbox_records = 4'000'000;     // records waiting for the sampling thread
   size_t max_stacks = 100'000;              // distinct launch stacks remembered
+  // Every kernel name the agent holds, from all connections together
+  // (KernelNameTable); names past it are refused and counted.
+  size_t kernel_name_bytes = kDefaultKernelNameBytes;
 };
 
 // The CPU profiling session's parts the collector shares (sampling thread).
@@ -86,6 +89,9 @@ struct GpuTimeStats {
   uint64_t probe_attach_failures = 0;
   uint64_t probe_files_attached = 0;
   uint64_t launch_stacks_expired = 0;  // a joined launch whose stack was already forgotten
+  // GPU time whose kernel's name was evicted (its process gone, the name
+  // budget needed) before the window that joined it: shown as such.
+  uint64_t kernel_names_lost = 0;
   uint64_t scaled_processes = 0;       // processes recorded in windows now (adaptive, duty)
   uint64_t recording_windows = 0;      // windows closed, over the processes connected now
   uint64_t window_overflow = 0;        // kernels passed on unweighted: a window held too many
@@ -149,7 +155,9 @@ class GpuTimeCollector {
   void AttachProbe(uint32_t pid);
   // Keeps `a` in the trace unless its process's second is over budget.
   void Trace(GpuActivityRecord&& a);
-  std::pair<uint64_t, std::shared_ptr<const KernelName>> KernelKey(const std::string& raw_name);
+  // The name of kernel `key` (an InternedKernelName key), held while the
+  // caller copies it; "[kernel name evicted]" once it is gone.
+  std::shared_ptr<const KernelName> KernelNameOf(uint64_t key);
   const std::vector<uint64_t>& StackLocations(uint64_t stack_key, ProfileBuilder* builder);
 
   const GpuTimeOptions options_;
@@ -162,10 +170,19 @@ class GpuTimeCollector {
   GpuTimeStats stats_;
   std::map<uint64_t, Connection> connections_;  // by connection id
   std::set<std::tuple<uint32_t, uint32_t, uint64_t>> attached_files_;  // (dev major, minor, inode) probed
-  std::map<uint32_t, std::string> comms_;                   // pid -> process name
+  struct ProcessName {
+    std::string comm;
+    int64_t gone_ns = 0;  // when its last connection closed; 0 while connected
+  };
+  std::map<uint32_t, ProcessName> comms_;                   // pid -> process name
+  size_t windowed_kernels_ = 0;  // waiting in every connection's RecordingWindows
   std::map<std::pair<uint32_t, uint32_t>, std::string> thread_names_;  // (pid, tid) -> name
-  std::unordered_map<std::string, std::pair<uint64_t, std::shared_ptr<const KernelName>>> kernel_names_;
-  std::vector<std::shared_ptr<const KernelName>> kernel_by_key_;  // key - 1 -> name
+  // Every kernel name, shared with the socket server (which interns them).
+  std::shared_ptr<KernelNameTable> kernel_names_;
+  // Kernel keys the joiner may hand back, to their names: not owned (the
+  // names live in their connections' dictionaries, or warm in the table, or
+  // are evicted: kernel_names_lost). Expired ones are pruned every window.
+  std::unordered_map<uint64_t, std::weak_ptr<const InternedKernelName>> name_of_key_;
   std::vector<KernelExecution> settled_;  // reused
   GpuTrace trace_;
   std::map<std::pair<uint32_t, int64_t>, Coverage> coverage_;  // (pid, Unix second) this window
