@@ -231,6 +231,11 @@ StatusOr<RunOptions> ParseRunArgs(const std::vector<std::string>& args) {
       if (o.gpu_kernel_name_bytes < (1u << 20) || o.gpu_kernel_name_bytes > (16ull << 30)) {
         return InvalidArgumentError("--gpu-kernel-name-bytes must be between 1MiB and 16GiB, got '" + v + "'");
       }
+    } else if (flag == "--gpu-probe-files") {
+      ASSIGN_OR_RETURN(std::string v, c.TakeValue());
+      ASSIGN_OR_RETURN(uint64_t n, ParseUnsigned("--gpu-probe-files", v, 1024));
+      if (n == 0) return InvalidArgumentError("--gpu-probe-files must be at least 1");
+      o.gpu_probe_files = static_cast<uint32_t>(n);
     } else if (flag == "--metrics-listen") {
       ASSIGN_OR_RETURN(o.metrics_listen, c.TakeValue());
       if (o.metrics_listen.empty()) return InvalidArgumentError("--metrics-listen needs HOST:PORT, e.g. 127.0.0.1:9400");
@@ -409,6 +414,11 @@ until every --pid has exited.
                             names of exited processes are dropped first, and
                             names past it are shown as "[kernel name over the
                             agent's budget]" (default 64MiB)
+      --gpu-probe-files N   distinct libwarpscope_cuda.so files whose launch probe
+                            is attached at once; a file no connected process
+                            maps is detached; past N, launch stacks of
+                            processes using another file are missing
+                            (default 16)
       --gpu-connections-per-uid N
                             CUDA socket connections one user may hold; more
                             are refused and counted (default 64; root and the

@@ -74,6 +74,7 @@ struct RunOptions {
   uint32_t gpu_trace_per_sec = 20000;  // activities per process and second kept in the trace
   uint32_t gpu_connections_per_uid = 64;  // CUDA socket connections one non-root user may hold
   uint64_t gpu_kernel_name_bytes = 64ull << 20;  // all CUDA kernel names held, every connection together
+  uint32_t gpu_probe_files = 16;  // distinct libwarpscope_cuda.so files probed at once
 };
 
 // argv excludes the program name and the "run" subcommand.

@@ -126,9 +126,11 @@ TEST(RunCliTest, GpuTimeFlags) {
   EXPECT_EQ(d->gpu_trace_per_sec, 20000u);
   EXPECT_EQ(d->gpu_connections_per_uid, 64u);
   EXPECT_EQ(d->gpu_kernel_name_bytes, 64ull << 20);
+  EXPECT_EQ(d->gpu_probe_files, 16u);
   auto a = ParseRun({"--server", "http://s:1", "--cuda-socket", "/tmp/c.sock", "--gpu-time-mode", "duty", "--gpu-duty",
                      "50ms/2s", "--gpu-launch-samples", "50", "--gpu-trace-per-sec", "0",
-                     "--gpu-connections-per-uid", "8", "--gpu-kernel-name-bytes", "8MiB"});
+                     "--gpu-connections-per-uid", "8", "--gpu-kernel-name-bytes", "8MiB",
+                     "--gpu-probe-files", "4"});
   ASSERT_TRUE(a.ok()) << a.status().ToString();
   EXPECT_EQ(a->cuda_socket, "/tmp/c.sock");
   EXPECT_EQ(a->gpu_time_mode, RunOptions::GpuTimeMode::kDuty);
@@ -138,6 +140,7 @@ TEST(RunCliTest, GpuTimeFlags) {
   EXPECT_EQ(a->gpu_trace_per_sec, 0u);
   EXPECT_EQ(a->gpu_connections_per_uid, 8u);
   EXPECT_EQ(a->gpu_kernel_name_bytes, 8ull << 20);
+  EXPECT_EQ(a->gpu_probe_files, 4u);
   auto e = ParseRun({"--server", "http://s:1", "--gpu-time-mode", "exact", "--gpu-overhead-budget", "2.5%"});
   ASSERT_TRUE(e.ok()) << e.status().ToString();
   EXPECT_EQ(e->gpu_time_mode, RunOptions::GpuTimeMode::kExact);
@@ -160,6 +163,7 @@ TEST(RunCliTest, GpuTimeFlags) {
             "--gpu-connections-per-uid must be at least 1");
   EXPECT_NE(message({"--server", "http://s:1", "--gpu-kernel-name-bytes", "64K"}).find("between 1MiB"),
             std::string::npos);
+  EXPECT_EQ(message({"--server", "http://s:1", "--gpu-probe-files", "0"}), "--gpu-probe-files must be at least 1");
   EXPECT_NE(message({"--server", "http://s:1", "--cuda-socket", std::string(120, 'x')}).find("100 characters"),
             std::string::npos);
 }

@@ -120,8 +120,8 @@ int RunProbeStack(const std::vector<std::string>& args) {
             << u.tables_built << " unwind tables (" << u.tables_failed << " without usable CFI), " << u.rows_used
             << " rows = " << u.rows_used * 8 / 1048576.0 << " MiB; slowest " << u.slowest_binary << " "
             << static_cast<int>(u.build_ms_max) << " ms\n";
-  if (Status s = (*collector)->Attach(o.pid, o.binary, o.symbol); !s.ok()) {
-    std::cerr << "warpscope-agent: " << s.message() << "\n";
+  if (StatusOr<uint64_t> attached = (*collector)->Attach(o.pid, o.binary, o.symbol); !attached.ok()) {
+    std::cerr << "warpscope-agent: " << attached.status().message() << "\n";
     return kExitError;
   }
   std::map<std::vector<uint64_t>, uint64_t> stacks;

@@ -240,6 +240,7 @@ gpu::GpuTimeOptions GpuTimeOptionsFrom(const RunOptions& options) {
   o.socket.socket_path = options.cuda_socket;
   o.socket.max_connections_per_uid = options.gpu_connections_per_uid;
   o.kernel_name_bytes = options.gpu_kernel_name_bytes;
+  o.max_probe_files = options.gpu_probe_files;
   ws_cuda_config& c = o.socket.config;
   switch (options.gpu_time_mode) {
     case RunOptions::GpuTimeMode::kAdaptive:

@@ -23,7 +23,7 @@ int HandleStack(void* ctx, void* data, size_t size) {
 }  // namespace
 
 UprobeStackCollector::~UprobeStackCollector() {
-  for (bpf_link* link : links_) bpf_link__destroy(link);
+  for (auto& [handle, link] : links_) bpf_link__destroy(link);
   ring_buffer__free(stacks_);
   uprobe_stack_bpf__destroy(skel_);
 }
@@ -58,7 +58,7 @@ StatusOr<std::unique_ptr<UprobeStackCollector>> UprobeStackCollector::Load(uint3
   return c;
 }
 
-Status UprobeStackCollector::Attach(uint32_t pid, const std::string& binary, const std::string& symbol) {
+StatusOr<uint64_t> UprobeStackCollector::Attach(uint32_t pid, const std::string& binary, const std::string& symbol) {
   LIBBPF_OPTS(bpf_uprobe_opts, opts, .func_name = symbol.c_str());
   bpf_link* link = bpf_program__attach_uprobe_opts(skel_->progs.ws_uprobe_stack, pid == 0 ? -1 : static_cast<int>(pid),
                                                    binary.c_str(), 0, &opts);
@@ -66,7 +66,17 @@ Status UprobeStackCollector::Attach(uint32_t pid, const std::string& binary, con
     const int e = errno;
     return ErrnoError(e, "attaching a uprobe to " + symbol + " in " + binary);
   }
-  links_.push_back(link);
+  const uint64_t handle = next_handle_++;
+  links_.emplace(handle, link);
+  return handle;
+}
+
+Status UprobeStackCollector::Detach(uint64_t handle) {
+  auto it = links_.find(handle);
+  if (it == links_.end()) return NotFoundError("no uprobe " + std::to_string(handle) + " attached");
+  const int err = bpf_link__destroy(it->second);
+  links_.erase(it);
+  if (err != 0) return ErrnoError(-err, "detaching uprobe " + std::to_string(handle));
   return Status::Ok();
 }
 

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,8 +42,14 @@ class UprobeStackCollector {
   static StatusOr<std::unique_ptr<UprobeStackCollector>> CreateSharing(uint32_t sample_every,
                                                                        const UnwindMapFds& shared);
 
-  // Attaches to `symbol` in `binary` (a path) for process `pid` (0: every process).
-  Status Attach(uint32_t pid, const std::string& binary, const std::string& symbol);
+  // Attaches to `symbol` in `binary` (a path) for process `pid` (0: every
+  // process). The handle detaches it again (Detach); probes still attached
+  // go with the collector.
+  StatusOr<uint64_t> Attach(uint32_t pid, const std::string& binary, const std::string& symbol);
+  // Removes the probe `handle` (stacks it already captured are still
+  // delivered); NotFound for a handle not attached.
+  Status Detach(uint64_t handle);
+  size_t attached() const { return links_.size(); }
 
   // Delivers the stacks already in the ring buffer without waiting.
   Status Consume(const std::function<void(const ws_uprobe_stack_event&)>& on_stack);
@@ -59,7 +66,8 @@ class UprobeStackCollector {
 
   uprobe_stack_bpf* skel_ = nullptr;
   ring_buffer* stacks_ = nullptr;
-  std::vector<bpf_link*> links_;
+  std::map<uint64_t, bpf_link*> links_;  // by handle
+  uint64_t next_handle_ = 1;
   std::function<void(const ws_uprobe_stack_event&)> on_stack_;  // valid during Poll only
 };
 

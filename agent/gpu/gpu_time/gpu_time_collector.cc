@@ -113,25 +113,55 @@ StatusOr<std::unique_ptr<GpuTimeCollector>> GpuTimeCollector::Start(const GpuTim
   return c;
 }
 
-void GpuTimeCollector::AttachProbe(uint32_t pid) {
-  const std::optional<MemoryMapping> library = InjectionLibraryMapping(parts_.procfs, pid);
+void GpuTimeCollector::AttachProbe(uint64_t connection_id, Connection& c) {
+  const bool retry = c.probe_refused;  // refused for the bound before: counted then
+  c.probe_refused = false;
+  const std::optional<MemoryMapping> library = InjectionLibraryMapping(parts_.procfs, c.pid);
   if (!library) {
     ++stats_.probe_attach_failures;
-    LOG_WARNING() << "CUDA process " << pid << " connected but libwarpscope_cuda.so is not in its maps";
+    LOG_WARNING() << "CUDA process " << c.pid << " connected but libwarpscope_cuda.so is not in its maps";
+    return;
+  }
+  const FileId file{library->dev_major, library->dev_minor, library->inode};
+  if (auto it = probed_files_.find(file); it != probed_files_.end()) {
+    it->second.connections.insert(connection_id);  // one probe serves every process mapping the file
+    c.probed_file = file;
+    return;
+  }
+  if (probed_files_.size() >= options_.max_probe_files) {
+    c.probe_refused = true;  // tried again when a file's probe goes
+    if (retry) return;
+    ++stats_.probe_files_refused;
+    if (!probe_refusal_logged_) {
+      LOG_WARNING() << "launch stacks of pid " << c.pid << " will be missing: " << probed_files_.size()
+                    << " files named libwarpscope_cuda.so are probed already (--gpu-probe-files); "
+                    << library->path << " is not (counted in gpu_probe_files_refused; logged once)";
+      probe_refusal_logged_ = true;
+    }
     return;
   }
   // Through the process's root, so a library inside a container is found.
-  const std::string host_path = parts_.procfs.RootPath(pid, library->path);
-  const std::tuple<uint32_t, uint32_t, uint64_t> file{library->dev_major, library->dev_minor, library->inode};
-  if (!attached_files_.insert(file).second) return;
-  // Every process mapping this file: one probe serves them all.
-  if (Status s = probe_->Attach(0, host_path, kLaunchProbeSymbol); !s.ok()) {
-    attached_files_.erase(file);
+  const std::string host_path = parts_.procfs.RootPath(c.pid, library->path);
+  StatusOr<uint64_t> probe = probe_->Attach(0, host_path, kLaunchProbeSymbol);
+  if (!probe.ok()) {
     ++stats_.probe_attach_failures;
-    LOG_WARNING() << "launch stacks of pid " << pid << " will be missing: " << s.message();
+    LOG_WARNING() << "launch stacks of pid " << c.pid << " will be missing: " << probe.status().message();
     return;
   }
+  probed_files_[file] = ProbedFile{*probe, {connection_id}};
+  c.probed_file = file;
   ++stats_.probe_files_attached;
+}
+
+void GpuTimeCollector::DetachProbe(uint64_t connection_id, const Connection& c) {
+  if (!c.probed_file) return;
+  auto it = probed_files_.find(*c.probed_file);
+  if (it == probed_files_.end()) return;
+  it->second.connections.erase(connection_id);
+  if (!it->second.connections.empty()) return;
+  if (Status s = probe_->Detach(it->second.probe); !s.ok()) LOG_WARNING() << s.message();
+  probed_files_.erase(it);
+  ++stats_.probe_files_detached;
 }
 
 void GpuTimeCollector::OnConnected(const CudaProcessEvent& event) {
@@ -142,7 +172,7 @@ void GpuTimeCollector::OnConnected(const CudaProcessEvent& event) {
   StatusOr<std::string> comm = parts_.procfs.ReadComm(c.pid);
   comms_[c.pid] = {comm.ok() ? *comm : "", 0};
   if (parts_.describe) parts_.describe(c.pid);
-  AttachProbe(c.pid);
+  AttachProbe(event.connection_id, c);
 }
 
 std::shared_ptr<const KernelName> GpuTimeCollector::KernelNameOf(uint64_t key) {
@@ -275,6 +305,7 @@ void GpuTimeCollector::OnEvent(CudaProcessEvent& event, int64_t now_ns, int64_t 
   if (event.kind == CudaProcessEvent::Kind::kDisconnected) {
     // Its records already taken stay in the joiner; the clock goes with it.
     PassSettled(c, now_ns, /*ended=*/true);
+    DetachProbe(event.connection_id, c);
     const uint32_t pid = c.pid;
     connections_.erase(it);
     bool connected = false;
@@ -405,6 +436,11 @@ void GpuTimeCollector::FinishWindow(ProfileBuilder* builder, GpuTrace* trace, bo
   }
   *trace = std::move(trace_);
   trace_ = GpuTrace();
+  // Processes refused a probe for the bound get one once room was made.
+  for (auto& [id, c] : connections_) {
+    if (probed_files_.size() >= options_.max_probe_files) break;
+    if (c.probe_refused) AttachProbe(id, c);
+  }
   // A process's name is kept while its kernels may still be joined (the
   // stacks' horizon), then forgotten: bounded by the connections of a minute.
   const int64_t horizon = options_.join.launch_ttl_ns + 2 * options_.join.grace_ns;
@@ -431,6 +467,8 @@ void GpuTimeCollector::AddCounters(ProfileBuilder* builder) const {
   builder->SetCounter("gpu_trace_activities", stats_.trace_activities);
   builder->SetCounter("gpu_trace_thinned", stats_.trace_thinned);
   builder->SetCounter("gpu_probe_files_attached", stats_.probe_files_attached);
+  builder->SetCounter("gpu_probe_files_detached", stats_.probe_files_detached);
+  builder->SetCounter("gpu_probe_files_refused", stats_.probe_files_refused);
   builder->SetCounter("gpu_probe_attach_failures", stats_.probe_attach_failures);
   builder->SetCounter("gpu_scaled_processes", stats_.scaled_processes);
   builder->SetCounter("gpu_recording_windows", stats_.recording_windows);

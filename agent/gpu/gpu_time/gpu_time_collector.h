@@ -28,6 +28,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <tuple>
 #include <string>
@@ -68,6 +69,11 @@ struct GpuTimeOptions {
   // Every kernel name the agent holds, from all connections together
   // (KernelNameTable); names past it are refused and counted.
   size_t kernel_name_bytes = kDefaultKernelNameBytes;
+  // Distinct library files probed at once. Any local user can make a file
+  // named libwarpscope_cuda.so that exports the probe and connect from a
+  // process mapping it; past this bound such files are not probed (their
+  // launch stacks are missing) and counted.
+  size_t max_probe_files = 16;
 };
 
 // The CPU profiling session's parts the collector shares (sampling thread).
@@ -87,7 +93,9 @@ struct GpuTimeStats {
   uint64_t trace_activities = 0;       // kept in the trace
   uint64_t trace_thinned = 0;          // left out by the per-second budget or the window cap
   uint64_t probe_attach_failures = 0;
-  uint64_t probe_files_attached = 0;
+  uint64_t probe_files_attached = 0;  // attaches, since the start
+  uint64_t probe_files_detached = 0;  // no connected process mapped the file any more
+  uint64_t probe_files_refused = 0;   // not probed: max_probe_files were probed already
   uint64_t launch_stacks_expired = 0;  // a joined launch whose stack was already forgotten
   // GPU time whose kernel's name was evicted (its process gone, the name
   // budget needed) before the window that joined it: shown as such.
@@ -131,8 +139,11 @@ class GpuTimeCollector {
   const std::string& socket_path() const { return server_->socket_path(); }
 
  private:
+  using FileId = std::tuple<uint32_t, uint32_t, uint64_t>;  // (dev major, minor, inode)
   struct Connection {
     uint32_t pid = 0;
+    std::optional<FileId> probed_file;  // the library file whose probe serves it
+    bool probe_refused = false;         // its file was not probed: max_probe_files reached
     CuptiClock clock;
     ws_cuda_stats stats_last{};
     std::unique_ptr<RecordingWindows> windows;  // windowed recording only
@@ -152,7 +163,8 @@ class GpuTimeCollector {
   // Kernels of windows whose weight is settled go to the joiner.
   void PassSettled(Connection& c, int64_t now_ns, bool ended);
   void OnLaunchStack(const ws_uprobe_stack_event& event, int64_t now_ns);
-  void AttachProbe(uint32_t pid);
+  void AttachProbe(uint64_t connection_id, Connection& c);
+  void DetachProbe(uint64_t connection_id, const Connection& c);
   // Keeps `a` in the trace unless its process's second is over budget.
   void Trace(GpuActivityRecord&& a);
   // The name of kernel `key` (an InternedKernelName key), held while the
@@ -169,7 +181,12 @@ class GpuTimeCollector {
   LaunchStackTable stacks_;
   GpuTimeStats stats_;
   std::map<uint64_t, Connection> connections_;  // by connection id
-  std::set<std::tuple<uint32_t, uint32_t, uint64_t>> attached_files_;  // (dev major, minor, inode) probed
+  struct ProbedFile {
+    uint64_t probe = 0;               // UprobeStackCollector handle
+    std::set<uint64_t> connections;   // connected processes mapping the file
+  };
+  std::map<FileId, ProbedFile> probed_files_;
+  bool probe_refusal_logged_ = false;
   struct ProcessName {
     std::string comm;
     int64_t gone_ns = 0;  // when its last connection closed; 0 while connected
