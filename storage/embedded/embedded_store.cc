@@ -1,6 +1,6 @@
-// EmbeddedProfileStore: opening, recovery, ingest and the background thread.
-// Flush/compaction/retention: embedded_store_maintenance.cc; queries:
-// embedded_store_query.cc.
+// EmbeddedProfileStore: opening, ingest and the background thread. Recovery
+// at open: embedded_store_recovery.cc; flush/compaction/retention:
+// embedded_store_maintenance.cc; queries: embedded_store_query.cc.
 #include "storage/embedded/embedded_store.h"
 
 #include <fcntl.h>
@@ -108,47 +108,6 @@ EmbeddedProfileStore::~EmbeddedProfileStore() {
     Status status = FlushNow();
     if (!status.ok()) LOG_WARNING() << "flush at close: " << status.ToString() << " (the WAL keeps the head)";
   }
-}
-
-Status EmbeddedProfileStore::Recover() {
-  ASSIGN_OR_RETURN(dictionary_,
-                   dictionary::DictionaryStore::Open(options_.data_dir + "/dictionary.sqlite", options_.limits));
-  series_ = std::make_unique<SeriesCatalog>(dictionary_.get());
-  stacks_ = std::make_unique<ResolvedStackCache>(dictionary_.get(), options_.stack_cache_bytes);
-
-  ASSIGN_OR_RETURN(LoadedSegments loaded, LoadSegments(segments_dir()));
-  for (const auto& s : loaded.segments) covered_seq_ = std::max(covered_seq_, s->hi);
-  segments_ = std::make_shared<SegmentList>(std::move(loaded.segments));
-
-  for (auto& [agent, sequence] : dictionary_->AgentSequences()) agents_.Stored(agent, sequence);
-  // Every record still in the WAL feeds the duplicate check; those past what
-  // segments hold also go back into the head.
-  const std::string wal_dir = options_.data_dir + "/wal";
-  wal::ReplayStats replay;
-  RETURN_IF_ERROR(wal::ReplayWal(
-      wal_dir, 0, {},
-      [&](uint64_t seq, std::string_view payload) -> Status {
-        ASSIGN_OR_RETURN(HeadRecord record, DecodeHeadRecord(payload, "wal seq " + std::to_string(seq)));
-        agents_.Stored(record.agent_id, record.sequence);
-        if (seq > covered_seq_) {
-          active_.insert(active_.end(), record.rows.begin(), record.rows.end());
-          active_gpu_.Append(record.gpu);
-        }
-        return Status::Ok();
-      },
-      &replay));
-  ASSIGN_OR_RETURN(wal_, wal::WalWriter::Open(wal_dir, options_.wal));
-  if (wal_->next_seq() <= covered_seq_) {
-    // New records would get seqs that segments already claim, and a later
-    // replay would skip them: refuse rather than lose data.
-    return FailedPreconditionError("the WAL in " + wal_dir + " continues at seq " + std::to_string(wal_->next_seq()) +
-                                   " but segments hold records up to " + std::to_string(covered_seq_) +
-                                   "; was wal/ deleted?");
-  }
-  LOG_INFO() << "embedded store " << options_.data_dir << ": " << segments_->size() << " segments, "
-             << replay.records << " WAL records replayed, " << active_.size() << " rows and "
-             << active_gpu_.activities.size() << " GPU activities in the head";
-  return Status::Ok();
 }
 
 int64_t EmbeddedProfileStore::Now() const {

@@ -158,7 +158,9 @@ class EmbeddedProfileStore final : public storage::ProfileStore {
  private:
   EmbeddedProfileStore(const EmbeddedStoreOptions& options, ScopedFd lock_fd);
 
+  // Recovery at open (embedded_store_recovery.cc).
   Status Recover();
+  Status OpenDictionary();
   int64_t Now() const;
   // Oldest time a query may see; INT64_MIN without retention.
   int64_t RetentionCutoff() const;

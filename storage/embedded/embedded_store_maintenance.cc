@@ -77,7 +77,7 @@ StatusOr<std::unique_ptr<SegmentReader>> EmbeddedProfileStore::WriteRollup(const
     return std::unique_ptr<SegmentReader>();
   }
   const std::string path = segments_dir() + "/" + RollupFileName(segment.lo, segment.hi);
-  RETURN_IF_ERROR(WriteSegment(path, std::move(rows), options_.segment));
+  RETURN_IF_ERROR(WriteSegment(path, std::move(rows), {}, segment.reader->dictionary_marks(), options_.segment));
   return SegmentReader::Open(path);
 }
 
@@ -125,8 +125,10 @@ Status EmbeddedProfileStore::FlushLocked() {
   std::shared_ptr<Segment> segment;
   if (!frozen_->empty() || !frozen_gpu_->empty()) {
     const std::string path = segments_dir() + "/" + SegmentFileName(frozen_lo_, frozen_hi_);
-    RETURN_IF_ERROR(
-        WriteSegment(path, *frozen_, *frozen_gpu_, options_.segment).WithContext("flushing the head"));
+    // Every id in the rows was interned before its WAL append: the
+    // dictionary's marks now cover them (dictionary_marks.h).
+    RETURN_IF_ERROR(WriteSegment(path, *frozen_, *frozen_gpu_, dictionary_->Marks(), options_.segment)
+                        .WithContext("flushing the head"));
     if (CrashPoint("flush:segment_written")) return SimulatedCrash("flush:segment_written");
     segment = std::make_shared<Segment>();
     segment->lo = frozen_lo_;
@@ -190,7 +192,8 @@ Status EmbeddedProfileStore::CompactRun(const std::vector<std::shared_ptr<const 
   }
   const uint64_t lo = inputs.front()->lo, hi = inputs.back()->hi;
   const std::string path = segments_dir() + "/" + SegmentFileName(lo, hi);
-  RETURN_IF_ERROR(WriteSegment(path, std::move(rows), std::move(gpu), options_.segment).WithContext("compacting"));
+  RETURN_IF_ERROR(WriteSegment(path, std::move(rows), std::move(gpu), dictionary_->Marks(), options_.segment)
+                      .WithContext("compacting"));
   if (CrashPoint("compact:output_written")) return SimulatedCrash("compact:output_written");
   auto output = std::make_shared<Segment>();
   output->lo = lo;

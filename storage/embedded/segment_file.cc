@@ -145,7 +145,7 @@ void SortAndMerge(std::vector<SampleRow>& rows, const RowOrder& order) {
 }
 
 Status WriteSegmentFile(const std::string& path, std::span<const SampleRow> rows, GpuRows gpu,
-                        const SegmentWriteOptions& options) {
+                        const DictionaryMarks& marks, const SegmentWriteOptions& options) {
   std::string tmp = path + ".tmp.XXXXXX";
   const int raw_fd = ::mkstemp(tmp.data());
   if (raw_fd < 0) return ErrnoError(errno, "create temporary file for " + path);
@@ -162,6 +162,7 @@ Status WriteSegmentFile(const std::string& path, std::span<const SampleRow> rows
   uint64_t offset = buf.size();
 
   Footer footer;
+  footer.marks = marks;
   footer.row_count = rows.size();
   footer.time_window_ns = options.time_window_ns;
   for (size_t start = 0; start < rows.size(); start += options.rows_per_block) {
@@ -221,6 +222,11 @@ Status WriteSegment(const std::string& path, std::vector<SampleRow> rows, const 
 
 Status WriteSegment(const std::string& path, std::vector<SampleRow> rows, GpuRows gpu,
                     const SegmentWriteOptions& options) {
+  return WriteSegment(path, std::move(rows), std::move(gpu), DictionaryMarks{}, options);
+}
+
+Status WriteSegment(const std::string& path, std::vector<SampleRow> rows, GpuRows gpu, const DictionaryMarks& marks,
+                    const SegmentWriteOptions& options) {
   if (options.rows_per_block == 0 || options.rows_per_block > segment::kMaxRowsPerBlock) {
     return InvalidArgumentError("rows_per_block must be 1.." + std::to_string(segment::kMaxRowsPerBlock));
   }
@@ -231,7 +237,7 @@ Status WriteSegment(const std::string& path, std::vector<SampleRow> rows, GpuRow
   const RowOrder order{options.time_window_ns};
   const std::string context = "writing segment " + path;
   SortAndMerge(rows, order);
-  return WriteSegmentFile(path, rows, std::move(gpu), options).WithContext(context);
+  return WriteSegmentFile(path, rows, std::move(gpu), marks, options).WithContext(context);
 }
 
 StatusOr<std::unique_ptr<SegmentReader>> SegmentReader::Open(const std::string& path) {

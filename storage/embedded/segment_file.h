@@ -67,8 +67,11 @@ struct SegmentWriteOptions {
 Status WriteSegment(const std::string& path, std::vector<SampleRow> rows,
                     const SegmentWriteOptions& options = SegmentWriteOptions());
 // The same with GPU activities and coverage rows in the file's GPU section
-// (segment_gpu_section.h), never merged.
+// (segment_gpu_section.h), never merged, and the marks of the dictionary the
+// rows' ids belong to in the footer (none: store_id 0).
 Status WriteSegment(const std::string& path, std::vector<SampleRow> rows, GpuRows gpu,
+                    const SegmentWriteOptions& options);
+Status WriteSegment(const std::string& path, std::vector<SampleRow> rows, GpuRows gpu, const DictionaryMarks& marks,
                     const SegmentWriteOptions& options);
 
 // A part of a segment a scan could not read: its bytes fail their CRC or do
@@ -114,6 +117,8 @@ class SegmentReader {
   size_t block_count() const { return footer_.blocks.size(); }
   int64_t file_size() const { return file_size_; }
   uint16_t format_version() const { return footer_.version; }
+  // The dictionary the file was written with (store_id 0 before version 3).
+  const DictionaryMarks& dictionary_marks() const { return footer_.marks; }
 
   // The GPU section (empty in version 1 files).
   uint64_t gpu_activity_count() const { return footer_.gpu.activity_count; }

@@ -96,6 +96,13 @@ void AppendFooter(const Footer& footer, std::string* out) {
     PutFixed64(out, b.min_series);
     PutFixed64(out, b.max_series);
   }
+  if (footer.version >= 3) {
+    PutFixed64(out, footer.marks.store_id);
+    PutFixed64(out, footer.marks.max_series_id);
+    PutFixed64(out, footer.marks.max_stack_id);
+    PutFixed64(out, footer.marks.max_string_id);
+    PutFixed64(out, footer.marks.max_type_id);
+  }
   if (footer.version >= 2) AppendGpuIndex(footer.gpu, out);
 }
 
@@ -113,7 +120,8 @@ StatusOr<Footer> ParseFooter(std::string_view bytes, uint64_t footer_offset, con
   f.min_time = static_cast<int64_t>(min_time);
   f.max_time = static_cast<int64_t>(max_time);
   f.time_window_ns = static_cast<int64_t>(window);
-  const uint64_t index_size = static_cast<uint64_t>(block_count) * kBlockIndexEntrySize;
+  const uint64_t index_size =
+      static_cast<uint64_t>(block_count) * kBlockIndexEntrySize + (version >= 3 ? kDictionaryMarksSize : 0);
   if (version >= 2 ? r.remaining() < index_size : r.remaining() != index_size) {
     return Corrupt(what, "footer size does not match its " + std::to_string(block_count) + " blocks");
   }
@@ -151,6 +159,13 @@ StatusOr<Footer> ParseFooter(std::string_view bytes, uint64_t footer_offset, con
     }
     expected_offset = b.offset + b.size;
     rows += b.row_count;
+  }
+  if (version >= 3) {
+    r.GetFixed64(&f.marks.store_id);
+    r.GetFixed64(&f.marks.max_series_id);
+    r.GetFixed64(&f.marks.max_stack_id);
+    r.GetFixed64(&f.marks.max_string_id);
+    r.GetFixed64(&f.marks.max_type_id);
   }
   uint64_t samples_end = footer_offset;
   if (version >= 2) {

@@ -1,4 +1,4 @@
-// On-disk layout of a segment file (format version 2; version 1 is read too). All fixed-width
+// On-disk layout of a segment file (format version 3; versions 1 and 2 are read too). All fixed-width
 // integers are little-endian; "varint" is unsigned LEB128; "zz" is zigzag.
 //
 //   File    := Header Block* GpuSection Footer Trailer   (version 1: no GpuSection)
@@ -20,8 +20,11 @@
 //              prefix_crc32:fixed32  columns_crc32:fixed32  row_count:fixed32
 //              min_type:fixed32  max_type:fixed32  reserved:fixed32 (0)
 //              min_time:fixed64  max_time:fixed64  min_series:fixed64  max_series:fixed64
+//              (version 3:) DictionaryMarks
 //              (version 2:) GpuIndex (segment_gpu_section.h), which also says where the
 //              sample blocks end and the GpuSection begins
+//   DictionaryMarks (40 bytes) := store_id:fixed64  max_series_id:fixed64  max_stack_id:fixed64
+//              max_string_id:fixed64  max_type_id:fixed64  (dictionary_marks.h; store_id 0: none)
 //   Trailer := footer_offset:fixed64  footer_size:fixed32  footer_crc32:fixed32
 //              "WSSEG\0"  version:fixed16                                  24 bytes
 //
@@ -36,8 +39,11 @@
 // the block's columns when no run passes the filter.
 //
 // Version 2 (GPU activities, issue 10) added the GPU section and the footer's
-// GpuIndex; everything else is as in version 1. A later version must keep
-// reading version 1 and 2 files (STYLE.md rule 7; segment_compat_test.cc).
+// GpuIndex; everything else is as in version 1. Version 3 added the
+// footer's DictionaryMarks, before the GpuIndex: the dictionary the file's ids
+// belong to and how far they reach, checked against dictionary.sqlite when
+// the store opens. A later version must keep reading version 1, 2 and 3
+// files (STYLE.md rule 7; segment_compat_test.cc).
 #pragma once
 
 #include <cstdint>
@@ -46,16 +52,18 @@
 #include <vector>
 
 #include "base/status.h"
+#include "storage/embedded/dictionary_marks.h"
 #include "storage/embedded/segment_gpu_section.h"
 
 namespace warpscope::segment {
 
 inline constexpr char kMagic[6] = {'W', 'S', 'S', 'E', 'G', '\0'};
-inline constexpr uint16_t kFormatVersion = 2;
+inline constexpr uint16_t kFormatVersion = 3;
 inline constexpr uint16_t kOldestFormatVersion = 1;
 inline constexpr size_t kHeaderSize = 8;
 inline constexpr size_t kTrailerSize = 24;
 inline constexpr size_t kBlockIndexEntrySize = 72;
+inline constexpr size_t kDictionaryMarksSize = 40;
 // Upper bound on rows in one block, so a corrupt count cannot make a reader
 // allocate without limit.
 inline constexpr uint32_t kMaxRowsPerBlock = 1u << 20;
@@ -82,6 +90,7 @@ struct Footer {
   int64_t time_window_ns = 0;  // the writer's sort window; informational
   std::vector<BlockIndexEntry> blocks;
   uint16_t version = kFormatVersion;  // of the file; not stored in the footer itself
+  DictionaryMarks marks;              // zero (store_id 0) in version 1 and 2 files
   GpuIndex gpu;                       // empty in version 1 files
 };
 
@@ -104,7 +113,8 @@ void AppendTrailer(const Trailer& trailer, std::string* out);
 // magic, version and that the footer lies between header and trailer.
 StatusOr<Trailer> ParseTrailer(std::string_view bytes, uint64_t file_size, const std::string& what);
 
-// Writes footer.version's layout (version 2 appends footer.gpu).
+// Writes footer.version's layout (version 3 appends footer.marks, version 2
+// and later footer.gpu).
 void AppendFooter(const Footer& footer, std::string* out);
 // Parses a footer whose CRC has been checked, and checks the index against
 // itself and the file: blocks tile [kHeaderSize, footer_offset), row counts add

@@ -33,6 +33,9 @@ class ContentIds {
   void Commit() { committed_entries_ = entries_.size(); }
   void Rollback();
   size_t size() const { return entries_.size(); }
+  // The highest id handed out (0 for none); after Commit or Rollback, the
+  // highest in the database.
+  uint64_t max_id() const { return next_id_ - 1; }
 
  private:
   struct Entry {

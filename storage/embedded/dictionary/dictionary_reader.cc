@@ -128,7 +128,11 @@ StatusOr<std::vector<std::vector<uint64_t>>> DictionaryReader::StackLocationsNoR
     stack_.Reset();
     stack_.BindInt(1, static_cast<int64_t>(stack_id));
     ASSIGN_OR_RETURN(bool row, stack_.Step());
-    if (!row) return NotFoundError("stack " + std::to_string(stack_id) + " not found");
+    // Rows refer only to stacks the dictionary had: a missing one means the
+    // dictionary is behind the data, not a bad request.
+    if (!row) {
+      return DataLossError("stack " + std::to_string(stack_id) + " is referenced but missing from the dictionary");
+    }
     std::string_view in = stack_.ColumnBlob(0);
     std::vector<uint64_t> locations;
     while (!in.empty()) {
@@ -217,7 +221,9 @@ StatusOr<Labels> DictionaryReader::LabelSet(uint64_t label_set_id) {
   label_set_.Reset();
   label_set_.BindInt(1, static_cast<int64_t>(label_set_id));
   ASSIGN_OR_RETURN(bool row, label_set_.Step());
-  if (!row) return NotFoundError("label set " + std::to_string(label_set_id) + " not found");
+  if (!row) {
+    return DataLossError("label set " + std::to_string(label_set_id) + " is referenced but missing from the dictionary");
+  }
   std::string blob(label_set_.ColumnBlob(0));
   Labels labels;
   std::string_view in = blob;

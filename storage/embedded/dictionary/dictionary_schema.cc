@@ -1,5 +1,6 @@
 #include "storage/embedded/dictionary/dictionary_schema.h"
 
+#include <random>
 #include <string>
 
 namespace warpscope::dictionary {
@@ -37,6 +38,30 @@ CREATE TABLE profile_types(id INTEGER PRIMARY KEY, name_id INTEGER NOT NULL,
 CREATE TABLE agent_sequences(agent_id BLOB PRIMARY KEY, last_sequence INTEGER NOT NULL) WITHOUT ROWID;
 )sql";
 
+// Schema version 3's additions (dictionary_schema.h), also run to migrate an
+// older file. The embedded store's segments as published (WAL seq range,
+// inclusive, and time range of their rows, inclusive), and the time ranges
+// it serves without ([from_ns, to_ns)).
+constexpr const char* kCreateVersion3 = R"sql(
+CREATE TABLE IF NOT EXISTS segment_manifest(lo INTEGER NOT NULL, hi INTEGER NOT NULL, min_time INTEGER NOT NULL,
+  max_time INTEGER NOT NULL, PRIMARY KEY(lo, hi)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS data_gaps(id INTEGER PRIMARY KEY, from_ns INTEGER NOT NULL, to_ns INTEGER NOT NULL,
+  reason TEXT NOT NULL);
+)sql";
+
+// A new dictionary's identity: random, never 0 (0 means "unknown" in a
+// segment footer), positive so it reads the same through SQLite's INTEGER.
+uint64_t NewStoreId() {
+  std::random_device random;
+  uint64_t id = 0;
+  while (id == 0) id = ((static_cast<uint64_t>(random()) << 32) ^ random()) & INT64_MAX;
+  return id;
+}
+
+Status InsertStoreId(SqliteDb& db) {
+  return db.Exec("INSERT OR IGNORE INTO meta(key, value) VALUES('store_id', " + std::to_string(NewStoreId()) + ")");
+}
+
 }  // namespace
 
 Status ConfigureDurability(SqliteDb& db) {
@@ -48,7 +73,7 @@ Status ConfigureDurability(SqliteDb& db) {
   return Status::Ok();
 }
 
-Status CreateOrCheckSchema(SqliteDb& db) {
+Status CreateOrCheckSchema(SqliteDb& db, bool create) {
   RETURN_IF_ERROR(db.Exec("BEGIN IMMEDIATE"));
   auto check = [&]() -> Status {
     ASSIGN_OR_RETURN(std::string app_id_text, db.QueryText("PRAGMA application_id"));
@@ -63,7 +88,10 @@ Status CreateOrCheckSchema(SqliteDb& db) {
       if ((any_row && any.ColumnInt(0) > 0) || app_id != 0) {
         return FailedPreconditionError("not a warpscope dictionary database (tables present, no meta)");
       }
+      if (!create) return FailedPreconditionError("the database holds no dictionary (it is empty)");
       RETURN_IF_ERROR(db.Exec(kCreateSchema));
+      RETURN_IF_ERROR(db.Exec(kCreateVersion3));
+      RETURN_IF_ERROR(InsertStoreId(db));
       RETURN_IF_ERROR(db.Exec("PRAGMA application_id=" + std::to_string(kDictionaryApplicationId)));
       RETURN_IF_ERROR(db.Exec("INSERT INTO meta(key, value) VALUES('schema_version', " +
                               std::to_string(kDictionarySchemaVersion) + ")"));
@@ -84,7 +112,11 @@ Status CreateOrCheckSchema(SqliteDb& db) {
     }
     if (found < 1) return DataLossError("dictionary schema_version " + std::to_string(found) + " is invalid");
     if (found < kDictionarySchemaVersion) {
-      // 1 -> 2 changes no table (see dictionary_schema.h).
+      // 1 -> 2 changes no table; 2 -> 3 adds (see dictionary_schema.h).
+      if (found < 3) {
+        RETURN_IF_ERROR(db.Exec(kCreateVersion3));
+        RETURN_IF_ERROR(InsertStoreId(db));
+      }
       RETURN_IF_ERROR(db.Exec("UPDATE meta SET value = " + std::to_string(kDictionarySchemaVersion) +
                               " WHERE key = 'schema_version'"));
     }
@@ -96,6 +128,13 @@ Status CreateOrCheckSchema(SqliteDb& db) {
     return status;
   }
   return db.Exec("COMMIT");
+}
+
+StatusOr<uint64_t> ReadStoreId(SqliteDb& db) {
+  ASSIGN_OR_RETURN(SqliteStatement stmt, db.Prepare("SELECT value FROM meta WHERE key = 'store_id'"));
+  ASSIGN_OR_RETURN(bool row, stmt.Step());
+  if (!row || stmt.ColumnInt(0) <= 0) return DataLossError("dictionary database has no store_id in meta");
+  return static_cast<uint64_t>(stmt.ColumnInt(0));
 }
 
 }  // namespace warpscope::dictionary

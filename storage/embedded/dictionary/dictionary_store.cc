@@ -2,9 +2,10 @@
 
 namespace warpscope::dictionary {
 
-StatusOr<std::unique_ptr<DictionaryStore>> DictionaryStore::Open(const std::string& path, const BatchLimits& limits) {
+StatusOr<std::unique_ptr<DictionaryStore>> DictionaryStore::Open(const std::string& path, const BatchLimits& limits,
+                                                                 const OpenOptions& options) {
   // The writer first: it creates or checks the schema the reader prepares against.
-  ASSIGN_OR_RETURN(std::unique_ptr<DictionaryWriter> writer, DictionaryWriter::Open(path, limits));
+  ASSIGN_OR_RETURN(std::unique_ptr<DictionaryWriter> writer, DictionaryWriter::Open(path, limits, options.create));
   ASSIGN_OR_RETURN(std::unique_ptr<DictionaryReader> reader, DictionaryReader::Open(path));
   return std::unique_ptr<DictionaryStore>(new DictionaryStore(std::move(writer), std::move(reader)));
 }
@@ -23,6 +24,11 @@ Status DictionaryStore::RecordAgentSequences(const std::vector<std::pair<std::st
 std::vector<std::pair<std::string, uint64_t>> DictionaryStore::AgentSequences() {
   std::lock_guard<std::mutex> lock(write_mu_);
   return writer_->AgentSequences();
+}
+
+DictionaryMarks DictionaryStore::Marks() {
+  std::lock_guard<std::mutex> lock(write_mu_);
+  return writer_->Marks();
 }
 
 StatusOr<bool> DictionaryStore::SeenBefore(const std::string& agent_id, uint64_t sequence) {

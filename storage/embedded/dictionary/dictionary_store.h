@@ -54,8 +54,17 @@ namespace warpscope::dictionary {
 class DictionaryStore {
  public:
   // Opens or creates the database at `path`. FailedPrecondition for a file of a
-  // newer schema version or one that is not a dictionary database.
-  static StatusOr<std::unique_ptr<DictionaryStore>> Open(const std::string& path, const BatchLimits& limits = {});
+  // newer schema version or one that is not a dictionary database, and, with
+  // create false, for an empty one (a caller that has data referring to the
+  // dictionary must not get a new, empty one).
+  struct OpenOptions {
+    bool create = true;
+  };
+  static StatusOr<std::unique_ptr<DictionaryStore>> Open(const std::string& path, const BatchLimits& limits = {}) {
+    return Open(path, limits, OpenOptions{});
+  }
+  static StatusOr<std::unique_ptr<DictionaryStore>> Open(const std::string& path, const BatchLimits& limits,
+                                                         const OpenOptions& options);
 
   // Validates the whole batch (InvalidArgument naming the field and index;
   // nothing is written), then in one transaction interns all its content and,
@@ -79,6 +88,10 @@ class DictionaryStore {
   Status RecordAgentSequences(const std::vector<std::pair<std::string, uint64_t>>& sequences);
   // Every agent's stored sequence, any order.
   std::vector<std::pair<std::string, uint64_t>> AgentSequences();
+
+  // The dictionary's random identity (made with it) and its highest ids of
+  // each kind that rows refer to, as committed (dictionary_marks.h).
+  DictionaryMarks Marks();
 
   // True when InternBatch already committed a batch of `agent_id` with a
   // sequence >= `sequence`: the upload is a re-send, acknowledge without storing.

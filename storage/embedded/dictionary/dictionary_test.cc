@@ -15,7 +15,9 @@ namespace warpscope::dictionary {
 namespace {
 
 using testing::BatchBuilder;
+using testing::ExecDirect;
 using testing::OpenOrDie;
+using testing::QueryDirect;
 using testing::ScratchDir;
 
 // A small batch with inlining, a kernel frame, a Python frame without mapping
@@ -121,8 +123,11 @@ TEST(DictionaryTest, RoundTripResolvesNamesLinesKindsAndMappings) {
   EXPECT_EQ(type->sample_unit, "samples");
   EXPECT_EQ(type->period_nanos, 10'000'000);
 
-  EXPECT_EQ(store->ResolveStack(999).status().code(), StatusCode::kNotFound);
-  EXPECT_EQ(store->LabelSet(999).status().code(), StatusCode::kNotFound);
+  // Rows refer only to ids the dictionary handed out: a missing one is data
+  // loss (the dictionary is behind the data), never "not found".
+  EXPECT_EQ(store->ResolveStack(999).status().code(), StatusCode::kDataLoss);
+  EXPECT_EQ(store->LabelSet(999).status().code(), StatusCode::kDataLoss);
+  EXPECT_EQ(store->ProfileType(999).status().code(), StatusCode::kNotFound);  // how SeriesCatalog finds new types
 }
 
 TEST(DictionaryTest, SameContentGetsSameIdsAcrossBatchesAndIndexOrders) {
@@ -380,29 +385,6 @@ TEST(DictionaryTest, LabelIndexAnswersMatchersNamesAndValues) {
   EXPECT_EQ(*store->LabelValues("comm"), (std::vector<std::string>{"python3", "server"}));
   EXPECT_EQ(*store->LabelValues("node"), (std::vector<std::string>{"n1", "n2"}));
   EXPECT_EQ(*store->LabelValues("nosuch"), std::vector<std::string>{});
-}
-
-// Runs one SQL statement on the file directly, behind the store's back.
-void ExecDirect(const std::string& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  char* err = nullptr;
-  EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err), SQLITE_OK) << (err ? err : "");
-  sqlite3_free(err);
-  sqlite3_close(db);
-}
-
-// Column 0 of the first row of `sql`, run on the file directly.
-int64_t QueryDirect(const std::string& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  EXPECT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  sqlite3_stmt* stmt = nullptr;
-  EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
-  int64_t value = -1;
-  if (sqlite3_step(stmt) == SQLITE_ROW) value = sqlite3_column_int64(stmt, 0);
-  sqlite3_finalize(stmt);
-  sqlite3_close(db);
-  return value;
 }
 
 // Metric types live in profile_types (period kMetricTypePeriodNanos), in the

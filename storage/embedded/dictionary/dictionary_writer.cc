@@ -12,11 +12,14 @@ namespace warpscope::dictionary {
 
 using warpscope::v1::IngestBatch;
 
-StatusOr<std::unique_ptr<DictionaryWriter>> DictionaryWriter::Open(const std::string& path, const BatchLimits& limits) {
+StatusOr<std::unique_ptr<DictionaryWriter>> DictionaryWriter::Open(const std::string& path, const BatchLimits& limits,
+                                                                   bool create) {
   ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> db, SqliteDb::Open(path));
   RETURN_IF_ERROR(ConfigureDurability(*db));
-  RETURN_IF_ERROR(CreateOrCheckSchema(*db));
+  RETURN_IF_ERROR(CreateOrCheckSchema(*db, create));
+  ASSIGN_OR_RETURN(const uint64_t store_id, ReadStoreId(*db));
   std::unique_ptr<DictionaryWriter> writer(new DictionaryWriter(std::move(db), limits));
+  writer->store_id_ = store_id;
   RETURN_IF_ERROR(writer->PrepareStatements());
   RETURN_IF_ERROR(writer->LoadCache());
   return writer;
@@ -373,6 +376,14 @@ Status DictionaryWriter::RecordAgentSequences(const std::vector<std::pair<std::s
 
 std::vector<std::pair<std::string, uint64_t>> DictionaryWriter::AgentSequences() const {
   return {last_sequence_.begin(), last_sequence_.end()};
+}
+
+DictionaryMarks DictionaryWriter::Marks() const {
+  return DictionaryMarks{.store_id = store_id_,
+                         .max_series_id = label_sets_.max_id(),
+                         .max_stack_id = stacks_.max_id(),
+                         .max_string_id = strings_.max_id(),
+                         .max_type_id = types_.max_id()};
 }
 
 void DictionaryWriter::CommitCache() {

@@ -19,18 +19,25 @@
 #include "storage/embedded/dictionary/content_ids.h"
 #include "storage/embedded/dictionary/dictionary_types.h"
 #include "storage/embedded/dictionary/sqlite_handle.h"
+#include "storage/embedded/dictionary_marks.h"
 
 namespace warpscope::dictionary {
 
 class DictionaryWriter {
  public:
-  static StatusOr<std::unique_ptr<DictionaryWriter>> Open(const std::string& path, const BatchLimits& limits);
+  // `create`: make the schema in an empty database (else FailedPrecondition).
+  static StatusOr<std::unique_ptr<DictionaryWriter>> Open(const std::string& path, const BatchLimits& limits,
+                                                          bool create = true);
 
   StatusOr<InternedBatch> InternBatch(const warpscope::v1::IngestBatch& batch, bool record_sequence);
   bool SeenBefore(const std::string& agent_id, uint64_t sequence) const;
   // Raises each agent's stored sequence to at least the given one, in one transaction.
   Status RecordAgentSequences(const std::vector<std::pair<std::string, uint64_t>>& sequences);
   std::vector<std::pair<std::string, uint64_t>> AgentSequences() const;
+  // The dictionary's identity and highest committed ids (dictionary_marks.h).
+  DictionaryMarks Marks() const;
+  // The writer's connection, for the segment manifest's statements (same thread rules).
+  SqliteDb* db() { return db_.get(); }
 
  private:
   DictionaryWriter(std::unique_ptr<SqliteDb> db, const BatchLimits& limits) : db_(std::move(db)), limits_(limits) {}
@@ -58,6 +65,7 @@ class DictionaryWriter {
 
   std::unique_ptr<SqliteDb> db_;
   BatchLimits limits_;
+  uint64_t store_id_ = 0;
   ContentIds strings_, mappings_, functions_, locations_, stacks_, label_sets_, types_;
   // Stack fingerprint -> stack id, for stacks interned by this process; a
   // bounded cache (at most 48 bytes per entry, cleared when full).
