@@ -229,6 +229,8 @@ EmbeddedStoreState EmbeddedProfileStore::state() const {
     if (s->rollup != nullptr) out.rollup_files.push_back(RollupFileName(s->lo, s->hi));
   }
   out.rollup_scans = rollup_scans_.load(std::memory_order_relaxed);
+  out.damaged_blocks = damaged_blocks_.load(std::memory_order_relaxed);
+  out.gaps = gaps_;
   out.head_rows = active_.size() + (frozen_ ? frozen_->size() : 0) + active_gpu_.size() +
                   (frozen_gpu_ ? frozen_gpu_->size() : 0);
   out.covered_seq = covered_seq_;

@@ -7,6 +7,8 @@
 //                                 records: head_record.h)
 //   <data_dir>/segments/          immutable segment files (segment_file.h),
 //                                 named by the WAL range they hold (segment_catalog.h)
+//   <data_dir>/quarantine/        files a start with `repair` could not read
+//                                 (quarantine.h); never read by the store
 //
 // Ingest: validate -> duplicate check on (agent_id, sequence) -> intern the
 // dictionaries (SQLite, durable, but *not* the sequence) -> leave out rows
@@ -26,7 +28,17 @@
 // record agent sequences -> delete WAL files below hi. Compaction merges runs
 // of small segments adjacent in WAL order into one [lo, hi] file; retention
 // deletes segments wholly older than now - retention and queries ignore rows
-// older than that.
+// older than that. dictionary.sqlite also keeps the manifest of published
+// segments (dictionary/segment_manifest.h), updated by each of these steps.
+//
+// Damage: a damaged block of a segment is skipped and the answer carries a
+// DataGap for its time range (logged once per segment; compaction leaves the
+// segment alone). At open, a segment or WAL record of another or an older
+// dictionary stops the store (store_consistency.h); so do a missing segment
+// (one the manifest lists), a segment that does not open and a damaged WAL
+// record, unless `repair`: the unreadable files go to quarantine/, the lost
+// time ranges are recorded as gaps that every overlapping answer reports,
+// and the store starts.
 //
 // Threading: every ProfileStore method may be called from any number of
 // threads (the server's HTTP workers). Flush, compaction and retention run on
@@ -107,13 +119,28 @@ struct EmbeddedStoreOptions {
   uint64_t min_rollup_input_rows = 10'000;
   uint64_t min_rollup_reduction = 4;
   wal::WalOptions wal;
+  // Start past what open would refuse for lost data, keeping every file: a
+  // segment that does not open is moved to <data_dir>/quarantine/, a WAL file
+  // with damaged records is copied there (and the intact records are flushed
+  // at once, so the log no longer needs it), a missing segment is forgotten;
+  // each lost time range is logged and recorded as a gap that answers
+  // overlapping it report (storage::DataGap). Never needed for a crash. Off:
+  // open refuses and the message names this option.
+  bool repair = false;
   // Tests only: called at named points of flush and compaction ("flush:frozen",
   // "flush:segment_written", "flush:sequences_recorded", "compact:output_written",
-  // "compact:rollup_written", "compact:input_deleted"); returning true stops the operation right there,
+  // "compact:rollup_written", "compact:input_deleted", "retention:manifest_updated"); returning true
+  // stops the operation right there,
   // leaving the files as a crash at that point would. The store must then be
   // destroyed with flush_on_close off, like a dead process.
   std::function<bool(std::string_view point)> crash_point_for_test;
 };
+
+// The segment manifest's record of a published segment.
+inline dictionary::ManifestEntry ManifestEntryOf(const Segment& s) {
+  return dictionary::ManifestEntry{
+      .lo = s.lo, .hi = s.hi, .min_time = s.reader->data_min_time(), .max_time = s.reader->data_max_time()};
+}
 
 // What is where, for tests and metrics.
 struct EmbeddedStoreState {
@@ -125,6 +152,8 @@ struct EmbeddedStoreState {
   std::vector<std::string> segment_files;  // names, ascending WAL range
   std::vector<std::string> rollup_files;   // of the segments that have one
   uint64_t rollup_scans = 0;               // segments a query read from their rollup, since open
+  uint64_t damaged_blocks = 0;             // distinct damaged segment blocks queries or compaction met, since open
+  std::vector<dictionary::RecordedGap> gaps;  // time ranges known lost (repair), reported by answers
 };
 
 class EmbeddedProfileStore final : public storage::ProfileStore {
@@ -161,6 +190,18 @@ class EmbeddedProfileStore final : public storage::ProfileStore {
   // Recovery at open (embedded_store_recovery.cc).
   Status Recover();
   Status OpenDictionary();
+  StatusOr<LoadedSegments> LoadStoreSegments();
+  // Checks the manifest against the loaded segments: a missing one refuses
+  // the open, or with repair becomes a recorded gap; brings it up to date.
+  Status ReconcileManifest(const LoadedSegments& loaded);
+  // Replays the WAL into the head and the duplicate check. *repaired: repair
+  // stepped over damage (quarantined, recorded as gaps).
+  Status ReplayWalIntoHead(const DictionaryMarks& marks, const std::vector<uint8_t>& is_metric_type,
+                           uint64_t* records, bool* repaired);
+  // After a repaired replay: flushes the head and truncates the WAL so that
+  // the damaged files (copied to quarantine/) are gone from wal/.
+  void FlushRepairedWal();
+  std::string quarantine_dir() const { return options_.data_dir + "/quarantine"; }
   int64_t Now() const;
   // Oldest time a query may see; INT64_MIN without retention.
   int64_t RetentionCutoff() const;
@@ -209,6 +250,12 @@ class EmbeddedProfileStore final : public storage::ProfileStore {
   StatusOr<SeriesGroups> GroupSeries(storage::QueryContext* context, const std::vector<uint64_t>& series,
                                      const std::vector<std::string>& names);
 
+  // A damaged block a scan met: recorded in the segment (counted, logged once
+  // per segment). Returns the gap it leaves in answers.
+  storage::DataGap NoteDamagedBlock(const Segment& segment, bool rollup, const DamagedBlock& block);
+  // Adds to `context` the recorded gaps overlapping [from, to); state_mu_ held.
+  void AddRecordedGapsLocked(storage::QueryContext* context, int64_t from_ns, int64_t to_ns) const;
+
   std::string segments_dir() const { return options_.data_dir + "/segments"; }
 
   const EmbeddedStoreOptions options_;
@@ -233,6 +280,7 @@ class EmbeddedProfileStore final : public storage::ProfileStore {
   std::shared_ptr<const GpuRows> frozen_gpu_;             // frozen with frozen_ (both set or both null)
   uint64_t frozen_lo_ = 0, frozen_hi_ = 0;                // its WAL range
   std::shared_ptr<const SegmentList> segments_ = std::make_shared<SegmentList>();
+  std::vector<dictionary::RecordedGap> gaps_;  // as in the manifest's data_gaps
 
   // Per-agent duplicate check: the highest sequence durable in the WAL or
   // segments, and one Ingest per agent between its check and its WAL append,
@@ -252,6 +300,7 @@ class EmbeddedProfileStore final : public storage::ProfileStore {
   std::thread bg_thread_;
 
   std::atomic<uint64_t> rollup_scans_{0};
+  std::atomic<uint64_t> damaged_blocks_{0};
   storage::IngestCounters counters_;
 };
 

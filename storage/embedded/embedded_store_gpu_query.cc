@@ -44,6 +44,7 @@ Status EmbeddedProfileStore::ScanGpu(storage::QueryContext* context, int64_t fro
       for (const GpuCoverageRow& r : head->coverage) coverage(r);
     }
     segments = segments_;
+    AddRecordedGapsLocked(context, coverage_from_ns, to_ns);
   }
   ScanHooks hooks;
   if (context != nullptr) hooks.before_block = [context] { return context->Check(); };
@@ -51,6 +52,14 @@ Status EmbeddedProfileStore::ScanGpu(storage::QueryContext* context, int64_t fro
     const SegmentReader& reader = *segment->reader;
     if (stopped) break;
     if (reader.gpu_activity_count() == 0 && reader.gpu_coverage_count() == 0) continue;
+    // A damaged block is left out and the answer says so, as in ScanRows.
+    hooks.on_damaged_block = [&](const DamagedBlock& block) {
+      storage::DataGap gap = NoteDamagedBlock(*segment, /*rollup=*/false, block);
+      gap.from_ns = std::max(gap.from_ns, coverage_from_ns);
+      gap.to_ns = std::min(gap.to_ns, to_ns);
+      storage::AddQueryGap(context, std::move(gap));
+      return Status::Ok();
+    };
     RETURN_IF_ERROR(reader.ScanGpuActivities(from_ns, to_ns, series_filter, activity, hooks));
     RETURN_IF_ERROR(reader.ScanGpuCoverage(coverage_from_ns, to_ns, series_filter, coverage, hooks));
   }

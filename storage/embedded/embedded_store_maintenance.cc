@@ -134,6 +134,10 @@ Status EmbeddedProfileStore::FlushLocked() {
     segment->lo = frozen_lo_;
     segment->hi = frozen_hi_;
     ASSIGN_OR_RETURN(segment->reader, SegmentReader::Open(path));
+    // Listed once it is in place: the manifest never claims a file not yet
+    // written (a crash before this leaves a live file the next open lists).
+    RETURN_IF_ERROR(
+        dictionary_->UpdateManifest({.added = {ManifestEntryOf(*segment)}}).WithContext("flushing the head"));
   }
   {
     // The hand-off: queries see the rows either in the frozen head or in the
@@ -164,7 +168,15 @@ Status EmbeddedProfileStore::CompactLocked() {
   // Only this thread changes the list (maintenance_mu_), so the plan stays valid.
   for (const auto& [begin, end] : PlanCompaction(*snapshot, options_.compaction)) {
     std::vector<std::shared_ptr<const Segment>> inputs(snapshot->begin() + begin, snapshot->begin() + end);
-    RETURN_IF_ERROR(CompactRun(inputs));
+    Status status = CompactRun(inputs);
+    // An input found damaged is left as it is from now on (PlanCompaction);
+    // the other runs go on.
+    const bool damaged = std::any_of(inputs.begin(), inputs.end(), [](const auto& in) { return in->damage.any(); });
+    if (!status.ok() && damaged) {
+      LOG_WARNING() << "compaction leaves a damaged segment as it is: " << status.ToString();
+      continue;
+    }
+    RETURN_IF_ERROR(status);
   }
   return Status::Ok();
 }
@@ -180,15 +192,21 @@ Status EmbeddedProfileStore::CompactRun(const std::vector<std::shared_ptr<const 
   for (const auto& in : inputs) input_rows += in->reader->total_rows();
   rows.reserve(input_rows);
   for (const auto& in : inputs) {
+    // A damaged block stops the run: merged, its rows would silently vanish.
+    ScanHooks hooks;
+    hooks.on_damaged_block = [&](const DamagedBlock& block) {
+      NoteDamagedBlock(*in, /*rollup=*/false, block);
+      return block.status;
+    };
     for (const TypeEntry& t : types) {
-      RETURN_IF_ERROR(in->reader->Scan(cutoff, INT64_MAX, nullptr, t.id,
-                                       [&](const SampleRow& row) { rows.push_back(row); }));
+      RETURN_IF_ERROR(in->reader->Scan(
+          cutoff, INT64_MAX, nullptr, t.id, [&](const SampleRow& row) { rows.push_back(row); }, hooks));
     }
     // GPU rows are carried over as they are: never merged (gpu_activity_row.h).
-    RETURN_IF_ERROR(in->reader->ScanGpuActivities(cutoff, INT64_MAX, nullptr,
-                                                  [&](const GpuActivityRow& row) { gpu.activities.push_back(row); }));
-    RETURN_IF_ERROR(in->reader->ScanGpuCoverage(cutoff, INT64_MAX, nullptr,
-                                                [&](const GpuCoverageRow& row) { gpu.coverage.push_back(row); }));
+    RETURN_IF_ERROR(in->reader->ScanGpuActivities(
+        cutoff, INT64_MAX, nullptr, [&](const GpuActivityRow& row) { gpu.activities.push_back(row); }, hooks));
+    RETURN_IF_ERROR(in->reader->ScanGpuCoverage(
+        cutoff, INT64_MAX, nullptr, [&](const GpuCoverageRow& row) { gpu.coverage.push_back(row); }, hooks));
   }
   const uint64_t lo = inputs.front()->lo, hi = inputs.back()->hi;
   const std::string path = segments_dir() + "/" + SegmentFileName(lo, hi);
@@ -206,6 +224,13 @@ Status EmbeddedProfileStore::CompactRun(const std::vector<std::shared_ptr<const 
     output->rollup = std::move(rollup).value();
   }
   if (CrashPoint("compact:rollup_written")) return SimulatedCrash("compact:rollup_written");
+  // The output replaces its inputs in the manifest in one transaction. On
+  // failure the output stays: by its name it already makes the inputs dead
+  // at the next open, and the manifest lists either them (covered by it) or it.
+  dictionary::ManifestChange change;
+  for (const auto& in : inputs) change.removed.push_back(ManifestEntryOf(*in));
+  change.added.push_back(ManifestEntryOf(*output));
+  RETURN_IF_ERROR(dictionary_->UpdateManifest(change).WithContext("compacting"));
   {
     std::unique_lock<std::shared_mutex> lock(state_mu_);
     auto list = std::make_shared<SegmentList>();
@@ -235,9 +260,11 @@ Status EmbeddedProfileStore::RetentionLocked() {
   const int64_t cutoff = RetentionCutoff();
   if (cutoff == INT64_MIN) return Status::Ok();
   std::vector<std::shared_ptr<const Segment>> expired;
+  auto list = std::make_shared<SegmentList>();
+  bool gaps_expired = false;
   {
-    std::unique_lock<std::shared_mutex> lock(state_mu_);
-    auto list = std::make_shared<SegmentList>();
+    // Only this thread changes the list (maintenance_mu_): it stays as read here.
+    std::shared_lock<std::shared_mutex> lock(state_mu_);
     for (const auto& s : *segments_) {
       const SegmentReader& r = *s->reader;
       if (r.total_rows() == 0 || r.data_max_time() < cutoff) {
@@ -246,9 +273,22 @@ Status EmbeddedProfileStore::RetentionLocked() {
         list->push_back(s);
       }
     }
-    if (expired.empty()) return Status::Ok();
-    segments_ = std::move(list);
+    for (const dictionary::RecordedGap& g : gaps_) gaps_expired |= g.to_ns <= cutoff;
   }
+  if (expired.empty() && !gaps_expired) return Status::Ok();
+  // Out of the manifest before the files go: a crash in between leaves files
+  // the next open lists again, and the next retention deletes.
+  dictionary::ManifestChange change;
+  for (const auto& s : expired) change.removed.push_back(ManifestEntryOf(*s));
+  change.drop_gaps_before = cutoff;
+  RETURN_IF_ERROR(dictionary_->UpdateManifest(change).WithContext("retention"));
+  if (CrashPoint("retention:manifest_updated")) return SimulatedCrash("retention:manifest_updated");
+  {
+    std::unique_lock<std::shared_mutex> lock(state_mu_);
+    segments_ = std::move(list);
+    std::erase_if(gaps_, [&](const dictionary::RecordedGap& g) { return g.to_ns <= cutoff; });
+  }
+  if (expired.empty()) return Status::Ok();
   // Deleting a segment can let WAL records of its range (if their file is
   // still there) be replayed at the next Open: their rows are all older than
   // the cutoff too, so answers never show them and the next flush and

@@ -6,10 +6,12 @@
 #include <map>
 #include <unordered_map>
 
+#include "base/logging.h"
 #include "base/saturating.h"
 #include "storage/embedded/answer_unit.h"
 #include "storage/embedded/embedded_store.h"
 #include "storage/embedded/metric_row.h"
+#include "storage/embedded/store_consistency.h"
 
 namespace warpscope::embedded {
 
@@ -94,6 +96,7 @@ Status EmbeddedProfileStore::ScanRows(storage::QueryContext* context, const std:
     RETURN_IF_ERROR(scan_head(active_));
     if (frozen_) RETURN_IF_ERROR(scan_head(*frozen_));
     segments = segments_;
+    AddRecordedGapsLocked(context, from_ns, to_ns);
   }
   ScanHooks hooks;
   if (context != nullptr) hooks.before_block = [context] { return context->Check(); };
@@ -101,14 +104,54 @@ Status EmbeddedProfileStore::ScanRows(storage::QueryContext* context, const std:
     const SegmentReader& reader = *segment->reader;
     if (reader.row_count() == 0 || reader.max_time() < from_ns || reader.min_time() >= to_ns) continue;
     const bool whole = reader.min_time() >= from_ns && reader.max_time() < to_ns;
-    const bool use_rollup = times == RowTimes::kSummed && whole && segment->rollup != nullptr;
+    const bool use_rollup = times == RowTimes::kSummed && whole && segment->rollup != nullptr &&
+                            !segment->damage.rollup_damaged();
     if (use_rollup) rollup_scans_.fetch_add(1, std::memory_order_relaxed);
     const SegmentReader& source = use_rollup ? *segment->rollup : reader;
+    // A damaged block is left out and the answer says so.
+    hooks.on_damaged_block = [&, use_rollup](const DamagedBlock& block) {
+      storage::DataGap gap = NoteDamagedBlock(*segment, use_rollup, block);
+      gap.from_ns = std::max(gap.from_ns, from_ns);
+      gap.to_ns = std::min(gap.to_ns, to_ns);
+      storage::AddQueryGap(context, std::move(gap));
+      return Status::Ok();
+    };
     for (const TypeEntry& t : types) {
       RETURN_IF_ERROR(source.Scan(from_ns, to_ns, series_filter, t.id, visit, hooks));
     }
   }
   return Status::Ok();
+}
+
+storage::DataGap EmbeddedProfileStore::NoteDamagedBlock(const Segment& segment, bool rollup,
+                                                        const DamagedBlock& block) {
+  const std::string file = rollup ? RollupFileName(segment.lo, segment.hi) : SegmentFileName(segment.lo, segment.hi);
+  const std::string part = (rollup ? "rollup " : "") + block.part;
+  const SegmentDamage::Recorded recorded = segment.damage.Record(part);
+  if (recorded.new_part) damaged_blocks_.fetch_add(1, std::memory_order_relaxed);
+  // A rollup's rows all carry the segment's min time: a damaged rollup block
+  // may hold rows of the segment's whole span.
+  const int64_t min_time = rollup ? segment.reader->data_min_time() : block.min_time;
+  const int64_t max_time = rollup ? segment.reader->data_max_time() : block.max_time;
+  const std::string& message = block.status.message();
+  const size_t detail = message.find("is corrupt");
+  const std::string reason = (rollup ? "rollup " : "segment ") + file + " " + block.part + " " +
+                             (detail == std::string::npos ? "is unreadable" : message.substr(detail));
+  if (recorded.first_in_segment) {
+    LOG_WARNING() << message << ": its rows (" << FormatUnixTime(min_time) << " to " << FormatUnixTime(max_time)
+                  << ") are left out of answers, which report the gap; further damage in this segment is not logged";
+  }
+  return storage::DataGap{.from_ns = min_time, .to_ns = SaturatingAdd(max_time, 1), .reason = reason};
+}
+
+void EmbeddedProfileStore::AddRecordedGapsLocked(storage::QueryContext* context, int64_t from_ns,
+                                                 int64_t to_ns) const {
+  if (context == nullptr) return;
+  for (const dictionary::RecordedGap& g : gaps_) {
+    if (g.to_ns <= from_ns || g.from_ns >= to_ns) continue;
+    context->AddGap(storage::DataGap{
+        .from_ns = std::max(g.from_ns, from_ns), .to_ns = std::min(g.to_ns, to_ns), .reason = g.reason});
+  }
 }
 
 StatusOr<MergedProfile> EmbeddedProfileStore::SelectProfile(const storage::ProfileQuery& query) {

@@ -1,6 +1,7 @@
 // The embedded store's own behaviour beyond the conformance suite: the data
 // dir lock, flush and its crash points, compaction and its crash points,
-// retention, a full disk, a damaged segment, the WAL record format.
+// retention, a full disk, the WAL record format. Damage and repair:
+// embedded_store_repair_test.cc.
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -390,38 +391,6 @@ TEST(EmbeddedStoreTest, MetricRowsRoundTripTheirValuesThroughAHeadRecord) {
     EXPECT_EQ(MetricMultiplicity(back->rows[i]), 1u);
   }
   EXPECT_EQ(MetricRow(0, 1, 1, -0.0), MetricRow(0, 1, 1, 0.0));  // one zero, so equal points merge
-}
-
-TEST(EmbeddedStoreTest, DamagedSegmentGivesDataLossNamingTheFile) {
-  ScratchDir dir;
-  {
-    auto store = MustOpen(ManualOptions(dir.data()));
-    MustIngest(*store, NodeBatch("n1", 1, kT0, 300));
-    ASSERT_TRUE(store->FlushNow().ok());
-  }
-  const std::string path = dir.data() + "/segments/" + SegmentFileName(1, 1);
-  {
-    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
-    // Inside the first block (the header is 8 bytes): the footer stays intact,
-    // so the store opens and the damage shows when a query decodes the block.
-    f.seekg(30);
-    char c = 0;
-    f.read(&c, 1);
-    f.seekp(30);
-    c = static_cast<char>(c ^ 0x5a);
-    f.write(&c, 1);
-  }
-  auto store = MustOpen(ManualOptions(dir.data()));
-  ASSERT_NE(store, nullptr);
-  storage::ProfileQuery q;
-  q.from_ns = 0;
-  q.to_ns = INT64_MAX;
-  StatusOr<storage::MergedProfile> p = store->SelectProfile(q);
-  ASSERT_FALSE(p.ok());
-  EXPECT_EQ(p.status().code(), StatusCode::kDataLoss);
-  EXPECT_NE(p.status().message().find(path), std::string::npos) << p.status().message();
-  // Other answers still work.
-  EXPECT_TRUE(store->LabelNames().ok());
 }
 
 // Runs `body` in a forked child (so RLIMIT_FSIZE does not touch the test

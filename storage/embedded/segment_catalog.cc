@@ -11,6 +11,7 @@
 #include <cstdio>
 
 #include "base/logging.h"
+#include "storage/embedded/quarantine.h"
 
 namespace warpscope::embedded {
 namespace {
@@ -70,16 +71,27 @@ bool ParseRollupFileName(std::string_view name, uint64_t* lo, uint64_t* hi) {
   return ParseRangeFileName(kRollupPrefix, name, lo, hi);
 }
 
-StatusOr<LoadedSegments> LoadSegments(const std::string& dir) {
-  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) return ErrnoError(errno, "mkdir " + dir);
+namespace {
+
+struct NamedFile {
+  uint64_t lo, hi;
+  std::string name;
+};
+
+// What `dir` holds: the live segments (ascending lo) with their rollups, and
+// the dead files (segment_catalog.h's rules).
+struct Listing {
+  std::vector<NamedFile> live;
+  std::vector<const NamedFile*> rollup_of;  // by live index; into `rollups`
+  std::vector<NamedFile> rollups;
+  std::vector<std::string> dead;
+};
+
+StatusOr<Listing> ListSegmentDir(const std::string& dir) {
   DIR* d = ::opendir(dir.c_str());
   if (d == nullptr) return ErrnoError(errno, "opendir " + dir);
-  struct Named {
-    uint64_t lo, hi;
-    std::string name;
-  };
-  std::vector<Named> named, rollups;
-  std::vector<std::string> dead;
+  std::vector<NamedFile> named;
+  Listing out;
   while (dirent* e = ::readdir(d)) {
     std::string_view name = e->d_name;
     if (name == "." || name == "..") continue;
@@ -87,10 +99,10 @@ StatusOr<LoadedSegments> LoadSegments(const std::string& dir) {
     if (ParseSegmentFileName(name, &lo, &hi)) {
       named.push_back({lo, hi, std::string(name)});
     } else if (ParseRollupFileName(name, &lo, &hi)) {
-      rollups.push_back({lo, hi, std::string(name)});
+      out.rollups.push_back({lo, hi, std::string(name)});
     } else if ((name.starts_with(kPrefix) || name.starts_with(kRollupPrefix)) &&
                name.find(".tmp.") != std::string_view::npos) {
-      dead.emplace_back(name);  // WriteSegment's temporary, never renamed into place
+      out.dead.emplace_back(name);  // WriteSegment's temporary, never renamed into place
     }
     // Anything else is not ours: left alone.
   }
@@ -99,58 +111,85 @@ StatusOr<LoadedSegments> LoadSegments(const std::string& dir) {
   // Sweep in (lo ascending, hi descending) order: a segment starting at or
   // below the highest hi so far lies inside an earlier, wider one.
   std::sort(named.begin(), named.end(),
-            [](const Named& a, const Named& b) { return a.lo != b.lo ? a.lo < b.lo : a.hi > b.hi; });
-  std::vector<Named> live;
-  for (Named& n : named) {
-    if (!live.empty() && n.lo <= live.back().hi) {
-      if (n.hi > live.back().hi) {
-        return FailedPreconditionError("segments " + live.back().name + " and " + n.name + " in " + dir +
+            [](const NamedFile& a, const NamedFile& b) { return a.lo != b.lo ? a.lo < b.lo : a.hi > b.hi; });
+  for (NamedFile& n : named) {
+    if (!out.live.empty() && n.lo <= out.live.back().hi) {
+      if (n.hi > out.live.back().hi) {
+        return FailedPreconditionError("segments " + out.live.back().name + " and " + n.name + " in " + dir +
                                        " overlap without one containing the other; refusing to guess which is live");
       }
-      dead.push_back(std::move(n.name));
+      out.dead.push_back(std::move(n.name));
       continue;
     }
-    live.push_back(std::move(n));
+    out.live.push_back(std::move(n));
   }
   // A rollup lives only beside the live segment of its exact range.
-  std::vector<const Named*> rollup_of(live.size(), nullptr);
-  for (Named& r : rollups) {
-    auto it = std::lower_bound(live.begin(), live.end(), r.lo, [](const Named& n, uint64_t lo) { return n.lo < lo; });
-    if (it != live.end() && it->lo == r.lo && it->hi == r.hi) {
-      rollup_of[it - live.begin()] = &r;
+  out.rollup_of.assign(out.live.size(), nullptr);
+  for (const NamedFile& r : out.rollups) {
+    auto it = std::lower_bound(out.live.begin(), out.live.end(), r.lo,
+                               [](const NamedFile& n, uint64_t lo) { return n.lo < lo; });
+    if (it != out.live.end() && it->lo == r.lo && it->hi == r.hi) {
+      out.rollup_of[it - out.live.begin()] = &r;
     } else {
-      dead.push_back(r.name);
+      out.dead.push_back(r.name);
     }
-  }
-
-  LoadedSegments out;
-  for (const std::string& name : dead) {
-    std::string path = dir + "/" + name;
-    if (::unlink(path.c_str()) != 0 && errno != ENOENT) return ErrnoError(errno, "delete " + path);
-    LOG_INFO() << "deleted dead segment file " << path;
-    out.deleted.push_back(name);
-  }
-  if (!dead.empty()) RETURN_IF_ERROR(FsyncDir(dir));
-  for (size_t i = 0; i < live.size(); ++i) {
-    const Named& n = live[i];
-    StatusOr<std::unique_ptr<SegmentReader>> reader = SegmentReader::Open(dir + "/" + n.name);
-    if (!reader.ok()) return reader.status();
-    auto segment = std::make_shared<Segment>();
-    segment->lo = n.lo;
-    segment->hi = n.hi;
-    segment->reader = std::move(reader).value();
-    if (rollup_of[i] != nullptr) {
-      // Only a copy: an unreadable one is dropped, not fatal.
-      StatusOr<std::unique_ptr<SegmentReader>> rollup = SegmentReader::Open(dir + "/" + rollup_of[i]->name);
-      if (rollup.ok()) {
-        segment->rollup = std::move(rollup).value();
-      } else {
-        LOG_WARNING() << "ignoring rollup " << rollup_of[i]->name << ": " << rollup.status().ToString();
-      }
-    }
-    out.segments.push_back(std::move(segment));
   }
   return out;
+}
+
+}  // namespace
+
+StatusOr<LoadedSegments> LoadSegments(const std::string& dir, const LoadOptions& options) {
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) return ErrnoError(errno, "mkdir " + dir);
+  LoadedSegments out;
+  // Each pass opens every live segment; one that does not open is moved to
+  // quarantine and the dir listed again, since its range may have hidden
+  // files that are live without it.
+  while (true) {
+    ASSIGN_OR_RETURN(Listing listing, ListSegmentDir(dir));
+    SegmentList opened;
+    bool moved = false;
+    for (size_t i = 0; i < listing.live.size() && !moved; ++i) {
+      const NamedFile& n = listing.live[i];
+      StatusOr<std::unique_ptr<SegmentReader>> reader = SegmentReader::Open(dir + "/" + n.name);
+      if (!reader.ok()) {
+        if (reader.status().code() != StatusCode::kDataLoss || options.quarantine_dir.empty()) return reader.status();
+        ASSIGN_OR_RETURN(std::string moved_to, MoveToQuarantine(options.quarantine_dir, dir + "/" + n.name));
+        if (listing.rollup_of[i] != nullptr) {
+          ASSIGN_OR_RETURN(std::string rollup_to,
+                           MoveToQuarantine(options.quarantine_dir, dir + "/" + listing.rollup_of[i]->name));
+          (void)rollup_to;
+        }
+        out.quarantined.push_back({n.name, std::move(moved_to), reader.status()});
+        moved = true;
+        continue;
+      }
+      auto segment = std::make_shared<Segment>();
+      segment->lo = n.lo;
+      segment->hi = n.hi;
+      segment->reader = std::move(reader).value();
+      if (listing.rollup_of[i] != nullptr) {
+        // Only a copy: an unreadable one is dropped, not fatal.
+        StatusOr<std::unique_ptr<SegmentReader>> rollup = SegmentReader::Open(dir + "/" + listing.rollup_of[i]->name);
+        if (rollup.ok()) {
+          segment->rollup = std::move(rollup).value();
+        } else {
+          LOG_WARNING() << "ignoring rollup " << listing.rollup_of[i]->name << ": " << rollup.status().ToString();
+        }
+      }
+      opened.push_back(std::move(segment));
+    }
+    if (moved) continue;
+    for (const std::string& name : listing.dead) {
+      std::string path = dir + "/" + name;
+      if (::unlink(path.c_str()) != 0 && errno != ENOENT) return ErrnoError(errno, "delete " + path);
+      LOG_INFO() << "deleted dead segment file " << path;
+      out.deleted.push_back(name);
+    }
+    if (!listing.dead.empty()) RETURN_IF_ERROR(FsyncDir(dir));
+    out.segments = std::move(opened);
+    return out;
+  }
 }
 
 std::vector<std::pair<size_t, size_t>> PlanCompaction(const SegmentList& segments, const CompactionPolicy& policy) {
@@ -165,6 +204,7 @@ std::vector<std::pair<size_t, size_t>> PlanCompaction(const SegmentList& segment
       const SegmentReader& r = *segments[end]->reader;
       // Every kind of row counts (samples, GPU activities, coverage).
       if (r.total_rows() * 2 > policy.max_rows) break;  // already big: not an input
+      if (segments[end]->damage.any()) break;          // kept as it is: its gaps stay visible
       int64_t lo = r.total_rows() ? std::min(min_time, r.data_min_time()) : min_time;
       int64_t hi = r.total_rows() ? std::max(max_time, r.data_max_time()) : max_time;
       if (rows + r.total_rows() > policy.max_rows) break;

@@ -1,6 +1,8 @@
-// The dictionary's identity and high-water marks (dictionary_marks.h), and
-// schema version 3's migration: what lets the embedded store tell a lost or
-// rolled-back dictionary.sqlite from the one its segments were written with.
+// What schema version 3 added: the dictionary's identity and high-water
+// marks (dictionary_marks.h), which let the embedded store tell a lost or
+// rolled-back dictionary.sqlite from the one its segments were written with,
+// the segment manifest and recorded gaps (segment_manifest.h), and the
+// migration of older files.
 #include <gtest/gtest.h>
 
 #include "storage/embedded/dictionary/dictionary_schema.h"
@@ -96,6 +98,33 @@ TEST(DictionaryIdentityTest, OpensVersionTwoFilesAndGivesThemAnIdentity) {
   EXPECT_EQ(QueryDirect(dir.db(), "SELECT count(*) FROM segment_manifest"), 0);
   EXPECT_EQ(static_cast<uint64_t>(QueryDirect(dir.db(), "SELECT value FROM meta WHERE key = 'store_id'")), id);
   EXPECT_EQ(OpenOrDie(dir.db())->Marks().store_id, id);
+}
+
+// The manifest and the gaps: one transaction per change, kept across opens.
+TEST(DictionaryIdentityTest, ManifestChangesApplyWholeAndPersist) {
+  ScratchDir dir;
+  const ManifestEntry a{.lo = 1, .hi = 3, .min_time = 10, .max_time = 20};
+  const ManifestEntry b{.lo = 4, .hi = 4, .min_time = 15, .max_time = 30};
+  const ManifestEntry merged{.lo = 1, .hi = 4, .min_time = 10, .max_time = 30};
+  const RecordedGap gap{.from_ns = 100, .to_ns = 200, .reason = "segment x was missing at start-up; rows lost"};
+  {
+    auto store = OpenOrDie(dir.db());
+    ASSERT_TRUE(store->UpdateManifest({.added = {b, a}}).ok());
+    EXPECT_EQ(*store->ManifestEntries(), (std::vector<ManifestEntry>{a, b}));
+    ASSERT_TRUE(store->UpdateManifest({.removed = {a, b}, .added = {merged}, .gaps_added = {gap}}).ok());
+    EXPECT_EQ(*store->ManifestEntries(), (std::vector<ManifestEntry>{merged}));
+    EXPECT_EQ(*store->RecordedGaps(), (std::vector<RecordedGap>{gap}));
+  }
+  auto store = OpenOrDie(dir.db());
+  EXPECT_EQ(*store->ManifestEntries(), (std::vector<ManifestEntry>{merged}));
+  EXPECT_EQ(*store->RecordedGaps(), (std::vector<RecordedGap>{gap}));
+  ASSERT_TRUE(store->UpdateManifest({.drop_gaps_before = 199}).ok());
+  EXPECT_EQ(store->RecordedGaps()->size(), 1u);  // ends at 200: still in part after 199
+  ASSERT_TRUE(store->UpdateManifest({.removed = {merged}, .drop_gaps_before = 200}).ok());
+  EXPECT_TRUE(store->ManifestEntries()->empty());
+  EXPECT_TRUE(store->RecordedGaps()->empty());
+  // Interning goes on beside it.
+  EXPECT_TRUE(store->InternBatch(Batch("n1", "main", 1)).ok());
 }
 
 }  // namespace

@@ -6,8 +6,10 @@ StatusOr<std::unique_ptr<DictionaryStore>> DictionaryStore::Open(const std::stri
                                                                  const OpenOptions& options) {
   // The writer first: it creates or checks the schema the reader prepares against.
   ASSIGN_OR_RETURN(std::unique_ptr<DictionaryWriter> writer, DictionaryWriter::Open(path, limits, options.create));
+  ASSIGN_OR_RETURN(std::unique_ptr<SegmentManifest> manifest, SegmentManifest::Open(writer->db()));
   ASSIGN_OR_RETURN(std::unique_ptr<DictionaryReader> reader, DictionaryReader::Open(path));
-  return std::unique_ptr<DictionaryStore>(new DictionaryStore(std::move(writer), std::move(reader)));
+  return std::unique_ptr<DictionaryStore>(
+      new DictionaryStore(std::move(writer), std::move(manifest), std::move(reader)));
 }
 
 StatusOr<InternedBatch> DictionaryStore::InternBatch(const warpscope::v1::IngestBatch& batch,
@@ -29,6 +31,21 @@ std::vector<std::pair<std::string, uint64_t>> DictionaryStore::AgentSequences() 
 DictionaryMarks DictionaryStore::Marks() {
   std::lock_guard<std::mutex> lock(write_mu_);
   return writer_->Marks();
+}
+
+StatusOr<std::vector<ManifestEntry>> DictionaryStore::ManifestEntries() {
+  std::lock_guard<std::mutex> lock(write_mu_);
+  return manifest_->Entries();
+}
+
+StatusOr<std::vector<RecordedGap>> DictionaryStore::RecordedGaps() {
+  std::lock_guard<std::mutex> lock(write_mu_);
+  return manifest_->Gaps();
+}
+
+Status DictionaryStore::UpdateManifest(const ManifestChange& change) {
+  std::lock_guard<std::mutex> lock(write_mu_);
+  return manifest_->Apply(change);
 }
 
 StatusOr<bool> DictionaryStore::SeenBefore(const std::string& agent_id, uint64_t sequence) {

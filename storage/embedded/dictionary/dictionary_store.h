@@ -48,6 +48,7 @@
 #include "storage/embedded/dictionary/dictionary_reader.h"
 #include "storage/embedded/dictionary/dictionary_types.h"
 #include "storage/embedded/dictionary/dictionary_writer.h"
+#include "storage/embedded/dictionary/segment_manifest.h"
 
 namespace warpscope::dictionary {
 
@@ -93,6 +94,12 @@ class DictionaryStore {
   // each kind that rows refer to, as committed (dictionary_marks.h).
   DictionaryMarks Marks();
 
+  // The embedded store's segment manifest and recorded gaps
+  // (segment_manifest.h), on the writer's connection.
+  StatusOr<std::vector<ManifestEntry>> ManifestEntries();
+  StatusOr<std::vector<RecordedGap>> RecordedGaps();
+  Status UpdateManifest(const ManifestChange& change);
+
   // True when InternBatch already committed a batch of `agent_id` with a
   // sequence >= `sequence`: the upload is a re-send, acknowledge without storing.
   StatusOr<bool> SeenBefore(const std::string& agent_id, uint64_t sequence);
@@ -120,11 +127,13 @@ class DictionaryStore {
   StatusOr<DictionaryRowCounts> RowCounts();
 
  private:
-  DictionaryStore(std::unique_ptr<DictionaryWriter> writer, std::unique_ptr<DictionaryReader> reader)
-      : writer_(std::move(writer)), reader_(std::move(reader)) {}
+  DictionaryStore(std::unique_ptr<DictionaryWriter> writer, std::unique_ptr<SegmentManifest> manifest,
+                  std::unique_ptr<DictionaryReader> reader)
+      : writer_(std::move(writer)), manifest_(std::move(manifest)), reader_(std::move(reader)) {}
 
   std::mutex write_mu_;
   std::unique_ptr<DictionaryWriter> writer_;  // guarded by write_mu_
+  std::unique_ptr<SegmentManifest> manifest_;  // guarded by write_mu_ (the writer's connection)
   std::mutex read_mu_;
   std::unique_ptr<DictionaryReader> reader_;  // guarded by read_mu_
 };

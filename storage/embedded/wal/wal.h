@@ -157,6 +157,17 @@ struct ReplayOptions {
   bool skip_corrupt = false;
 };
 
+// Where a replay with skip_corrupt lost records: a damaged file (corrupt
+// records, a damaged header, a torn tail in a file that is not the newest)
+// or a missing one (path empty).
+struct WalDamage {
+  std::string path;
+  uint64_t first_seq = 0;  // the seqs the file (or the hole) should hold: [first_seq, end_seq)
+  uint64_t end_seq = 0;
+  uint64_t lost_records = 0;
+  uint64_t lost_bytes = 0;
+};
+
 struct ReplayStats {
   uint64_t files_read = 0;
   uint64_t records = 0;          // delivered to the callback
@@ -165,6 +176,7 @@ struct ReplayStats {
   uint64_t skipped_records = 0;  // lost to damage, counted from seq gaps (skip_corrupt only)
   uint64_t skipped_bytes = 0;
   uint64_t corrupt_regions = 0;
+  std::vector<WalDamage> damage;  // skip_corrupt only, in seq order
 };
 
 // Calls fn(seq, payload) for every record with seq >= from_seq, in seq order

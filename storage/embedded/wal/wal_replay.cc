@@ -22,6 +22,17 @@ Status ReplayWal(const std::string& dir, uint64_t from_seq, const ReplayOptions&
   bool have_previous = false;
   uint64_t next_seq = 0;
   std::string previous_path;
+  // A damaged file's seq range ends where the next file starts, once known.
+  bool previous_damaged = false;
+  auto close_previous_damage = [&](uint64_t next_first_seq) {
+    if (!previous_damaged) return;
+    WalDamage& d = stats->damage.back();
+    if (next_first_seq > d.end_seq) {
+      d.lost_records += next_first_seq - d.end_seq;
+      d.end_seq = next_first_seq;
+    }
+    previous_damaged = false;
+  };
   for (size_t i = 0; i < files.size(); ++i) {
     const WalFile& file = files[i];
     const bool newest = i + 1 == files.size();
@@ -31,6 +42,14 @@ Status ReplayWal(const std::string& dir, uint64_t from_seq, const ReplayOptions&
     // Records below min_seq were already delivered (overlapping files, which
     // only damage can produce) or were not asked for.
     uint64_t min_seq = from_seq;
+    if (options.skip_corrupt && have_previous) {
+      if (previous_damaged) {
+        close_previous_damage(file.first_seq);
+      } else if (file.first_seq > next_seq) {
+        stats->damage.push_back({.path = "", .first_seq = next_seq, .end_seq = file.first_seq,
+                                 .lost_records = file.first_seq - next_seq});  // a missing file
+      }
+    }
     if (have_previous && file.first_seq != next_seq) {
       const bool gap = file.first_seq > next_seq;
       if (!options.skip_corrupt) {
@@ -74,6 +93,9 @@ Status ReplayWal(const std::string& dir, uint64_t from_seq, const ReplayOptions&
       // tells how many records it held.
       ++stats->corrupt_regions;
       stats->skipped_bytes += data.size();
+      stats->damage.push_back({.path = file.path, .first_seq = file.first_seq, .end_seq = file.first_seq,
+                               .lost_records = 0, .lost_bytes = data.size()});
+      previous_damaged = true;
       if (!have_previous) {
         have_previous = true;
         next_seq = file.first_seq;
@@ -84,6 +106,12 @@ Status ReplayWal(const std::string& dir, uint64_t from_seq, const ReplayOptions&
     stats->torn_tail_bytes += scan.torn_tail_bytes;
     stats->corrupt_regions += scan.corrupt_regions;
     stats->skipped_bytes += scan.skipped_bytes;
+    if (scan.corrupt_regions > 0) {
+      stats->damage.push_back({.path = file.path, .first_seq = file.first_seq, .end_seq = scan.next_seq,
+                               .lost_records = scan.next_seq - file.first_seq - scan.records,
+                               .lost_bytes = scan.skipped_bytes});
+      previous_damaged = true;
+    }
     if (scan.next_seq > from_seq) {
       // Records lost to damage inside the file, counted from its seq gaps
       // (approximate when from_seq falls inside a gap).

@@ -318,6 +318,13 @@ TEST(WalTest, FlippedByteInTheMiddleIsDataLoss) {
     EXPECT_EQ(r.stats.skipped_records, 1u);
     EXPECT_EQ(r.stats.corrupt_regions, 1u);
     EXPECT_EQ(r.stats.skipped_bytes, kRecordHeaderSize + 40);
+    // Where the damage is, for a repair to report and quarantine.
+    ASSERT_EQ(r.stats.damage.size(), 1u);
+    EXPECT_EQ(r.stats.damage[0].path, path);
+    EXPECT_EQ(r.stats.damage[0].first_seq, 1u);
+    EXPECT_EQ(r.stats.damage[0].end_seq, 11u);
+    EXPECT_EQ(r.stats.damage[0].lost_records, 1u);
+    EXPECT_EQ(r.stats.damage[0].lost_bytes, kRecordHeaderSize + 40);
   }
 
   // The writer appends after the damage (in a new file); replay still reports it.
@@ -358,6 +365,11 @@ TEST(WalTest, TruncatedOlderFileIsDataLoss) {
   ASSERT_TRUE(r.status.ok()) << r.status.ToString();
   EXPECT_EQ(r.seqs, (std::vector<uint64_t>{1, 2, 4, 5, 6}));
   EXPECT_EQ(r.stats.skipped_records, 1u);
+  ASSERT_EQ(r.stats.damage.size(), 1u);
+  EXPECT_EQ(r.stats.damage[0].path, files[0]);
+  EXPECT_EQ(r.stats.damage[0].first_seq, 1u);
+  EXPECT_EQ(r.stats.damage[0].end_seq, 4u);  // up to where the next file starts
+  EXPECT_EQ(r.stats.damage[0].lost_records, 1u);
 }
 
 TEST(WalTest, MissingMiddleFileIsDataLoss) {
@@ -381,6 +393,11 @@ TEST(WalTest, MissingMiddleFileIsDataLoss) {
   ASSERT_TRUE(r.status.ok());
   EXPECT_EQ(r.seqs.size(), 8u);
   EXPECT_EQ(r.stats.skipped_records, 4u);
+  ASSERT_EQ(r.stats.damage.size(), 1u);
+  EXPECT_EQ(r.stats.damage[0].path, "");  // nothing left to quarantine
+  EXPECT_EQ(r.stats.damage[0].first_seq, 5u);
+  EXPECT_EQ(r.stats.damage[0].end_seq, 9u);
+  EXPECT_EQ(r.stats.damage[0].lost_records, 4u);
 }
 
 TEST(WalTest, RotationBySizeAndTruncateBefore) {
