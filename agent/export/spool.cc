@@ -290,6 +290,15 @@ void Spool::EnforceBound(std::optional<uint64_t> keep) {
   if (removed_any) (void)SyncDir();
 }
 
+namespace {
+
+// Push's disk errors all mean "not stored now, maybe later": one code, so a
+// full disk (ENOSPC, EFBIG: ResourceExhausted from errno) is never taken for
+// a batch too large for the spool.
+Status DiskError(const Status& s) { return UnavailableError("spool write failed: " + s.message()); }
+
+}  // namespace
+
 Status Spool::Push(uint64_t sequence, std::string_view batch) {
   if (std::optional<uint64_t> newest = newest_sequence(); newest.has_value() && sequence <= *newest) {
     return InvalidArgumentError("spool sequence " + std::to_string(sequence) + " is not after the newest spooled " +
@@ -306,7 +315,7 @@ Status Spool::Push(uint64_t sequence, std::string_view batch) {
   const std::string tmp = path + std::string(kTempSuffix);
   {
     ScopedFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
-    if (!fd.valid()) return ErrnoError(errno, "create " + tmp);
+    if (!fd.valid()) return DiskError(ErrnoError(errno, "create " + tmp));
     const std::string image = EncodeFile(sequence, batch);
     Status s = WriteAll(fd.get(), image.data(), image.size(), tmp);
     if (s.ok() && ::fsync(fd.get()) != 0) s = ErrnoError(errno, "fsync " + tmp);
@@ -314,19 +323,19 @@ Status Spool::Push(uint64_t sequence, std::string_view batch) {
     if (s.ok() && ::close(fd.Release()) != 0) s = ErrnoError(errno, "close " + tmp);
     if (!s.ok()) {
       ::unlink(tmp.c_str());
-      return s;
+      return DiskError(s);
     }
   }
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     Status s = ErrnoError(errno, "rename " + tmp);
     ::unlink(tmp.c_str());
-    return s;
+    return DiskError(s);
   }
   // Without the directory fsync the rename may not survive a power loss; a
   // Push that returns OK promises the batch is durable, so undo it instead.
   if (Status s = SyncDir(); !s.ok()) {
     ::unlink(path.c_str());
-    return s;
+    return DiskError(s);
   }
   files_[sequence] = file_size;
   total_bytes_ += file_size;

@@ -77,8 +77,10 @@ class Spool {
   // already spooled (InvalidArgument otherwise). A batch whose file alone
   // exceeds max_bytes is not written: ResourceExhausted, counted as dropped.
   // Otherwise, after the write, the oldest batches are evicted until the
-  // total fits. On a disk error (ENOSPC, EFBIG, EIO) the error is returned,
-  // no partial file is left behind and the spool stays usable.
+  // total fits. On a disk error (ENOSPC, EFBIG, EIO, ...) the batch is not
+  // stored and not counted: Unavailable, whatever the errno (a full disk may
+  // have room later); no partial file is left behind and the spool stays
+  // usable.
   Status Push(uint64_t sequence, std::string_view batch);
 
   // The oldest batch, read back and validated; nullopt when empty. A file

@@ -225,8 +225,15 @@ void Uploader::SpoolQueueLocked() {
       LOG_ERROR() << "batch " << batch.sequence << " out of order for the spool: " << s.message();
       ++stats_.batches_dropped;
     } else {
-      // Disk error: keep this batch and the newer ones in memory, in order.
-      if (!spool_error_logged_) LOG_WARNING() << "spooling failed, batches stay in memory: " << s.message();
+      // Disk error (full, failing): keep this batch and the newer ones in
+      // memory, in order, and try the disk again later. PostBatch bounds the
+      // queue and counts what it cannot keep.
+      if (!spool_error_logged_) {
+        LOG_WARNING() << "spooling failed, up to " << options_.max_queued_batches
+                      << " batches stay in memory and newer ones are dropped (counted in upload_batches_dropped) "
+                         "until the disk takes them: "
+                      << s.message();
+      }
       spool_error_logged_ = true;
       break;
     }

@@ -1,7 +1,11 @@
 #include "agent/export/uploader.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <thread>
 
@@ -308,6 +312,75 @@ TEST(UploaderTest, BadServerUrlIsAnError) {
   auto up = Uploader::Create(o);
   ASSERT_FALSE(up.ok());
   EXPECT_NE(up.status().message().find("http://"), std::string::npos);
+}
+
+// A spool on a full disk (here RLIMIT_FSIZE in a child: every write fails as
+// on a full filesystem) is a disk error, not a batch too large for the
+// spool: batches stay in memory, bounded by the queue, and go out when the
+// server answers again; the ones that do not fit are dropped and counted.
+// Every batch made is accounted for.
+TEST(UploaderTest, FullDiskKeepsBatchesInMemoryAndCountsEveryDrop) {
+  FakeIngestServer server;
+  server.SetDefaultStatus(503);
+  const std::string spool_dir = TempDir();
+  constexpr uint64_t kBatches = 10;
+  std::vector<std::string> bodies;
+  for (uint64_t s = 1; s <= kBatches; ++s) bodies.push_back(Body(s));
+  int up_pipe[2], down_pipe[2];
+  ASSERT_EQ(pipe(up_pipe), 0);
+  ASSERT_EQ(pipe(down_pipe), 0);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    // Exit codes name the failed step; gtest assertions do not work here.
+    signal(SIGXFSZ, SIG_IGN);
+    auto o = FastOptions(server.url(), spool_dir);
+    o.initial_backoff = milliseconds(20);
+    o.max_backoff = milliseconds(50);
+    auto up = Uploader::Create(o);
+    if (!up.ok()) _exit(10);
+    rlimit full{1, 1};
+    if (setrlimit(RLIMIT_FSIZE, &full) != 0) _exit(11);
+    (*up)->Start();
+    for (uint64_t s = 1; s <= kBatches; ++s) {
+      (*up)->PostBatch(s, bodies[s - 1]);
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+    if (!WaitFor([&] { return (*up)->StatsFromAnyThread().consecutive_failures >= 3; })) _exit(12);
+    char c = 'r';
+    if (write(up_pipe[1], &c, 1) != 1 || read(down_pipe[0], &c, 1) != 1) _exit(13);  // the server is back
+    if (!WaitFor([&] { return (*up)->StatsFromAnyThread().queued == 0; })) _exit(14);
+    (*up)->Stop();
+    const UploaderStats stats = (*up)->StatsFromAnyThread();
+    if (write(up_pipe[1], &stats, sizeof(stats)) != sizeof(stats)) _exit(15);
+    _exit(0);
+  }
+  close(up_pipe[1]);  // EOF once the child is gone
+  close(down_pipe[0]);
+  char c = 0;
+  const bool asked = read(up_pipe[0], &c, 1) == 1;
+  server.SetDefaultStatus(200);
+  if (asked) {
+    EXPECT_EQ(write(down_pipe[1], &c, 1), 1);
+  }
+  UploaderStats s;
+  const ssize_t got = asked ? read(up_pipe[0], &s, sizeof(s)) : 0;
+  close(up_pipe[0]);
+  close(down_pipe[1]);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), 0) << "12: the batches never failed three times: they were gone";
+  ASSERT_EQ(got, static_cast<ssize_t>(sizeof(s)));
+  EXPECT_EQ(s.batches_posted, kBatches);
+  EXPECT_EQ(s.batches_spooled, 0u) << "nothing could be written";
+  EXPECT_EQ(s.spooled + s.queued, 0u);
+  EXPECT_EQ(s.batches_sent + s.batches_rejected + s.batches_dropped + s.spool_dropped_batches, kBatches)
+      << "every batch sent or counted as dropped: sent " << s.batches_sent << ", dropped " << s.batches_dropped
+      << ", spool dropped " << s.spool_dropped_batches;
+  EXPECT_GE(s.batches_sent, 3u) << "the batches kept in memory were sent once the server answered";
+  EXPECT_GE(s.batches_dropped, 1u);
+  EXPECT_EQ(server.stored_sequences().size(), s.batches_sent);
 }
 
 }  // namespace
