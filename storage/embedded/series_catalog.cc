@@ -12,11 +12,15 @@ StatusOr<std::vector<uint64_t>> SeriesCatalog::Select(const Selector& selector, 
   if (selector.selects_everything()) return candidates;
   std::vector<uint64_t> out;
   out.reserve(candidates.size());
+  // Each regex runs once per distinct label value, within a budget of regex
+  // work (InvalidArgument past it: query/selector.h).
+  SelectorEvaluation evaluation(selector);
   for (size_t i = 0; i < candidates.size(); ++i) {
     if (i % 1024 == 1023) RETURN_IF_ERROR(storage::CheckQuery(context));
     const uint64_t id = candidates[i];
     ASSIGN_OR_RETURN(storage::Labels labels, LabelsOf(id));
-    if (selector.Matches(labels)) out.push_back(id);
+    ASSIGN_OR_RETURN(const bool matches, evaluation.Matches(labels));
+    if (matches) out.push_back(id);
   }
   return out;
 }

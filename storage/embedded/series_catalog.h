@@ -40,9 +40,10 @@ class SeriesCatalog {
 
   // Ascending ids of the series whose labels pass `selector`. Equality
   // matchers that cannot match an absent label narrow through the label
-  // index; every matcher is then checked on the cached labels (an expensive
-  // regex over many series: the context's deadline is checked every 1024
-  // series; `context` may be null).
+  // index; every matcher is then checked on the cached labels, each regex
+  // once per distinct value and within SelectorEvaluation's budget of regex
+  // work (InvalidArgument past it), the context's deadline every 1024 series
+  // (`context` may be null).
   StatusOr<std::vector<uint64_t>> Select(const Selector& selector, const storage::QueryContext* context = nullptr);
   StatusOr<storage::Labels> LabelsOf(uint64_t series_id);
   // The types of `kind`, ascending id; `name` "" for all, else those with that name.
