@@ -5,8 +5,9 @@
 // holds exactly the rows of the WAL records with seq in [lo, hi]. A flush
 // writes one segment for the WAL range it drained from the head; compaction
 // merges a run of segments adjacent in WAL order, [a, b] + [b+1, c] + ... ->
-// [a, c]. The name is the manifest: no other file says what is live, and the
-// rule is
+// [a, c]. The names alone decide what is live (dictionary.sqlite's segment
+// manifest only tells a missing segment from one never written:
+// dictionary/segment_manifest.h), and the rule is
 //   * a segment whose range lies inside another segment's range is dead (a
 //     compaction wrote its output and crashed before deleting its inputs);
 //   * *.tmp.* files are dead (WriteSegment crashed before its rename);
