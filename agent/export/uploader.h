@@ -59,7 +59,11 @@ struct UploaderOptions {
   std::chrono::milliseconds connect_timeout{5000};
   std::chrono::milliseconds request_timeout{30000};
   std::chrono::milliseconds initial_backoff{1000};
-  std::chrono::milliseconds max_backoff{60000};
+  // A server that comes back is noticed at most this late (the wait is drawn
+  // from [max/2, max] once it is reached): short enough that little is lost
+  // to the spool bound meanwhile, long enough that a fleet of agents retrying
+  // a recovering server stays a trickle.
+  std::chrono::milliseconds max_backoff{10000};
   // At Stop(), how long the batches still queued may take to send before the
   // rest is spooled (a request in flight is aborted at this deadline).
   std::chrono::milliseconds shutdown_timeout{10000};

@@ -95,6 +95,43 @@ TEST(UploaderPolicyTest, BackoffDoublesWithJitterUpToTheCap) {
   EXPECT_EQ(BackoffDelay(one, cap, 1000, 0.0), milliseconds(30000)) << "no overflow";
 }
 
+// However long the server was down, the agent notices it came back within
+// the backoff's cap: 10 s by default, each wait drawn from [5 s, 10 s] so a
+// fleet does not retry in lockstep.
+TEST(UploaderPolicyTest, DefaultBackoffIsCappedAtTenSecondsWithJitter) {
+  const UploaderOptions defaults;
+  EXPECT_EQ(defaults.max_backoff, milliseconds(10000));
+  milliseconds longest(0);
+  for (uint64_t failures = 1; failures <= 200; ++failures) {
+    longest = std::max(longest, BackoffDelay(defaults.initial_backoff, defaults.max_backoff, failures, 0.9999));
+  }
+  EXPECT_LE(longest, milliseconds(10000));
+  EXPECT_EQ(BackoffDelay(defaults.initial_backoff, defaults.max_backoff, 200, 0.0), milliseconds(5000));
+}
+
+// The same with the fake server: down long enough for the backoff to reach
+// its default cap (six failures from the default 1 s), then back.
+TEST(UploaderTest, ServerThatComesBackIsNoticedWithinTheDefaultBackoffCap) {
+  FakeIngestServer server;
+  server.SetDefaultStatus(503);
+  UploaderOptions o;
+  o.server_url = server.url();
+  o.spool_dir = TempDir();
+  o.jitter_seed = 7;
+  auto up = MakeUploader(o);
+  up->Start();
+  up->PostBatch(1, Body(1));
+  ASSERT_TRUE(WaitFor([&] { return up->StatsFromAnyThread().consecutive_failures >= 6; }, milliseconds(60000)));
+  const UploaderStats down = up->StatsFromAnyThread();
+  EXPECT_LE(down.current_backoff, milliseconds(10000)) << "1 s doubled five times is 32 s, capped";
+  EXPECT_GE(down.current_backoff, milliseconds(5000));
+  const auto back = Clock::now();
+  server.SetDefaultStatus(200);
+  ASSERT_TRUE(server.WaitForStored(1, milliseconds(30000)));
+  EXPECT_LE(Clock::now() - back, milliseconds(10000) + milliseconds(1500)) << "noticed within the cap";
+  up->Stop();
+}
+
 TEST(UploaderTest, DeliversInOrderWithHeadersAndAZstdProtobufBody) {
   FakeIngestServer server;
   auto up = MakeUploader(FastOptions(server.url(), TempDir()));
