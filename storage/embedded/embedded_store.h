@@ -2,7 +2,9 @@
 //
 //   <data_dir>/LOCK               flock'ed while a server has the dir open
 //   <data_dir>/dictionary.sqlite  strings, frames, stacks, label sets, types,
-//                                 and each agent's highest stored sequence
+//                                 each agent's highest stored sequence, the
+//                                 dictionary's identity, the segment manifest
+//                                 and the time ranges recorded as lost
 //   <data_dir>/wal/               the write-ahead log of the head (wal/wal.h;
 //                                 records: head_record.h)
 //   <data_dir>/segments/          immutable segment files (segment_file.h),

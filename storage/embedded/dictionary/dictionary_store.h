@@ -4,6 +4,11 @@
 // (WAL, head, segments) refer to stacks, label sets (series) and types only
 // by these ids.
 //
+// Identity: a random store id made with the dictionary, and the highest id of
+// each kind (Marks()), which segment footers record so that a lost or
+// rolled-back dictionary is noticed (dictionary_marks.h). The same file keeps
+// the embedded store's segment manifest (segment_manifest.h).
+//
 // Storage: one SQLite file (schema: dictionary_schema.h/.cc) in WAL journal
 // mode with synchronous=FULL, so an InternBatch that returned OK is durable
 // across kill -9 and power loss.
