@@ -557,14 +557,18 @@ struct ConnectionServer::Impl {
     const bool close_early = t_close_after_response;
     t_close_after_response = false;
     if (stream.deadline_passed()) counters->body_timeouts++;
-    if (!ok || connection_closed || last || stream.deadline_passed()) {
+    if (!ok || stream.deadline_passed()) {
       Close(std::move(c));
       return;
     }
     if (close_early) {
-      // The client may still be sending the body we refused: linger.
+      // The client may still be sending the body we refused (also when it
+      // asked for Connection: close): linger so that it reads our answer.
       ::shutdown(c->fd, SHUT_WR);
       c->lingering = true;
+    } else if (connection_closed || last) {
+      Close(std::move(c));
+      return;
     } else {
       c->buf = stream.TakeUnread();
       c->scanner = RequestHeadScanner(limits.head);

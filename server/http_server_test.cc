@@ -268,6 +268,14 @@ TEST(HttpServerTest, TooLargeByContentLengthIsRejectedBeforeTheBody) {
   auto fits = c.Post("/api/v1/echo", Auth(), std::string(1024, 'a'), "text/plain");
   ASSERT_TRUE(fits);
   EXPECT_EQ(fits->status, 200);
+  // A client that sends all of a large body before it reads, on a
+  // connection it asked to close, still reads the 413 (the server lingers
+  // instead of resetting the connection under it).
+  httplib::Headers closing = Auth();
+  closing.emplace("Connection", "close");
+  auto big = c.Post("/api/v1/echo", closing, std::string(8 << 20, 'a'), "text/plain");
+  ASSERT_TRUE(big) << httplib::to_string(big.error());
+  EXPECT_EQ(big->status, 413);
 }
 
 TEST(HttpServerTest, ExpectContinueIsCheckedBeforeContinuing) {

@@ -18,6 +18,7 @@ StatusOr<std::unique_ptr<storage::ProfileStore>> OpenEmbedded(const ServerOption
   embedded::EmbeddedStoreOptions store_options;
   store_options.data_dir = options.data_dir;
   store_options.retention_ns = options.retention.count();
+  store_options.repair = options.repair;
   ASSIGN_OR_RETURN(auto store, embedded::EmbeddedProfileStore::Open(store_options));
   return std::unique_ptr<storage::ProfileStore>(std::move(store));
 }
