@@ -137,7 +137,7 @@ void AddProcessLabels(const ProcessLabels& p, std::map<std::string, std::string>
   (*series)["qos_class"] = p.container.qos_class;
 }
 
-void AddMetricPoints(const std::vector<MetricReading>& metrics, const IngestBatchHeader& header,
+void AddMetricPoints(std::span<const MetricReading> metrics, const IngestBatchHeader& header,
                      const ProcessLabelMap& labels, BatchTables* tables, v1::IngestBatch* batch) {
   std::map<std::pair<std::string, std::string>, uint32_t> types;  // (name, unit) -> index
   for (const MetricReading& m : metrics) {
@@ -162,24 +162,26 @@ void AddMetricPoints(const std::vector<MetricReading>& metrics, const IngestBatc
 }
 
 // The series of a process in the GPU trace: like its samples' minus the thread.
-uint32_t ProcessLabelSet(uint32_t pid, const GpuTrace& trace, const IngestBatchHeader& header,
+uint32_t ProcessLabelSet(uint32_t pid, const GpuTrace* trace, const IngestBatchHeader& header,
                          const ProcessLabelMap& labels, BatchTables* tables) {
   std::map<std::string, std::string> series = {{"node", header.node}, {"pid", std::to_string(pid)}};
-  if (auto it = trace.comms.find(pid); it != trace.comms.end()) series["comm"] = it->second;
+  if (trace != nullptr) {
+    if (auto it = trace->comms.find(pid); it != trace->comms.end()) series["comm"] = it->second;
+  }
   if (auto it = labels.find(pid); it != labels.end()) AddProcessLabels(it->second, &series);
   return tables->LabelSet(series);
 }
 
-void AddGpuTrace(const GpuTrace& trace, const IngestBatchHeader& header, const ProcessLabelMap& labels,
+void AddGpuTrace(const IngestBatchContent& content, const IngestBatchHeader& header, const ProcessLabelMap& labels,
                  BatchTables* tables, v1::IngestBatch* batch) {
   std::map<uint32_t, uint32_t> label_set_of;  // pid -> label set
   auto label_set = [&](uint32_t pid) {
     auto [it, inserted] = label_set_of.try_emplace(pid, 0);
-    if (inserted) it->second = ProcessLabelSet(pid, trace, header, labels, tables);
+    if (inserted) it->second = ProcessLabelSet(pid, content.trace, header, labels, tables);
     return it->second;
   };
-  batch->mutable_gpu_activities()->Reserve(static_cast<int>(trace.activities.size()));
-  for (const GpuActivityRecord& a : trace.activities) {
+  batch->mutable_gpu_activities()->Reserve(static_cast<int>(content.activities.size()));
+  for (const GpuActivityRecord& a : content.activities) {
     v1::GpuActivity* pb = batch->add_gpu_activities();
     pb->set_start_unix_nanos(a.start_unix_nanos);
     pb->set_duration_nanos(a.duration_nanos);
@@ -205,7 +207,7 @@ void AddGpuTrace(const GpuTrace& trace, const IngestBatchHeader& header, const P
     pb->set_bytes(a.bytes);
     pb->set_copy_kind(a.copy_kind);
   }
-  for (const GpuTraceCoverageRow& c : trace.coverage) {
+  for (const GpuTraceCoverageRow& c : content.coverage) {
     v1::GpuTraceCoverage* pb = batch->add_gpu_trace_coverage();
     pb->set_second_unix_nanos(c.second_unix_nanos);
     pb->set_label_set(label_set(c.pid));
@@ -234,9 +236,14 @@ uint32_t AddProfileType(const Profile& profile, BatchTables* tables, v1::IngestB
   return static_cast<uint32_t>(batch->types_size() - 1);
 }
 
-// Adds `profile`'s samples (ProfileSample::count each) as rows of type `type`.
-Status AddProfileSamples(const Profile& profile, uint32_t type, const IngestBatchHeader& header,
+// Adds `rows` of a profile (ProfileSample::count each) as rows of type `type`.
+Status AddProfileSamples(const IngestBatchContent::ProfileRows& rows, uint32_t type, const IngestBatchHeader& header,
                          const ProcessLabelMap& labels, BatchTables& tables, v1::IngestBatch& batch) {
+  const Profile& profile = *rows.profile;
+  if (rows.begin > rows.end || rows.end > profile.samples.size()) {
+    return InvalidArgumentError("samples " + std::to_string(rows.begin) + ".." + std::to_string(rows.end) +
+                                " of a profile with " + std::to_string(profile.samples.size()));
+  }
   // Profile location id -> batch location index, filled on first use.
   std::vector<int64_t> location_index(profile.locations.size(), -1);
   auto location = [&](uint64_t id) -> StatusOr<uint32_t> {
@@ -278,7 +285,8 @@ Status AddProfileSamples(const Profile& profile, uint32_t type, const IngestBatc
   // Per profile, so per type.
   std::map<std::tuple<uint32_t, uint32_t, int64_t>, int> sample_index;
   std::vector<uint32_t> stack;
-  for (const ProfileSample& sample : profile.samples) {
+  for (size_t i = rows.begin; i < rows.end; ++i) {
+    const ProfileSample& sample = profile.samples[i];
     stack.clear();
     for (uint64_t id : sample.location_ids) {
       ASSIGN_OR_RETURN(uint32_t index, location(id));
@@ -311,33 +319,51 @@ Status AddProfileSamples(const Profile& profile, uint32_t type, const IngestBatc
 
 }  // namespace
 
-StatusOr<v1::IngestBatch> EncodeIngestBatch(const std::vector<const Profile*>& profiles,
-                                            const IngestBatchHeader& header, const ProcessLabelMap& labels,
-                                            const std::vector<MetricReading>& metrics, const GpuTrace* trace) {
-  if (profiles.empty() || profiles[0] == nullptr) return InvalidArgumentError("no profile to encode");
-  const Profile& profile = *profiles[0];
+StatusOr<v1::IngestBatch> EncodeIngestBatch(const IngestBatchContent& content, const IngestBatchHeader& header,
+                                            const ProcessLabelMap& labels) {
   v1::IngestBatch batch;
   batch.set_schema_version(kIngestSchemaVersion);
   batch.set_agent_id(header.agent_id);
   batch.set_sequence(header.sequence);
-  batch.set_start_unix_nanos(profile.time_nanos);
-  batch.set_end_unix_nanos(profile.time_nanos + profile.duration_nanos);
+  batch.set_start_unix_nanos(content.start_unix_nanos);
+  batch.set_end_unix_nanos(content.end_unix_nanos);
   BatchTables tables(&batch);
-  for (const Profile* p : profiles) {
-    if (p == nullptr) continue;
-    const uint32_t type = AddProfileType(*p, &tables, &batch);
-    RETURN_IF_ERROR(AddProfileSamples(*p, type, header, labels, tables, batch));
+  for (const IngestBatchContent::ProfileRows& rows : content.profiles) {
+    if (rows.profile == nullptr) return InvalidArgumentError("no profile to encode");
+    const uint32_t type = AddProfileType(*rows.profile, &tables, &batch);
+    RETURN_IF_ERROR(AddProfileSamples(rows, type, header, labels, tables, batch));
   }
-
-  AddMetricPoints(metrics, header, labels, &tables, &batch);
-  if (trace != nullptr) AddGpuTrace(*trace, header, labels, &tables, &batch);
-
-  for (const ProfileCounter& counter : profile.counters) {
-    v1::Counter* pb = batch.add_counters();
-    pb->set_name(tables.String(counter.name));
-    pb->set_value(counter.value);
+  AddMetricPoints(content.metrics, header, labels, &tables, &batch);
+  AddGpuTrace(content, header, labels, &tables, &batch);
+  if (content.counters != nullptr) {
+    for (const ProfileCounter& counter : *content.counters) {
+      v1::Counter* pb = batch.add_counters();
+      pb->set_name(tables.String(counter.name));
+      pb->set_value(counter.value);
+    }
   }
   return batch;
+}
+
+StatusOr<v1::IngestBatch> EncodeIngestBatch(const std::vector<const Profile*>& profiles,
+                                            const IngestBatchHeader& header, const ProcessLabelMap& labels,
+                                            const std::vector<MetricReading>& metrics, const GpuTrace* trace) {
+  if (profiles.empty() || profiles[0] == nullptr) return InvalidArgumentError("no profile to encode");
+  const Profile& first = *profiles[0];
+  IngestBatchContent content;
+  content.start_unix_nanos = first.time_nanos;
+  content.end_unix_nanos = first.time_nanos + first.duration_nanos;
+  for (const Profile* p : profiles) {
+    if (p != nullptr) content.profiles.push_back({p, 0, p->samples.size()});
+  }
+  content.counters = &first.counters;
+  content.metrics = metrics;
+  if (trace != nullptr) {
+    content.trace = trace;
+    content.activities = trace->activities;
+    content.coverage = trace->coverage;
+  }
+  return EncodeIngestBatch(content, header, labels);
 }
 
 StatusOr<v1::IngestBatch> EncodeIngestBatch(const Profile& profile, const IngestBatchHeader& header,

@@ -16,8 +16,10 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "agent/export/gpu_trace.h"
 #include "agent/export/metric_reading.h"
@@ -66,6 +68,27 @@ StatusOr<v1::IngestBatch> EncodeIngestBatch(const std::vector<const Profile*>& p
                                             const IngestBatchHeader& header, const ProcessLabelMap& labels,
                                             const std::vector<MetricReading>& metrics = {},
                                             const GpuTrace* trace = nullptr);
+
+// What one batch carries of a window: any of its sources, each possibly only
+// in part (the window split into batches, window_batches.h). Every part may
+// be empty; a profile in `profiles` gives the batch its type even without
+// samples.
+struct IngestBatchContent {
+  int64_t start_unix_nanos = 0;
+  int64_t end_unix_nanos = 0;
+  struct ProfileRows {
+    const Profile* profile = nullptr;
+    size_t begin = 0, end = 0;  // its samples [begin, end)
+  };
+  std::vector<ProfileRows> profiles;  // each its own type, in this order
+  const std::vector<ProfileCounter>* counters = nullptr;
+  std::span<const MetricReading> metrics;
+  const GpuTrace* trace = nullptr;  // its comms label the activities' processes
+  std::span<const GpuActivityRecord> activities;
+  std::span<const GpuTraceCoverageRow> coverage;
+};
+StatusOr<v1::IngestBatch> EncodeIngestBatch(const IngestBatchContent& content, const IngestBatchHeader& header,
+                                            const ProcessLabelMap& labels);
 
 // The HTTP body: the serialized batch, zstd-compressed (also the spool's payload).
 StatusOr<std::string> CompressIngestBatch(const v1::IngestBatch& batch, int zstd_level = 3);
