@@ -140,6 +140,12 @@ StatusOr<RunOptions> ParseRunArgs(const std::vector<std::string>& args) {
       ASSIGN_OR_RETURN(std::string v, c.TakeValue());
       ASSIGN_OR_RETURN(o.spool_max_bytes, ParseByteSize("--spool-max-bytes", v));
       if (o.spool_max_bytes < (64u << 10)) return InvalidArgumentError("--spool-max-bytes must be at least 64KiB");
+    } else if (flag == "--upload-max-batch-bytes") {
+      ASSIGN_OR_RETURN(std::string v, c.TakeValue());
+      ASSIGN_OR_RETURN(o.upload_max_batch_bytes, ParseByteSize("--upload-max-batch-bytes", v));
+      if (o.upload_max_batch_bytes < (64u << 10) || o.upload_max_batch_bytes > (60u << 20)) {
+        return InvalidArgumentError("--upload-max-batch-bytes must be between 64KiB and 60MiB, got '" + v + "'");
+      }
     } else if (flag == "--symbol-cache-bytes") {
       ASSIGN_OR_RETURN(std::string v, c.TakeValue());
       ASSIGN_OR_RETURN(o.symbol_cache_bytes, ParseByteSize("--symbol-cache-bytes", v));
@@ -371,6 +377,11 @@ until every --pid has exited.
                             (default STATE_DIR/spool)
       --spool-max-bytes N   spool bound; the oldest batches are dropped first
                             (default 256MiB; K/M/G suffixes)
+      --upload-max-batch-bytes N
+                            largest upload: each interval's CPU profile, GPU-time
+                            profile, GPU trace and GPU metrics go in batches of
+                            their own, split below N (default 12MiB; keep it
+                            below the server's --max-request-bytes)
       --symbol-cache-bytes N
                             symbol tables of binaries no running process maps
                             are dropped, least recently used first, while all

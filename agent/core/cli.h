@@ -50,6 +50,8 @@ struct RunOptions {
   std::string state_dir = "/var/lib/warpscope-agent";
   std::string spool_dir;  // default: <state_dir>/spool
   uint64_t spool_max_bytes = 256ull << 20;
+  // One upload batch at most (serialized); a window's sources are split below it.
+  uint64_t upload_max_batch_bytes = 12ull << 20;
   uint64_t symbol_cache_bytes = 256ull << 20;  // Symbolizer's budget for symbol tables
   std::string node_name;  // empty: $WARPSCOPE_NODE_NAME, else the host name
   std::vector<uint32_t> pids;  // empty: every process

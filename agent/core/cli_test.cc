@@ -69,6 +69,7 @@ TEST(RunCliTest, DefaultsAndTheIssueExample) {
   EXPECT_EQ(a->state_dir, "/var/lib/warpscope-agent");
   EXPECT_EQ(a->spool_dir, "/var/lib/warpscope-agent/spool");
   EXPECT_EQ(a->spool_max_bytes, 256ull << 20);
+  EXPECT_EQ(a->upload_max_batch_bytes, 12ull << 20);
   EXPECT_TRUE(a->token.empty());
   EXPECT_TRUE(a->pids.empty());
   EXPECT_TRUE(a->python_frames);
@@ -88,10 +89,15 @@ TEST(RunCliTest, DefaultsAndTheIssueExample) {
   EXPECT_FALSE(b->python_frames);
   EXPECT_EQ(b->pids, (std::vector<uint32_t>{1, 2, 3}));
 
-  auto c = ParseRun({"--server", "http://s:1", "--spool-dir", "/data/spool", "--token", "abc"});
+  auto c = ParseRun({"--server", "http://s:1", "--spool-dir", "/data/spool", "--token", "abc",
+                     "--upload-max-batch-bytes", "4MiB"});
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->spool_dir, "/data/spool");
   EXPECT_EQ(c->token, "abc");
+  EXPECT_EQ(c->upload_max_batch_bytes, 4ull << 20);
+  auto big = ParseRun({"--server", "http://s:1", "--upload-max-batch-bytes", "64MiB"});
+  ASSERT_FALSE(big.ok());
+  EXPECT_NE(big.status().message().find("between 64KiB and 60MiB"), std::string::npos);
 }
 
 TEST(RunCliTest, GpuMetricsFlags) {

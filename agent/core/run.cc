@@ -17,6 +17,7 @@
 #include "agent/core/profiling_session.h"
 #include "agent/export/agent_identity.h"
 #include "agent/export/ingest_batch_encoder.h"
+#include "agent/export/window_batches.h"
 #include "agent/export/prometheus_exposition.h"
 #include "agent/gpu/gpu_time/gpu_time_collector.h"
 #include "agent/export/uploader.h"
@@ -46,10 +47,12 @@ StatusOr<std::string> ResolveToken(const RunOptions& options) {
 class WindowEncoder {
  public:
   // `gpu` may be null (--no-gpu-metrics), and `gpu_time` (--no-gpu-time).
-  WindowEncoder(std::string agent_id, std::string node, BatchSequencer sequencer, ProcessLabelCache* labels,
-                ProfilingSession* session, Uploader* uploader, GpuMetricsLoop* gpu, gpu::GpuTimeCollector* gpu_time)
+  WindowEncoder(std::string agent_id, std::string node, size_t max_batch_bytes, BatchSequencer sequencer,
+                ProcessLabelCache* labels, ProfilingSession* session, Uploader* uploader, GpuMetricsLoop* gpu,
+                gpu::GpuTimeCollector* gpu_time)
       : agent_id_(std::move(agent_id)),
         node_(std::move(node)),
+        max_batch_bytes_(max_batch_bytes),
         sequencer_(std::move(sequencer)),
         labels_(labels),
         session_(session),
@@ -58,9 +61,11 @@ class WindowEncoder {
         gpu_time_(gpu_time) {}
 
   // Finishes the window's profiles (CPU, and GPU time when on), encodes them
-  // and hands the batch to the uploader. `final`: the last window (GPU time
-  // still inside its grace period is joined now). A window that cannot be
-  // encoded is logged and skipped, never fatal.
+  // with the GPU trace and metrics, each source in batches of its own below
+  // the server's size limit (window_batches.h), and hands the batches to the
+  // uploader. `final`: the last window (GPU time still inside its grace
+  // period is joined now). A window or batch that cannot be encoded is
+  // logged and skipped, never fatal.
   void FinishWindow(ProfileBuilder* builder, int64_t duration_nanos, bool final) {
     session_->AddCounters(builder);
     std::optional<Profile> gpu_profile;
@@ -80,6 +85,9 @@ class WindowEncoder {
     builder->SetCounter("upload_send_failures", up.send_failures);
     builder->SetCounter("upload_auth_failures", up.auth_failures);
     builder->SetCounter("encode_errors", encode_errors_);
+    builder->SetCounter("upload_window_batches", batch_stats_.batches);
+    builder->SetCounter("upload_batches_split", batch_stats_.split);
+    builder->SetCounter("upload_rows_too_large", batch_stats_.rows_too_large);
     std::vector<MetricReading> metrics;
     if (gpu_ != nullptr) {
       metrics = gpu_->TakePendingFromAnyThread();
@@ -99,7 +107,6 @@ class WindowEncoder {
       const std::optional<uint32_t> pid = ReadingPid(m);
       if (pid && !labels.count(*pid)) labels.emplace(*pid, labels_->Get(*pid));
     }
-    std::vector<const Profile*> profiles = {&profile};
     if (gpu_profile) {
       gpu_profile->time_nanos = profile.time_nanos;
       for (const ProfileSample& sample : gpu_profile->samples) {
@@ -108,35 +115,38 @@ class WindowEncoder {
       for (const auto& [pid, comm] : trace.comms) {
         if (!labels.count(pid)) labels.emplace(pid, labels_->Get(pid));
       }
-      if (!gpu_profile->samples.empty()) profiles.push_back(&*gpu_profile);
     }
     labels_->EndWindow();
-    auto batch = EncodeIngestBatch(profiles, {agent_id_, 0, node_}, labels, metrics, trace.empty() ? nullptr : &trace);
-    if (!batch.ok()) {
+    const WindowSources sources{&profile, gpu_profile ? &*gpu_profile : nullptr, &trace, &metrics};
+    auto batches = EncodeWindowBatches(sources, {agent_id_, 0, node_}, labels, max_batch_bytes_, &batch_stats_);
+    if (!batches.ok()) {
       ++encode_errors_;
-      LOG_ERROR() << "window skipped: " << batch.status().message();
+      LOG_ERROR() << "window skipped: " << batches.status().message();
       return;
     }
-    // Sequences are allocated only for batches that will be posted.
-    const uint64_t sequence = sequencer_.Next();
-    batch->set_sequence(sequence);
-    StatusOr<std::string> body = CompressIngestBatch(*batch);
-    if (!body.ok()) {
-      ++encode_errors_;
-      LOG_ERROR() << "window skipped: " << body.status().message();
-      return;
+    for (WindowBatch& b : *batches) {
+      // Sequences are allocated only for batches that will be posted.
+      const uint64_t sequence = sequencer_.Next();
+      b.batch.set_sequence(sequence);
+      StatusOr<std::string> body = CompressIngestBatch(b.batch);
+      if (!body.ok()) {
+        ++encode_errors_;
+        LOG_ERROR() << WindowSourceName(b.source) << " batch skipped: " << body.status().message();
+        continue;
+      }
+      int64_t samples = 0;
+      if (b.source == WindowSource::kCpu) {
+        for (const v1::Sample& s : b.batch.samples()) samples += s.value();
+      }
+      LOG_DEBUG() << "batch " << sequence << " (" << WindowSourceName(b.source) << "): " << samples << " samples, "
+                  << b.batch.samples_size() << " rows, " << b.batch.stacks_size() << " stacks, "
+                  << b.batch.gpu_activities_size() << " GPU activities, " << b.batch.metric_points_size()
+                  << " metric points, " << body->size() << " bytes";
+      ++batches_;
+      samples_ += samples;
+      health_.Count(samples);
+      uploader_->PostBatch(sequence, std::move(*body));
     }
-    int64_t samples = 0;
-    for (const v1::Sample& s : batch->samples()) {
-      if (s.type() == 0) samples += s.value();  // the CPU profile's (GPU time is in ns)
-    }
-    LOG_DEBUG() << "batch " << sequence << ": " << samples << " samples, " << batch->samples_size() << " rows, "
-                << batch->stacks_size() << " stacks, " << batch->label_sets_size() << " series, " << body->size()
-                << " bytes";
-    ++batches_;
-    samples_ += samples;
-    health_.Count(samples);
-    uploader_->PostBatch(sequence, std::move(*body));
   }
 
   uint64_t batches() const { return batches_; }
@@ -169,6 +179,7 @@ class WindowEncoder {
  private:
   const std::string agent_id_;
   const std::string node_;
+  const size_t max_batch_bytes_;
   BatchSequencer sequencer_;
   ProcessLabelCache* labels_;
   ProfilingSession* session_;
@@ -177,6 +188,7 @@ class WindowEncoder {
   gpu::GpuTimeCollector* gpu_time_;
   HealthBoard health_;
   uint64_t encode_errors_ = 0;
+  WindowBatchStats batch_stats_;
   uint64_t batches_ = 0;
   uint64_t samples_ = 0;
 };
@@ -362,8 +374,8 @@ int RunContinuous(const RunOptions& options, const std::string& node_name) {
       std::cerr << "warpscope-agent: GPU time is off: " << started.status().message() << "\n";
     }
   }
-  WindowEncoder encoder(*agent_id, node_name, std::move(sequencer).value(), &labels, session.get(),
-                        uploader.get(), gpu.get(), gpu_time.get());
+  WindowEncoder encoder(*agent_id, node_name, options.upload_max_batch_bytes, std::move(sequencer).value(), &labels,
+                        session.get(), uploader.get(), gpu.get(), gpu_time.get());
   std::unique_ptr<server::HttpServer> metrics_endpoint;
   if (!options.metrics_listen.empty()) {
     auto started = StartMetricsEndpoint(options.metrics_listen, node_name, &encoder, uploader.get(), gpu.get());

@@ -155,13 +155,15 @@ void Uploader::PostBatch(uint64_t sequence, std::string body) {
   std::lock_guard lock(mu_);
   ++stats_.batches_posted;
   DCHECK(queue_.empty() || queue_.back().sequence < sequence) << "sequences must increase";
+  queued_bytes_ += body.size();
   queue_.push_back({sequence, std::make_shared<const std::string>(std::move(body))});
-  if (queue_.size() > options_.max_queued_batches || stopping_ || !thread_.joinable()) {
+  if (QueueOverLocked() || stopping_ || !thread_.joinable()) {
     // The uploader thread is stuck in a request (or gone): park the batches
     // on disk here rather than wait for the network or grow without bound.
     SpoolQueueLocked();
-    if (queue_.size() > options_.max_queued_batches) {
+    if (QueueOverLocked()) {
       // The spool failed too (disk full or broken): drop the newest.
+      queued_bytes_ -= queue_.back().body->size();
       queue_.pop_back();
       ++stats_.batches_dropped;
       LOG_WARNING() << "upload queue full and the spool unusable: batch " << sequence << " dropped";
@@ -195,6 +197,7 @@ void Uploader::Stop() {
     LOG_WARNING() << queue_.size() << " batches could be neither sent nor spooled and are lost";
     stats_.batches_dropped += queue_.size();
     queue_.clear();
+    queued_bytes_ = 0;
   }
 }
 
@@ -237,14 +240,23 @@ void Uploader::SpoolQueueLocked() {
       spool_error_logged_ = true;
       break;
     }
-    queue_.pop_front();
+    PopFrontLocked();
   }
   SyncSpoolStatsLocked();
 }
 
+bool Uploader::QueueOverLocked() const {
+  return queue_.size() > options_.max_queued_batches || (queue_.size() > 1 && queued_bytes_ > options_.max_queued_bytes);
+}
+
+void Uploader::PopFrontLocked() {
+  queued_bytes_ -= queue_.front().body->size();
+  queue_.pop_front();
+}
+
 void Uploader::RemoveHeadLocked(uint64_t sequence) {
   if (!queue_.empty() && queue_.front().sequence == sequence) {
-    queue_.pop_front();
+    PopFrontLocked();
     return;
   }
   // The head was in the spool (or moved there by PostBatch while in flight).
@@ -308,7 +320,10 @@ void Uploader::HandleResultLocked(const QueuedBatch& head, const SendResult& r) 
       // Sending the same bytes again cannot help: drop it, keep going.
       ++stats_.batches_rejected;
       LogOnceLocked("server rejected a batch (HTTP " + std::to_string(r.http_status) + "): " + r.message +
-                    "; such batches are dropped");
+                    "; such batches are dropped" +
+                    (r.http_status == 413 ? " (the server takes smaller requests than --upload-max-batch-bytes: "
+                                            "lower it below the server's --max-request-bytes)"
+                                          : ""));
       RemoveHeadLocked(head.sequence);
       return;
     case UploadOutcome::kAuthRetry:

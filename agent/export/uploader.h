@@ -55,7 +55,12 @@ struct UploaderOptions {
   std::string token;       // bearer token; empty sends no Authorization header
   std::string spool_dir;
   uint64_t spool_max_bytes = 256ull << 20;
-  size_t max_queued_batches = 3;  // in memory, between the run loop and the uploader thread
+  // In memory, between the run loop and the uploader thread (a window makes
+  // up to one batch per source, window_batches.h); past either bound the
+  // queue goes to the spool, and when the spool cannot take it the newest
+  // batch is dropped and counted.
+  size_t max_queued_batches = 16;
+  uint64_t max_queued_bytes = 48ull << 20;
   std::chrono::milliseconds connect_timeout{5000};
   std::chrono::milliseconds request_timeout{30000};
   std::chrono::milliseconds initial_backoff{1000};
@@ -145,6 +150,10 @@ class Uploader {
   // keeping the rest in memory so order is kept).
   void SpoolQueueLocked();
   void RemoveHeadLocked(uint64_t sequence);
+  // Over max_queued_batches or max_queued_bytes (the head, which may be in
+  // flight, is never what makes it over).
+  bool QueueOverLocked() const;
+  void PopFrontLocked();
   void SyncSpoolStatsLocked();
   void LogOnceLocked(const std::string& message);
 
@@ -155,6 +164,7 @@ class Uploader {
   std::condition_variable cv_;
   std::unique_ptr<Spool> spool_;    // guarded by mu_
   std::deque<QueuedBatch> queue_;   // guarded by mu_; newer than everything spooled
+  uint64_t queued_bytes_ = 0;       // guarded by mu_; of queue_
   UploaderStats stats_;             // guarded by mu_
   bool stopping_ = false;           // guarded by mu_
   bool backing_off_ = false;        // guarded by mu_

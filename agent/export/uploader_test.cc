@@ -321,6 +321,30 @@ TEST(UploaderTest, StuckServerNeverBlocksPostBatchAndOrderSurvives) {
   EXPECT_EQ(up->StatsFromAnyThread().batches_dropped, 0u);
 }
 
+// The in-memory queue is bounded in bytes as well as in batches (a window
+// sends several batches, some large): past either, batches go to the spool.
+TEST(UploaderTest, StuckServerQueueIsBoundedInBytesToo) {
+  FakeIngestServer server;
+  server.Block();
+  auto o = FastOptions(server.url(), TempDir());
+  o.max_queued_bytes = 2 * Body(1).size() + 10;  // room for two
+  o.request_timeout = milliseconds(20000);
+  auto up = MakeUploader(o);
+  up->Start();
+  up->PostBatch(1, Body(1));
+  ASSERT_TRUE(WaitFor([&] { return up->StatsFromAnyThread().queued == 1; }));
+  std::this_thread::sleep_for(milliseconds(100));  // batch 1 in flight, stuck in the handler
+  for (uint64_t s = 2; s <= 6; ++s) {
+    up->PostBatch(s, Body(s));
+    EXPECT_LE(up->StatsFromAnyThread().queued, 2u) << "batch " << s;
+  }
+  EXPECT_GE(up->StatsFromAnyThread().spooled, 4u);
+  server.Unblock();
+  ASSERT_TRUE(server.WaitForStored(6));
+  EXPECT_EQ(server.stored_sequences(), (std::vector<uint64_t>{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(up->StatsFromAnyThread().batches_dropped, 0u);
+}
+
 TEST(UploaderTest, FullSpoolDropsOldestAndCountsIt) {
   FakeIngestServer server;
   server.SetDefaultStatus(503);
@@ -374,6 +398,7 @@ TEST(UploaderTest, FullDiskKeepsBatchesInMemoryAndCountsEveryDrop) {
     auto o = FastOptions(server.url(), spool_dir);
     o.initial_backoff = milliseconds(20);
     o.max_backoff = milliseconds(50);
+    o.max_queued_batches = 3;  // fewer than the batches made
     auto up = Uploader::Create(o);
     if (!up.ok()) _exit(10);
     rlimit full{1, 1};
