@@ -543,5 +543,50 @@ TEST(CudaSocketServer, KernelNamesStayWithinOneBudgetAcrossConnectionsAndReconne
   EXPECT_EQ((*server)->counters().closed_over_name_budget, 0u);
 }
 
+// When even a connection's name ids no longer fit (the budget holds only
+// names in use and the ids of refused ones), the connection is closed: not a
+// protocol error, counted on its own.
+TEST(CudaSocketServer, AConnectionWhoseNameIdsNoLongerFitIsClosedAndCounted) {
+  auto table = std::make_shared<KernelNameTable>(64u << 10);
+  EventLog log;
+  CudaSocketServerOptions options = OptionsFor(TempSocketPath());
+  options.kernel_names = table;
+  auto server = CudaSocketServer::Start(options, log.consumer());
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  const int fd = Connect(options.socket_path);
+  Send(fd, Hello());
+  ASSERT_FALSE(Receive(fd).empty());
+  // 2,000 names of 104 bytes (entries are 8-byte aligned): the first ~180
+  // are kept, the next ~120 are refused but their ids charged, then nothing fits.
+  bool closed = false;
+  for (uint32_t id = 1; id <= 2000 && !closed; ++id) {
+    std::string name = "_Z" + std::to_string(id);
+    name.resize(104, 'n');
+    std::vector<uint8_t> body(sizeof(ws_cuda_name_entry) + name.size());
+    ws_cuda_name_entry entry{};
+    entry.name_id = id;
+    entry.length = static_cast<uint16_t>(name.size());
+    std::memcpy(body.data(), &entry, sizeof(entry));
+    std::memcpy(body.data() + sizeof(entry), name.data(), name.size());
+    const std::vector<uint8_t> message = EncodeCudaMessage(WS_CUDA_MSG_NAMES, body.data(), body.size(), 1);
+    closed = send(fd, message.data(), message.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(message.size());
+  }
+  EXPECT_TRUE(closed || PeerClosed(fd));
+  close(fd);
+  ASSERT_TRUE(log.WaitFor([](const auto& e) { return Count(e, CudaProcessEvent::Kind::kDisconnected) == 1; }));
+  for (const CudaProcessEvent& e : log.Take()) {
+    if (e.kind == CudaProcessEvent::Kind::kDisconnected) {
+      EXPECT_NE(e.reason.find("budget"), std::string::npos) << e.reason;
+    }
+  }
+  const CudaSocketServerCounters c = (*server)->counters();
+  EXPECT_EQ(c.closed_over_name_budget, 1u);
+  EXPECT_EQ(c.protocol_errors, 0u);
+  const KernelNameTableStats s = table->stats();
+  EXPECT_GT(s.refused, 100u);
+  EXPECT_LE(s.peak_bytes, 64u << 10);
+  EXPECT_EQ(s.bytes, s.names * (2 * 104 + KernelNameTable::kNameOverheadBytes)) << "the ids' charges went back";
+}
+
 }  // namespace
 }  // namespace warpscope
