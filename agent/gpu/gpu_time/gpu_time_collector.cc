@@ -192,6 +192,15 @@ std::shared_ptr<const KernelName> GpuTimeCollector::KernelNameOf(uint64_t key) {
   return std::shared_ptr<const KernelName>(name, &name->text);  // held while the builder copies it
 }
 
+void GpuTimeCollector::PruneNameKeys() {
+  for (auto it = name_of_key_.begin(); it != name_of_key_.end();) {
+    it = it->second.expired() ? name_of_key_.erase(it) : std::next(it);
+  }
+  // Pruned again once it doubled: amortized O(1) per kernel, and at most
+  // twice the names alive (themselves within the name budget).
+  prune_names_at_ = std::max<size_t>(kMinPruneNamesAt, 2 * name_of_key_.size());
+}
+
 void GpuTimeCollector::Trace(GpuActivityRecord&& a) {
   const int64_t second = a.start_unix_nanos - a.start_unix_nanos % kSecond;
   Coverage& cov = coverage_[{a.pid, second}];
@@ -211,7 +220,10 @@ void GpuTimeCollector::OnKernels(Connection& c, const std::vector<CudaKernel>& k
   for (const CudaKernel& k : kernels) {
     const ws_cuda_kernel& r = k.record;
     const uint64_t key = k.name->key;
-    if (key != KernelNameTable::kUnknownKey && key != KernelNameTable::kRefusedKey) name_of_key_.try_emplace(key, k.name);
+    if (key != KernelNameTable::kUnknownKey && key != KernelNameTable::kRefusedKey &&
+        name_of_key_.try_emplace(key, k.name).second && name_of_key_.size() > prune_names_at_) {
+      PruneNameKeys();  // names churned through the budget within one window
+    }
     KernelExecution e;
     e.pid = c.pid;
     // The probe's key: the library's CUPTI attachment in the upper half.
@@ -407,9 +419,7 @@ void GpuTimeCollector::FinishWindow(ProfileBuilder* builder, GpuTrace* trace, bo
     builder->AddSample(locations, s.gpu_ns, labels);
   }
   builder->SetSampleTime(0);
-  for (auto it = name_of_key_.begin(); it != name_of_key_.end();) {
-    it = it->second.expired() ? name_of_key_.erase(it) : std::next(it);
-  }
+  PruneNameKeys();
   stacks_.Expire(now, options_.join.launch_ttl_ns + 2 * options_.join.grace_ns);
   stats_.scaled_processes = 0;
   stats_.recording_windows = 0;

@@ -170,6 +170,7 @@ class GpuTimeCollector {
   // The name of kernel `key` (an InternedKernelName key), held while the
   // caller copies it; "[kernel name evicted]" once it is gone.
   std::shared_ptr<const KernelName> KernelNameOf(uint64_t key);
+  void PruneNameKeys();  // forgets keys whose names are gone
   const std::vector<uint64_t>& StackLocations(uint64_t stack_key, ProfileBuilder* builder);
 
   const GpuTimeOptions options_;
@@ -198,8 +199,11 @@ class GpuTimeCollector {
   std::shared_ptr<KernelNameTable> kernel_names_;
   // Kernel keys the joiner may hand back, to their names: not owned (the
   // names live in their connections' dictionaries, or warm in the table, or
-  // are evicted: kernel_names_lost). Expired ones are pruned every window.
+  // are evicted: kernel_names_lost). Expired ones are pruned every window,
+  // and sooner when the map doubled.
   std::unordered_map<uint64_t, std::weak_ptr<const InternedKernelName>> name_of_key_;
+  static constexpr size_t kMinPruneNamesAt = 1 << 16;
+  size_t prune_names_at_ = kMinPruneNamesAt;  // name_of_key_'s size that prunes it
   std::vector<KernelExecution> settled_;  // reused
   GpuTrace trace_;
   std::map<std::pair<uint32_t, int64_t>, Coverage> coverage_;  // (pid, Unix second) this window
