@@ -20,7 +20,7 @@ LIB=$DIR/lib/libwarpscope_cuda.so
 # Our binaries find their Debian libraries in DIR/lib; nothing else should (curl).
 WSLIB=LD_LIBRARY_PATH=$DIR/lib
 CUDA_LIBS=/usr/local/cuda/lib64
-SOCK=/tmp/ws-gpu-time.sock
+SOCK=/tmp/ws-gpu-time/cuda.sock  # the agent refuses a socket directly in world-writable /tmp
 API=http://127.0.0.1:17070
 
 rm -rf /tmp/ws-gt-data

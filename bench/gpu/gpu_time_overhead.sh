@@ -44,7 +44,7 @@ else
   sleep 1
   for MODE in $MODES; do
     bg env $WSLIB "$DIR/bin/warpscope-agent" run --server $API --state-dir /tmp/ws-oh-$MODE \
-      --cuda-socket /tmp/ws-oh-$MODE.sock --gpu-time-mode $MODE --no-gpu-metrics ${AGENT_FLAGS:-} > $STATE/agent_$MODE.log 2>&1
+      --cuda-socket /tmp/ws-oh-sock-$MODE/cuda.sock --gpu-time-mode $MODE --no-gpu-metrics ${AGENT_FLAGS:-} > $STATE/agent_$MODE.log 2>&1
     AGENT[$MODE]=$!
     echo ${AGENT[$MODE]} > $STATE/agent_$MODE.pid
   done
@@ -63,7 +63,7 @@ run() {  # config
   case $1 in
     none) ;;
     torch_profiler) env=(WS_TORCH_PROFILER=1) ;;
-    *) env=(WARPSCOPE_AGENT_SOCKET=/tmp/ws-oh-$1.sock CUDA_INJECTION64_PATH=$LIB) ;;
+    *) env=(WARPSCOPE_AGENT_SOCKET=/tmp/ws-oh-sock-$1/cuda.sock CUDA_INJECTION64_PATH=$LIB) ;;
   esac
   env "${env[@]}" LD_LIBRARY_PATH=$CUDA_LIBS timeout 60 "$PY" "$HERE/launch_heavy.py" "$SECS" $LOOP 2>>"$OUT/oh_stderr.txt" |
     awk -v c="$1" '/it_per_s/ {print c, $2}'
