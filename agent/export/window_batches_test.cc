@@ -93,9 +93,9 @@ int64_t CpuSamples(const v1::IngestBatch& b) {
   return n;
 }
 
-// The review's case: a local user's names made the window's one batch larger
-// than the server takes (64 MiB decompressed, 16 MiB as sent); the server
-// answered 413 and the node's CPU samples went with it. Each source now goes
+// A local user's kernel names can make a window's data larger than the
+// server takes (64 MiB decompressed, 16 MiB as sent): in one batch, the
+// server answers 413 and the node's CPU samples go with it. Each source goes
 // in batches of its own below the server's limits: everything arrives.
 TEST(WindowBatchesTest, AFloodOfKernelNamesNeverCostsTheNodeItsCpuSamples) {
   const Profile cpu = testing::MakeTestProfile();
