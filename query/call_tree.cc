@@ -1,5 +1,7 @@
 #include "query/call_tree.h"
 
+#include "base/saturating.h"
+
 #include <algorithm>
 #include <numeric>
 #include <queue>
@@ -71,13 +73,14 @@ uint32_t CallTree::Child(uint32_t parent, uint32_t label) {
 void CallTree::AddStack(const storage::StackValue& stack, StackLabeler* labeler, int side, int64_t value) {
   labeler->Label(stack, &scratch_labels_);
   uint32_t node = 0;
-  nodes_[0].total[side] += value;
+  // Saturating: stacks may each be near INT64_MAX (storage/type_scaling.h).
+  SaturatingAddTo(nodes_[0].total[side], value);
   // Frames are leaf first; the tree grows from the root.
   for (auto it = scratch_labels_.rbegin(); it != scratch_labels_.rend(); ++it) {
     node = Child(node, *it);
-    nodes_[node].total[side] += value;
+    SaturatingAddTo(nodes_[node].total[side], value);
   }
-  nodes_[node].self[side] += value;
+  SaturatingAddTo(nodes_[node].self[side], value);
 }
 
 
@@ -221,7 +224,7 @@ void CallTree::AppendJsonMembers(size_t max_nodes, std::string* out) const {
       int64_t other[kMaxSides] = {};
       for (uint32_t c = child_begin[visit.node]; c < end; ++c) {
         if (kept[children[c]]) continue;
-        for (int s = 0; s < sides_; ++s) other[s] += nodes_[children[c]].total[s];
+        for (int s = 0; s < sides_; ++s) SaturatingAddTo(other[s], nodes_[children[c]].total[s]);
       }
       append_row(visit.row, other_label_, other, other);
     }

@@ -1,5 +1,7 @@
 #include "query/flame_chart.h"
 
+#include "base/saturating.h"
+
 #include <algorithm>
 #include <numeric>
 #include <unordered_map>
@@ -14,7 +16,7 @@ std::string RenderFlameChartJson(const storage::StackTimeline& timeline, const F
   const storage::MergedProfile& profile = timeline.profile;
   // Lanes by total, largest first (ties: the store's order, which is by labels).
   std::vector<int64_t> lane_total(timeline.lanes.size(), 0);
-  for (const storage::TimelinePoint& p : timeline.points) lane_total[p.lane] += p.value;
+  for (const storage::TimelinePoint& p : timeline.points) SaturatingAddTo(lane_total[p.lane], p.value);
   std::vector<uint32_t> order(timeline.lanes.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return lane_total[a] > lane_total[b]; });
@@ -27,7 +29,7 @@ std::string RenderFlameChartJson(const storage::StackTimeline& timeline, const F
   int64_t truncated_total = 0;
   for (const storage::TimelinePoint& p : timeline.points) {
     if (rank[p.lane] < 0) {
-      truncated_total += p.value;
+      SaturatingAddTo(truncated_total, p.value);
     } else {
       points[rank[p.lane]].push_back(&p);
     }

@@ -1,5 +1,7 @@
 #include "query/gpu_kernel_table.h"
 
+#include "base/saturating.h"
+
 #include <algorithm>
 #include <map>
 #include <tuple>
@@ -43,7 +45,7 @@ KernelTable BuildKernelTable(const storage::GpuActivities& in) {
     if (a.kind == GpuActivityKind::kKernel) {
       ++g.configs[Config{a.grid[0], a.grid[1], a.grid[2], a.block[0], a.block[1], a.block[2]}];
     }
-    out.total_ns += a.duration_ns;
+    SaturatingAddTo(out.total_ns, a.duration_ns);
   }
   out.activities = in.activities.size();
   out.kernels.reserve(groups.size());
@@ -54,7 +56,7 @@ KernelTable BuildKernelTable(const storage::GpuActivities& in) {
     k.system_name = in.names[g.system_name];
     std::sort(g.durations.begin(), g.durations.end());
     k.launches = g.durations.size();
-    for (int64_t d : g.durations) k.total_ns += d;
+    for (int64_t d : g.durations) SaturatingAddTo(k.total_ns, d);
     k.mean_ns = k.total_ns / static_cast<int64_t>(k.launches);
     k.p50_ns = NearestRankPercentile(g.durations, 50);
     k.p95_ns = NearestRankPercentile(g.durations, 95);

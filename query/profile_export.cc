@@ -1,5 +1,7 @@
 #include "query/profile_export.h"
 
+#include "base/saturating.h"
+
 #include <map>
 #include <vector>
 
@@ -162,7 +164,7 @@ std::string RenderCollapsed(const storage::MergedProfile& profile) {
       AppendCollapsedFrame(label.name, label.kind == LabelKind::kKernel, &line);
     }
     if (line.empty()) line = "[unknown]";
-    values[line] += stack.value;
+    SaturatingAddTo(values[line], stack.value);
   }
   std::string out;
   for (const auto& [stack, value] : values) {

@@ -1,5 +1,7 @@
 #include "query/top_table.h"
 
+#include "base/saturating.h"
+
 #include <algorithm>
 #include <numeric>
 #include <vector>
@@ -24,15 +26,15 @@ std::string RenderTopJson(const storage::MergedProfile& profile, const TopOption
   for (size_t i = 0; i < profile.stacks.size(); ++i) {
     const storage::StackValue& stack = profile.stacks[i];
     if (stack.value <= 0) continue;
-    profile_total += stack.value;
+    SaturatingAddTo(profile_total, stack.value);
     labeler.Label(stack, &stack_labels);
     for (size_t f = 0; f < stack_labels.size(); ++f) {
       const uint32_t id = stack_labels[f];
       if (id >= costs.size()) costs.resize(id + 1);
       Cost& cost = costs[id];
-      if (f == 0) cost.self += stack.value;  // frames are leaf first
+      if (f == 0) SaturatingAddTo(cost.self, stack.value);  // frames are leaf first
       if (cost.last_stack != i) {
-        cost.total += stack.value;
+        SaturatingAddTo(cost.total, stack.value);
         cost.last_stack = i;
       }
     }

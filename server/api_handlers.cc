@@ -111,9 +111,10 @@ class Handlers {
     }
     auto result = store_->Ingest(batch);
     if (!result.ok()) {
-      const int status = HttpStatusFor(result.status());
-      if (status >= 500) LOG_WARNING() << "ingest from agent " << batch.agent_id() << ": " << result.status().message();
-      return HttpResponse::Error(status, result.status().message());
+      if (HttpStatusFor(result.status()) >= 500) {
+        LOG_WARNING_EVERY_N_SEC(10) << "ingest from agent " << batch.agent_id() << ": " << result.status().message();
+      }
+      return ErrorFor(result.status());
     }
     if (result->dropped.total() > 0) {
       LOG_WARNING_EVERY_N_SEC(60) << "ingest from agent " << batch.agent_id() << ": dropped "

@@ -187,7 +187,8 @@ struct ConnectionServer::Connection {
   std::string buf;     // bytes read and not yet served
   RequestHeadScanner scanner;
   size_t requests = 0;
-  bool lingering = false;  // answered and shut down for writing; draining until EOF or the deadline
+  bool lingering = false;    // answered and shut down for writing; draining until EOF or the deadline
+  bool peer_closed = false;  // the client has shut down its side: close after the answer
   Clock::time_point idle_deadline{};
   Clock::time_point head_deadline{};
   Clock::time_point linger_deadline{};
@@ -406,6 +407,7 @@ struct ConnectionServer::Impl {
     const size_t cap = limits.head.max_head_bytes + sizeof(chunk);
     // A lingering connection's bytes are discarded, a few chunks per wake-up
     // so that a client flooding it cannot hold this thread.
+    bool eof = false;
     for (int reads = 0; c->lingering ? reads < 8 : c->buf.size() < cap; ++reads) {
       const ssize_t n = ::recv(c->fd, chunk, sizeof(chunk), 0);
       if (n > 0) {
@@ -414,13 +416,26 @@ struct ConnectionServer::Impl {
       }
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && errno == EAGAIN) break;
-      Forget(c);  // EOF or a reset: the client is gone
+      eof = true;  // the client closed its side (or reset the connection)
+      break;
+    }
+    if (c->lingering) {
+      if (eof) Forget(c);
       return;
     }
-    if (c->lingering) return;
     const bool was_started = c->scanner.started();
     const RequestHeadState state = c->scanner.Scan(c->buf);
     if (!was_started && c->scanner.started()) c->head_deadline = Clock::now() + limits.header_timeout;
+    if (eof) {
+      // A client may shut down its sending side once its request is out
+      // (HTTP allows the half-close): a whole head is still served, and the
+      // connection is closed after the answer (the next read sees EOF).
+      if (state != RequestHeadState::kComplete) {
+        Forget(c);
+        return;
+      }
+      c->peer_closed = true;
+    }
     OnHeadState(c, state);
   }
 
@@ -566,7 +581,7 @@ struct ConnectionServer::Impl {
       // asked for Connection: close): linger so that it reads our answer.
       ::shutdown(c->fd, SHUT_WR);
       c->lingering = true;
-    } else if (connection_closed || last) {
+    } else if (connection_closed || last || c->peer_closed) {
       Close(std::move(c));
       return;
     } else {

@@ -772,6 +772,28 @@ TEST(HttpServerTest, PipelinedRequestsAreAnswered) {
   EXPECT_TRUE(closed);
 }
 
+// A client that shuts down its sending side once its request is out (an
+// HTTP half-close, `nc -N`) still gets its answer.
+TEST(HttpServerTest, HalfClosedRequestIsAnswered) {
+  auto server = MustStart(LoopbackOptions());
+  for (int i = 0; i < 5; ++i) {
+    const int fd = ConnectRaw(server->port());
+    ASSERT_GE(fd, 0);
+    const std::string body = "half-closed " + std::to_string(i);
+    const std::string req = "POST /api/v1/echo HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + std::string(kToken) +
+                            "\r\nContent-Type: text/plain\r\nContent-Length: " + std::to_string(body.size()) +
+                            "\r\n\r\n" + body;
+    send(fd, req.data(), req.size(), MSG_NOSIGNAL);
+    shutdown(fd, SHUT_WR);
+    bool closed = false;
+    const std::string reply = ReadUntilClosed(fd, 5s, &closed);
+    close(fd);
+    EXPECT_EQ(reply.rfind("HTTP/1.1 200", 0), 0u) << i << ": " << reply;
+    EXPECT_NE(reply.find(body), std::string::npos) << reply;
+    EXPECT_TRUE(closed);
+  }
+}
+
 TEST(ListenAddressTest, ParsesAndClassifies) {
   auto a = ParseListenAddress("127.0.0.1:7070");
   ASSERT_TRUE(a.ok());

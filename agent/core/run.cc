@@ -216,6 +216,11 @@ StatusOr<std::unique_ptr<server::HttpServer>> StartMetricsEndpoint(const std::st
   o.listen = listen;
   o.insecure_listen_any = true;
   o.threads = 2;
+  o.ingest_threads = 0;  // one route: no lane of its own
+  // A scrape endpoint, often on every interface: few connections, small heads.
+  o.connections.max_connections = 64;
+  o.connections.max_connections_per_client = 16;
+  o.connections.head.max_head_bytes = 16 << 10;
   o.max_request_bytes = 64 << 10;
   server::Routes routes;
   routes.push_back({"GET", "/metrics", [=](const server::HttpRequest&) {

@@ -73,33 +73,38 @@ TEST_P(StoreConformanceTest, RowsOutsideTheTimeBoundsAreDroppedAndCounted) {
   EXPECT_TRUE(r->duplicate);
 }
 
-// Values are bounded per sample, so only many of them can pass INT64_MAX:
-// then every sum sticks at INT64_MAX (never wraps negative), the flame graph
-// and the series agree, and the store keeps working.
+// Values are bounded per sample (and, for counts, per sample times its
+// period), so only many of them can pass INT64_MAX: then every sum sticks at
+// INT64_MAX (never wraps negative), the flame graph and the series agree,
+// and the store keeps working. gpu_time (nanoseconds, no period) takes the
+// largest values.
 TEST_P(StoreConformanceTest, SumsPastInt64MaxSaturate) {
   const int64_t big = int64_t{1} << 50;  // the largest value a sample may have
   BatchBuilder b("saturate", 1);
-  const uint32_t cpu = b.Cpu();
+  const uint32_t gpu = b.Type("gpu_time", "nanoseconds", 0);
   const uint32_t set = b.LabelSet({{"node", "n1"}});
   const uint32_t hot = b.SimpleStack({"hot"});
   const uint32_t cold = b.SimpleStack({"cold"});
-  for (int i = 0; i < 8193; ++i) b.Sample(kT0, cpu, set, hot, big);  // 8193 * 2^50 > 2^63
-  b.Sample(kT0, cpu, set, cold, 5);
+  for (int i = 0; i < 8193; ++i) b.Sample(kT0, gpu, set, hot, big);  // 8193 * 2^50 > 2^63
+  b.Sample(kT0, gpu, set, cold, 5);
   MustIngest(b.batch());
-  MustIngest(testing::OneSample("saturate", 2, kT0 + kSec, big, "n1", "hot"));
-  const MergedProfile p = Profile("", kT0, kT0 + kHour);
+  BatchBuilder more("saturate", 2);
+  more.Sample(kT0 + kSec, more.Type("gpu_time", "nanoseconds", 0), more.LabelSet({{"node", "n1"}}),
+              more.SimpleStack({"hot"}), big);
+  MustIngest(more.batch());
+  const MergedProfile p = Profile("", kT0, kT0 + kHour, "gpu_time");
   std::map<std::string, int64_t> leaves = ByLeaf(p);
   EXPECT_EQ(leaves["hot"], kMax);
   EXPECT_EQ(leaves["cold"], 5);
   EXPECT_EQ(p.total, kMax);
-  const std::vector<SeriesPoint> series = SeriesPoints("", kT0, kT0 + kHour, kHour);
+  const std::vector<SeriesPoint> series = SeriesPoints("", kT0, kT0 + kHour, kHour, "gpu_time");
   ASSERT_EQ(series.size(), 1u);
   EXPECT_EQ(series[0].value, kMax);
   // Later batches are stored and shown as usual.
   MustIngest(testing::OneSample("saturate", 3, kT0 + 2 * kHour, 11, "n1", "after"));
   EXPECT_EQ(ByLeaf(Profile("", kT0 + 2 * kHour, kT0 + 3 * kHour))["after"], 11);
   Reopen();
-  EXPECT_EQ(ByLeaf(Profile("", kT0, kT0 + kHour))["hot"], kMax);
+  EXPECT_EQ(ByLeaf(Profile("", kT0, kT0 + kHour, "gpu_time"))["hot"], kMax);
 }
 
 // Two agents send "cpu" at different periods. An answer over one agent's

@@ -304,6 +304,9 @@ TEST_P(StoreConformanceTest, InvalidBatchesAreRejectedAndStoreNothing) {
        "types[0].period_nanos: 4611686018427387904 is outside"},
       {"tiny period", [](v1::IngestBatch& b, const StoreBackend&) { b.mutable_types(0)->set_period_nanos(999); },
        "types[0].period_nanos: 999"},
+      {"count x period too large",
+       [](v1::IngestBatch& b, const StoreBackend&) { b.mutable_samples(0)->set_value(int64_t{1} << 40); },
+       "samples[0].value: 1099511627776 samples of period 10000000 ns are more than"},
   };
   for (const BadCase& c : cases) {
     v1::IngestBatch batch = OneSample("agent-bad", 1, kT0, 5, "bad-node", "bad_fn");

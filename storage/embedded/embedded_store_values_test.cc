@@ -22,10 +22,11 @@ void MustIngest(EmbeddedProfileStore& store, const v1::IngestBatch& batch) {
   ASSERT_FALSE(r->duplicate);
 }
 
-// Samples of (node=n1, [main]) at the given times and values.
+// Samples of (node=n1, [main]) at the given times and values, of a cpu type
+// without a period (so that count x period bounds nothing beyond the value).
 v1::IngestBatch Samples(uint64_t sequence, const std::vector<std::pair<int64_t, int64_t>>& samples) {
   BatchBuilder b("agent-big", sequence);
-  const uint32_t cpu = b.Cpu();
+  const uint32_t cpu = b.Type("cpu", "samples", 0);
   const uint32_t set = b.LabelSet({{"node", "n1"}});
   const uint32_t stack = b.SimpleStack({"main"});
   for (const auto& [time, value] : samples) b.Sample(time, cpu, set, stack, value);

@@ -40,6 +40,7 @@ class AgentProcess {
   AgentProcess& operator=(const AgentProcess&) = delete;
 
   bool started() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
   // The agent's exit code (0 when it was not running).
   int Stop() {
     if (pid_ <= 0) return 0;

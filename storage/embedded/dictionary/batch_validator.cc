@@ -132,6 +132,14 @@ Status ValidateBatch(const IngestBatch& batch, const BatchLimits& limits) {
       return InvalidArgumentError(Field("samples", i, "value") + ": " + std::to_string(s.value()) +
                                   " is outside [1, " + std::to_string(limits.max_sample_value) + "]");
     }
+    // A count of samples stands for count x period nanoseconds, which is
+    // what an answer mixing periods adds up: bounded the same way.
+    const int64_t period = batch.types(static_cast<int>(s.type())).period_nanos();
+    if (period > 1 && s.value() > limits.max_sample_value / period) [[unlikely]] {
+      return InvalidArgumentError(Field("samples", i, "value") + ": " + std::to_string(s.value()) +
+                                  " samples of period " + std::to_string(period) + " ns are more than " +
+                                  std::to_string(limits.max_sample_value) + " ns");
+    }
   }
   if (static_cast<size_t>(batch.metric_types_size()) > limits.max_metric_types) {
     return InvalidArgumentError("metric_types: " + std::to_string(batch.metric_types_size()) + " types, limit " +

@@ -34,7 +34,8 @@ struct BatchLimits {
 // index 912 out of range, batch has 900 locations"). Profile types need a
 // period of 0 or within the limits (negative periods mark metric types in
 // the dictionary: dictionary_types.h), samples a value in [1,
-// max_sample_value], metric types a non-empty name, metric points a finite
+// max_sample_value] whose value x period is at most max_sample_value too
+// (nanoseconds), metric types a non-empty name, metric points a finite
 // value, GPU activities a known kind and a duration in [0,
 // max_gpu_duration_nanos], coverage rows sent <= recorded. Times are not
 // checked here: rows outside what a store keeps are dropped and counted by
