@@ -21,6 +21,23 @@
 
 namespace warpscope::storage {
 
+// What one row of type `t` is multiplied by in an answer that mixes types:
+// its period for counts of samples, 1 for values already in nanoseconds.
+inline int64_t MixedAnswerFactor(const ProfileTypeInfo& t) {
+  const bool counts = t.sample_unit == "samples" || t.sample_unit.empty();
+  return counts && t.period_nanos > 1 ? t.period_nanos : 1;
+}
+
+// The type of an answer that mixes types, named after `first`.
+inline ProfileTypeInfo MixedAnswerType(const ProfileTypeInfo& first) {
+  ProfileTypeInfo out = first;
+  out.sample_unit = "nanoseconds";
+  out.period_nanos = 0;
+  return out;
+}
+
+// The scaling of an answer decided after its rows are summed per type (a
+// store that sums as it scans applies MixedAnswerFactor itself).
 struct TypeScaling {
   ProfileTypeInfo info;  // the answer's unit and period
   // (type id, factor) of the contributing types whose rows are scaled; empty
@@ -50,11 +67,9 @@ inline TypeScaling ScalingFor(const std::vector<std::pair<uint64_t, ProfileTypeI
     return t.second.sample_unit == out.info.sample_unit && t.second.period_nanos == out.info.period_nanos;
   });
   if (uniform) return out;
-  out.info.sample_unit = "nanoseconds";
-  out.info.period_nanos = 0;
+  out.info = MixedAnswerType(out.info);
   for (const auto& [id, info] : contributing) {
-    const bool counts = info.sample_unit == "samples" || info.sample_unit.empty();
-    if (counts && info.period_nanos > 1) out.factors.emplace_back(id, info.period_nanos);
+    if (const int64_t factor = MixedAnswerFactor(info); factor != 1) out.factors.emplace_back(id, factor);
   }
   return out;
 }

@@ -1,15 +1,10 @@
 // AnswerUnit: the unit a profile answer (flame graph, series, timeline) is
 // summed in, decided by the profile types whose rows the answer actually sums.
 //
-// Types of one name can differ in period: agents sampling at 19 Hz and at
-// 99 Hz both send "cpu" in "samples", but a sample stands for 52.6 ms of CPU
-// in one and 10.1 ms in the other, so their counts cannot be added. An answer
-// over rows of one type keeps that type's unit and period; one over rows of
-// two or more is in nanoseconds (each row's value times its type's period).
-// Types are unique per (name, unit, period), so "one type" is the same as "one
-// (unit, period)". Deciding from the rows, not from every type of the name in
-// the dictionary, keeps one agent's odd period from turning every other
-// agent's answers into nanoseconds.
+// The rule every store follows is storage/type_scaling.h's: an answer over
+// rows of one type keeps that type's unit and period; one over rows of two or
+// more is in nanoseconds. Types are unique per (name, unit, period), so "one
+// type" is the same as "one (unit, period)".
 //
 // Rows are summed as they come: while they are all of one type, raw; when a
 // row of a second type arrives, the caller's sums so far (all of the first
@@ -27,6 +22,7 @@
 
 #include "base/saturating.h"
 #include "storage/embedded/segment_file.h"
+#include "storage/type_scaling.h"
 #include "storage/embedded/series_catalog.h"
 
 namespace warpscope::embedded {
@@ -38,10 +34,7 @@ class AnswerUnit {
     uint32_t max_id = 0;
     for (const TypeEntry& t : types) max_id = std::max(max_id, t.id);
     multiplier_.assign(max_id + 1, 1);
-    for (const TypeEntry& t : types) {
-      const bool counts = t.info.sample_unit == "samples" || t.info.sample_unit.empty();
-      multiplier_[t.id] = counts && t.info.period_nanos > 0 ? t.info.period_nanos : 1;
-    }
+    for (const TypeEntry& t : types) multiplier_[t.id] = storage::MixedAnswerFactor(t.info);
   }
 
   // The row's value in the answer's unit. `rescale_sums(m)` must multiply
@@ -71,10 +64,7 @@ class AnswerUnit {
       }
       if (types_.size() == 1) return types_.front().info;
     }
-    storage::ProfileTypeInfo out = types_.front().info;
-    out.sample_unit = "nanoseconds";
-    out.period_nanos = 0;
-    return out;
+    return storage::MixedAnswerType(types_.front().info);
   }
 
  private:
