@@ -20,11 +20,14 @@
 #include "server/listen_address.h"
 #include "server/query_string.h"
 #include "server/zstd_body.h"
+#include "tests/tools/loopback_client.h"
 
 namespace warpscope::server {
 namespace {
 
 using namespace std::chrono_literals;
+using ::warpscope::testing::ConnectLoopback;
+using ::warpscope::testing::ReadUntilClosed;
 
 constexpr char kToken[] = "s3cret-token";
 
@@ -86,64 +89,13 @@ std::string ErrorJson(int code) { return "{\"error\": {\"code\": " + std::to_str
 // Sends `bytes` over a fresh connection, then reads until the server closes
 // it (or 5 s pass). Returns everything read; sets *closed when EOF was seen.
 std::string RawExchange(int port, const std::string& bytes, bool* closed = nullptr) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    close(fd);
-    return "";
-  }
+  const int fd = ConnectLoopback(port);
+  if (fd < 0) return "";
   send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
-  std::string out;
-  auto deadline = std::chrono::steady_clock::now() + 5s;
-  if (closed) *closed = false;
-  while (std::chrono::steady_clock::now() < deadline) {
-    pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, 100) <= 0) continue;
-    char buf[4096];
-    ssize_t n = recv(fd, buf, sizeof(buf), 0);
-    if (n <= 0) {
-      if (closed) *closed = true;
-      break;
-    }
-    out.append(buf, n);
-  }
+  bool seen_close = false;
+  std::string out = ReadUntilClosed(fd, 5s, &seen_close);
+  if (closed) *closed = seen_close;
   close(fd);
-  return out;
-}
-
-// A connected raw socket (-1 on failure).
-int ConnectRaw(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-// Reads from `fd` until the peer closes it or `wait` passes.
-std::string ReadUntilClosed(int fd, std::chrono::milliseconds wait, bool* closed) {
-  std::string out;
-  *closed = false;
-  auto deadline = std::chrono::steady_clock::now() + wait;
-  while (std::chrono::steady_clock::now() < deadline) {
-    pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, 50) <= 0) continue;
-    char buf[4096];
-    ssize_t n = recv(fd, buf, sizeof(buf), 0);
-    if (n <= 0) {
-      *closed = true;
-      break;
-    }
-    out.append(buf, n);
-  }
   return out;
 }
 
@@ -569,7 +521,7 @@ TEST(HttpServerTest, PrefixRoutesAndFallback) {
 // they are all sent.
 TEST(HttpServerTest, HeaderFloodIs431AndClosed) {
   auto server = MustStart(LoopbackOptions());
-  const int fd = ConnectRaw(server->port());
+  const int fd = ConnectLoopback(server->port());
   ASSERT_GE(fd, 0);
   std::string head = "GET /healthz HTTP/1.1\r\nHost: x\r\n";
   for (int i = 0; i < 1000; ++i) head += "X-Pad-" + std::to_string(i) + ": " + std::string(90, 'p') + "\r\n";
@@ -633,7 +585,7 @@ TEST(HttpServerTest, SlowHeadsDoNotHoldWorkers) {
   auto server = MustStart(o);
   std::vector<int> slow;
   for (int i = 0; i < 12; ++i) {
-    const int fd = ConnectRaw(server->port());
+    const int fd = ConnectLoopback(server->port());
     ASSERT_GE(fd, 0);
     send(fd, "GET /api/v1/query HTTP/1.1\r\nHost: x\r\n", 37, MSG_NOSIGNAL);
     slow.push_back(fd);
@@ -657,7 +609,7 @@ TEST(HttpServerTest, HeadDeadlineIs408) {
   HttpServerOptions o = LoopbackOptions();
   o.connections.header_timeout = 400ms;
   auto server = MustStart(o);
-  const int fd = ConnectRaw(server->port());
+  const int fd = ConnectLoopback(server->port());
   ASSERT_GE(fd, 0);
   send(fd, "GET /healthz HTTP/1.1\r\n", 23, MSG_NOSIGNAL);
   std::string reply;
@@ -677,7 +629,7 @@ TEST(HttpServerTest, BodyDeadlineIs408) {
   HttpServerOptions o = LoopbackOptions();
   o.connections.body_timeout = 400ms;
   auto server = MustStart(o);
-  const int fd = ConnectRaw(server->port());
+  const int fd = ConnectLoopback(server->port());
   ASSERT_GE(fd, 0);
   const std::string head = "POST /api/v1/echo HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + std::string(kToken) +
                            "\r\nContent-Type: text/plain\r\nContent-Length: 100\r\n\r\n0123456789";
@@ -701,7 +653,7 @@ TEST(HttpServerTest, ConnectionsPerClientAreLimited) {
   o.connections.max_connections_per_client = 4;
   auto server = MustStart(o);
   std::vector<int> held;
-  for (int i = 0; i < 4; ++i) held.push_back(ConnectRaw(server->port()));
+  for (int i = 0; i < 4; ++i) held.push_back(ConnectLoopback(server->port()));
   std::this_thread::sleep_for(100ms);
   bool closed = false;
   std::string reply = RawExchange(server->port(), "GET /healthz HTTP/1.1\r\n\r\n", &closed);
@@ -777,7 +729,7 @@ TEST(HttpServerTest, PipelinedRequestsAreAnswered) {
 TEST(HttpServerTest, HalfClosedRequestIsAnswered) {
   auto server = MustStart(LoopbackOptions());
   for (int i = 0; i < 5; ++i) {
-    const int fd = ConnectRaw(server->port());
+    const int fd = ConnectLoopback(server->port());
     ASSERT_GE(fd, 0);
     const std::string body = "half-closed " + std::to_string(i);
     const std::string req = "POST /api/v1/echo HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + std::string(kToken) +

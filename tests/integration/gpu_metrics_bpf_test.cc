@@ -4,10 +4,8 @@
 // warpscope-server on loopback; the test reads the stored series, the
 // downsampled query, the targets, and the agent's Prometheus endpoint as
 // Prometheus' own parser reads it.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -21,6 +19,7 @@
 #include "tests/integration/agent_process.h"
 #include "tests/integration/server_process.h"
 #include "tests/integration/subprocess.h"
+#include "tests/tools/loopback_client.h"
 #include "tests/tools/prometheus_parse.h"
 
 namespace warpscope::testing {
@@ -215,45 +214,23 @@ TEST_F(GpuMetricsTest, NoNvmlLibraryKeepsProfilingCpus) {
   EXPECT_TRUE(Metric("gpu_utilization", "gpu")["series"].empty());
 }
 
-int64_t VmRssKiB(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6));
-  }
-  return -1;
-}
-
-int ConnectTo(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
 // The agent's /metrics (two workers, often on every interface) used to grow
 // the root agent by 170 MB under a header flood and go silent under two
 // slow clients. Heads are bounded and read off its workers now.
 TEST_F(GpuMetricsTest, MetricsEndpointHoldsUpAgainstFloodsAndSlowClients) {
   StartAgent(dir_ + "/no/libnvidia-ml.so.1");
   for (int i = 0; i < 40 && HttpGet(metrics_port_, "/metrics").status != 200; ++i) std::this_thread::sleep_for(250ms);
-  const int64_t before = VmRssKiB(agent_->pid());
+  const int64_t before = ProcessRssKiB(agent_->pid());
   std::vector<int> slow;
   for (int i = 0; i < 8; ++i) {
-    const int fd = ConnectTo(metrics_port_);
+    const int fd = ConnectLoopback(metrics_port_);
     ASSERT_GE(fd, 0);
     ::send(fd, "GET /metrics HTTP/1.1\r\n", 24, MSG_NOSIGNAL);
     slow.push_back(fd);
   }
   const std::string pad = "X-Pad: " + std::string(8000, 'p') + "\r\n";
   for (int round = 0; round < 4; ++round) {
-    const int flood = ConnectTo(metrics_port_);
+    const int flood = ConnectLoopback(metrics_port_);
     ASSERT_GE(flood, 0);
     ::send(flood, "GET /metrics HTTP/1.1\r\n", 24, MSG_NOSIGNAL);
     for (int i = 0; i < 1000; ++i) {
@@ -269,7 +246,7 @@ TEST_F(GpuMetricsTest, MetricsEndpointHoldsUpAgainstFloodsAndSlowClients) {
     EXPECT_EQ(HttpGet(metrics_port_, "/metrics").status, 200) << "round " << round;
   }
   for (int fd : slow) close(fd);
-  const int64_t after = VmRssKiB(agent_->pid());
+  const int64_t after = ProcessRssKiB(agent_->pid());
   EXPECT_LT(after - before, 16 * 1024) << "agent RSS " << before << " -> " << after << " KiB";
   EXPECT_EQ(StopAgent(), 0);
 }

@@ -4,10 +4,7 @@
 // hold the workers, a lost dictionary and damaged files on disk. Each test
 // is one failure mode; docs/getting-started.md ("Limits and failure modes")
 // says what the user sees and how to recover.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -28,6 +25,7 @@
 #include "tests/integration/batch_factory.h"
 #include "tests/integration/server_process.h"
 #include "tests/integration/subprocess.h"
+#include "tests/tools/loopback_client.h"
 
 namespace warpscope::testing {
 namespace {
@@ -48,47 +46,6 @@ int64_t NowNs() {
 std::string RecentRange() {
   const int64_t now_ms = NowNs() / 1'000'000;
   return "from=" + std::to_string(now_ms - 3'600'000) + "&to=" + std::to_string(now_ms + 60'000);
-}
-
-int64_t VmRssKiB(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6));
-  }
-  return -1;
-}
-
-int Connect(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-// Reads until the peer closes or `wait` passes; *closed says which.
-std::string ReadAll(int fd, std::chrono::milliseconds wait, bool* closed) {
-  std::string out;
-  *closed = false;
-  const auto deadline = std::chrono::steady_clock::now() + wait;
-  while (std::chrono::steady_clock::now() < deadline) {
-    pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, 50) <= 0) continue;
-    char buf[4096];
-    const ssize_t n = recv(fd, buf, sizeof(buf), 0);
-    if (n <= 0) {
-      *closed = true;
-      break;
-    }
-    out.append(buf, static_cast<size_t>(n));
-  }
-  return out;
 }
 
 class ServerHardeningTest : public ::testing::Test {
@@ -207,9 +164,9 @@ TEST_F(ServerHardeningTest, RowsOutsideRetentionOrFarAheadAreDroppedAndCounted) 
 // given back; now the head is refused at its limit and the connection closed.
 TEST_F(ServerHardeningTest, HeaderFloodIsRefusedBeforeTheTokenWithFlatMemory) {
   Start();
-  const int64_t before = VmRssKiB(server_->pid());
+  const int64_t before = ProcessRssKiB(server_->pid());
   for (int round = 0; round < 4; ++round) {
-    const int fd = Connect(port());
+    const int fd = ConnectLoopback(port());
     ASSERT_GE(fd, 0);
     const std::string line = "X-Pad: " + std::string(8000, 'p') + "\r\n";
     std::string head = "GET /api/v1/status HTTP/1.1\r\nHost: x\r\n";
@@ -222,13 +179,13 @@ TEST_F(ServerHardeningTest, HeaderFloodIsRefusedBeforeTheTokenWithFlatMemory) {
       sent += static_cast<size_t>(n);
     }
     bool closed = false;
-    const std::string reply = ReadAll(fd, 5s, &closed);
+    const std::string reply = ReadUntilClosed(fd, 5s, &closed);
     close(fd);
     EXPECT_EQ(reply.rfind("HTTP/1.1 431", 0), 0u) << reply.substr(0, 200);
     EXPECT_TRUE(closed);
     EXPECT_LT(sent, size_t{24} << 20) << "the server kept reading the flood";
   }
-  const int64_t after = VmRssKiB(server_->pid());
+  const int64_t after = ProcessRssKiB(server_->pid());
   EXPECT_LT(after - before, 16 * 1024) << "RSS " << before << " -> " << after << " KiB";
   EXPECT_EQ(HttpGet(port(), "/healthz").status, 200);
   EXPECT_GE(GetJson("/api/v1/status")["http"]["heads_too_large"].get<int>(), 4);
@@ -240,7 +197,7 @@ TEST_F(ServerHardeningTest, SlowClientsDoNotStopHealthOrIngest) {
   Start({"--threads", "2", "--ingest-threads", "1"});
   std::vector<int> slow;
   for (int i = 0; i < 16; ++i) {
-    const int fd = Connect(port());
+    const int fd = ConnectLoopback(port());
     ASSERT_GE(fd, 0);
     ::send(fd, "POST /api/v1/ingest HTTP/1.1\r\nHost: x\r\n", 40, MSG_NOSIGNAL);
     slow.push_back(fd);
