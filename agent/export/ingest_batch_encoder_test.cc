@@ -1,6 +1,8 @@
 #include "agent/export/ingest_batch_encoder.h"
 
 #include <gtest/gtest.h>
+#define ZSTD_STATIC_LINKING_ONLY  // ZSTD_getFrameHeader
+#include <zstd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -438,6 +440,14 @@ TEST(IngestBatchEncoderTest, CompressedRoundTrip) {
   EXPECT_FALSE(DecompressIngestBatch("not zstd").ok());
   EXPECT_FALSE(DecompressIngestBatch(body->substr(0, body->size() / 2)).ok());
   EXPECT_EQ(DecompressIngestBatch(*body, 16).status().code(), StatusCode::kResourceExhausted);
+  // The frame carries a content checksum: a byte damaged in its data (in the
+  // spool, on the way) fails decompression instead of giving another batch.
+  ZSTD_frameHeader header{};
+  ASSERT_EQ(ZSTD_getFrameHeader(&header, body->data(), body->size()), 0u);
+  EXPECT_EQ(header.checksumFlag, 1u);
+  std::string damaged = *body;
+  damaged[damaged.size() - 6] ^= 0x01;  // in the last block, before the 4-byte checksum
+  EXPECT_FALSE(DecompressIngestBatch(damaged).ok());
 }
 
 }  // namespace
