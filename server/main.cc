@@ -82,12 +82,15 @@ int Run(const warpscope::server::ServerOptions& options) {
   const auto listen = server::ParseListenAddress(options.listen);  // checked by ParseServerArgs
   const bool loopback = listen.ok() && listen->is_loopback;
   // Where to point a browser: a wildcard address is reached on loopback.
-  std::cerr << "warpscope-server: serving on http://" << (any ? "127.0.0.1" : host) << ":" << (*httpd)->port()
-            << (any ? " (all interfaces)" : "") << " (" << server::DescribeStorage(options)
-            << (!options.token.empty() ? ", token required"
-                : loopback         ? ", no token: loopback only"
-                                   : ", NO TOKEN: anyone who can reach this address may ingest and query")
-            << ")" << std::endl;
+  // One write: tools (and tests) that wait for this line read it whole.
+  const std::string serving =
+      "warpscope-server: serving on http://" + std::string(any ? "127.0.0.1" : host) + ":" +
+      std::to_string((*httpd)->port()) + (any ? " (all interfaces)" : "") + " (" + server::DescribeStorage(options) +
+      (!options.token.empty() ? ", token required"
+       : loopback             ? ", no token: loopback only"
+                              : ", NO TOKEN: anyone who can reach this address may ingest and query") +
+      ")\n";
+  std::cerr << serving << std::flush;
 
   const int fd = signalfd(-1, &mask, SFD_CLOEXEC);
   signalfd_siginfo info{};

@@ -55,7 +55,9 @@ StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(const std::string&
       if (raw->log_.size() > (4u << 20)) raw->log_.erase(0, raw->log_.size() - (2u << 20));
     }
   });
-  const std::regex serving("serving on http://[^: ]+:([0-9]+)");
+  // The whole line, up to its newline: what follows the port (the store,
+  // the token rule) is part of what callers read.
+  const std::regex serving("serving on http://[^: ]+:([0-9]+)[^\n]*\n");
   while (NowSeconds() < started + 120) {
     std::smatch m;
     const std::string log = p->log();
