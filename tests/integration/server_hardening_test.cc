@@ -62,7 +62,11 @@ class ServerHardeningTest : public ::testing::Test {
     server_ = std::move(s).value();
   }
   std::string data_dir() const { return dir_ + "/data"; }
-  int port() const { return server_->port(); }
+  // Safe after a failed Start (the failure is recorded; later requests then
+  // fail too, without a crash).
+  int port() const { return server_ ? server_->port() : 0; }
+  std::string log() const { return server_ ? server_->log() : ""; }
+  pid_t pid() const { return server_ ? server_->pid() : -1; }
   HttpResult Post(const warpscope::v1::IngestBatch& batch) { return PostBatch(port(), batch, kToken); }
   json GetJson(const std::string& path) { return GetApiJson(port(), path, kToken); }
 
@@ -107,7 +111,7 @@ TEST_F(ServerHardeningTest, ValuesTheStoreCannotSumAreRefused) {
   }
   EXPECT_EQ(series_total, 13) << series.dump();
   std::this_thread::sleep_for(6s);
-  EXPECT_EQ(server_->log().find("overflow"), std::string::npos) << server_->log();
+  EXPECT_EQ(log().find("overflow"), std::string::npos) << log();
   EXPECT_FALSE(std::filesystem::is_empty(data_dir() + "/segments")) << "no flush happened";
   EXPECT_EQ(GetJson("/api/v1/status")["rejected_batches"], 4);
 }
@@ -164,7 +168,7 @@ TEST_F(ServerHardeningTest, RowsOutsideRetentionOrFarAheadAreDroppedAndCounted) 
 // given back; now the head is refused at its limit and the connection closed.
 TEST_F(ServerHardeningTest, HeaderFloodIsRefusedBeforeTheTokenWithFlatMemory) {
   Start();
-  const int64_t before = ProcessRssKiB(server_->pid());
+  const int64_t before = ProcessRssKiB(pid());
   for (int round = 0; round < 4; ++round) {
     const int fd = ConnectLoopback(port());
     ASSERT_GE(fd, 0);
@@ -185,7 +189,7 @@ TEST_F(ServerHardeningTest, HeaderFloodIsRefusedBeforeTheTokenWithFlatMemory) {
     EXPECT_TRUE(closed);
     EXPECT_LT(sent, size_t{24} << 20) << "the server kept reading the flood";
   }
-  const int64_t after = ProcessRssKiB(server_->pid());
+  const int64_t after = ProcessRssKiB(pid());
   EXPECT_LT(after - before, 16 * 1024) << "RSS " << before << " -> " << after << " KiB";
   EXPECT_EQ(HttpGet(port(), "/healthz").status, 200);
   EXPECT_GE(GetJson("/api/v1/status")["http"]["heads_too_large"].get<int>(), 4);
@@ -289,10 +293,10 @@ TEST_F(ServerHardeningTest, ContentTypeIsExactAndParseErrorsDoNotFloodTheLog) {
   bad.add_strings("\xff\xfe not UTF-8");
   const std::string bad_body = bad.SerializeAsString();
   for (int i = 0; i < 200; ++i) EXPECT_EQ(HttpPostIngest(port(), bad_body, kToken).status, 400);
-  const std::string log = server_->log();
+  const std::string text = log();
   size_t lines = 0;
-  for (size_t at = log.find("libprotobuf"); at != std::string::npos; at = log.find("libprotobuf", at + 1)) ++lines;
-  EXPECT_LE(lines, 2u) << log.substr(0, 2000);
+  for (size_t at = text.find("libprotobuf"); at != std::string::npos; at = text.find("libprotobuf", at + 1)) ++lines;
+  EXPECT_LE(lines, 2u) << text.substr(0, 2000);
 }
 
 // Batches of a fixed day long ago (the store keeps everything: --retention 0).
@@ -336,7 +340,7 @@ class ServerDataDirTest : public ServerHardeningTest {
   }
   // Stops the server (its final flush writes a segment).
   void StopServer() {
-    server_->Stop();
+    if (server_) server_->Stop();
     server_.reset();
   }
   json Nodes() {
@@ -443,6 +447,7 @@ TEST_F(ServerDataDirTest, MissingSegmentIsRefusedThenRepairedAsAGap) {
 TEST_F(ServerDataDirTest, DamagedWalRecordIsRefusedThenRepaired) {
   Start({"--retention", "0"});
   Fill("walled", 0, 5);
+  ASSERT_NE(server_, nullptr);
   server_->Kill();  // the rows are in the WAL only
   server_.reset();
   std::vector<std::string> wal;
