@@ -183,6 +183,12 @@ StatusOr<RunOptions> ParseRunArgs(const std::vector<std::string>& args) {
       if (o.cuda_socket.empty() || o.cuda_socket.size() > 100) {
         return InvalidArgumentError("--cuda-socket needs a path of at most 100 characters");
       }
+    } else if (flag == "--cuda-library") {
+      ASSIGN_OR_RETURN(o.cuda_library, c.TakeValue());
+      if (o.cuda_library.empty()) return InvalidArgumentError("--cuda-library needs a path");
+    } else if (flag == "--cuda-library-dir") {
+      ASSIGN_OR_RETURN(o.cuda_library_dir, c.TakeValue());
+      if (o.cuda_library_dir.empty()) return InvalidArgumentError("--cuda-library-dir needs a directory");
     } else if (flag == "--gpu-time-mode") {
       ASSIGN_OR_RETURN(std::string v, c.TakeValue());
       if (v == "adaptive") {
@@ -403,6 +409,13 @@ until every --pid has exited.
                             its directory, and those above it, must belong to
                             root and be writable by no one else (sticky ones
                             like /tmp excepted above it)
+      --cuda-library-dir DIR
+                            copy libwarpscope_cuda.so into DIR at start
+                            (unless the same file is there), for containers
+                            that mount DIR from the host: with DIR the CUDA
+                            socket's directory, one mount gives a pod both
+      --cuda-library PATH   the library to copy (default: the one shipped
+                            beside this executable, ../lib/warpscope/)
       --gpu-time-mode M     adaptive (default): a process that launches many
                             kernels is recorded in windows (CUPTI detached in
                             between) spaced to keep the cost within

@@ -65,6 +65,10 @@ struct RunOptions {
   // GPU time (CUDA kernels through libwarpscope_cuda.so): see RunUsage().
   bool gpu_time = true;                                // --no-gpu-time: no CUDA socket, no probe
   std::string cuda_socket = "/run/warpscope/cuda.sock";
+  // --cuda-library-dir: copy the injection library (cuda_library, empty: the
+  // one beside the executable) there at start, for pods that mount it.
+  std::string cuda_library;
+  std::string cuda_library_dir;
   enum class GpuTimeMode { kAdaptive, kExact, kDuty } gpu_time_mode = GpuTimeMode::kAdaptive;
   // Windowed modes: kernels recorded for gpu_duty_on_ms of every period; the
   // period is gpu_duty_period_ms in duty mode, at most that in adaptive mode.

@@ -133,12 +133,16 @@ TEST(RunCliTest, GpuTimeFlags) {
   EXPECT_EQ(d->gpu_connections_per_uid, 64u);
   EXPECT_EQ(d->gpu_kernel_name_bytes, 64ull << 20);
   EXPECT_EQ(d->gpu_probe_files, 16u);
+  EXPECT_EQ(d->cuda_library, "");
+  EXPECT_EQ(d->cuda_library_dir, "");
   auto a = ParseRun({"--server", "http://s:1", "--cuda-socket", "/tmp/c.sock", "--gpu-time-mode", "duty", "--gpu-duty",
                      "50ms/2s", "--gpu-launch-samples", "50", "--gpu-trace-per-sec", "0",
                      "--gpu-connections-per-uid", "8", "--gpu-kernel-name-bytes", "8MiB",
-                     "--gpu-probe-files", "4"});
+                     "--gpu-probe-files", "4", "--cuda-library", "/opt/l.so", "--cuda-library-dir", "/run/w"});
   ASSERT_TRUE(a.ok()) << a.status().ToString();
   EXPECT_EQ(a->cuda_socket, "/tmp/c.sock");
+  EXPECT_EQ(a->cuda_library, "/opt/l.so");
+  EXPECT_EQ(a->cuda_library_dir, "/run/w");
   EXPECT_EQ(a->gpu_time_mode, RunOptions::GpuTimeMode::kDuty);
   EXPECT_EQ(a->gpu_duty_on_ms, 50u);
   EXPECT_EQ(a->gpu_duty_period_ms, 2000u);
