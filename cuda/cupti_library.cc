@@ -8,12 +8,12 @@
 #include <cstring>
 #include <vector>
 
+#include "cuda/cupti_search_paths.h"
+
 namespace warpscope::cuda {
 
 namespace {
 
-const char* const kSonames[] = {"libcupti.so.13", "libcupti.so.12", "libcupti.so"};
-const char* const kToolkitDirs[] = {"/usr/local/cuda/lib64", "/usr/local/cuda/extras/CUPTI/lib64"};
 
 // Paths of loaded objects whose file name starts with `prefix`.
 std::vector<std::string> LoadedObjects(const char* prefix) {
@@ -69,7 +69,7 @@ bool TryOpen(const std::string& path, CuptiLibrary* out, std::string* last_error
 bool LoadCuptiLibrary(CuptiLibrary* out, std::string* why) noexcept {
   try {
     std::string last_error;
-    const char* env = std::getenv("WARPSCOPE_CUPTI_PATH");
+    const char* env = std::getenv(kCuptiPathEnv);
     if (env != nullptr && env[0] != '\0') {
       if (TryOpen(env, out, &last_error)) return true;
       *why = "WARPSCOPE_CUPTI_PATH=" + std::string(env) + ": " + last_error;
@@ -77,11 +77,11 @@ bool LoadCuptiLibrary(CuptiLibrary* out, std::string* why) noexcept {
     }
     std::vector<std::string> candidates = LoadedObjects("libcupti.so");
     for (const std::string& cudart : LoadedObjects("libcudart.so")) {
-      for (const char* soname : kSonames) candidates.push_back(DirName(cudart) + "/" + soname);
+      for (const char* soname : kCuptiSonames) candidates.push_back(DirName(cudart) + "/" + soname);
     }
-    for (const char* soname : kSonames) candidates.emplace_back(soname);
-    for (const char* dir : kToolkitDirs) {
-      for (const char* soname : kSonames) candidates.push_back(std::string(dir) + "/" + soname);
+    for (const char* soname : kCuptiSonames) candidates.emplace_back(soname);
+    for (const char* dir : kCuptiToolkitDirs) {
+      for (const char* soname : kCuptiSonames) candidates.push_back(std::string(dir) + "/" + soname);
     }
     for (const std::string& path : candidates) {
       // A missing file is the common case; skip it without a dlopen.

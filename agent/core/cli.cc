@@ -465,6 +465,7 @@ std::string MainUsage() {
 Commands:
   record        record CPU profiles of processes or the whole machine (see: record --help)
   run           profile continuously and upload to warpscope-server (see: run --help)
+  doctor        check this machine and deployment for profiling: one line per check, what to do (see: doctor --help)
   probe-stack   whole user stacks at the entry of a function (a uprobe), e.g. cuLaunchKernel
   unwind-table  build the .eh_frame unwind table of binaries and print its size and build time
   version       print the version

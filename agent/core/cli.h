@@ -19,6 +19,7 @@ enum ExitCode : int {
   kExitPermission = 3,    // not root / missing CAP_BPF, CAP_PERFMON
   kExitUnsupported = 4,   // kernel without BTF or BPF features we need
   kExitNoSuchProcess = 5, // a --pid that does not exist
+  kExitBlocked = 6,       // doctor: a check other than privileges or the kernel blocks profiling
 };
 
 enum class OutputFormat { kPprof, kCollapsed };

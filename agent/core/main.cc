@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "agent/core/cli.h"
+#include "agent/core/doctor.h"
 #include "agent/core/probe_stack.h"
 #include "agent/core/record.h"
 #include "agent/core/run.h"
@@ -89,6 +90,22 @@ int main(int argc, char** argv) {
     return RunProbeStack(std::vector<std::string>(args.begin() + 1, args.end()));
   }
   if (args[0] == "unwind-table") return PrintUnwindTable(std::vector<std::string>(args.begin() + 1, args.end()));
+  if (args[0] == "doctor") {
+    std::vector<std::string> rest(args.begin() + 1, args.end());
+    for (const std::string& a : rest) {
+      if (a == "--help" || a == "-h") {
+        std::cout << DoctorUsage();
+        return kExitOk;
+      }
+    }
+    auto options = ParseDoctorArgs(rest);
+    if (!options.ok()) {
+      std::cerr << "warpscope-agent doctor: " << options.status().message() << "\n\n" << DoctorUsage();
+      return kExitUsage;
+    }
+    SetMinLogLevel(options->verbose ? LogLevel::kDebug : LogLevel::kWarning);
+    return RunDoctor(*options);
+  }
   if (args[0] == "run") {
     std::vector<std::string> rest(args.begin() + 1, args.end());
     for (const std::string& a : rest) {

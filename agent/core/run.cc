@@ -292,8 +292,17 @@ gpu::GpuTimeSessionParts GpuTimePartsOf(ProfilingSession* session) {
 }  // namespace
 
 int RunContinuous(const RunOptions& options, const std::string& node_name) {
-  if (Status s = CheckCanProfile(ReadPreflightFacts()); !s.ok()) {
+  const PreflightFacts preflight = ReadPreflightFacts();
+  if (Status s = CheckCanProfile(preflight); !s.ok()) {
     return ReportFailure(ExitCodeForStartFailure(s, kExitUnsupported), s);
+  }
+  // Profiling goes on (the kernel samples every process anyway), but nothing
+  // can be named: say so loudly, once, before anything else.
+  if (const std::string why = NotInHostPidNamespace(preflight.pid_ns); !why.empty()) {
+    std::cerr << "warpscope-agent: WARNING: not in the host's PID namespace: " << why
+              << ". Stacks will be unnamed (the agent cannot read /proc/<pid> of the processes it samples). Run it "
+                 "with the host's PIDs: hostPID: true (Kubernetes), --pid=host (docker, podman); "
+                 "`warpscope-agent doctor` checks the deployment.\n";
   }
   auto token = ResolveToken(options);
   if (!token.ok()) return ReportFailure(kExitUsage, token.status());

@@ -59,6 +59,8 @@ std::string ParentDirectory(const std::string& path) {
   return slash == 0 || slash == std::string::npos ? "/" : path.substr(0, slash);
 }
 
+}  // namespace
+
 // Whoever may write to the socket's directory can unlink the agent's socket
 // and bind their own in its place (every CUDA application would then talk to
 // them), and whoever may write to a directory above it can rename the whole
@@ -67,7 +69,7 @@ std::string ParentDirectory(const std::string& path) {
 // except that a sticky one (/tmp) is fine there: others cannot rename what
 // they do not own in it. Checked on the resolved path, which is returned:
 // once every component is trusted, nobody else can change what it names.
-StatusOr<std::string> TrustedSocketDirectory(const std::string& dir) {
+StatusOr<std::string> TrustedSocketDirectory(const std::string& dir, bool is_socket_directory) {
   char resolved[PATH_MAX];
   if (realpath(dir.c_str(), resolved) == nullptr) return ErrnoError(errno, "resolving " + dir);
   const std::string top = resolved;
@@ -75,14 +77,15 @@ StatusOr<std::string> TrustedSocketDirectory(const std::string& dir) {
     struct stat st {};
     if (lstat(p.c_str(), &st) != 0) return ErrnoError(errno, "checking " + p);
     if (!S_ISDIR(st.st_mode)) return FailedPreconditionError(p + " is not a directory");
-    const std::string what = p == top ? "the CUDA socket's directory " + p : p + " (above the CUDA socket's directory)";
+    const bool is_top = is_socket_directory && p == top;
+    const std::string what = is_top ? "the CUDA socket's directory " + p : p + " (above the CUDA socket's directory)";
     if (st.st_uid != 0 && st.st_uid != geteuid()) {
       return FailedPreconditionError(what + " is owned by uid " + std::to_string(st.st_uid) +
                                      ", who could replace the socket; use a directory owned by root, e.g. "
                                      "/run/warpscope");
     }
     const bool others_write = (st.st_mode & (S_IWGRP | S_IWOTH)) != 0;
-    if (others_write && (p == top || (st.st_mode & S_ISVTX) == 0)) {
+    if (others_write && (is_top || (st.st_mode & S_ISVTX) == 0)) {
       char mode[8];
       std::snprintf(mode, sizeof(mode), "%04o", static_cast<unsigned>(st.st_mode & 07777));
       return FailedPreconditionError(what + " is writable by group or others (mode " + mode +
@@ -93,6 +96,8 @@ StatusOr<std::string> TrustedSocketDirectory(const std::string& dir) {
   }
   return top;
 }
+
+namespace {
 
 // Creates the socket's directory if missing, checks it, and removes a stale
 // socket. Returns the socket's resolved path.

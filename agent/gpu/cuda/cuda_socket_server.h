@@ -63,6 +63,13 @@ struct CudaProcessEvent {
   std::string reason;
 };
 
+// The resolved `dir` when it and every directory above it are safe for the
+// CUDA socket: owned by root or the agent's user and writable by no one else
+// (a sticky directory such as /tmp is fine above it); FailedPrecondition
+// saying which is not. is_socket_directory false: `dir` is where the socket's
+// directory would be created, judged as a directory above it.
+StatusOr<std::string> TrustedSocketDirectory(const std::string& dir, bool is_socket_directory = true);
+
 struct CudaSocketServerOptions {
   std::string socket_path = WS_CUDA_DEFAULT_SOCKET_PATH;
   ws_cuda_config config = DefaultCudaConfig();

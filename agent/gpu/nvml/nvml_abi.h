@@ -285,6 +285,9 @@ static_assert(sizeof(nvmlGpmMetricsGet_t) == 24 + 40 * NVML_GPM_METRIC_MAX);
   X(nvmlReturn_t, nvmlInit_v2, (void))                                                             \
   X(nvmlReturn_t, nvmlShutdown, (void))                                                            \
   X(const char*, nvmlErrorString, (nvmlReturn_t result))                                           \
+  X(nvmlReturn_t, nvmlSystemGetDriverVersion, (char* version, unsigned int length))               \
+  X(nvmlReturn_t, nvmlSystemGetCudaDriverVersion, (int* cudaDriverVersion))                        \
+  X(nvmlReturn_t, nvmlSystemGetCudaDriverVersion_v2, (int* cudaDriverVersion))                     \
   X(nvmlReturn_t, nvmlDeviceGetCount_v2, (unsigned int* deviceCount))                              \
   X(nvmlReturn_t, nvmlDeviceGetHandleByIndex_v2, (unsigned int index, nvmlDevice_t* device))       \
   X(nvmlReturn_t, nvmlDeviceGetName, (nvmlDevice_t device, char* name, unsigned int length))       \

@@ -108,6 +108,25 @@ const char* nvmlErrorString(nvmlReturn_t result) {
   return result == NVML_SUCCESS ? "Success" : "Fake NVML error";
 }
 
+nvmlReturn_t nvmlSystemGetDriverVersion(char* version, unsigned int length) {
+  WS_FAKE_ENTER_GLOBAL(nvmlSystemGetDriverVersion)
+  return CopyString(state.script().driver_version, version, length);
+}
+
+nvmlReturn_t nvmlSystemGetCudaDriverVersion(int* cudaDriverVersion) {
+  WS_FAKE_ENTER_GLOBAL(nvmlSystemGetCudaDriverVersion)
+  if (cudaDriverVersion == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  *cudaDriverVersion = state.script().cuda_driver_version;
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int* cudaDriverVersion) {
+  WS_FAKE_ENTER_GLOBAL(nvmlSystemGetCudaDriverVersion_v2)
+  if (cudaDriverVersion == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  *cudaDriverVersion = state.script().cuda_driver_version;
+  return NVML_SUCCESS;
+}
+
 nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int* deviceCount) {
   WS_FAKE_ENTER_GLOBAL(nvmlDeviceGetCount_v2)
   if (deviceCount == nullptr) return NVML_ERROR_INVALID_ARGUMENT;

@@ -165,7 +165,8 @@ bool ParseScript(const std::string& text, FakeScript* script, std::string* error
     // Every other verb names a device index, or "*" for all of them.
     std::vector<FakeDevice*> targets;
     int device_index = -1;
-    if (w[0] != "init_error") {
+    const bool global = w[0] == "init_error" || w[0] == "driver_version" || w[0] == "cuda_driver_version";
+    if (!global) {
       if (w.size() < 2) return fail("missing device index");
       if (w[1] == "*" && w[0] != "device" && w[0] != "process" && w[0] != "xid") {
         for (FakeDevice& d : s.devices) targets.push_back(&d);
@@ -180,6 +181,13 @@ bool ParseScript(const std::string& text, FakeScript* script, std::string* error
     }
     if (w[0] == "init_error") {
       if (w.size() != 2 || !ParseCode(w[1], &s.init_error)) return fail("init_error CODE");
+    } else if (w[0] == "driver_version") {
+      if (w.size() != 2) return fail("driver_version TEXT");
+      s.driver_version = w[1];
+    } else if (w[0] == "cuda_driver_version") {
+      double version = 0;
+      if (w.size() != 2 || !ParseNumber(w[1], &version)) return fail("cuda_driver_version NUMBER (13000 for 13.0)");
+      s.cuda_driver_version = static_cast<int>(version);
     } else if (w[0] == "device") {
       FakeDevice& d = *targets[0];
       if (w.size() % 2 != 0) return fail("device I KEY VALUE ...");

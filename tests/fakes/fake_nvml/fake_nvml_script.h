@@ -82,6 +82,10 @@ struct FakeDevice {
 
 struct FakeScript {
   nvml::nvmlReturn_t init_error = nvml::NVML_SUCCESS;
+  // nvmlSystemGetDriverVersion and nvmlSystemGetCudaDriverVersion[_v2]
+  // (CUDA 13.0 is 13000).
+  std::string driver_version = "580.65.06";
+  int cuda_driver_version = 13000;
   std::vector<FakeDevice> devices;
   // Errors of calls that take no device (nvmlEventSetCreate, ...).
   std::array<nvml::nvmlReturn_t, kFnCount> errors{};
