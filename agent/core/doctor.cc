@@ -8,6 +8,7 @@
 #include <linux/bpf.h>
 #include <linux/perf_event.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/utsname.h>
@@ -269,6 +270,30 @@ void ReadCudaSocket(const DoctorOptions& o, DoctorFacts* f) {
   }
   auto trusted = TrustedSocketDirectory(parent, /*is_socket_directory=*/false);
   if (!trusted.ok()) f->socket_dir_problem = trusted.status().message();
+}
+
+// As LoadOrCreateAgentId and the spool would: the directory, or the nearest
+// one above it where the missing ones are created, must be writable.
+void ReadStateDir(const DoctorOptions& o, DoctorFacts* f) {
+  f->state_dir = o.state_dir;
+  std::string existing = o.state_dir;
+  struct stat st {};
+  while (::stat(existing.c_str(), &st) != 0) {
+    if (existing == "/" || existing == ".") break;
+    existing = ParentDirectory(existing);
+  }
+  f->state_dir_exists = existing == o.state_dir;
+  if (!S_ISDIR(st.st_mode)) {
+    f->state_dir_problem = existing + " is not a directory";
+  } else if (access(existing.c_str(), W_OK | X_OK) != 0) {
+    f->state_dir_problem = (f->state_dir_exists ? existing + " is not writable: "
+                                                : o.state_dir + " cannot be created in " + existing + ": ") +
+                           std::strerror(errno);
+  }
+  struct statvfs vfs {};
+  if (statvfs(existing.c_str(), &vfs) == 0) {
+    f->state_dir_free_bytes = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+  }
 }
 
 size_t DiscardBody(char*, size_t size, size_t n, void*) { return size * n; }
@@ -576,6 +601,26 @@ CheckResult CheckCudaSocket(const DoctorFacts& f) {
           ""};
 }
 
+CheckResult CheckStateDir(const DoctorFacts& f) {
+  if (!f.state_dir_problem.empty()) {
+    return {"state-dir", CheckStatus::kBlocked, f.state_dir_problem + ": `run` would exit 2",
+            "mount a writable directory there that outlives the pod (Kubernetes: a hostPath), or pass --state-dir; "
+            "the agent's id and the spool live in it"};
+  }
+  const std::string where = f.state_dir_exists ? f.state_dir + " is writable" : f.state_dir + " will be created";
+  constexpr uint64_t kSpoolDefault = 256ull << 20;
+  if (f.state_dir_free_bytes != UINT64_MAX && f.state_dir_free_bytes < kSpoolDefault) {
+    return {"state-dir", CheckStatus::kWarn,
+            where + ", but its file system has only " + std::to_string(f.state_dir_free_bytes >> 20) + " MiB free",
+            "free space or lower --spool-max-bytes (default 256MiB): a full disk drops spooled batches"};
+  }
+  return {"state-dir", CheckStatus::kOk,
+          where + (f.state_dir_free_bytes != UINT64_MAX
+                       ? " (" + std::to_string(f.state_dir_free_bytes >> 20) + " MiB free)"
+                       : std::string()),
+          ""};
+}
+
 CheckResult CheckServer(const DoctorFacts& f) {
   if (f.server_url.empty()) return {"server", CheckStatus::kSkip, "no --server given", ""};
   if (f.healthz_status == 200) return {"server", CheckStatus::kOk, f.server_url + "/healthz: 200", ""};
@@ -687,14 +732,16 @@ DoctorFacts ReadDoctorFacts(const DoctorOptions& o) {
   ReadNvml(o, &f);
   ReadCupti(o, &f);
   ReadCudaSocket(o, &f);
+  ReadStateDir(o, &f);
   ReadServer(o, &f);
   return f;
 }
 
 std::vector<CheckResult> RunDoctorChecks(const DoctorFacts& f) {
-  return {CheckKernel(f),      CheckBtf(f),    CheckCapabilities(f),    CheckBpfSyscalls(f), CheckPidNamespace(f),
-          CheckTracefs(f),     CheckBpffs(f),  CheckParanoid(f),        CheckDriver(f),      CheckNvml(f),
-          CheckCupti(f),       CheckProfilingAccess(f), CheckCudaSocket(f), CheckServer(f),  CheckToken(f)};
+  return {CheckKernel(f),  CheckBtf(f),   CheckCapabilities(f), CheckBpfSyscalls(f),     CheckPidNamespace(f),
+          CheckTracefs(f), CheckBpffs(f), CheckParanoid(f),     CheckDriver(f),          CheckNvml(f),
+          CheckCupti(f),   CheckProfilingAccess(f), CheckCudaSocket(f), CheckStateDir(f), CheckServer(f),
+          CheckToken(f)};
 }
 
 std::string FormatDoctorReport(const std::vector<CheckResult>& results, bool color) {
@@ -791,6 +838,9 @@ StatusOr<DoctorOptions> ParseDoctorArgs(const std::vector<std::string>& args) {
       RETURN_IF_ERROR(take(&o.cuda_socket));
     } else if (flag == "--cupti-library") {
       RETURN_IF_ERROR(take(&o.cupti_library));
+    } else if (flag == "--state-dir") {
+      RETURN_IF_ERROR(take(&o.state_dir));
+      while (o.state_dir.size() > 1 && o.state_dir.back() == '/') o.state_dir.pop_back();
     } else if (flag == "--verbose" || flag == "-v") {
       o.verbose = true;
     } else if (flag == "--proc-root") {  // the hidden fixture flags (doctor.h)
@@ -826,7 +876,8 @@ Kubernetes init container: the same image, securityContext and mounts).
 Checks: kernel (5.17 or newer), btf, capabilities, bpf-syscalls (bpf() and
 perf_event_open tried once), host-pid-namespace, tracefs, bpffs,
 perf_event_paranoid, nvidia-driver, nvml, cupti, gpu-profiling-access,
-cuda-socket, server (GET /healthz) and server-token (GET /api/v1/status).
+cuda-socket, state-dir, server (GET /healthz) and server-token
+(GET /api/v1/status).
 
       --server URL          warpscope-server's base URL, e.g. http://127.0.0.1:7070
       --token T             bearer token (visible in `ps`: prefer --token-file)
@@ -835,6 +886,7 @@ cuda-socket, server (GET /healthz) and server-token (GET /api/v1/status).
       --no-gpu-metrics      do not check NVML
       --no-gpu-time         do not check CUPTI and the CUDA socket
       --cuda-socket PATH    the socket `run` would open (default /run/warpscope/cuda.sock)
+      --state-dir DIR       `run`'s state directory (default /var/lib/warpscope-agent)
       --cupti-library PATH  the libcupti the CUDA applications use (default:
                             $WARPSCOPE_CUPTI_PATH, else the loader's path and
                             /usr/local/cuda)
@@ -842,7 +894,7 @@ cuda-socket, server (GET /healthz) and server-token (GET /api/v1/status).
 Exit codes: 0 nothing blocks profiling (warnings may remain), 2 bad
 arguments, 3 missing privileges (capabilities, bpf-syscalls), 4 unsupported
 kernel (kernel, btf), 6 something else blocks (host-pid-namespace, nvml with a
-driver present, server-token). With several, the first of 3, 4, 6.
+driver present, state-dir, server-token). With several, the first of 3, 4, 6.
 )";
 }
 

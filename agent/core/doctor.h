@@ -49,6 +49,7 @@ struct DoctorOptions {
   bool gpu_time = true;      // --no-gpu-time: CUPTI and the CUDA socket are not checked
   std::string cuda_socket = "/run/warpscope/cuda.sock";
   std::string cupti_library;  // empty: $WARPSCOPE_CUPTI_PATH, else where libwarpscope_cuda.so looks
+  std::string state_dir = "/var/lib/warpscope-agent";
   bool verbose = false;
 };
 
@@ -92,6 +93,11 @@ struct DoctorFacts {
   std::string cuda_socket;
   bool socket_dir_exists = false;
   std::string socket_dir_problem;  // empty: fine (or creatable)
+  // The agent's state directory (its id, the spool).
+  std::string state_dir;
+  bool state_dir_exists = false;
+  std::string state_dir_problem;  // empty: writable (or creatable)
+  uint64_t state_dir_free_bytes = UINT64_MAX;  // on its file system; UINT64_MAX unknown
   // The server.
   std::string server_url;  // empty: not checked
   std::string token_problem;  // the token file could not be read

@@ -47,6 +47,9 @@ DoctorFacts GoodFacts() {
   f.cupti_api_version = 22;  // CUDA 12.4
   f.cuda_socket = "/run/warpscope/cuda.sock";
   f.socket_dir_exists = true;
+  f.state_dir = "/var/lib/warpscope-agent";
+  f.state_dir_exists = true;
+  f.state_dir_free_bytes = 10ull << 30;
   f.server_url = "http://server:7070";
   f.token_given = true;
   f.healthz_status = 200;
@@ -69,7 +72,7 @@ bool Has(const std::string& text, const std::string& part) { return text.find(pa
 
 TEST(DoctorTest, EverythingFineIsOkAndExitsZero) {
   const auto results = RunDoctorChecks(GoodFacts());
-  ASSERT_EQ(results.size(), 15u);
+  ASSERT_EQ(results.size(), 16u);
   for (const CheckResult& r : results) EXPECT_EQ(r.status, CheckStatus::kOk) << r.name << ": " << r.found;
   EXPECT_EQ(DoctorExitCode(results), kExitOk);
   EXPECT_TRUE(Has(FormatDoctorReport(results, false), "nothing blocks profiling (0 warnings)"));
@@ -286,6 +289,18 @@ TEST(DoctorTest, CudaSocket) {
   EXPECT_EQ(DoctorExitCode(RunDoctorChecks(f)), kExitOk);
 }
 
+TEST(DoctorTest, StateDir) {
+  DoctorFacts f = GoodFacts();
+  EXPECT_TRUE(Has(Check(f, "state-dir").found, "/var/lib/warpscope-agent is writable (10240 MiB free)"));
+  f.state_dir_free_bytes = 100ull << 20;
+  EXPECT_EQ(Check(f, "state-dir").status, CheckStatus::kWarn);
+  f.state_dir_problem = "/var/lib is not writable: Read-only file system";
+  const CheckResult r = Check(f, "state-dir");
+  EXPECT_EQ(r.status, CheckStatus::kBlocked);
+  EXPECT_TRUE(Has(r.found, "`run` would exit 2")) << r.found;
+  EXPECT_EQ(DoctorExitCode(RunDoctorChecks(f)), kExitBlocked);
+}
+
 TEST(DoctorTest, ServerAndToken) {
   DoctorFacts f = GoodFacts();
   f.server_url.clear();
@@ -386,6 +401,7 @@ TEST(DoctorTest, ReadsFactsFromFixturePaths) {
   o.nvml_library = root + "/libnvidia-ml.so.1";
   o.cuda_socket = root + "/run/cuda.sock";
   o.cupti_library = root + "/libcupti.so";
+  o.state_dir = root + "/state/agent";
   const DoctorFacts f = ReadDoctorFacts(o);
   EXPECT_EQ(f.kernel_release, "5.15.0-91-generic");
   EXPECT_FALSE(f.preflight.btf_present);
@@ -397,6 +413,9 @@ TEST(DoctorTest, ReadsFactsFromFixturePaths) {
   EXPECT_TRUE(f.cupti_path.empty());
   EXPECT_TRUE(Has(f.cupti_error, "libcupti.so")) << f.cupti_error;
   EXPECT_FALSE(f.socket_dir_exists);
+  EXPECT_FALSE(f.state_dir_exists);
+  EXPECT_EQ(f.state_dir_problem, "");
+  EXPECT_NE(f.state_dir_free_bytes, UINT64_MAX);
   const auto results = RunDoctorChecks(f);
   EXPECT_EQ(Find(results, "kernel").status, CheckStatus::kBlocked);
   EXPECT_EQ(Find(results, "btf").status, CheckStatus::kBlocked);

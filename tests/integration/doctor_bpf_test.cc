@@ -21,7 +21,7 @@ namespace warpscope::testing {
 namespace {
 
 constexpr char kToken[] = "doctor-token";
-constexpr int kChecks = 15;
+constexpr int kChecks = 16;
 
 bool Has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
@@ -90,11 +90,12 @@ ServerProcess* DoctorTest::server_ = nullptr;
 
 TEST_F(DoctorTest, PassesOnThisMachineWithTheFakeNvml) {
   const ProcessResult r = Doctor({"--nvml-library", WS_FAKE_NVML_PATH, "--server", server_->url(), "--token-file",
-                                  *dir_ + "/token", "--cuda-socket", *dir_ + "/sock/cuda.sock"});
+                                  *dir_ + "/token", "--cuda-socket", *dir_ + "/sock/cuda.sock", "--state-dir",
+                                  *dir_ + "/state"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   ExpectOneLinePerCheck(r);
   for (const char* check : {"kernel", "btf", "capabilities", "bpf-syscalls", "host-pid-namespace", "nvml",
-                            "cuda-socket", "server", "server-token"}) {
+                            "cuda-socket", "state-dir", "server", "server-token"}) {
     EXPECT_EQ(StatusOf(r.out, check), "ok") << Line(r.out, check);
   }
   EXPECT_TRUE(Has(Line(r.out, "nvml"), "driver 580.65.06, CUDA 13.0, 1 GPU")) << r.out;
