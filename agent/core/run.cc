@@ -11,6 +11,7 @@
 #include <fstream>
 #include <mutex>
 
+#include "agent/core/cuda_library.h"
 #include "agent/core/gpu_metrics_loop.h"
 #include "agent/core/lifecycle.h"
 #include "agent/core/preflight.h"
@@ -223,6 +224,10 @@ StatusOr<std::unique_ptr<server::HttpServer>> StartMetricsEndpoint(const std::st
   o.connections.head.max_head_bytes = 16 << 10;
   o.max_request_bytes = 64 << 10;
   server::Routes routes;
+  // Liveness for container orchestrators: answers while the endpoint's threads run.
+  routes.push_back({"GET", "/healthz", [](const server::HttpRequest&) {
+                      return server::HttpResponse::Json(200, R"({"ok":true})");
+                    }});
   routes.push_back({"GET", "/metrics", [=](const server::HttpRequest&) {
                       AgentHealth health = encoder->health().SnapshotFromAnyThread();
                       const UploaderStats up = uploader->StatsFromAnyThread();
@@ -380,6 +385,17 @@ int RunContinuous(const RunOptions& options, const std::string& node_name) {
   // Without it (a socket path we cannot create, no uprobe support) the agent
   // still profiles CPUs.
   std::unique_ptr<gpu::GpuTimeCollector> gpu_time;
+  if (options.gpu_time && !options.cuda_library_dir.empty()) {
+    const std::string source = options.cuda_library.empty() ? DefaultCudaLibraryPath() : options.cuda_library;
+    StatusOr<std::string> published = PublishCudaLibrary(source, options.cuda_library_dir);
+    if (published.ok()) {
+      std::cerr << "warpscope-agent: CUDA applications that mount " << options.cuda_library_dir
+                << " start with CUDA_INJECTION64_PATH=" << *published << "\n";
+    } else {
+      std::cerr << "warpscope-agent: the CUDA injection library was not copied: " << published.status().message()
+                << "\n";
+    }
+  }
   if (options.gpu_time) {
     auto started = gpu::GpuTimeCollector::Start(GpuTimeOptionsFrom(options), GpuTimePartsOf(session.get()));
     if (started.ok()) {
