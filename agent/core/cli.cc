@@ -251,6 +251,44 @@ StatusOr<RunOptions> ParseRunArgs(const std::vector<std::string>& args) {
     } else if (flag == "--metrics-listen") {
       ASSIGN_OR_RETURN(o.metrics_listen, c.TakeValue());
       if (o.metrics_listen.empty()) return InvalidArgumentError("--metrics-listen needs HOST:PORT, e.g. 127.0.0.1:9400");
+    } else if (flag == "--kubernetes") {
+      ASSIGN_OR_RETURN(std::string v, c.TakeValue());
+      if (v == "auto") {
+        o.kubernetes = RunOptions::KubernetesMode::kAuto;
+      } else if (v == "off") {
+        o.kubernetes = RunOptions::KubernetesMode::kOff;
+      } else if (v == "kubelet") {
+        o.kubernetes = RunOptions::KubernetesMode::kKubelet;
+      } else if (v == "apiserver") {
+        o.kubernetes = RunOptions::KubernetesMode::kApiServer;
+      } else {
+        return InvalidArgumentError("--kubernetes is auto, off, kubelet or apiserver, got '" + v + "'");
+      }
+    } else if (flag == "--kubernetes-pods-url") {
+      ASSIGN_OR_RETURN(o.kubernetes_pods_url, c.TakeValue());
+      if (o.kubernetes_pods_url.rfind("http://", 0) != 0 && o.kubernetes_pods_url.rfind("https://", 0) != 0) {
+        return InvalidArgumentError("--kubernetes-pods-url expects a URL like https://10.0.0.5:10250/pods, got '" +
+                                    o.kubernetes_pods_url + "'");
+      }
+    } else if (flag == "--kubernetes-token-file") {
+      ASSIGN_OR_RETURN(o.kubernetes_token_file, c.TakeValue());
+      if (o.kubernetes_token_file.empty()) return InvalidArgumentError("--kubernetes-token-file needs a path");
+    } else if (flag == "--kubernetes-ca-file") {
+      ASSIGN_OR_RETURN(o.kubernetes_ca_file, c.TakeValue());
+      if (o.kubernetes_ca_file.empty()) return InvalidArgumentError("--kubernetes-ca-file needs a path");
+    } else if (flag == "--kubernetes-insecure-tls") {
+      o.kubernetes_insecure_tls = true;
+    } else if (flag == "--kubernetes-refresh" || flag == "--kubernetes-pod-grace") {
+      ASSIGN_OR_RETURN(std::string v, c.TakeValue());
+      auto d = ParseDuration(v);
+      if (!d.ok()) return d.status().WithContext(flag);
+      const bool refresh = flag == "--kubernetes-refresh";
+      const auto low = refresh ? std::chrono::nanoseconds(std::chrono::seconds(1)) : std::chrono::nanoseconds(0);
+      if (*d < low || *d > std::chrono::hours(1)) {
+        return InvalidArgumentError(flag + " must be between " + (refresh ? "1s" : "0s") + " and 1h, got '" + v + "'");
+      }
+      (refresh ? o.kubernetes_refresh : o.kubernetes_pod_grace) =
+          std::chrono::duration_cast<std::chrono::milliseconds>(*d);
     } else {
       return InvalidArgumentError("unknown flag '" + args[c.i] + "' (see: warpscope-agent run --help)");
     }
@@ -451,6 +489,33 @@ until every --pid has exited.
                             GPU metrics under dcgm-exporter's names, per-process
                             GPU use and the agent's health (default: off;
                             dcgm-exporter's port is 9400)
+      --kubernetes MODE     pod, namespace, container, workload and
+                            workload_kind labels for processes in pods, from
+                            this node's pod list: auto (default: apiserver
+                            when $KUBERNETES_SERVICE_HOST is set and the token
+                            file exists, else off), off, apiserver (GET
+                            /api/v1/pods of this node; RBAC: pods list), or
+                            kubelet (GET https://$NODE_IP:10250/pods; RBAC:
+                            nodes/proxy get)
+      --kubernetes-pods-url URL
+                            fetch the pod list from URL instead (turns auto on)
+      --kubernetes-token-file F
+                            bearer token, read for every request (default
+                            /var/run/secrets/kubernetes.io/serviceaccount/token;
+                            a missing file sends none)
+      --kubernetes-ca-file F
+                            CA of the API server or kubelet certificate
+                            (default .../serviceaccount/ca.crt; missing: the
+                            system's CAs)
+      --kubernetes-insecure-tls
+                            no certificate check (kubelets whose serving
+                            certificate is self-signed)
+      --kubernetes-refresh D
+                            pod list refresh (default 15s, 1s..1h; sooner, at
+                            most every 2s, for a pod not known yet)
+      --kubernetes-pod-grace D
+                            how long a pod gone from the list keeps its names
+                            (default 2m, 0s..1h)
   -v, --verbose             debug logging
 
 Exit codes: 0 stopped by a signal or the --pid targets exited, 1 runtime error

@@ -82,6 +82,15 @@ struct RunOptions {
   uint32_t gpu_connections_per_uid = 64;  // CUDA socket connections one non-root user may hold
   uint64_t gpu_kernel_name_bytes = 64ull << 20;  // all CUDA kernel names held, every connection together
   uint32_t gpu_probe_files = 16;  // distinct libwarpscope_cuda.so files probed at once
+  // Kubernetes pod metadata (pod, namespace, container, workload labels):
+  // see RunUsage() and agent/kubernetes/pod_metadata_source.h.
+  enum class KubernetesMode { kAuto, kOff, kKubelet, kApiServer } kubernetes = KubernetesMode::kAuto;
+  std::string kubernetes_pods_url;  // empty: from the mode
+  std::string kubernetes_token_file = "/var/run/secrets/kubernetes.io/serviceaccount/token";
+  std::string kubernetes_ca_file = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt";
+  bool kubernetes_insecure_tls = false;
+  std::chrono::milliseconds kubernetes_refresh{15000};
+  std::chrono::milliseconds kubernetes_pod_grace{120000};
 };
 
 // argv excludes the program name and the "run" subcommand.

@@ -178,6 +178,46 @@ TEST(RunCliTest, GpuTimeFlags) {
             std::string::npos);
 }
 
+TEST(RunCliTest, KubernetesFlags) {
+  auto d = ParseRun({"--server", "http://s:1"});
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->kubernetes, RunOptions::KubernetesMode::kAuto);
+  EXPECT_TRUE(d->kubernetes_pods_url.empty());
+  EXPECT_EQ(d->kubernetes_token_file, "/var/run/secrets/kubernetes.io/serviceaccount/token");
+  EXPECT_EQ(d->kubernetes_ca_file, "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt");
+  EXPECT_FALSE(d->kubernetes_insecure_tls);
+  EXPECT_EQ(d->kubernetes_refresh, std::chrono::seconds(15));
+  EXPECT_EQ(d->kubernetes_pod_grace, std::chrono::minutes(2));
+  auto a = ParseRun({"--server", "http://s:1", "--kubernetes", "kubelet", "--kubernetes-pods-url",
+                     "https://10.0.3.17:10250/pods", "--kubernetes-token-file", "/t", "--kubernetes-ca-file", "/ca",
+                     "--kubernetes-insecure-tls", "--kubernetes-refresh", "30s", "--kubernetes-pod-grace=0s"});
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(a->kubernetes, RunOptions::KubernetesMode::kKubelet);
+  EXPECT_EQ(a->kubernetes_pods_url, "https://10.0.3.17:10250/pods");
+  EXPECT_EQ(a->kubernetes_token_file, "/t");
+  EXPECT_EQ(a->kubernetes_ca_file, "/ca");
+  EXPECT_TRUE(a->kubernetes_insecure_tls);
+  EXPECT_EQ(a->kubernetes_refresh, std::chrono::seconds(30));
+  EXPECT_EQ(a->kubernetes_pod_grace, std::chrono::seconds(0));
+  EXPECT_EQ(ParseRun({"--server", "http://s:1", "--kubernetes", "off"})->kubernetes,
+            RunOptions::KubernetesMode::kOff);
+  EXPECT_EQ(ParseRun({"--server", "http://s:1", "--kubernetes=apiserver"})->kubernetes,
+            RunOptions::KubernetesMode::kApiServer);
+  auto message = [](std::vector<std::string> args) {
+    auto r = ParseRunArgs(args);
+    return r.ok() ? std::string() : r.status().message();
+  };
+  EXPECT_EQ(message({"--server", "http://s:1", "--kubernetes", "on"}),
+            "--kubernetes is auto, off, kubelet or apiserver, got 'on'");
+  EXPECT_EQ(message({"--server", "http://s:1", "--kubernetes-pods-url", "10.0.3.17:10250/pods"}),
+            "--kubernetes-pods-url expects a URL like https://10.0.0.5:10250/pods, got '10.0.3.17:10250/pods'");
+  EXPECT_EQ(message({"--server", "http://s:1", "--kubernetes-token-file", ""}), "--kubernetes-token-file needs a path");
+  EXPECT_EQ(message({"--server", "http://s:1", "--kubernetes-refresh", "500ms"}),
+            "--kubernetes-refresh must be between 1s and 1h, got '500ms'");
+  EXPECT_EQ(message({"--server", "http://s:1", "--kubernetes-pod-grace", "2h"}),
+            "--kubernetes-pod-grace must be between 0s and 1h, got '2h'");
+}
+
 TEST(RunCliTest, ClearErrors) {
   auto message = [](std::vector<std::string> args) {
     auto r = ParseRunArgs(args);

@@ -21,6 +21,7 @@
 #include "agent/export/window_batches.h"
 #include "agent/export/prometheus_exposition.h"
 #include "agent/gpu/gpu_time/gpu_time_collector.h"
+#include "agent/kubernetes/pod_metadata_source.h"
 #include "agent/export/uploader.h"
 #include "agent/process/process_labels.h"
 #include "base/duration.h"
@@ -97,6 +98,16 @@ class WindowEncoder {
       builder->SetCounter("gpu_metric_errors", gs.errors);
       builder->SetCounter("gpu_metric_dropped_readings", gs.dropped_readings);
     }
+    if (pods_ != nullptr) {
+      const kubernetes::PodSourceStats ks = pods_->StatsFromAnyThread();
+      builder->SetCounter("kubernetes_pod_list_fetches", ks.fetches);
+      builder->SetCounter("kubernetes_pod_list_errors", ks.fetch_errors);
+      builder->SetCounter("kubernetes_pods_cached", ks.pods);
+      builder->SetCounter("kubernetes_pod_cache_bytes", ks.cache_bytes);
+      builder->SetCounter("kubernetes_pods_dropped", ks.dropped);
+      builder->SetCounter("kubernetes_pods_expired", ks.expired);
+      builder->SetCounter("kubernetes_pod_lookups_missed", ks.lookups_missed);
+    }
     const Profile profile = builder->Finish(duration_nanos);
     health_.Update(profile.counters);
 
@@ -118,6 +129,10 @@ class WindowEncoder {
       }
     }
     labels_->EndWindow();
+    // Pod names as they are now: batches already made keep theirs.
+    if (pods_ != nullptr) {
+      for (auto& [pid, l] : labels) l.kubernetes = pods_->Resolve(l.container);
+    }
     const WindowSources sources{&profile, gpu_profile ? &*gpu_profile : nullptr, &trace, &metrics};
     auto batches = EncodeWindowBatches(sources, {agent_id_, 0, node_}, labels, max_batch_bytes_, &batch_stats_);
     if (!batches.ok()) {
@@ -152,6 +167,8 @@ class WindowEncoder {
 
   uint64_t batches() const { return batches_; }
   uint64_t samples() const { return samples_; }
+  // Pod names for processes in Kubernetes pods (null: off). Set before the first window.
+  void SetPodMetadata(kubernetes::PodMetadataSource* pods) { pods_ = pods; }
 
   // What the Prometheus endpoint shows about the agent; HTTP threads read it.
   class HealthBoard {
@@ -187,6 +204,7 @@ class WindowEncoder {
   Uploader* uploader_;
   GpuMetricsLoop* gpu_;
   gpu::GpuTimeCollector* gpu_time_;
+  kubernetes::PodMetadataSource* pods_ = nullptr;
   HealthBoard health_;
   uint64_t encode_errors_ = 0;
   WindowBatchStats batch_stats_;
@@ -285,6 +303,16 @@ gpu::GpuTimeOptions GpuTimeOptionsFrom(const RunOptions& options) {
   return o;
 }
 
+kubernetes::PodSourceMode KubernetesModeOf(RunOptions::KubernetesMode mode) {
+  switch (mode) {
+    case RunOptions::KubernetesMode::kOff: return kubernetes::PodSourceMode::kOff;
+    case RunOptions::KubernetesMode::kKubelet: return kubernetes::PodSourceMode::kKubelet;
+    case RunOptions::KubernetesMode::kApiServer: return kubernetes::PodSourceMode::kApiServer;
+    case RunOptions::KubernetesMode::kAuto: break;
+  }
+  return kubernetes::PodSourceMode::kAuto;
+}
+
 gpu::GpuTimeSessionParts GpuTimePartsOf(ProfilingSession* session) {
   gpu::GpuTimeSessionParts parts;
   parts.symbolizer = &session->symbolizer();
@@ -358,13 +386,41 @@ int RunContinuous(const RunOptions& options, const std::string& node_name) {
   std::unique_ptr<ProfilingSession> session = std::move(session_or).value();
 
   ProcessLabelCache labels{ProcFs()};
-  session->SetProcessEventObserver([&labels](const ws_proc_event& event) {
+  // Pod metadata on its own thread; lookups never wait for it.
+  std::unique_ptr<kubernetes::PodMetadataSource> pods;
+  {
+    auto target = kubernetes::ResolvePodListTarget(KubernetesModeOf(options.kubernetes), options.kubernetes_pods_url,
+                                                   options.kubernetes_token_file, node_name,
+                                                   kubernetes::PodSourceEnvironment::Process());
+    if (!target.ok()) return ReportFailure(kExitUsage, target.status());
+    if (*target) {
+      kubernetes::PodSourceOptions o;
+      o.url = (*target)->url;
+      o.token_file = options.kubernetes_token_file;
+      o.ca_file = options.kubernetes_ca_file;
+      o.insecure_tls = options.kubernetes_insecure_tls;
+      o.refresh = options.kubernetes_refresh;
+      o.min_fetch_gap = std::min<std::chrono::milliseconds>(std::chrono::seconds(2), options.kubernetes_refresh);
+      o.cache.grace = options.kubernetes_pod_grace;
+      o.user_agent = std::string("warpscope-agent/") + WARPSCOPE_VERSION;
+      pods = kubernetes::PodMetadataSource::Start(std::move(o));
+      std::cerr << "warpscope-agent: Kubernetes pod names from the " << (*target)->source << " (" << (*target)->url
+                << ", every " << FormatDuration(options.kubernetes_refresh) << ")\n";
+    }
+  }
+  session->SetProcessEventObserver([&labels, &pods](const ws_proc_event& event) {
     switch (event.type) {
-      case WS_PROC_SEEN: (void)labels.Get(event.pid); break;  // read while the process is alive
-      case WS_PROC_EXEC:
-        labels.OnExec(event.pid);
-        (void)labels.Get(event.pid);
+      case WS_PROC_SEEN: {  // read while the process is alive
+        const ProcessLabels& l = labels.Get(event.pid);
+        if (pods) pods->Notice(l.container);
         break;
+      }
+      case WS_PROC_EXEC: {
+        labels.OnExec(event.pid);
+        const ProcessLabels& l = labels.Get(event.pid);
+        if (pods) pods->Notice(l.container);
+        break;
+      }
       case WS_PROC_EXIT: labels.OnExit(event.pid); break;
       default: break;
     }
@@ -406,6 +462,7 @@ int RunContinuous(const RunOptions& options, const std::string& node_name) {
   }
   WindowEncoder encoder(*agent_id, node_name, options.upload_max_batch_bytes, std::move(sequencer).value(), &labels,
                         session.get(), uploader.get(), gpu.get(), gpu_time.get());
+  encoder.SetPodMetadata(pods.get());
   std::unique_ptr<server::HttpServer> metrics_endpoint;
   if (!options.metrics_listen.empty()) {
     auto started = StartMetricsEndpoint(options.metrics_listen, node_name, &encoder, uploader.get(), gpu.get());
@@ -484,6 +541,7 @@ int RunContinuous(const RunOptions& options, const std::string& node_name) {
   if (metrics_endpoint) metrics_endpoint->Stop();
   if (gpu) gpu->Stop();
   gpu_time.reset();  // closes the CUDA socket: libraries go dormant
+  if (pods) pods->Stop();
   // Sends what is queued while the server answers (bounded), spools the rest.
   uploader->Stop();
   const UploaderStats up = uploader->StatsFromAnyThread();

@@ -127,14 +127,20 @@ v1::FrameKind ToWire(FrameKind kind) {
 
 bool ValidId(uint64_t id, size_t size) { return id >= 1 && id <= size; }
 
-// Adds a process's labels from the agent's cache: exe and container ones
-// (comm is the BPF sample's for profiles; metric readings bring their own).
+// Adds a process's labels from the agent's cache: exe, container ones and
+// the pod's Kubernetes names (comm is the BPF sample's for profiles; metric
+// readings bring their own).
 void AddProcessLabels(const ProcessLabels& p, std::map<std::string, std::string>* series) {
   (*series)["exe"] = p.exe;
   (*series)["container_id"] = p.container.container_id;
   (*series)["container_runtime"] = p.container.runtime;
   (*series)["pod_uid"] = p.container.pod_uid;
   (*series)["qos_class"] = p.container.qos_class;
+  (*series)["pod"] = p.kubernetes.pod;
+  (*series)["namespace"] = p.kubernetes.namespace_name;
+  (*series)["container"] = p.kubernetes.container;
+  (*series)["workload"] = p.kubernetes.workload;
+  (*series)["workload_kind"] = p.kubernetes.workload_kind;
 }
 
 void AddMetricPoints(std::span<const MetricReading> metrics, const IngestBatchHeader& header,

@@ -4,7 +4,9 @@
 // Every string, mapping, function, location, stack and label set is written
 // once per batch; samples are aggregated per (label set, stack). Series labels
 // (sorted by key, empty values left out): node, pid, comm, exe, thread, and
-// from the cgroup path container_id, container_runtime, pod_uid, qos_class.
+// from the cgroup path container_id, container_runtime, pod_uid, qos_class,
+// and from the pod list (ProcessLabels::kubernetes) pod, namespace,
+// container, workload, workload_kind.
 // The thread id is deliberately not a label: it would make a series per
 // thread, while thread names group threads the way people read them.
 //

@@ -22,7 +22,7 @@ constexpr char kPodUid[] = "8f2d1c3a-5b6e-4f70-9a81-b2c3d4e5f607";
 
 ProcessLabelMap AppLabels() {
   ProcessLabelMap labels;
-  labels[100] = {"/usr/bin/app", {kContainer, "containerd", kPodUid, "burstable"}};
+  labels[100] = {"/usr/bin/app", {kContainer, "containerd", kPodUid, "burstable"}, {}};
   return labels;
 }
 
@@ -407,6 +407,61 @@ TEST(IngestBatchEncoderTest, GpuTimeProfileIsItsOwnTypeWithKernelLeavesAndDevice
   auto alone = EncodeIngestBatch(cpu, {kAgentId, 3, "node-a"}, AppLabels());
   ASSERT_TRUE(alone.ok());
   EXPECT_EQ(batch->samples_size(), alone->samples_size() + 1);
+}
+
+// The pod's Kubernetes names ride beside pod_uid on every kind of series of
+// the process: CPU and GPU-time samples, per-process GPU metrics, GPU trace.
+TEST(IngestBatchEncoderTest, KubernetesLabelsRideOnEverySeriesOfThePodsProcess) {
+  ProcessLabelMap labels = AppLabels();
+  labels[100].kubernetes = {"web-7d9f8b6c5d-x2k4q", "shop", "nginx", "web", "Deployment"};
+  const std::map<std::string, std::string> want = {{"pod", "web-7d9f8b6c5d-x2k4q"}, {"namespace", "shop"},
+                                                   {"container", "nginx"},          {"workload", "web"},
+                                                   {"workload_kind", "Deployment"}, {"pod_uid", kPodUid}};
+  auto has_pod_labels = [&](const std::map<std::string, std::string>& l) {
+    for (const auto& [k, v] : want) {
+      auto it = l.find(k);
+      if (it == l.end() || it->second != v) return false;
+    }
+    return true;
+  };
+  const Profile cpu = MakeTestProfile();
+  ProfileBuilder b(cpu.time_nanos, 0, 0);
+  const uint64_t kernel = b.InternSourceLocation(b.InternFunction("k", "k", ""), 0, FrameKind::kCudaKernel);
+  b.AddSample({kernel}, 1000, {100, 101, "app", "app", {{"device", "0"}}});
+  Profile gpu = b.Finish(cpu.duration_nanos);
+  gpu.sample_types = {{"gpu_time", "nanoseconds"}};
+  const std::vector<MetricReading> metrics = {
+      {"gpu_process_sm_utilization", "percent", {{"comm", "app"}, {"gpu", "0"}, {"pid", "100"}}, 30, 1'000'000'000}};
+  GpuTrace trace;
+  GpuActivityRecord a;
+  a.pid = 100;
+  a.start_unix_nanos = cpu.time_nanos + 5;
+  a.duration_nanos = 700;
+  trace.activities.push_back(a);
+  auto batch = EncodeIngestBatch({&cpu, &gpu}, {kAgentId, 1, "node-a"}, labels, metrics, &trace);
+  ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+  int cpu_rows = 0, gpu_rows = 0;
+  for (int i = 0; i < batch->samples_size(); ++i) {
+    const DecodedSample d = Decode(*batch)[i];
+    const bool app = d.labels.at("pid") == "100";
+    EXPECT_EQ(has_pod_labels(d.labels), app) << "sample " << i;
+    if (!app) {
+      EXPECT_EQ(d.labels.count("pod"), 0u) << "no pod, no empty pod label";
+    } else {
+      ++(batch->samples(i).type() == 0 ? cpu_rows : gpu_rows);
+    }
+  }
+  EXPECT_GT(cpu_rows, 0);
+  EXPECT_EQ(gpu_rows, 1);
+  auto labels_of = [&](uint32_t set) {
+    std::map<std::string, std::string> l;
+    for (const v1::Label& x : batch->label_sets(static_cast<int>(set)).labels()) l[Str(*batch, x.key())] = Str(*batch, x.value());
+    return l;
+  };
+  ASSERT_EQ(batch->metric_points_size(), 1);
+  EXPECT_TRUE(has_pod_labels(labels_of(batch->metric_points(0).label_set())));
+  ASSERT_EQ(batch->gpu_activities_size(), 1);
+  EXPECT_TRUE(has_pod_labels(labels_of(batch->gpu_activities(0).label_set())));
 }
 
 TEST(IngestBatchEncoderTest, EmptyWindowIsAValidBatch) {

@@ -3,9 +3,9 @@
 // container a pid runs in, without asking a container runtime. Pure parsing: no
 // I/O here; ProcFs::ReadCgroup supplies the text, so tests feed fixtures.
 //
-// The pod's namespace and name are NOT in the cgroup path. They come later from
-// the kubelet API (/pods) or the container runtime's CRI, keyed by pod_uid;
-// that lookup is out of scope here.
+// The pod's namespace and name are NOT in the cgroup path. The agent looks
+// them up by pod_uid and container_id in the node's pod list
+// (agent/kubernetes/pod_metadata_source.h).
 #pragma once
 
 #include <string>

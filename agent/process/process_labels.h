@@ -16,9 +16,23 @@
 
 namespace warpscope {
 
+// The Kubernetes names of a process's pod (agent/kubernetes), looked up by
+// the cgroup's pod_uid and container_id when a batch is built. Empty outside
+// Kubernetes, with the pod metadata source off, or while the pod is unknown.
+struct KubernetesLabels {
+  std::string pod;
+  std::string namespace_name;
+  std::string container;      // the container's name in the pod spec
+  std::string workload;       // the owning workload's name (the pod's own for a bare pod)
+  std::string workload_kind;  // Deployment, StatefulSet, DaemonSet, CronJob, Job, ReplicaSet, Pod, ...
+
+  bool operator==(const KubernetesLabels&) const = default;
+};
+
 struct ProcessLabels {
   std::string exe;          // /proc/PID/exe target; empty when unreadable
   ContainerInfo container;  // empty fields on the host
+  KubernetesLabels kubernetes;  // filled in per batch, never cached here
 };
 
 using ProcessLabelMap = std::map<uint32_t, ProcessLabels>;
