@@ -4,6 +4,11 @@
 
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <fstream>
@@ -219,6 +224,95 @@ TEST_F(PodMetadataSourceTest, NoServerIsAnErrorNotAHang) {
   EXPECT_EQ(source->Resolve({kNginx, "containerd", kWebUid, "burstable"}), KubernetesLabels{});
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 100ms) << "lookups never wait for the network";
   source->Stop();
+}
+
+// HTTPS: `openssl s_server -WWW` serves the recorded list as /pods with a
+// certificate for 127.0.0.1 signed by a CA of the test's own, as a kubelet
+// serves with a certificate the system does not trust.
+class TlsPodServer {
+ public:
+  explicit TlsPodServer(const std::string& dir) : dir_(dir) {
+    const std::string script =
+        "cd " + dir + " && mkdir -p www && cp " WS_POD_LIST_FIXTURE " www/pods"
+        " && echo subjectAltName=IP:127.0.0.1 > ext.cnf"
+        " && openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 -subj /CN=test-ca"
+        " && openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj /CN=127.0.0.1"
+        " && openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 2"
+        " -extfile ext.cnf";
+    if (system(("(" + script + ") > " + dir + "/openssl.log 2>&1").c_str()) != 0) return;
+    port_ = FreeLoopbackPort();
+    const std::string www = dir + "/www";
+    const std::string accept = "127.0.0.1:" + std::to_string(port_);
+    pid_ = fork();  // the child only calls async-signal-safe functions
+    if (pid_ == 0) {
+      if (chdir(www.c_str()) != 0) _exit(127);
+      execlp("openssl", "openssl", "s_server", "-accept", accept.c_str(), "-cert", "../server.pem", "-key",
+             "../server.key", "-WWW", "-quiet", static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    for (int i = 0; i < 100 && !Accepts(); ++i) std::this_thread::sleep_for(50ms);
+  }
+  ~TlsPodServer() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+  bool running() const { return pid_ > 0 && Accepts(); }
+  std::string url() const { return "https://127.0.0.1:" + std::to_string(port_) + "/pods"; }
+  std::string ca() const { return dir_ + "/ca.pem"; }
+
+ private:
+  static int FreeLoopbackPort() {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(a);
+    int port = 0;
+    if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+        getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+      port = ntohs(a.sin_port);
+    }
+    close(fd);
+    return port;
+  }
+  bool Accepts() const {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(static_cast<uint16_t>(port_));
+    const bool ok = connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+    close(fd);
+    return ok;
+  }
+
+  std::string dir_;
+  int port_ = 0;
+  pid_t pid_ = -1;
+};
+
+TEST_F(PodMetadataSourceTest, HttpsWithTheGivenCaOrWithoutChecks) {
+  TlsPodServer tls(dir_);
+  if (!tls.running()) GTEST_SKIP() << "no openssl command to serve HTTPS (Debian's openssl package)";
+  const ContainerInfo nginx{kNginx, "containerd", kWebUid, "burstable"};
+  auto fetch_once = [&](const std::string& ca, bool insecure) {
+    PodSourceOptions o = Options();
+    o.url = tls.url();
+    o.ca_file = ca;
+    o.insecure_tls = insecure;
+    auto source = PodMetadataSource::Start(o);
+    EXPECT_TRUE(source->WaitForAttemptsFromAnyThread(1, 10s));
+    const PodSourceStats s = source->StatsFromAnyThread();
+    return std::make_pair(s.fetches, source->Resolve(nginx).pod);
+  };
+  EXPECT_EQ(fetch_once(tls.ca(), false), std::make_pair(uint64_t{1}, std::string("web-7d9f8b6c5d-x2k4q")))
+      << "the CA file verifies the certificate";
+  EXPECT_EQ(fetch_once(dir_ + "/no-ca.crt", false), std::make_pair(uint64_t{0}, std::string()))
+      << "the system's CAs do not know the test's CA: refused";
+  EXPECT_EQ(fetch_once(dir_ + "/no-ca.crt", true), std::make_pair(uint64_t{1}, std::string("web-7d9f8b6c5d-x2k4q")))
+      << "--kubernetes-insecure-tls";
 }
 
 PodSourceEnvironment Env(std::map<std::string, std::string> vars, bool token_exists = true) {
