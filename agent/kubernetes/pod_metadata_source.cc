@@ -338,7 +338,11 @@ void PodMetadataSource::Loop() {
       if (!found) missing_[key] = last_attempt;
     }
     cv_.notify_all();
-    if (stats_.fetches == 1 || failures_in_a_row > 0) {
+    if (stats_.fetches == 1 && listed == 0) {
+      // The agent's own pod runs on this node: an empty list means the wrong node.
+      LOG_WARNING() << "kubernetes: " << options_.url << " lists no pods; a node name other than the node's own "
+                    << "selects none (in a DaemonSet set WARPSCOPE_NODE_NAME from the downward API's spec.nodeName)";
+    } else if (stats_.fetches == 1 || failures_in_a_row > 0) {
       LOG_INFO() << "kubernetes: " << listed << " pods listed by " << options_.url
                  << (failures_in_a_row > 0 ? " after " + std::to_string(failures_in_a_row) + " failed fetches" : "");
     }
