@@ -1,8 +1,7 @@
 /* libwarpscope_cuda.so runs inside the user's CUDA application, on that
-   application's glibc, which can be as old as 2.31 (Ubuntu 20.04, Debian 11;
-   RHEL 8 has 2.28 with the same symbol versions for what is used here). The
-   library is built on a newer glibc, so this file keeps it to the symbol
-   versions 2.31 has:
+   application's glibc, which can be as old as 2.28 (RHEL 8; Ubuntu 20.04 and
+   Debian 11 have 2.31). The library is built on a newer glibc, so this file
+   keeps it to the symbol versions 2.28 has:
 
    - Functions that moved from libpthread/libdl into libc in 2.34 (and
      pthread_sigmask, re-versioned in 2.32) are bound to their older versions.
@@ -16,8 +15,11 @@
      __libc_single_threaded (2.32; read by libstdc++'s reference counts),
      arc4random (2.36; libstdc++'s std::random_device) and _dl_find_object
      (2.35; libgcc's unwinder looks up a frame's .eh_frame_hdr with it).
+   - pthread_cond_clockwait (2.30; std::condition_variable's waits on
+     steady_clock) is glibc's where it exists, else a wait until the same
+     deadline on the realtime clock.
 
-   cuda_glibc_floor_test checks the result: no GLIBC version above 2.31 and
+   cuda_glibc_floor_test checks the result: no GLIBC version above 2.28 and
    no unexpected NEEDED library. A new reference to a moved function shows up
    there; pin it with one more WS_PIN line and one more --wrap in
    CMakeLists.txt. */
@@ -26,10 +28,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 #define WS_HIDDEN __attribute__((visibility("hidden")))
@@ -49,6 +53,7 @@
 WS_PIN(dlopen, "GLIBC_2.2.5")
 WS_PIN(dlsym, "GLIBC_2.2.5")
 WS_PIN(dlerror, "GLIBC_2.2.5")
+WS_PIN(dlvsym, "GLIBC_2.2.5")
 WS_PIN(pthread_create, "GLIBC_2.2.5")
 WS_PIN(pthread_attr_setstacksize, "GLIBC_2.2.5")
 WS_PIN(pthread_once, "GLIBC_2.2.5")
@@ -60,7 +65,36 @@ WS_PIN(pthread_setspecific, "GLIBC_2.2.5")
 WS_PIN(pthread_mutex_trylock, "GLIBC_2.2.5")
 WS_PIN(pthread_sigmask, "GLIBC_2.2.5")
 WS_PIN(pthread_setname_np, "GLIBC_2.12")
-WS_PIN(pthread_cond_clockwait, "GLIBC_2.30")
+
+typedef int (*ws_clockwait_fn)(pthread_cond_t*, pthread_mutex_t*, clockid_t, const struct timespec*);
+
+static int ClockwaitOnRealtime(pthread_cond_t* cond, pthread_mutex_t* mutex, clockid_t clock,
+                               const struct timespec* abstime) {
+  if (clock == CLOCK_REALTIME) return pthread_cond_timedwait(cond, mutex, abstime);
+  if (clock != CLOCK_MONOTONIC) return EINVAL;
+  struct timespec mono, real;
+  clock_gettime(CLOCK_MONOTONIC, &mono);
+  clock_gettime(CLOCK_REALTIME, &real);
+  int64_t left = (int64_t)(abstime->tv_sec - mono.tv_sec) * 1000000000 + (abstime->tv_nsec - mono.tv_nsec);
+  if (left < 0) left = 0;
+  const int64_t at = (int64_t)real.tv_nsec + left % 1000000000;
+  struct timespec deadline = {real.tv_sec + (time_t)(left / 1000000000) + (time_t)(at / 1000000000),
+                              (long)(at % 1000000000)};
+  return pthread_cond_timedwait(cond, mutex, &deadline);
+}
+
+static ws_clockwait_fn ws_clockwait;
+
+WS_HIDDEN int __wrap_pthread_cond_clockwait(pthread_cond_t* cond, pthread_mutex_t* mutex, clockid_t clock,
+                                            const struct timespec* abstime) {
+  ws_clockwait_fn wait = __atomic_load_n(&ws_clockwait, __ATOMIC_ACQUIRE);
+  if (wait == NULL) {  // first use; every thread finds the same
+    wait = (ws_clockwait_fn)dlvsym(RTLD_DEFAULT, "pthread_cond_clockwait", "GLIBC_2.30");
+    if (wait == NULL) wait = ClockwaitOnRealtime;
+    __atomic_store_n(&ws_clockwait, wait, __ATOMIC_RELEASE);
+  }
+  return wait(cond, mutex, clock, abstime);
+}
 
 /* Never "single threaded": libstdc++ then always uses atomic operations,
    which is right for a library that starts a thread of its own anyway. */
