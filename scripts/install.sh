@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs a built warpscope (scripts/build.sh first) with systemd services:
+# Installs warpscope with systemd services, from a built tree (scripts/build.sh
+# first) or from an unpacked release (scripts/release.sh; this script is in it):
 #
 #   sudo scripts/install.sh                        # binaries in /usr/local/bin, the CUDA
 #                                                  # library in /usr/local/lib/warpscope
@@ -15,6 +16,9 @@
 # also creates the system user warpscope (the server runs as it) and
 # /etc/warpscope (for a token file), and reloads systemd. It starts nothing:
 #   systemctl enable --now warpscope-server warpscope-agent
+# From a release, bin/ holds the commands (wrappers that start each program
+# through the release's own dynamic loader, PREFIX/libexec/warpscope-*), and
+# PREFIX/lib/warpscope the programs and their libraries (docs/release.md).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -26,7 +30,7 @@ while (( $# > 0 )); do
     --prefix) prefix="${2:?--prefix needs a directory}"; shift 2 ;;
     --build) build="${2:?--build needs a directory}"; shift 2 ;;
     --uninstall) uninstall=1; shift ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     *) echo "install.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -41,25 +45,41 @@ if (( uninstall )); then
   if [[ -z "$dest" && -d /run/systemd/system ]]; then
     systemctl disable --now warpscope-agent warpscope-server 2> /dev/null || true
   fi
+  # Whether a build or a release was installed: the files of both.
   rm -f "$dest$prefix/bin/warpscope-server" "$dest$prefix/bin/warpscope-agent" \
+    "$dest$prefix/libexec/warpscope-server" "$dest$prefix/libexec/warpscope-agent" \
     "$dest$prefix/lib/warpscope/libwarpscope_cuda.so" \
     "$dest/etc/systemd/system/warpscope-server.service" "$dest/etc/systemd/system/warpscope-agent.service"
-  rmdir "$dest$prefix/lib/warpscope" 2> /dev/null || true
+  rm -rf "$dest$prefix/lib/warpscope/bin" "$dest$prefix/lib/warpscope/runtime" "$dest$prefix/share/doc/warpscope"
+  rmdir "$dest$prefix/lib/warpscope" "$dest$prefix/libexec" 2> /dev/null || true
   if [[ -z "$dest" && -d /run/systemd/system ]]; then systemctl daemon-reload; fi
   echo "install.sh: removed the services and binaries from ${dest:-/}; kept /etc/default/warpscope-{server,agent},"
   echo "  /etc/warpscope, the data in /var/lib/warpscope and /var/lib/warpscope-agent, and the user warpscope"
   exit 0
 fi
 
-for f in bin/warpscope-agent bin/warpscope-server; do
-  [[ -x "$build/$f" ]] || { echo "install.sh: $build/$f is missing: build first (scripts/build.sh)" >&2; exit 1; }
-done
-install -D -m 0755 "$build/bin/warpscope-server" "$dest$prefix/bin/warpscope-server"
-install -D -m 0755 "$build/bin/warpscope-agent" "$dest$prefix/bin/warpscope-agent"
 cuda_lib=""
-if [[ -f "$build/lib/libwarpscope_cuda.so" ]]; then
-  cuda_lib="$prefix/lib/warpscope/libwarpscope_cuda.so"
-  install -D -m 0644 "$build/lib/libwarpscope_cuda.so" "$dest$cuda_lib"
+if [[ -d lib/warpscope/runtime ]]; then
+  # An unpacked release: its tree as it is, under the prefix. `install`
+  # replaces each file by a new one, so running programs keep theirs.
+  while IFS= read -r -d '' f; do
+    case "$f" in
+      bin/*|libexec/*|lib/warpscope/bin/*) mode=0755 ;;
+      *) mode=0644 ;;
+    esac
+    install -D -m "$mode" "$f" "$dest$prefix/$f"
+  done < <(find bin libexec lib/warpscope share -type f -print0)
+  [[ -f lib/warpscope/libwarpscope_cuda.so ]] && cuda_lib="$prefix/lib/warpscope/libwarpscope_cuda.so"
+else
+  for f in bin/warpscope-agent bin/warpscope-server; do
+    [[ -x "$build/$f" ]] || { echo "install.sh: $build/$f is missing: build first (scripts/build.sh)" >&2; exit 1; }
+  done
+  install -D -m 0755 "$build/bin/warpscope-server" "$dest$prefix/bin/warpscope-server"
+  install -D -m 0755 "$build/bin/warpscope-agent" "$dest$prefix/bin/warpscope-agent"
+  if [[ -f "$build/lib/libwarpscope_cuda.so" ]]; then
+    cuda_lib="$prefix/lib/warpscope/libwarpscope_cuda.so"
+    install -D -m 0644 "$build/lib/libwarpscope_cuda.so" "$dest$cuda_lib"
+  fi
 fi
 
 for service in warpscope-server warpscope-agent; do

@@ -8,6 +8,9 @@
 //    then the settings file, then STATE_DIRECTORY / RUNTIME_DIRECTORY), runs:
 //    the server serves, the agent profiles this machine into it, and both
 //    stop cleanly on SIGTERM, as `systemctl stop` sends.
+// All of it for both sources install.sh takes: the built tree, and the release
+// tarball (scripts/release.sh) unpacked, whose commands run through the
+// release's own loader and libraries (release_bpf_test: the same on Debian 11).
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -100,8 +103,27 @@ class DeployTest : public ::testing::Test {
   }
 
   ProcessResult Install() {
-    return RunProcess({"/usr/bin/env", "DESTDIR=" + stage_, WS_INSTALL_SCRIPT, "--build", WS_BUILD_DIR});
+    std::vector<std::string> argv = {"/usr/bin/env", "DESTDIR=" + stage_, install_script_};
+    argv.insert(argv.end(), install_args_.begin(), install_args_.end());
+    return RunProcess(argv);
   }
+  // From here on, install.sh of the release tarball made from the built tree.
+  void UseRelease() {
+    ProcessResult release = RunProcess({WS_RELEASE_SCRIPT, "--build", WS_BUILD_DIR}, 300);
+    ASSERT_EQ(release.exit_code, 0) << release.err;
+    const size_t at = release.out.rfind("release.sh: ");
+    const size_t end = release.out.find(" (", at);
+    ASSERT_TRUE(at != std::string::npos && end != std::string::npos) << release.out;
+    const std::string tarball = release.out.substr(at + 12, end - at - 12);
+    fs::create_directories(stage_ + "/release");
+    ProcessResult unpack = RunProcess({"/bin/tar", "-C", stage_ + "/release", "-xzf", tarball});
+    ASSERT_EQ(unpack.exit_code, 0) << unpack.err;
+    std::string name = fs::path(tarball).filename().string();
+    name.resize(name.size() - std::string(".tar.gz").size());
+    install_script_ = stage_ + "/release/" + name + "/scripts/install.sh";
+    install_args_.clear();
+  }
+  void InstallVerifyAndRun();
   std::string Staged(const std::string& path) const { return stage_ + path; }
 
   // The service's command line as systemd would run it, pointed at the stage.
@@ -122,10 +144,12 @@ class DeployTest : public ::testing::Test {
   }
 
   std::string stage_;
+  std::string install_script_ = WS_INSTALL_SCRIPT;
+  std::vector<std::string> install_args_ = {"--build", WS_BUILD_DIR};
   pid_t server_ = -1, agent_ = -1;
 };
 
-TEST_F(DeployTest, InstalledServicesVerifyAndRun) {
+void DeployTest::InstallVerifyAndRun() {
   ProcessResult install = Install();
   ASSERT_EQ(install.exit_code, 0) << install.err;
   for (const char* path :
@@ -204,6 +228,18 @@ TEST_F(DeployTest, InstalledServicesVerifyAndRun) {
   kill(server_, SIGTERM);
   EXPECT_EQ(WaitProcess(server_), 0) << ReadFile(stage_ + "/server.log");
   server_ = -1;
+}
+
+TEST_F(DeployTest, InstalledServicesVerifyAndRun) { InstallVerifyAndRun(); }
+
+TEST_F(DeployTest, InstalledReleaseVerifiesAndRuns) {
+  ASSERT_NO_FATAL_FAILURE(UseRelease());
+  InstallVerifyAndRun();
+  // The commands are the release's wrappers around its loader and programs.
+  EXPECT_TRUE(fs::exists(Staged("/usr/local/libexec/warpscope-agent")));
+  EXPECT_TRUE(fs::exists(Staged("/usr/local/lib/warpscope/bin/warpscope-server")));
+  EXPECT_TRUE(fs::exists(Staged("/usr/local/lib/warpscope/runtime/libc.so.6")));
+  EXPECT_EQ(ReadFile(Staged("/usr/local/bin/warpscope-agent")).rfind("#!/bin/sh\n", 0), 0u);
 }
 
 TEST_F(DeployTest, UninstallRemovesServicesAndKeepsSettings) {
