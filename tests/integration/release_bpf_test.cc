@@ -228,11 +228,16 @@ class ReleaseTest : public ::testing::Test {
   static std::string InRoot(const std::string& path) { return rootfs_ + path; }
   std::string Bin(const std::string& program) const { return tree_ + "/bin/" + program; }
 
+  void CudaLibraryLoadsOnGlibc231();
+  void ServerServesAndAgentProfilesIntoIt();
+  void AgentRecords();
+  void InstallScriptStagesTheRelease();
+
   static inline std::string setup_error_, skip_, tarball_, name_, tree_, work_, rootfs_;
   std::vector<std::pair<pid_t, std::string>> running_;
 };
 
-TEST_F(ReleaseTest, CudaLibraryLoadsOnGlibc231) {
+void ReleaseTest::CudaLibraryLoadsOnGlibc231() {
   const std::string lib = tree_ + "/lib/warpscope/libwarpscope_cuda.so";
   ProcessResult r = Podman({}, {"/bin/sh", "-c",
                                 "ldd --version | head -n1; ldd -r " + lib + " 2>&1; LD_BIND_NOW=1 LD_PRELOAD=" + lib +
@@ -248,7 +253,7 @@ TEST_F(ReleaseTest, CudaLibraryLoadsOnGlibc231) {
   EXPECT_NE(r.out.find("preloaded"), std::string::npos) << r.out << r.err;
 }
 
-TEST_F(ReleaseTest, ServerServesAndAgentProfilesIntoIt) {
+void ReleaseTest::ServerServesAndAgentProfilesIntoIt() {
   ProcessResult version = Podman({}, {Bin("warpscope-agent"), "--version"});
   ASSERT_EQ(version.exit_code, 0) << version.err;
   EXPECT_EQ(version.out.rfind("warpscope-agent ", 0), 0u) << version.out;
@@ -299,7 +304,7 @@ TEST_F(ReleaseTest, ServerServesAndAgentProfilesIntoIt) {
   EXPECT_EQ(Stop(server), 0) << ReadFile(work_ + "/server.log");
 }
 
-TEST_F(ReleaseTest, AgentRecords) {
+void ReleaseTest::AgentRecords() {
   // A busy bullseye bash beside the agent: its stacks must be in the profile.
   ProcessResult r = Podman({"--privileged", "--pid=host"},
                            {"/bin/bash", "-c",
@@ -312,7 +317,7 @@ TEST_F(ReleaseTest, AgentRecords) {
   EXPECT_TRUE(folded.rfind("bash;", 0) == 0 || folded.find("\nbash;") != std::string::npos) << folded;
 }
 
-TEST_F(ReleaseTest, InstallScriptStagesTheRelease) {
+void ReleaseTest::InstallScriptStagesTheRelease() {
   ProcessResult install = Podman({}, {"/usr/bin/env", "DESTDIR=/stage", tree_ + "/scripts/install.sh"});
   ASSERT_EQ(install.exit_code, 0) << install.out << install.err;
   EXPECT_NE(install.out.find("CUDA_INJECTION64_PATH=/usr/local/lib/warpscope/libwarpscope_cuda.so"), std::string::npos)
@@ -343,6 +348,27 @@ TEST_F(ReleaseTest, InstallScriptStagesTheRelease) {
     EXPECT_FALSE(fs::exists(InRoot(std::string("/stage") + path))) << path;
   }
   EXPECT_TRUE(fs::exists(InRoot("/stage/etc/default/warpscope-agent")));
+}
+
+// One test (one process, under CTest): the tarball and its Debian 11 root file
+// system are made once; each part runs even when an earlier one failed.
+TEST_F(ReleaseTest, RunsOnDebian11) {
+  {
+    SCOPED_TRACE("libwarpscope_cuda.so on glibc 2.31");
+    CudaLibraryLoadsOnGlibc231();
+  }
+  {
+    SCOPED_TRACE("warpscope-server and warpscope-agent run");
+    ServerServesAndAgentProfilesIntoIt();
+  }
+  {
+    SCOPED_TRACE("warpscope-agent record");
+    AgentRecords();
+  }
+  {
+    SCOPED_TRACE("install.sh from the tarball");
+    InstallScriptStagesTheRelease();
+  }
 }
 
 }  // namespace
