@@ -23,9 +23,8 @@
 # Install: tar xf ...; sudo warpscope-VERSION-linux-x86_64/scripts/install.sh
 # (docs/release.md).
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-build=build
+build=""
 while (( $# > 0 )); do
   case "$1" in
     --build) build="${2:?--build needs a directory}"; shift 2 ;;
@@ -33,6 +32,11 @@ while (( $# > 0 )); do
     *) echo "release.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
+if [[ -n "$build" ]]; then
+  build=$(cd "$build" && pwd) || { echo "release.sh: no directory $build" >&2; exit 1; }
+fi
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+build=${build:-build}
 for f in bin/warpscope-agent bin/warpscope-server lib/libwarpscope_cuda.so; do
   [[ -f "$build/$f" ]] || { echo "release.sh: $build/$f is missing: build first (scripts/build.sh)" >&2; exit 1; }
 done
