@@ -26,6 +26,7 @@
 #include "agent/core/cli.h"
 #include "agent/gpu/cuda/cuda_socket_server.h"
 #include "agent/gpu/nvml/nvml_library.h"
+#include "base/ca_bundle.h"
 #include "base/file_util.h"
 #include "cuda/cupti_search_paths.h"
 
@@ -316,6 +317,7 @@ int HttpStatus(const std::string& url, const std::string& token, std::string* er
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, DiscardBody);
   curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
   curl_easy_setopt(curl, CURLOPT_USERAGENT, "warpscope-agent doctor");
+  if (!SystemCaBundle().empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, SystemCaBundle().c_str());
   const CURLcode rc = curl_easy_perform(curl);
   long status = 0;
   if (rc == CURLE_OK) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "base/ca_bundle.h"
 #include "base/logging.h"
 
 namespace warpscope {
@@ -93,6 +94,7 @@ class Uploader::Connection {
     curl_easy_setopt(curl_, CURLOPT_XFERINFOFUNCTION, AbortAtDeadline);
     curl_easy_setopt(curl_, CURLOPT_XFERINFODATA, abort_at_ns);
     curl_easy_setopt(curl_, CURLOPT_ERRORBUFFER, error_);
+    if (!SystemCaBundle().empty()) curl_easy_setopt(curl_, CURLOPT_CAINFO, SystemCaBundle().c_str());
   }
   ~Connection() {
     if (curl_ != nullptr) curl_easy_cleanup(curl_);

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
+#include "base/ca_bundle.h"
 #include "base/duration.h"
 #include "base/file_util.h"
 #include "base/logging.h"
@@ -163,6 +164,8 @@ class PodMetadataSource::Client {
       curl_easy_setopt(curl_, CURLOPT_SSL_VERIFYHOST, 0L);
     } else if (FileExists(options_.ca_file)) {
       curl_easy_setopt(curl_, CURLOPT_CAINFO, options_.ca_file.c_str());
+    } else if (!SystemCaBundle().empty()) {
+      curl_easy_setopt(curl_, CURLOPT_CAINFO, SystemCaBundle().c_str());
     }
   }
   ~Client() {

@@ -7,6 +7,8 @@
 #include <chrono>
 #include <thread>
 
+#include "base/ca_bundle.h"
+
 namespace warpscope::clickhouse {
 namespace {
 
@@ -225,7 +227,8 @@ StatusOr<std::string> ClickHouseClient::Send(const ClickHouseRequest& request, i
   curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout_ms));
   curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(std::min(timeout_ms, 5000)));
   curl_easy_setopt(curl, CURLOPT_TCP_KEEPALIVE, 1L);
-  if (!options_.ca_file.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, options_.ca_file.c_str());
+  const std::string& ca_file = options_.ca_file.empty() ? SystemCaBundle() : options_.ca_file;
+  if (!ca_file.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, ca_file.c_str());
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, AppendBody);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &body);
   curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, ReadHeader);
