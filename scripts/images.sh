@@ -36,7 +36,7 @@ out="${out:-$build/images}"
 for f in bin/warpscope-agent bin/warpscope-server; do
   [[ -x "$build/$f" ]] || { echo "images.sh: $build/$f is missing: build first (scripts/build.sh)" >&2; exit 1; }
 done
-scripts/bootstrap.sh scripts/debian-packages-deploy.txt
+scripts/bootstrap.sh
 # shellcheck source=scripts/podman-env.sh
 source scripts/podman-env.sh
 version="${version:-$("$build/bin/warpscope-agent" --version | awk '{print $2}')}"

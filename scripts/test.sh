@@ -3,7 +3,7 @@
 # tests need root). .ci/run runs exactly this.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-scripts/bootstrap.sh scripts/debian-packages-deploy.txt
+scripts/bootstrap.sh
 scripts/build.sh
 cd build
 ctest --output-on-failure -j"$(nproc)"

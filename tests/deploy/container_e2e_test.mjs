@@ -88,7 +88,7 @@ try {
   try {
     execFileSync("podman", ["--version"], { stdio: "ignore" });
   } catch {
-    throw new Error("podman is missing: scripts/bootstrap.sh scripts/debian-packages-deploy.txt installs it");
+    throw new Error("podman is missing: scripts/bootstrap.sh installs it (scripts/debian-packages.txt)");
   }
 
   // 1. The images, from the binaries in BUILD_DIR, and their archives.
