@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <climits>
 
 #include "base/file_util.h"
@@ -27,7 +28,14 @@ StatusOr<std::string> PublishCudaLibrary(const std::string& source, const std::s
     return InvalidArgumentError("--cuda-library " + source + " is not an ELF shared library");
   }
   struct stat st {};
-  if (::stat(dir.c_str(), &st) != 0) return ErrnoError(errno, "--cuda-library-dir " + dir);
+  if (::stat(dir.c_str(), &st) != 0) {
+    // Like the CUDA socket's directory, made when missing (its parent must be
+    // there), readable by applications of any user whatever the umask.
+    if (errno != ENOENT || ::mkdir(dir.c_str(), 0755) != 0 || ::chmod(dir.c_str(), 0755) != 0 ||
+        ::stat(dir.c_str(), &st) != 0) {
+      return ErrnoError(errno, "--cuda-library-dir " + dir);
+    }
+  }
   if (!S_ISDIR(st.st_mode)) return InvalidArgumentError("--cuda-library-dir " + dir + " is not a directory");
   const std::string target = dir + "/libwarpscope_cuda.so";
   if (StatusOr<std::string> existing = ReadFileToString(target); existing.ok() && *existing == *bytes) {

@@ -16,7 +16,8 @@ namespace warpscope {
 // /proc/self/exe cannot be read.
 std::string DefaultCudaLibraryPath();
 
-// Copies `source` to `dir`/libwarpscope_cuda.so, mode 0644, unless a file with
+// Copies `source` to `dir`/libwarpscope_cuda.so, mode 0644 (`dir` is made,
+// mode 0755, when missing), unless a file with
 // the same bytes is there already. The copy is written beside the target and
 // renamed over it, so an application that mapped the old file keeps it and
 // one that starts sees a whole file. Returns the target's path.

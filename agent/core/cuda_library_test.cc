@@ -58,6 +58,15 @@ TEST_F(CudaLibraryTest, CopiesReadableByEveryoneAndReplacesByRename) {
   EXPECT_EQ(std::distance(fs::directory_iterator(dir_ + "/out"), fs::directory_iterator()), 1);
 }
 
+TEST_F(CudaLibraryTest, MakesAMissingDirectory) {
+  const std::string lib = Write("lib.so", std::string("\x7f" "ELF", 4));
+  auto published = PublishCudaLibrary(lib, dir_ + "/run-warpscope");
+  ASSERT_TRUE(published.ok()) << published.status().ToString();
+  struct stat st {};
+  ASSERT_EQ(stat((dir_ + "/run-warpscope").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0755u);
+}
+
 TEST_F(CudaLibraryTest, ClearErrors) {
   const std::string lib = Write("lib.so", std::string("\x7f" "ELF", 4));
   auto missing = PublishCudaLibrary(dir_ + "/none.so", dir_ + "/out");
@@ -66,7 +75,7 @@ TEST_F(CudaLibraryTest, ClearErrors) {
   auto not_elf = PublishCudaLibrary(Write("text", "hello"), dir_ + "/out");
   ASSERT_FALSE(not_elf.ok());
   EXPECT_NE(not_elf.status().message().find("not an ELF"), std::string::npos);
-  auto no_dir = PublishCudaLibrary(lib, dir_ + "/absent");
+  auto no_dir = PublishCudaLibrary(lib, dir_ + "/absent/below");
   ASSERT_FALSE(no_dir.ok());
   EXPECT_NE(no_dir.status().message().find("--cuda-library-dir"), std::string::npos);
   auto file_dir = PublishCudaLibrary(lib, lib);
