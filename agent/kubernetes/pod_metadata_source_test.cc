@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "base/file_util.h"
+#include "tests/tools/loopback_client.h"
 
 namespace warpscope::kubernetes {
 namespace {
@@ -240,7 +241,7 @@ class TlsPodServer {
         " && openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 2"
         " -extfile ext.cnf";
     if (system(("(" + script + ") > " + dir + "/openssl.log 2>&1").c_str()) != 0) return;
-    port_ = FreeLoopbackPort();
+    port_ = warpscope::testing::FreeLoopbackPort();
     const std::string www = dir + "/www";
     const std::string accept = "127.0.0.1:" + std::to_string(port_);
     pid_ = fork();  // the child only calls async-signal-safe functions
@@ -263,20 +264,6 @@ class TlsPodServer {
   std::string ca() const { return dir_ + "/ca.pem"; }
 
  private:
-  static int FreeLoopbackPort() {
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(a);
-    int port = 0;
-    if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
-        getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
-      port = ntohs(a.sin_port);
-    }
-    close(fd);
-    return port;
-  }
   bool Accepts() const {
     const int fd = socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};

@@ -11,6 +11,8 @@
 #include <chrono>
 #include <cstdlib>
 
+#include "tests/tools/loopback_client.h"
+
 namespace warpscope::testing {
 namespace {
 
@@ -103,19 +105,6 @@ std::string MakeTempDir() {
   return dir ? dir : "/tmp";
 }
 
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(a);
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
-    port = ntohs(a.sin_port);
-  }
-  close(fd);
-  return port;
-}
+int FreePort() { return FreeLoopbackPort(); }
 
 }  // namespace warpscope::testing

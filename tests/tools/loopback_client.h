@@ -1,6 +1,6 @@
-// Test helpers for what an HTTP client library would hide: a raw TCP
-// connection to a server on loopback, reading until the server closes, and a
-// process's resident memory. Header-only; any thread.
+// Test helpers for what an HTTP client library would hide: a free loopback
+// port, a raw TCP connection to a server on loopback, reading until the
+// server closes, and a process's resident memory. Header-only; any thread.
 #pragma once
 
 #include <arpa/inet.h>
@@ -16,6 +16,22 @@
 #include <string>
 
 namespace warpscope::testing {
+
+// A TCP port on 127.0.0.1 that nothing listens on right now, or 0.
+inline int FreeLoopbackPort() {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  int port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+    port = ntohs(a.sin_port);
+  }
+  close(fd);
+  return port;
+}
 
 // A connected socket to 127.0.0.1:port, or -1.
 inline int ConnectLoopback(int port) {
