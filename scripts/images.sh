@@ -60,13 +60,15 @@ copy_elf() {
 }
 
 # What both images need besides their program: users (root, nobody), CA
-# certificates for https servers, /tmp, and /run/secrets for a token file.
+# certificates for https servers, /tmp, /run/secrets for a token file, and
+# warpscope's licence.
 base_rootfs() {
   local root=$1
   mkdir -p "$root/etc/ssl/certs" "$root/run/secrets" "$root/tmp"
   chmod 1777 "$root/tmp"
   printf 'root:x:0:0:root:/root:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\n' > "$root/etc/passwd"
   printf 'root:x:0:\nnogroup:x:65534:\n' > "$root/etc/group"
+  install -D -m 0644 LICENSE "$root/usr/share/doc/warpscope/LICENSE"
   if [[ -f /etc/ssl/certs/ca-certificates.crt ]]; then
     cp /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/"
   fi
