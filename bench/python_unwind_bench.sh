@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark (not a test) of the CPython unwinder, issue 4: the extra BPF time
+# Benchmark (not a test) of the CPython unwinder: the extra BPF time
 # per sample that Python frames cost. The same workload (workload.py deep: 30
 # Python frames, spinning at the bottom) is recorded with the Python walker on
 # and with --no-python (native frames only), in interleaved rounds; BPF time

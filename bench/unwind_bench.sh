@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark (not a test) of the .eh_frame unwinder, issue 3:
+# Benchmark (not a test) of the .eh_frame unwinder:
 #  1. BPF time per sample (kernel.bpf_stats_enabled: run_time_ns / run_cnt of
 #     ws_cpu_sample) at about 20 frames of depth: the kernel's frame-pointer
 #     walk on unwind_c_fp vs the .eh_frame unwinder on unwind_c (the same code

@@ -1,5 +1,5 @@
 // ProfileStore: the storage interface of warpscope-server. The embedded store
-// (storage/embedded/, the default) and the ClickHouse store (issue 9) both
+// (storage/embedded/, the default) and the ClickHouse store (storage/clickhouse/) both
 // implement it and both must pass the one conformance suite in
 // storage/conformance/. The server only talks to this interface.
 //
@@ -118,7 +118,7 @@ struct StackTimeline {
   std::vector<TimelinePoint> points;  // sorted by lane, then time, then stack index
 };
 
-// Metrics (GPU metrics from NVML, issue 7): gauges and counters stored as
+// Metrics (GPU metrics from NVML, docs/design/gpu_metrics.md): gauges and counters stored as
 // raw points per series (metric, label set), kept apart from profile types
 // (SelectProfile, SelectSeries, ProfileTypes never see them). A query
 // downsamples the points of one metric name into steps, per group.

@@ -45,7 +45,7 @@ struct MetricInfo {
   friend bool operator==(const MetricInfo&, const MetricInfo&) = default;
 };
 
-// GPU activities (issue 10): CUDA kernels, memcpys and memsets that ran, as
+// GPU activities: CUDA kernels, memcpys and memsets that ran, as
 // the agent's CUPTI trace sent them (IngestBatch.gpu_activities).
 enum class GpuActivityKind : uint8_t { kKernel = 0, kMemcpy = 1, kMemset = 2 };
 

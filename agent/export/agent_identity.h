@@ -1,4 +1,4 @@
-// The two facts that make uploads idempotent across agent restarts (issue 5):
+// The two facts that make uploads idempotent across agent restarts:
 // a stable agent id per installation and a batch sequence that only grows.
 // Both live in the agent's state directory (default /var/lib/warpscope-agent).
 #pragma once

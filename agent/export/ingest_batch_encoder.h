@@ -1,5 +1,5 @@
 // Profile -> warpscope.v1.IngestBatch (proto/warpscope/v1/ingest.proto): the
-// agent's upload to warpscope-server, one per upload window (issue 5).
+// agent's upload to warpscope-server, one per upload window.
 //
 // Every string, mapping, function, location, stack and label set is written
 // once per batch; samples are aggregated per (label set, stack). Series labels

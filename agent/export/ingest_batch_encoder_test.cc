@@ -365,7 +365,7 @@ TEST(IngestBatchEncoderTest, PythonFramesHaveNoMappingOrAddress) {
   EXPECT_EQ(Str(*batch, batch->functions(0).filename()), "app.py");
 }
 
-// GPU time (issue 8) travels beside the CPU profile: its own type, kernel
+// GPU time (docs/design/gpu_time.md) travels beside the CPU profile: its own type, kernel
 // leaves of kind CUDA_KERNEL without mapping or address, and its extra
 // series labels.
 TEST(IngestBatchEncoderTest, GpuTimeProfileIsItsOwnTypeWithKernelLeavesAndDeviceLabels) {

@@ -1,5 +1,5 @@
 // One reading of a gauge or counter the agent collects beside its profiles
-// (GPU metrics from NVML, issue 7): what the upload batches carry as metric
+// (GPU metrics from NVML, docs/design/gpu_metrics.md): what the upload batches carry as metric
 // points and what the Prometheus endpoint shows. A plain value; any thread.
 #pragma once
 

@@ -1,4 +1,4 @@
-// The agent's Prometheus endpoint (`--metrics-listen`, issue 7) as text
+// The agent's Prometheus endpoint (`--metrics-listen`) as text
 // exposition format 0.0.4: GPU metrics under the names and labels of NVIDIA's
 // dcgm-exporter, so dashboards built for it work unchanged, `warpscope_`
 // names for what DCGM has no field for (per-process GPU use), and the

@@ -1,4 +1,4 @@
-// Spool: a bounded on-disk queue of upload batches (issue 5).
+// Spool: a bounded on-disk queue of upload batches.
 //
 // When the server is unreachable or slow, the uploader parks each batch (an
 // opaque byte string, zstd-compressed protobuf) here and sends them back in

@@ -1,4 +1,4 @@
-// Uploader: sends the agent's IngestBatches to warpscope-server (issue 5).
+// Uploader: sends the agent's IngestBatches to warpscope-server.
 //
 // HTTP contract (docs/getting-started.md, "Continuous mode"):
 //   POST <server>/api/v1/ingest

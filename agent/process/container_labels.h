@@ -1,5 +1,5 @@
-// Container and Kubernetes pod labels read from a process's cgroup path
-// (issue 5). The cgroup path is the only place the kernel tells an agent which
+// Container and Kubernetes pod labels read from a process's cgroup path.
+// The cgroup path is the only place the kernel tells an agent which
 // container a pid runs in, without asking a container runtime. Pure parsing: no
 // I/O here; ProcFs::ReadCgroup supplies the text, so tests feed fixtures.
 //

@@ -1,4 +1,4 @@
-// The "node" label every sample carries (issue 5).
+// The "node" label every sample carries.
 #pragma once
 
 #include <string>

@@ -1,4 +1,4 @@
-// Per-process series labels for `run` uploads (issue 5): the executable path
+// Per-process series labels for `run` uploads: the executable path
 // and the container/pod facts from the cgroup path. Read once per pid, while
 // the process is alive, and kept until the window its last samples belong to
 // has been encoded.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 7 on the H200 host: `warpscope-agent run` beside a PyTorch job
+# GPU metrics from NVML on the H200 host: `warpscope-agent run` beside a PyTorch job
 # (bench/gpu/gpu_job.py) for SECONDS, storing into a local warpscope-server;
 # the stored GPU metrics against nvidia-smi read every second at the same
 # time, per-process attribution, the Prometheus endpoint, and what NVML

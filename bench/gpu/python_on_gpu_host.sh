@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 4 on the H200 host: the CPython unwinder under the host's Python 3.12
+# Python frames on the H200 host: the CPython unwinder under the host's Python 3.12
 # (the one PyTorch runs on): the integration test's checks, the BPF cost per
 # sample at 30 Python frames, and a PyTorch loop's cuLaunchKernel stacks and
 # CPU profile with Python frames in place.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 3 on the H200 host (PyTorch installed): unwind-table build time and
+# The .eh_frame unwinder on the H200 host (PyTorch installed): unwind-table build time and
 # size for the big CUDA libraries, and the whole launch stack from a uprobe on
 # cuLaunchKernel under a PyTorch loop, plus a CPU recording of the same loop.
 #   bench/gpu/unwind_on_gpu_host.sh AGENT [PYTHON]

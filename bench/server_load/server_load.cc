@@ -1,5 +1,5 @@
 // server_load: ingest and query load on a warpscope server, measured from
-// outside, so the embedded store and the ClickHouse store (issue 9) can be
+// outside, so the embedded store and the ClickHouse store can be
 // compared side by side. Not a test; results go to docs/benchmarks.md.
 //
 //   build/bin/server_load --server-bin build/bin/warpscope-server [--hours 1] [--nodes 20] [--clients 8]

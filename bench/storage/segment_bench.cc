@@ -7,7 +7,7 @@
 // The default (1 h, then 24 h) takes about 2 minutes on 2 cores and needs
 // ~2 GB of memory and ~0.9 GB in --dir; --sweep adds about a minute.
 //
-// Data model (issue 5): 20 nodes x 50 processes (1000 series, ids 1..1000),
+// Data model: 20 nodes x 50 processes (1000 series, ids 1..1000),
 // each node sampling 16 CPUs at 19 Hz; every sample picks one of the node's
 // processes uniformly and a stack from a Zipf(s) law over 50k distinct stacks
 // (rank r of process slot j is stack (r + 1000 j) mod 50k, so the 50 programs

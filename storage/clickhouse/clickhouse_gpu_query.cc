@@ -1,4 +1,4 @@
-// ClickHouseProfileStore: GPU activities and trace coverage (issue 10). Rows
+// ClickHouseProfileStore: GPU activities and trace coverage. Rows
 // come from ClickHouse ordered and capped (LIMIT max + 1); label sets and
 // kernel names are resolved once per answer and sorted here, as the
 // interface wants.

@@ -1,5 +1,5 @@
-// ClickHouseProfileStore: the storage::ProfileStore on ClickHouse (issue 9;
-// docs/design/clickhouse.md), for warpscope-server replicas that keep no
+// ClickHouseProfileStore: the storage::ProfileStore on ClickHouse
+// (docs/design/clickhouse.md), for warpscope-server replicas that keep no
 // state of their own: any number of them may ingest into and query one
 // database.
 //

@@ -16,7 +16,8 @@
 // (schema_migrations.h); a new encoding needs a new schema version. Schema 1
 // used SipHash-2-4 (equal to ClickHouse's sipHash64); schema 2 uses XXH3,
 // 8x faster on these keys, where hashing was the largest share of the
-// server's ingest CPU (docs/benchmarks.md, issue 9).
+// server's ingest CPU (docs/benchmarks.md, "Server ingest and query:
+// embedded store and ClickHouse side by side").
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// EmbeddedProfileStore: GPU activities and trace coverage (issue 10). One scan
+// EmbeddedProfileStore: GPU activities and trace coverage. One scan
 // of the head and of every segment's GPU section (segment_gpu_section.h),
 // series narrowed through SeriesCatalog first, ids resolved at the end: each
 // distinct label set and string once per answer.

@@ -38,7 +38,7 @@
 // read and check only the prefix (tens of bytes) and its series runs, and skip
 // the block's columns when no run passes the filter.
 //
-// Version 2 (GPU activities, issue 10) added the GPU section and the footer's
+// Version 2 (GPU activities) added the GPU section and the footer's
 // GpuIndex; everything else is as in version 1. Version 3 added the
 // footer's DictionaryMarks, before the GpuIndex: the dictionary the file's ids
 // belong to and how far they reach, checked against dictionary.sqlite when

@@ -1,4 +1,4 @@
-// The web UI end to end (issue 6): a real warpscope-server fed by a real
+// The web UI end to end: a real warpscope-server fed by a real
 // agent profiling tests/testprogs/cpu_split, driven in Debian's headless
 // Chromium through playwright-core. Checks the workflow (load without
 // console errors, drag on the timeline, search, table, sandwich; the GPU

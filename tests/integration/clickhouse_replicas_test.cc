@@ -1,4 +1,4 @@
-// warpscope-server on ClickHouse (issue 9), whole processes: a real
+// warpscope-server on ClickHouse, whole processes: a real
 // clickhouse-server (storage/clickhouse/testing/clickhouse_instance.h), real
 // warpscope-server replicas started with --storage clickhouse://..., and
 // uploaders that post IngestBatch protobufs over HTTP and behave like the

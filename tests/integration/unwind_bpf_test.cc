@@ -289,7 +289,7 @@ TEST_F(UnwindTest, UprobeStacksUseTheSameUnwinder) {
 }
 
 #ifdef WS_CUDA_LIBRARY_PATH
-// Launch stacks for GPU time (issue 8): the uprobe on libwarpscope_cuda.so's
+// Launch stacks for GPU time (docs/design/gpu_time.md): the uprobe on libwarpscope_cuda.so's
 // probe function sees the probe's arguments (correlation id, launch kind,
 // graph exec id) and the whole stack of the code that launched.
 TEST_F(UnwindTest, UprobeOnTheCudaLaunchProbeSeesItsArgumentsAndCaller) {

@@ -1,6 +1,6 @@
 // GpuTimeCollector: where GPU time goes, for `warpscope-agent run`.
 //
-// It brings together the three parts of issue 8's design:
+// It brings together the three parts of GPU time (docs/design/gpu_time.md):
 //   * the socket libwarpscope_cuda.so connects to (CudaSocketServer): kernel,
 //     memcpy and memset records, clock calibration pairs and the library's
 //     counters, from every CUDA process on the node;
