@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "base/duration.h"
+#include "base/file_util.h"
 
 namespace warpscope {
 namespace {
@@ -34,30 +35,6 @@ Status AddPids(const std::string& text, std::vector<uint32_t>* pids) {
   }
   return Status::Ok();
 }
-
-// One flag of a command line: "--flag value" or "--flag=value".
-struct FlagCursor {
-  const std::vector<std::string>& args;
-  size_t i = 0;
-  std::string flag;
-  std::string value;
-  bool has_inline_value = false;
-
-  void Load() {
-    flag = args[i];
-    has_inline_value = false;
-    if (const size_t eq = flag.find('='); flag.rfind("--", 0) == 0 && eq != std::string::npos) {
-      value = flag.substr(eq + 1);
-      flag = flag.substr(0, eq);
-      has_inline_value = true;
-    }
-  }
-  StatusOr<std::string> TakeValue() {
-    if (has_inline_value) return value;
-    if (i + 1 >= args.size()) return InvalidArgumentError(flag + " needs a value");
-    return args[++i];
-  }
-};
 
 }  // namespace
 
@@ -92,6 +69,23 @@ StatusOr<std::string> TokenFromFileText(const std::string& text) {
   return token;
 }
 
+StatusOr<std::string> ReadTokenFile(const std::string& path) {
+  auto text = ReadFileToString(path);
+  if (!text.ok()) return text.status().WithContext("--token-file");
+  auto token = TokenFromFileText(*text);
+  if (!token.ok()) return token.status().WithContext("--token-file " + path);
+  return token;
+}
+
+StatusOr<std::string> ParseServerUrl(const std::string& value) {
+  if (value.rfind("http://", 0) != 0 && value.rfind("https://", 0) != 0) {
+    return InvalidArgumentError("--server expects a URL like http://127.0.0.1:7070, got '" + value + "'");
+  }
+  std::string url = value;
+  while (!url.empty() && url.back() == '/') url.pop_back();
+  return url;
+}
+
 StatusOr<RunOptions> ParseRunArgs(const std::vector<std::string>& args) {
   RunOptions o;
   bool spool_dir_given = false;
@@ -104,11 +98,8 @@ StatusOr<RunOptions> ParseRunArgs(const std::vector<std::string>& args) {
     } else if (flag == "--no-python") {
       o.python_frames = false;
     } else if (flag == "--server") {
-      ASSIGN_OR_RETURN(o.server_url, c.TakeValue());
-      if (o.server_url.rfind("http://", 0) != 0 && o.server_url.rfind("https://", 0) != 0) {
-        return InvalidArgumentError("--server expects a URL like http://127.0.0.1:7070, got '" + o.server_url + "'");
-      }
-      while (!o.server_url.empty() && o.server_url.back() == '/') o.server_url.pop_back();
+      ASSIGN_OR_RETURN(std::string value, c.TakeValue());
+      ASSIGN_OR_RETURN(o.server_url, ParseServerUrl(value));
       if (o.server_url.find('/', o.server_url.find("//") + 2) != std::string::npos) {
         return InvalidArgumentError("--server takes the server's base URL without a path (the agent adds "
                                     "/api/v1/ingest), got '" + o.server_url + "'");

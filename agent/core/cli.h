@@ -95,6 +95,38 @@ struct RunOptions {
 
 // argv excludes the program name and the "run" subcommand.
 StatusOr<RunOptions> ParseRunArgs(const std::vector<std::string>& args);
+// One flag of a command line: "--flag value" or "--flag=value". Load() reads
+// args[i]; TakeValue() gives the inline value or consumes the next argument.
+struct FlagCursor {
+  const std::vector<std::string>& args;
+  size_t i = 0;
+  std::string flag;
+  std::string value;
+  bool has_inline_value = false;
+
+  void Load() {
+    flag = args[i];
+    has_inline_value = false;
+    if (const size_t eq = flag.find('='); flag.rfind("--", 0) == 0 && eq != std::string::npos) {
+      value = flag.substr(eq + 1);
+      flag = flag.substr(0, eq);
+      has_inline_value = true;
+    }
+  }
+  StatusOr<std::string> TakeValue() {
+    if (has_inline_value) return value;
+    if (i + 1 >= args.size()) return InvalidArgumentError(flag + " needs a value");
+    return args[++i];
+  }
+};
+
+// --server's value (run, doctor): http:// or https://, trailing '/' removed.
+StatusOr<std::string> ParseServerUrl(const std::string& value);
+
+// A --token-file's token: the file read, then TokenFromFileText. Errors never
+// contain the token.
+StatusOr<std::string> ReadTokenFile(const std::string& path);
+
 // The token from a token file's text: surrounding whitespace (the trailing
 // newline editors add) removed. InvalidArgument when nothing is left or the
 // token has inner whitespace or control characters (it would corrupt the header).

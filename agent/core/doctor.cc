@@ -335,10 +335,9 @@ void ReadServer(const DoctorOptions& o, DoctorFacts* f) {
   if (o.server_url.empty()) return;
   std::string token = o.token;
   if (!o.token_file.empty()) {
-    auto text = ReadFileToString(o.token_file);
-    auto parsed = text.ok() ? TokenFromFileText(*text) : StatusOr<std::string>(text.status());
+    auto parsed = ReadTokenFile(o.token_file);
     if (!parsed.ok()) {
-      f->token_problem = "--token-file " + o.token_file + ": " + parsed.status().message();
+      f->token_problem = parsed.status().message();
     } else {
       token = *parsed;
     }
@@ -800,32 +799,19 @@ int DoctorExitCode(const std::vector<CheckResult>& results) {
 
 StatusOr<DoctorOptions> ParseDoctorArgs(const std::vector<std::string>& args) {
   DoctorOptions o;
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string flag = args[i];
-    std::string value;
-    bool inline_value = false;
-    if (const size_t eq = flag.find('='); flag.rfind("--", 0) == 0 && eq != std::string::npos) {
-      value = flag.substr(eq + 1);
-      flag = flag.substr(0, eq);
-      inline_value = true;
-    }
+  FlagCursor c{args, 0, {}, {}, false};
+  for (; c.i < args.size(); ++c.i) {
+    c.Load();
+    const std::string& flag = c.flag;
     auto take = [&](std::string* out) -> Status {
-      if (inline_value) {
-        *out = value;
-      } else if (i + 1 < args.size()) {
-        *out = args[++i];
-      } else {
-        return InvalidArgumentError(flag + " needs a value");
-      }
+      ASSIGN_OR_RETURN(*out, c.TakeValue());
       if (out->empty()) return InvalidArgumentError(flag + " is empty");
       return Status::Ok();
     };
     if (flag == "--server") {
-      RETURN_IF_ERROR(take(&o.server_url));
-      if (o.server_url.rfind("http://", 0) != 0 && o.server_url.rfind("https://", 0) != 0) {
-        return InvalidArgumentError("--server expects a URL like http://127.0.0.1:7070, got '" + o.server_url + "'");
-      }
-      while (!o.server_url.empty() && o.server_url.back() == '/') o.server_url.pop_back();
+      std::string value;
+      RETURN_IF_ERROR(take(&value));
+      ASSIGN_OR_RETURN(o.server_url, ParseServerUrl(value));
     } else if (flag == "--token") {
       RETURN_IF_ERROR(take(&o.token));
     } else if (flag == "--token-file") {
@@ -858,7 +844,7 @@ StatusOr<DoctorOptions> ParseDoctorArgs(const std::vector<std::string>& args) {
     } else if (flag == "--kernel-release") {
       RETURN_IF_ERROR(take(&o.paths.kernel_release));
     } else {
-      return InvalidArgumentError("unknown flag '" + args[i] + "' (see: warpscope-agent doctor --help)");
+      return InvalidArgumentError("unknown flag '" + args[c.i] + "' (see: warpscope-agent doctor --help)");
     }
   }
   if (!o.token.empty() && !o.token_file.empty()) {

@@ -38,11 +38,7 @@ using Clock = std::chrono::steady_clock;
 // The token from --token or --token-file. Errors never contain the token.
 StatusOr<std::string> ResolveToken(const RunOptions& options) {
   if (options.token_file.empty()) return options.token;
-  auto text = ReadFileToString(options.token_file);
-  if (!text.ok()) return text.status().WithContext("--token-file");
-  auto token = TokenFromFileText(*text);
-  if (!token.ok()) return token.status().WithContext("--token-file " + options.token_file);
-  return token;
+  return ReadTokenFile(options.token_file);
 }
 
 // Everything one upload window needs to become a batch. Sampling thread only.
