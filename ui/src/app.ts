@@ -2,7 +2,8 @@
 // one ViewState that is mirrored in the URL. Everything runs on the page's
 // one thread; a newer refresh aborts the fetches of an older one.
 import { ApiError, apiBlob, apiGet, apiUrl, saveBlob } from "./api";
-import { FlameGraph, escapeHtml } from "./flame/flamegraph";
+import { FlameGraph } from "./flame/flamegraph";
+import { el, errorText, escapeHtml } from "./base/dom";
 import { FlameChart, formatSpan } from "./flame/flamechart";
 import { FlameChartJson, buildChart } from "./flame/chartmodel";
 import { DiffJson, FlameData, ProfileJson, findPath, fromDiff, fromProfile, pathOf } from "./flame/model";
@@ -49,13 +50,6 @@ const VIEW_TITLES: [View, string][] = [
   ["kernels", "GPU kernels"],
   ["targets", "Targets"],
 ];
-
-function el<K extends keyof HTMLElementTagNameMap>(tag: K, cls = "", html = ""): HTMLElementTagNameMap[K] {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (html) e.innerHTML = html;
-  return e;
-}
 
 export class App {
   private state: ViewState = readState(location.search);
@@ -418,7 +412,7 @@ export class App {
     } catch (e) {
       if (signal.aborted) return;
       const status = e instanceof ApiError ? ` (HTTP ${e.status})` : "";
-      this.showMessage(`<b>Could not load data${status}:</b> ${escapeHtml(e instanceof Error ? e.message : String(e))}`, "error");
+      this.showMessage(`<b>Could not load data${status}:</b> ${escapeHtml(errorText(e))}`, "error");
     }
   }
 
@@ -704,7 +698,7 @@ export class App {
       const blob = await apiBlob("/api/v1/profile", { ...this.common(), format: "pprof" });
       saveBlob(blob, `warpscope-${this.state.type}.pb.gz`);
     } catch (e) {
-      this.showMessage(`<b>Export failed:</b> ${escapeHtml(e instanceof Error ? e.message : String(e))}`, "error");
+      this.showMessage(`<b>Export failed:</b> ${escapeHtml(errorText(e))}`, "error");
     }
   }
 

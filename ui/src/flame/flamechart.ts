@@ -10,7 +10,7 @@
 import { Palette, framePalette } from "./colors";
 import { KIND_NAMES } from "./model";
 import { nameMatcher } from "./analysis";
-import { escapeHtml } from "./flamegraph";
+import { escapeHtml, placeTooltip } from "../base/dom";
 import { ChartData, boxAt, spanRange } from "./chartmodel";
 import { formatTime } from "../time";
 
@@ -294,12 +294,7 @@ export class FlameChart {
     }
     html += `</table>`;
     this.tooltip.innerHTML = html;
-    this.tooltip.hidden = false;
-    const box = this.panel.getBoundingClientRect();
-    let left = e.clientX - box.left + 14;
-    if (left + 320 > box.width) left = Math.max(0, e.clientX - box.left - 330);
-    this.tooltip.style.left = `${left}px`;
-    this.tooltip.style.top = `${e.clientY - box.top + 14}px`;
+    placeTooltip(this.tooltip, this.panel, e);
   }
 
   private onClick(e: MouseEvent, li: number): void {

@@ -7,6 +7,7 @@
 import { Palette, palette } from "./colors";
 import { FlameData, KIND_NAMES } from "./model";
 import { Matches } from "./analysis";
+import { escapeHtml, placeTooltip } from "../base/dom";
 
 const ROW = 18;
 const MIN_WIDTH = 0.4; // px: narrower boxes (and their subtrees) are not drawn
@@ -237,15 +238,6 @@ export class FlameGraph {
       }</tr><tr><td>self</td><td>${fmt(d.self[i])}</td><td>${pct(d.self[i], root)}</td></tr></table>`;
     }
     this.tooltip.innerHTML = html;
-    this.tooltip.hidden = false;
-    const box = this.container.getBoundingClientRect();
-    let left = e.clientX - box.left + 14;
-    if (left + 320 > box.width) left = Math.max(0, e.clientX - box.left - 330);
-    this.tooltip.style.left = `${left}px`;
-    this.tooltip.style.top = `${e.clientY - box.top + 14}px`;
+    placeTooltip(this.tooltip, this.container, e);
   }
-}
-
-export function escapeHtml(s: string | undefined): string {
-  return (s ?? "").replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }

@@ -4,7 +4,7 @@
 // focuses it). All of them share the cursor with the main timeline (one
 // uPlot sync key) and its x range; a drag across one selects a time range.
 import uPlot from "uplot";
-import { escapeHtml } from "../flame/flamegraph";
+import { escapeHtml } from "../base/dom";
 import { syncCursor } from "../timeline";
 import { Aligned, LineInput, REASON_BITS, Scale, align, formatNumber, formatValue, scaleFor } from "./data";
 

@@ -7,7 +7,7 @@
 // Owned by the UI thread. For the end-to-end test the panel carries
 // data-version (each draw), data-rows, data-bars (activities in view) and
 // data-incomplete (shaded spans).
-import { escapeHtml } from "../flame/flamegraph";
+import { escapeHtml } from "../base/dom";
 import { ActivityColors, activityColors } from "../flame/colors";
 import { formatNanos, formatTime } from "../time";
 import { ACTIVITY_KINDS } from "./kernel_api";

@@ -10,7 +10,7 @@
 // charts); each `.gpu-chart` has data-metric (its first metric),
 // data-metrics and data-points (points plotted).
 import { apiGet } from "../api";
-import { escapeHtml } from "../flame/flamegraph";
+import { el, escapeHtml } from "../base/dom";
 import { ChartSpec, DrawnChart, LineChartSpec, LineSpec, Theme, drawChart, readTheme, withAlpha } from "../gpu/charts";
 import { GPU_METRICS, MetricJson, MetricNamesJson, MetricSeries, meanOf, sameValues, selectorOf } from "../gpu/data";
 import { ViewState } from "../state";
@@ -39,13 +39,6 @@ interface Loaded {
   toMs: number;
   stepMs: number;
   metrics: Map<string, MetricJson>;
-}
-
-function el<K extends keyof HTMLElementTagNameMap>(tag: K, cls = "", html = ""): HTMLElementTagNameMap[K] {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (html) e.innerHTML = html;
-  return e;
 }
 
 const byGpuIndex = (a: string, b: string) => Number(a) - Number(b) || a.localeCompare(b);

@@ -5,7 +5,7 @@
 // For the end-to-end test each row carries data-name, data-launches,
 // data-total-ns, data-mean-ns, data-p50-ns and data-p95-ns (the answer's
 // numbers, unformatted).
-import { escapeHtml } from "../flame/flamegraph";
+import { escapeHtml } from "../base/dom";
 import { KernelRow, KernelsJson, formatDim } from "../gpu/kernel_api";
 import { formatNanos } from "../time";
 

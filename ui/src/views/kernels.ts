@@ -12,7 +12,7 @@
 // answer's rows) and data-trace ("shown", "too-long", "error" or "none").
 import { Params, apiBlob, apiGet, apiUrl, saveBlob } from "../api";
 import { nameMatcher } from "../flame/analysis";
-import { escapeHtml } from "../flame/flamegraph";
+import { el, errorText, escapeHtml } from "../base/dom";
 import { KernelsJson, MAX_TRACE_MS, TraceJson } from "../gpu/kernel_api";
 import { StreamTimeline } from "../gpu/stream_timeline";
 import { TraceModel, buildTrace } from "../gpu/trace_model";
@@ -33,13 +33,6 @@ interface Loaded {
   kernels: KernelsJson;
   trace: TraceModel | null; // null: range over 10 s, or the trace failed
   traceError: string;
-}
-
-function el<K extends keyof HTMLElementTagNameMap>(tag: K, cls = "", html = ""): HTMLElementTagNameMap[K] {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (html) e.innerHTML = html;
-  return e;
 }
 
 export class KernelsPanel {
@@ -80,7 +73,7 @@ export class KernelsPanel {
     // The table is the view; a trace that fails (a server's other limit)
     // leaves the table and says why where the timeline would be.
     const trace = withTrace
-      ? apiGet<TraceJson>("/api/v1/gpu/trace", params, signal).catch((e: unknown) => (e instanceof Error ? e.message : String(e)))
+      ? apiGet<TraceJson>("/api/v1/gpu/trace", params, signal).catch(errorText)
       : Promise.resolve(null);
     let kernels: KernelsJson;
     try {
@@ -186,7 +179,7 @@ export class KernelsPanel {
       saveBlob(await apiBlob("/api/v1/gpu/trace.json", l.params), `warpscope-gpu-trace-${l.fromMs}.json`);
     } catch (e) {
       this.traceHead.querySelector(".trace-error")?.remove();
-      this.traceHead.append(el("p", "trace-error message error", `<b>Export failed:</b> ${escapeHtml(e instanceof Error ? e.message : String(e))}`));
+      this.traceHead.append(el("p", "trace-error message error", `<b>Export failed:</b> ${escapeHtml(errorText(e))}`));
     }
   }
 }

@@ -1,7 +1,7 @@
 // Nodes, their GPUs and the processes on each (/api/v1/targets), filtered
 // by the selector box (server side) and the search text (here). Clicking a
 // process narrows the selector to it; clicking a GPU opens the GPUs view.
-import { escapeHtml } from "../flame/flamegraph";
+import { escapeHtml } from "../base/dom";
 
 export interface GpuInfo {
   gpu: string; // NVML's index on the node

@@ -1,6 +1,6 @@
 // The top-functions table (/api/v1/top): sortable, filterable, and linked to
 // the flame graph under it: clicking a row highlights that function there.
-import { escapeHtml } from "../flame/flamegraph";
+import { escapeHtml } from "../base/dom";
 import { KIND_NAMES } from "../flame/model";
 import { SortKey } from "../state";
 
