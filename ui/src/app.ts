@@ -1,18 +1,19 @@
 // The app shell: header, toolbar, timeline and the eight views, driven by
 // one ViewState that is mirrored in the URL. Everything runs on the page's
 // one thread; a newer refresh aborts the fetches of an older one.
-import { ApiError, apiBlob, apiGet, apiUrl, saveBlob } from "./api";
+import { ApiError, apiBlob, apiGet, apiUrl, saveBlob } from "./api/client";
+import type { DiffJson, FlameChartJson, ProfileJson, SeriesJson, TargetsJson, TopJson, TypesJson } from "./api/types";
 import { FlameGraph } from "./flame/flamegraph";
 import { el, errorText, escapeHtml } from "./base/dom";
 import { FlameChart, formatSpan } from "./flame/flamechart";
-import { FlameChartJson, buildChart } from "./flame/chartmodel";
-import { DiffJson, FlameData, ProfileJson, findPath, fromDiff, fromProfile, pathOf } from "./flame/model";
+import { buildChart } from "./flame/chartmodel";
+import { FlameData, findPath, fromDiff, fromProfile, pathOf } from "./flame/model";
 import { Matches, functionMatches, sandwich, searchMatches, toSpeedscope } from "./flame/analysis";
 import { SortKey, View, ViewState, readState, writeState } from "./state";
-import { SeriesJson, Timeline } from "./timeline";
+import { Timeline } from "./timeline";
 import { formatDuration, formatTime, isRelative, resolveTime } from "./time";
-import { TopJson, renderTopTable } from "./views/top_table";
-import { TargetsJson, renderTargets } from "./views/targets";
+import { renderTopTable } from "./views/top_table";
+import { renderTargets } from "./views/targets";
 import { GpuPanel } from "./views/gpu";
 import { KernelsPanel } from "./views/kernels";
 import { ValueUnit, formatValue, valueNoun } from "./units";
@@ -369,7 +370,7 @@ export class App {
 
   private async loadTypes(): Promise<void> {
     try {
-      const t = await apiGet<{ types: { name: string; unit: string; period_nanos: number }[] }>("/api/v1/types", {});
+      const t = await apiGet<TypesJson>("/api/v1/types", {});
       for (const x of t.types) this.typeUnits.set(x.name, { type: x.name, unit: x.unit, periodNanos: x.period_nanos });
       const names = t.types.map((x) => x.name);
       if (!names.includes(this.state.type)) names.unshift(this.state.type);
@@ -430,7 +431,7 @@ export class App {
     }
     const chartEmpty = chart !== null && (chart.lanes.length === 0 || chart.total === 0);
     if ((needsProfile && this.profile && this.profile.total[0] === 0) || chartEmpty) {
-      const types = await apiGet<{ types: unknown[] }>("/api/v1/types", {}, signal);
+      const types = await apiGet<TypesJson>("/api/v1/types", {}, signal);
       if (types.types.length === 0) {
         this.showMessage(
           `<b>No agent has sent data yet.</b> Start one on each machine to profile:<pre>sudo warpscope-agent run --server ${escapeHtml(location.origin)}</pre>`,

@@ -5,6 +5,7 @@
 // shared with the GPU view's charts.
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
+import type { SeriesJson } from "./api/types";
 import { formatNanos } from "./time";
 import { ValueUnit, isTimeUnit, valueNoun } from "./units";
 
@@ -18,13 +19,6 @@ export function syncCursor(): uPlot.Cursor.Sync {
     scales: ["x", null],
     filters: { pub: (type: string) => type === "mousemove" || type === "mouseleave", sub: () => true },
   };
-}
-
-export interface SeriesJson {
-  from_ms: number;
-  to_ms: number;
-  step_ms: number;
-  series: { labels: Record<string, string>; points: [number, number][] }[];
 }
 
 export class Timeline {

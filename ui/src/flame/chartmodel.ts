@@ -8,29 +8,7 @@
 // Blank space is time off CPU. Boxes at the same depth that touch and share
 // their whole root-first prefix are then merged: a function that stays on
 // the stack reads as one long box.
-
-export interface FlameChartLaneJson {
-  labels: Record<string, string>;
-  total: number;
-  points: [number, number, number][]; // [t_ms, stack, value], ascending t_ms
-}
-
-export interface FlameChartJson {
-  version: number;
-  type: string;
-  unit: string; // "samples" (period_nanos each) or "nanoseconds"
-  period_nanos: number;
-  from_ms: number;
-  to_ms: number;
-  total: number; // all lanes, the truncated ones included
-  names: string[];
-  binaries: string[];
-  frames: [number, number, number][]; // [name, binary, kind]
-  stacks: number[][]; // frame indexes, root first
-  lanes: FlameChartLaneJson[];
-  truncated_lanes: number;
-  truncated_total?: number; // the left-out lanes' values (the server sends it; not in the first contract)
-}
+import type { FlameChartJson, FlameChartLaneJson } from "../api/types";
 
 export interface ChartLane {
   title: string;

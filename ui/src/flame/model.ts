@@ -4,31 +4,7 @@
 // Nodes are in depth-first preorder (docs/api.md: a parent before its
 // children), so a node's subtree is the index range [i, end[i]) and a
 // subtree can be skipped in one step.
-
-export interface ProfileJson {
-  version: number;
-  type: string;
-  unit: string;
-  period_nanos: number;
-  total: number;
-  truncated: number;
-  names: string[];
-  binaries: string[];
-  nodes: number[][];
-}
-
-export interface DiffJson {
-  version: number;
-  type: string;
-  unit: string;
-  period_nanos: number;
-  base_total: number;
-  target_total: number;
-  truncated: number;
-  names: string[];
-  binaries: string[];
-  nodes: number[][];
-}
+import type { DiffJson, ProfileJson } from "../api/types";
 
 // Frame kinds (docs/api.md): 0 native, 1 kernel, 2 Python, 3 not a frame, 4 CUDA kernel.
 export const KIND_NAMES = ["native", "kernel", "Python", "", "CUDA kernel"];

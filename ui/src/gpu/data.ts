@@ -7,26 +7,7 @@
 // the lines of one chart are merged into one x array, a line has no value
 // (undefined, which uPlot spans) where another has a point, and a line is
 // only broken (a gap) where its own points are much further apart than usual.
-
-export type MetricPoint = [t: number, min: number, max: number, avg: number];
-
-export interface MetricSeries {
-  labels: Record<string, string>;
-  points: MetricPoint[];
-}
-
-export interface MetricJson {
-  name: string;
-  unit: string;
-  from_ms: number;
-  to_ms: number;
-  step_ms: number;
-  series: MetricSeries[];
-}
-
-export interface MetricNamesJson {
-  metrics: { name: string; unit: string }[];
-}
+import type { MetricPoint, MetricSeries } from "../api/types";
 
 export type Field = "min" | "max" | "avg";
 const FIELD_INDEX: Record<Field, 1 | 2 | 3> = { min: 1, max: 2, avg: 3 };

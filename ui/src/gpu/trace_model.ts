@@ -5,7 +5,7 @@
 // spans where the agent's trace budget dropped activities (coverage:
 // complete_until_ns before the second's end), so the timeline can shade
 // them instead of showing them as idle.
-import { TraceCoverage, TraceJson } from "./kernel_api";
+import type { TraceCoverage, TraceJson } from "../api/types";
 
 const SECOND_NS = 1e9;
 

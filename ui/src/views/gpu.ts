@@ -9,13 +9,13 @@
 // (each render), data-charts and data-series (plotted data series, all
 // charts); each `.gpu-chart` has data-metric (its first metric),
 // data-metrics and data-points (points plotted).
-import { apiGet } from "../api";
+import { apiGet } from "../api/client";
+import type { GpuInfo, MetricJson, MetricNamesJson, MetricSeries, TargetsJson } from "../api/types";
 import { el, escapeHtml } from "../base/dom";
 import { ChartSpec, DrawnChart, LineChartSpec, LineSpec, Theme, drawChart, readTheme, withAlpha } from "../gpu/charts";
-import { GPU_METRICS, MetricJson, MetricNamesJson, MetricSeries, meanOf, sameValues, selectorOf } from "../gpu/data";
+import { GPU_METRICS, meanOf, sameValues, selectorOf } from "../gpu/data";
 import { ViewState } from "../state";
 import { formatDuration, resolveTime } from "../time";
-import { GpuInfo, TargetsJson } from "./targets";
 
 const MAX_POINTS = 300;
 const MAX_PROCESS_LINES = 12;

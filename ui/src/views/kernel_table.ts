@@ -6,7 +6,8 @@
 // data-total-ns, data-mean-ns, data-p50-ns and data-p95-ns (the answer's
 // numbers, unformatted).
 import { escapeHtml } from "../base/dom";
-import { KernelRow, KernelsJson, formatDim } from "../gpu/kernel_api";
+import type { KernelRow, KernelsJson } from "../api/types";
+import { formatDim } from "../gpu/kernel_api";
 import { formatNanos } from "../time";
 
 export type KernelSortKey = "name" | "launches" | "total" | "mean" | "p50" | "p95" | "max";

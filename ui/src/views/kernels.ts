@@ -10,10 +10,11 @@
 // highlights in the timeline). For the end-to-end test the panel
 // (`.kernels-panel`) carries data-version (each render), data-kernels (the
 // answer's rows) and data-trace ("shown", "too-long", "error" or "none").
-import { Params, apiBlob, apiGet, apiUrl, saveBlob } from "../api";
+import { Params, apiBlob, apiGet, apiUrl, saveBlob } from "../api/client";
+import type { KernelsJson, TraceJson } from "../api/types";
 import { nameMatcher } from "../flame/analysis";
 import { el, errorText, escapeHtml } from "../base/dom";
-import { KernelsJson, MAX_TRACE_MS, TraceJson } from "../gpu/kernel_api";
+import { MAX_TRACE_MS } from "../gpu/kernel_api";
 import { StreamTimeline } from "../gpu/stream_timeline";
 import { TraceModel, buildTrace } from "../gpu/trace_model";
 import { ViewState } from "../state";

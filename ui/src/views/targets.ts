@@ -1,23 +1,8 @@
 // Nodes, their GPUs and the processes on each (/api/v1/targets), filtered
 // by the selector box (server side) and the search text (here). Clicking a
 // process narrows the selector to it; clicking a GPU opens the GPUs view.
+import type { TargetsJson } from "../api/types";
 import { escapeHtml } from "../base/dom";
-
-export interface GpuInfo {
-  gpu: string; // NVML's index on the node
-  uuid: string;
-  gpu_name: string;
-  pci_bus_id: string;
-}
-
-export interface TargetsJson {
-  nodes: {
-    node: string;
-    series: number;
-    processes: { pid: string; comm: string; exe: string; container_id?: string }[];
-    gpus?: GpuInfo[]; // nodes whose agent sends GPU metrics
-  }[];
-}
 
 // GPU-1a2b3c4d-… → GPU-1a2b3c4d
 function shortUuid(uuid: string): string {

@@ -1,15 +1,9 @@
 // The top-functions table (/api/v1/top): sortable, filterable, and linked to
 // the flame graph under it: clicking a row highlights that function there.
+import type { TopJson } from "../api/types";
 import { escapeHtml } from "../base/dom";
 import { KIND_NAMES } from "../flame/model";
 import { SortKey } from "../state";
-
-export interface TopJson {
-  total: number;
-  function_count: number;
-  period_nanos: number;
-  functions: { name: string; binary: string; kind: number; self: number; total: number }[];
-}
 
 export interface TopTableEvents {
   onSort: (key: SortKey) => void;

@@ -1,7 +1,8 @@
 // The one way the app talks to warpscope-server (docs/api.md): GETs under
 // /api/v1/ with the bearer token the user gave (kept in sessionStorage, so it
 // dies with the tab). A 401 opens the login prompt and retries once the user
-// has entered a token.
+// has entered a token. The answers' types: api/types.ts.
+import type { ErrorJson } from "./types";
 
 const TOKEN_KEY = "warpscope.token";
 
@@ -41,7 +42,7 @@ async function request(path: string, params: Params, signal?: AbortSignal): Prom
     if (!res.ok) {
       let message = `${res.status} ${res.statusText}`;
       try {
-        const body = await res.json();
+        const body = (await res.json()) as ErrorJson;
         if (body?.error?.message) message = body.error.message;
       } catch {
         // Not JSON (a proxy's page): the status line says enough.

@@ -1,0 +1,181 @@
+// The answers of warpscope-server's API as the UI reads them, one interface
+// per answer (or part of one). docs/api.md is their contract: a field is
+// added, renamed or dropped there first, then here. Only what the UI uses is
+// declared; the server may send more (e.g. `incomplete`).
+// Types only: this module has no code.
+
+// Every error: {"error": {"code": <HTTP status>, "message": "..."}}.
+export interface ErrorJson {
+  error?: { code?: number; message?: string };
+}
+
+// GET /api/v1/types: the profile types stored.
+export interface TypesJson {
+  types: { name: string; unit: string; period_nanos: number }[];
+}
+
+// GET /api/v1/profile (format=json): a call tree in depth-first preorder,
+// each node [parent, name, binary, kind, self, total].
+export interface ProfileJson {
+  version: number;
+  type: string;
+  unit: string;
+  period_nanos: number;
+  total: number;
+  truncated: number;
+  names: string[];
+  binaries: string[];
+  nodes: number[][];
+}
+
+// GET /api/v1/diff: one tree of two ranges, each node
+// [parent, name, binary, kind, base_self, base_total, target_self, target_total].
+export interface DiffJson {
+  version: number;
+  type: string;
+  unit: string;
+  period_nanos: number;
+  base_total: number;
+  target_total: number;
+  truncated: number;
+  names: string[];
+  binaries: string[];
+  nodes: number[][];
+}
+
+// GET /api/v1/top
+export interface TopJson {
+  total: number;
+  function_count: number;
+  period_nanos: number;
+  functions: { name: string; binary: string; kind: number; self: number; total: number }[];
+}
+
+// GET /api/v1/series: a point [t_ms, value] sums [t, t + step); empty steps are left out.
+export interface SeriesJson {
+  from_ms: number;
+  to_ms: number;
+  step_ms: number;
+  series: { labels: Record<string, string>; points: [number, number][] }[];
+}
+
+// GET /api/v1/flamechart
+export interface FlameChartLaneJson {
+  labels: Record<string, string>;
+  total: number;
+  points: [number, number, number][]; // [t_ms, stack, value], ascending t_ms
+}
+
+export interface FlameChartJson {
+  version: number;
+  type: string;
+  unit: string; // "samples" (period_nanos each) or "nanoseconds"
+  period_nanos: number;
+  from_ms: number;
+  to_ms: number;
+  total: number; // all lanes, the truncated ones included
+  names: string[];
+  binaries: string[];
+  frames: [number, number, number][]; // [name, binary, kind]
+  stacks: number[][]; // frame indexes, root first
+  lanes: FlameChartLaneJson[];
+  truncated_lanes: number;
+  truncated_total?: number; // the left-out lanes' values (the server sends it; not in the first contract)
+}
+
+// GET /api/v1/targets
+export interface GpuInfo {
+  gpu: string; // NVML's index on the node
+  uuid: string;
+  gpu_name: string;
+  pci_bus_id: string;
+}
+
+export interface TargetsJson {
+  nodes: {
+    node: string;
+    series: number;
+    processes: { pid: string; comm: string; exe: string; container_id?: string }[];
+    gpus?: GpuInfo[]; // nodes whose agent sends GPU metrics
+  }[];
+}
+
+// GET /api/v1/metrics: one point per step with data ([t_ms, min, max, avg]);
+// steps without data are absent.
+export type MetricPoint = [t: number, min: number, max: number, avg: number];
+
+export interface MetricSeries {
+  labels: Record<string, string>;
+  points: MetricPoint[];
+}
+
+export interface MetricJson {
+  name: string;
+  unit: string;
+  from_ms: number;
+  to_ms: number;
+  step_ms: number;
+  series: MetricSeries[];
+}
+
+// GET /api/v1/metric_names
+export interface MetricNamesJson {
+  metrics: { name: string; unit: string }[];
+}
+
+// GET /api/v1/gpu/kernels
+export type ActivityKindName = "kernel" | "memcpy" | "memset";
+
+export interface KernelRow {
+  kind: ActivityKindName;
+  name: string; // demangled
+  system_name: string; // mangled
+  launches: number;
+  total_ns: number;
+  mean_ns: number;
+  p50_ns: number;
+  p95_ns: number;
+  max_ns: number;
+  grid: [number, number, number];
+  block: [number, number, number];
+  configs: number; // distinct launch configurations; grid/block are the most common one
+  share: number; // of total_ns over all rows, 0..1
+}
+
+export interface KernelsJson {
+  from_ns: number;
+  to_ns: number;
+  activities: number;
+  recorded: number; // activities that ran (coverage)
+  sent: number; // activities the agents kept in the trace: the rows are based on these
+  total_ns: number;
+  kernels: KernelRow[]; // by total_ns, largest first
+}
+
+// GET /api/v1/gpu/trace
+// [start_ns (absolute unix), duration_ns, name index, kind, correlation_id, graph_id]
+export type ActivityTuple = [number, number, number, number, number, number];
+
+export interface TraceStream {
+  labels: Record<string, string>;
+  device: number;
+  stream: number;
+  busy_ns: number;
+  activities: ActivityTuple[];
+}
+
+export interface TraceCoverage {
+  labels: Record<string, string>;
+  second_ns: number;
+  recorded: number;
+  sent: number;
+  complete_until_ns: number; // the second's end when nothing was dropped
+}
+
+export interface TraceJson {
+  from_ns: number;
+  to_ns: number;
+  names: string[];
+  streams: TraceStream[];
+  coverage: TraceCoverage[];
+}
