@@ -6,6 +6,7 @@
 import uPlot from "uplot";
 import { escapeHtml } from "../base/dom";
 import { syncCursor } from "../timeline";
+import { ChartSpec, LineChartSpec, Theme, ThrottleChartSpec, withAlpha } from "./chart_specs";
 import { Aligned, LineInput, REASON_BITS, Scale, align, formatNumber, formatValue, scaleFor } from "./data";
 
 const PLOT_HEIGHT = 130;
@@ -27,14 +28,6 @@ function timeValues(_u: uPlot, splits: number[], _axis: number, _space: number, 
   });
 }
 
-export interface Theme {
-  fg: string;
-  muted: string;
-  grid: string;
-  warn: string;
-  palette: string[];
-}
-
 export function readTheme(): Theme {
   const css = getComputedStyle(document.documentElement);
   const v = (name: string, fallback: string) => css.getPropertyValue(name).trim() || fallback;
@@ -42,47 +35,6 @@ export function readTheme(): Theme {
   for (let i = 1; i <= 10; i++) palette.push(v(`--series-${i}`, ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd"][i % 5]));
   return { fg: v("--fg", "#1d1f23"), muted: v("--fg-muted", "#5f6670"), grid: v("--border", "#d9dce1"), warn: v("--grew", "#c0392b"), palette };
 }
-
-// `#rrggbb` with an alpha; other colour syntaxes are left as they are.
-export function withAlpha(color: string, alpha: number): string {
-  if (!/^#[0-9a-f]{6}$/i.test(color)) return color;
-  return color + Math.round(alpha * 255).toString(16).padStart(2, "0");
-}
-
-export interface LineSpec {
-  label: string;
-  input: LineInput;
-  color: string;
-  width: number;
-  dash?: number[];
-  pid?: string; // a process's line: its legend item focuses (or unfocuses) the process
-  focused?: boolean;
-  minMax?: [LineInput, LineInput]; // a faint band from min to max around the line
-}
-
-export interface LineChartSpec {
-  kind: "lines";
-  metric: string; // data-metric: the chart's first metric
-  metrics: string[];
-  title: string;
-  unit: string; // the API's unit of every line
-  lines: LineSpec[];
-  y: "percent" | "zero" | "symmetric";
-  magnitude?: boolean; // the legend shows |v| (PCIe RX, drawn downward)
-  note?: string; // after the legend ("+3 more processes")
-}
-
-export interface ThrottleChartSpec {
-  kind: "throttle";
-  metric: string;
-  metrics: string[];
-  title: string;
-  reasons: LineInput[]; // one per GPU, field max; OR-ed together
-  xids: { label: string; input: LineInput }[];
-  note?: string;
-}
-
-export type ChartSpec = LineChartSpec | ThrottleChartSpec;
 
 export interface ChartContext {
   fromMs: number;
