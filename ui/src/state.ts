@@ -1,13 +1,14 @@
 // The whole view state, mirrored in the URL's query string so a link shows
 // the same view (the server answers every non-API path with the app).
+// Pure (no DOM): the unit tests run it in Node.
 
-export type View = "flame" | "flamechart" | "table" | "sandwich" | "diff" | "gpu" | "kernels" | "targets";
+export type ViewName = "flame" | "flamechart" | "table" | "sandwich" | "diff" | "gpu" | "kernels" | "targets";
 export type Orientation = "icicle" | "flame";
 export type ColorMode = "binary" | "kind";
 export type SortKey = "name" | "binary" | "self" | "total";
 
 export interface ViewState {
-  view: View;
+  view: ViewName;
   type: string;
   from: string;
   to: string;
@@ -52,9 +53,11 @@ export const DEFAULTS: ViewState = {
   ksort: "total",
 };
 
-const VIEWS: View[] = ["flame", "flamechart", "table", "sandwich", "diff", "gpu", "kernels", "targets"];
+const VIEWS: ViewName[] = ["flame", "flamechart", "table", "sandwich", "diff", "gpu", "kernels", "targets"];
 const KERNEL_SORTS = ["name", "launches", "total", "mean", "p50", "p95", "max"];
 
+// A query string (with or without its "?") as a state: unknown keys are
+// ignored, unknown values of the enumerated keys fall back to the defaults.
 export function readState(search: string): ViewState {
   const q = new URLSearchParams(search);
   const s: ViewState = { ...DEFAULTS };
@@ -72,6 +75,8 @@ export function readState(search: string): ViewState {
   return s;
 }
 
+// The query string of a state, only what differs from the defaults: "?view=table&search=x",
+// or "" when everything is the default (the caller then uses the bare path).
 export function writeState(s: ViewState): string {
   const q = new URLSearchParams();
   for (const key of Object.keys(DEFAULTS) as (keyof ViewState)[]) {
@@ -80,5 +85,10 @@ export function writeState(s: ViewState): string {
     q.set(key, typeof v === "boolean" ? (v ? "1" : "0") : v);
   }
   const text = q.toString();
-  return text ? `?${text}` : location.pathname;
+  return text ? `?${text}` : "";
+}
+
+// The API's common query parameters (docs/api.md) of a state; an empty selector is left out.
+export function commonParams(s: ViewState): { type: string; from: string; to: string; selector: string | undefined } {
+  return { type: s.type, from: s.from, to: s.to, selector: s.selector || undefined };
 }

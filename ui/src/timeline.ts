@@ -72,6 +72,12 @@ export class Timeline {
     return total;
   }
 
+  // The next drag picks another range than the view's (the diff's base):
+  // the container says so (.picking-base, a crosshair and a green selection).
+  setPicking(on: boolean): void {
+    this.container.classList.toggle("picking-base", on);
+  }
+
   // Marks [fromMs, toMs) on the plot (clipped to it), or nothing.
   setShade(range: [number, number] | null): void {
     const same = range === this.shade || (range && this.shade && range[0] === this.shade[0] && range[1] === this.shade[1]);

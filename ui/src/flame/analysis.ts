@@ -164,3 +164,11 @@ export function toSpeedscope(d: FlameData, focus: number, title: string): object
     ],
   };
 }
+
+// The toolbar's note on a search: "12 frames · 34.56% of total", "" without a query or data.
+export function searchSummary(d: FlameData | null, query: string): string {
+  if (!query || !d) return "";
+  const m = searchMatches(d, query);
+  const share = m && d.total[0] > 0 ? (100 * m.matchedTotal) / d.total[0] : 0;
+  return m ? `${m.count} frames · ${share.toFixed(2)}% of total` : "";
+}

@@ -18,14 +18,9 @@ import { DrawnChart, drawChart, readTheme } from "../gpu/charts";
 import { GPU_METRICS, selectorOf } from "../gpu/data";
 import { ViewState } from "../state";
 import { formatDuration, resolveTime } from "../time";
+import { Shell, View } from "./view";
 
 const MAX_POINTS = 300;
-
-export interface GpuPanelHandlers {
-  onPick: (patch: Partial<ViewState>) => void; // node or GPU picked: fetch again
-  onFocusPid: (pid: string) => void; // a process's legend item: redraw only
-  onSelectRange: (fromMs: number, toMs: number, selector: string) => void;
-}
 
 interface GpuNode {
   node: string;
@@ -42,7 +37,7 @@ interface Loaded {
   metrics: Map<string, MetricJson>;
 }
 
-export class GpuPanel {
+export class GpuView implements View {
   readonly root = el("div", "gpu-panel");
   private controls = el("div", "gpu-controls");
   private nodeSelect = el("select", "gpu-node");
@@ -58,11 +53,10 @@ export class GpuPanel {
   private renderKey = "";
   private version = 0;
   private state: ViewState | null = null;
-  lastDrawMs = 0;
 
   constructor(
-    host: HTMLElement,
-    private h: GpuPanelHandlers,
+    section: HTMLElement,
+    private shell: Shell,
   ) {
     const nodeLabel = el("label", "", "Node ");
     nodeLabel.append(this.nodeSelect);
@@ -73,11 +67,11 @@ export class GpuPanel {
     this.root.dataset.version = "0";
     this.root.dataset.charts = "0";
     this.root.dataset.series = "0";
-    host.append(this.root);
-    this.nodeSelect.addEventListener("change", () => this.h.onPick({ gpunode: this.nodeSelect.value, gpu: "", gpupid: "" }));
-    this.gpuSelect.addEventListener("change", () => this.h.onPick({ gpu: this.gpuSelect.value }));
+    section.append(this.root);
+    this.nodeSelect.addEventListener("change", () => this.pick({ gpunode: this.nodeSelect.value, gpu: "", gpupid: "" }));
+    this.gpuSelect.addEventListener("change", () => this.pick({ gpu: this.gpuSelect.value }));
     this.focusChip.addEventListener("click", (e) => {
-      if ((e.target as HTMLElement).closest("button")) this.h.onFocusPid("");
+      if ((e.target as HTMLElement).closest("button")) this.focusPid("");
     });
     new ResizeObserver(() => {
       const width = this.width();
@@ -87,6 +81,26 @@ export class GpuPanel {
       this.themeVersion++;
       if (this.state && this.drawn.length) this.render(this.state);
     });
+  }
+
+  // A node or GPU picked: fetch again.
+  private pick(patch: Partial<ViewState>): void {
+    this.shell.update(patch, true);
+  }
+
+  // A process's legend item (or its unfocus button): render only.
+  private focusPid(pid: string): void {
+    this.shell.update({ gpupid: pid }, false, false);
+  }
+
+  // A drag across a chart: what the node's CPUs (the focused process's) did then.
+  private selectRange(fromMs: number, toMs: number, selector: string): void {
+    this.shell.measurements.selectionStarted();
+    this.shell.update({ view: "flame", from: String(fromMs), to: String(toMs), selector, live: false, focus: "" }, true);
+  }
+
+  escape(s: ViewState): void {
+    if (s.gpupid) this.focusPid("");
   }
 
   private width(): number {
@@ -187,9 +201,8 @@ export class GpuPanel {
         stepMs: d.stepMs,
         width,
         theme,
-        onSelect: (from: number, to: number) =>
-          this.h.onSelectRange(from, to, selectorOf({ node: d.node, pid: this.state?.gpupid ?? "" })),
-        onFocusPid: (pid: string) => this.h.onFocusPid(pid),
+        onSelect: (from: number, to: number) => this.selectRange(from, to, selectorOf({ node: d.node, pid: this.state?.gpupid ?? "" })),
+        onFocusPid: (pid: string) => this.focusPid(pid),
       };
       for (const spec of specs) {
         const chart = drawChart(spec, ctx);
@@ -207,7 +220,7 @@ export class GpuPanel {
     this.root.dataset.version = String(this.version);
     this.root.dataset.charts = String(this.drawn.length);
     this.root.dataset.series = String(series);
-    this.lastDrawMs = performance.now() - t0;
+    this.shell.measurements.perf.gpuDrawMs = performance.now() - t0;
   }
 
   private renderControls(d: Loaded, s: ViewState): void {

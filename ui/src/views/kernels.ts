@@ -20,12 +20,7 @@ import { TraceModel, buildTrace } from "../gpu/trace_model";
 import { ViewState } from "../state";
 import { formatNanos, formatTime, resolveTime } from "../time";
 import { KernelSortKey, describeKernel, renderKernelTable } from "./kernel_table";
-
-export interface KernelsHandlers {
-  onPatch: (patch: Partial<ViewState>, fetch: boolean) => void; // sort, selection: redraw only
-  onFlame: (kernel: string) => void; // the gpu_time flame graph searching for it
-  onSelectRange: (fromMs: number, toMs: number) => void;
-}
+import { Shell, View } from "./view";
 
 interface Loaded {
   fromMs: number;
@@ -36,7 +31,7 @@ interface Loaded {
   traceError: string;
 }
 
-export class KernelsPanel {
+export class KernelsView implements View {
   readonly root = el("div", "kernels-panel");
   private summary = el("div", "kernels-summary");
   private tableEl = el("div", "table-wrap kernels-table");
@@ -45,15 +40,14 @@ export class KernelsPanel {
   private timeline: StreamTimeline;
   private loaded: Loaded | null = null;
   private version = 0;
-  lastDrawMs = 0;
 
   constructor(
-    host: HTMLElement,
-    private h: KernelsHandlers,
+    section: HTMLElement,
+    private shell: Shell,
   ) {
     this.timeline = new StreamTimeline({
-      onSelectRange: (from, to) => h.onSelectRange(from, to),
-      onPick: (name) => h.onPatch({ kernel: name }, false),
+      onSelectRange: (from, to) => shell.update({ from: String(from), to: String(to), live: false, kernel: "" }, true),
+      onPick: (name) => this.select(name),
       describe: (name) => describeKernel(this.loaded?.kernels ?? null, name),
     });
     this.exportLink.title = "every kernel, memcpy and memset of this range, for ui.perfetto.dev or chrome://tracing";
@@ -62,8 +56,24 @@ export class KernelsPanel {
       void this.exportTrace();
     });
     this.root.append(this.summary, this.tableEl, this.traceHead, this.timeline.panel);
-    host.append(this.root);
+    section.append(this.root);
   }
+
+  // The timeline above shows GPU time over time.
+  timelineType(): string {
+    return "gpu_time";
+  }
+
+  // A kernel marked in the timeline (a row or a bar clicked; "" clears): render only.
+  private select(name: string): void {
+    this.shell.update({ kernel: name }, false, false);
+  }
+
+  escape(s: ViewState): void {
+    if (s.kernel) this.select("");
+  }
+
+  release(): void {}
 
   async load(s: ViewState, signal: AbortSignal): Promise<void> {
     const now = Date.now();
@@ -113,9 +123,10 @@ export class KernelsPanel {
     this.summary.innerHTML = this.summaryHtml(k, s.selector);
     this.tableEl.hidden = k.kernels.length === 0;
     renderKernelTable(this.tableEl, k, s.ksort as KernelSortKey, s.search, s.kernel, {
-      onSort: (key) => this.h.onPatch({ ksort: key }, false),
-      onSelect: (name) => this.h.onPatch({ kernel: name }, false),
-      onFlame: (name) => this.h.onFlame(name),
+      onSort: (key) => this.shell.update({ ksort: key }, false, false),
+      onSelect: (name) => this.select(name),
+      // A kernel's launch stacks: the gpu_time flame graph, searching for it.
+      onFlame: (name) => this.shell.update({ view: "flame", type: "gpu_time", search: name, focus: "" }, true),
     });
     this.exportLink.href = apiUrl("/api/v1/gpu/trace.json", l.params);
     this.exportLink.setAttribute("download", `warpscope-gpu-trace-${l.fromMs}.json`);
@@ -138,7 +149,7 @@ export class KernelsPanel {
       this.timeline.setMatch(s.kernel ? (n) => n === s.kernel : query);
       this.timeline.draw();
     }
-    this.lastDrawMs = performance.now() - t0;
+    this.shell.measurements.perf.kernelsDrawMs = performance.now() - t0;
   }
 
   private summaryHtml(k: KernelsJson, selector: string): string {

@@ -1,8 +1,48 @@
-// Nodes, their GPUs and the processes on each (/api/v1/targets), filtered
-// by the selector box (server side) and the search text (here). Clicking a
-// process narrows the selector to it; clicking a GPU opens the GPUs view.
+// The targets view (`view=targets`): nodes, their GPUs and the processes on
+// each (/api/v1/targets, every profile type and metric), filtered by the
+// selector box (server side) and the search text (here). Clicking a node or
+// a process narrows the selector to it and opens its flame graph; clicking
+// a GPU opens the GPUs view.
+import { apiGet } from "../api/client";
 import type { TargetsJson } from "../api/types";
-import { escapeHtml } from "../base/dom";
+import { el, escapeHtml } from "../base/dom";
+import { ViewState, commonParams } from "../state";
+import { agentCommandHtml } from "./empty";
+import { Shell, View } from "./view";
+
+export class TargetsView implements View {
+  private root = el("div", "targets");
+  private targets: TargetsJson | null = null;
+
+  constructor(
+    section: HTMLElement,
+    private shell: Shell,
+  ) {
+    section.append(this.root);
+  }
+
+  async load(s: ViewState, signal: AbortSignal): Promise<void> {
+    this.targets = await apiGet<TargetsJson>("/api/v1/targets", { ...commonParams(s), type: undefined }, signal);
+  }
+
+  render(s: ViewState): void {
+    if (!this.targets) return;
+    if (this.targets.nodes.length === 0) {
+      this.root.innerHTML = `<div class="empty"><b>No targets with samples in this range.</b> Agents appear here once they
+          upload: ${agentCommandHtml()}</div>`;
+      return;
+    }
+    renderTargets(
+      this.root,
+      this.targets,
+      s.search,
+      (selector) => this.shell.update({ selector, view: "flame", focus: "" }, true),
+      (node, gpu) => this.shell.update({ view: "gpu", gpunode: node, gpu, gpupid: "" }, true),
+    );
+  }
+
+  release(): void {}
+}
 
 // GPU-1a2b3c4d-… → GPU-1a2b3c4d
 function shortUuid(uuid: string): string {
@@ -10,7 +50,7 @@ function shortUuid(uuid: string): string {
   return m ? `${m[1] ?? ""}${m[2]}` : uuid.slice(0, 12);
 }
 
-export function renderTargets(
+function renderTargets(
   el: HTMLElement,
   targets: TargetsJson,
   filter: string,

@@ -1,0 +1,59 @@
+// The flame graph view (`view=flame`): the profile's graph (icicle or flame,
+// `orient`), zoomed to `focus` with a breadcrumb back up, the search's
+// matches highlighted.
+import { el, escapeHtml } from "../base/dom";
+import { searchMatches } from "../flame/analysis";
+import { ViewState } from "../state";
+import { ProfileGraph } from "./profile_graph";
+import { View } from "./view";
+
+export class FlameView implements View {
+  private breadcrumb = el("div", "breadcrumb");
+
+  constructor(
+    section: HTMLElement,
+    private profile: ProfileGraph,
+  ) {
+    section.append(this.breadcrumb);
+    this.profile.moveHome(); // this section, under the breadcrumb
+  }
+
+  load(s: ViewState, signal: AbortSignal): Promise<void> {
+    return this.profile.load(s, signal);
+  }
+
+  emptyMessage(s: ViewState, signal: AbortSignal): Promise<string> {
+    return this.profile.emptyMessage(s, signal);
+  }
+
+  render(s: ViewState): void {
+    this.profile.draw(s, (d) => searchMatches(d, s.search));
+    this.renderBreadcrumb();
+  }
+
+  searchInfo(s: ViewState): string {
+    return this.profile.searchInfo(s);
+  }
+
+  release(): void {}
+
+  private renderBreadcrumb(): void {
+    const d = this.profile.data;
+    const f = this.profile.graph.getFocus();
+    if (!d || f === 0) {
+      this.breadcrumb.innerHTML = `<span class="muted small">Click a box to zoom in; right-click for its callers and callees (sandwich); Esc resets.</span>`;
+      return;
+    }
+    const chain: number[] = [];
+    for (let i = f; i >= 0; i = d.parent[i]) chain.unshift(i);
+    this.breadcrumb.innerHTML =
+      `<button class="link" data-node="0">reset</button> ` +
+      chain
+        .slice(1)
+        .map((i) => `› <button class="link" data-node="${i}">${escapeHtml(d.names[d.name[i]])}</button>`)
+        .join(" ");
+    this.breadcrumb
+      .querySelectorAll<HTMLElement>("button")
+      .forEach((b) => b.addEventListener("click", () => this.profile.zoomTo(Number(b.dataset.node))));
+  }
+}

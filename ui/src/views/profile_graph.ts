@@ -1,0 +1,100 @@
+// The merged profile of the range and selector (/api/v1/profile) and the
+// flame graph that draws it. One instance serves three views: the flame
+// view shows it, the top functions show it under their table (the panel
+// moves into their section while they are shown, and back to the flame
+// view's, its home, after), the sandwich computes from its data. Absolute
+// ranges are fetched once; relative ones move with now.
+//
+// For the end-to-end test the panel (`.flame-panel`) carries data-version
+// (each draw) and data-total (the root's value).
+import { apiGet, apiUrl } from "../api/client";
+import type { ProfileJson } from "../api/types";
+import { el } from "../base/dom";
+import { Matches, searchSummary, toSpeedscope } from "../flame/analysis";
+import { FlameGraph } from "../flame/flamegraph";
+import { FlameData, findPath, fromProfile, pathOf } from "../flame/model";
+import { ViewState, commonParams } from "../state";
+import { isRelative } from "../time";
+import { formatValue } from "../units";
+import { emptyMessage, noSamplesHtml } from "./empty";
+import { Shell, openSandwich } from "./view";
+
+const MAX_NODES = 20000;
+
+export class ProfileGraph {
+  readonly panel = el("div", "flame-panel");
+  readonly graph: FlameGraph;
+  data: FlameData | null = null;
+  private key = "";
+
+  constructor(
+    private home: HTMLElement,
+    private shell: Shell,
+  ) {
+    this.graph = new FlameGraph(this.panel, { format: (v) => this.format(v), onZoom: (n) => this.zoomTo(n), onContext: openSandwich(shell) });
+  }
+
+  // Values as the profile's unit reads: CPU samples with their time,
+  // nanoseconds (gpu_time, or CPU profiles of agents at different
+  // frequencies) as time.
+  format(v: number): string {
+    return formatValue(v, this.shell.valueUnit(this.data));
+  }
+
+  async load(s: ViewState, signal: AbortSignal): Promise<void> {
+    const params = { ...commonParams(s), format: "json", max_nodes: MAX_NODES };
+    const key = apiUrl("", params);
+    if (key === this.key && this.data && !isRelative(s.from) && !isRelative(s.to)) return;
+    const json = await apiGet<ProfileJson>("/api/v1/profile", params, signal);
+    if (signal.aborted) return;
+    const t0 = performance.now();
+    this.data = fromProfile(json);
+    const perf = this.shell.measurements.perf;
+    perf.buildMs = performance.now() - t0;
+    perf.nodes = this.data.n;
+    this.key = key;
+    this.graph.setData(this.data, s.color);
+  }
+
+  async emptyMessage(s: ViewState, signal: AbortSignal): Promise<string> {
+    if (!this.data || this.data.total[0] !== 0) return "";
+    return emptyMessage(noSamplesHtml(s.selector, "Try a longer range (24h)", "."), signal);
+  }
+
+  // After what the section already holds.
+  moveTo(section: HTMLElement): void {
+    if (this.panel.parentElement !== section) section.append(this.panel);
+  }
+
+  moveHome(): void {
+    this.moveTo(this.home);
+  }
+
+  // `highlight`: what stands out (the search's matches, or the table's function).
+  draw(s: ViewState, highlight: (d: FlameData) => Matches | null): void {
+    const d = this.data;
+    this.graph.setColorMode(s.color);
+    this.graph.setInverted(s.orient === "flame");
+    if (d) {
+      this.graph.setFocus(findPath(d, s.focus));
+      this.graph.setMatches(highlight(d));
+    }
+    this.graph.draw();
+    this.panel.dataset.version = String(this.shell.measurements.flameDrawn(this.graph.lastDrawMs));
+    this.panel.dataset.total = d ? String(d.total[0]) : "0";
+  }
+
+  searchInfo(s: ViewState): string {
+    return searchSummary(this.data, s.search);
+  }
+
+  zoomTo(node: number): void {
+    if (!this.data) return;
+    this.shell.update({ focus: node === 0 ? "" : pathOf(this.data, node) }, false, false);
+  }
+
+  // The graph as shown (zoom included) in speedscope's format; null before any data.
+  speedscope(title: string): object | null {
+    return this.data ? toSpeedscope(this.data, this.graph.getFocus(), title) : null;
+  }
+}
