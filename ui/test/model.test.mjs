@@ -1,0 +1,133 @@
+// flame/model.ts: the API's node arrays into typed arrays and their layout,
+// the diff's widths, merged trees (TreeBuilder) and focus paths.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { TreeBuilder, findPath, fromDiff, fromProfile, layout, pathOf } from "../src/flame/model.ts";
+
+// root(10) → {a(6) → {a1(2), a2(4)}, b(4) → {b1(1), b2(3)}}: a2 starts 2
+// into a, b 6 into the root, b2 7.
+const profile = {
+  version: 1,
+  type: "cpu",
+  unit: "samples",
+  period_nanos: 10_000_000,
+  total: 10,
+  truncated: 3,
+  names: ["total", "a", "a1", "a2", "b", "b1", "b2"],
+  binaries: ["", "app"],
+  nodes: [
+    [-1, 0, 0, 3, 0, 10],
+    [0, 1, 1, 0, 0, 6],
+    [1, 2, 1, 0, 2, 2],
+    [1, 3, 1, 2, 4, 4],
+    [0, 4, 1, 1, 0, 4],
+    [4, 5, 1, 0, 1, 1],
+    [4, 6, 1, 0, 3, 3],
+  ],
+};
+
+test("fromProfile copies the columns and lays out depth, x and subtree ends", () => {
+  const d = fromProfile(profile);
+  assert.equal(d.n, 7);
+  assert.deepEqual([...d.parent], [-1, 0, 1, 1, 0, 4, 4]);
+  assert.deepEqual([...d.kind], [3, 0, 0, 2, 1, 0, 0]);
+  assert.deepEqual([...d.self], [0, 0, 2, 4, 0, 1, 3]);
+  assert.deepEqual([...d.total], [10, 6, 2, 4, 4, 1, 3]);
+  assert.deepEqual([...d.depth], [0, 1, 2, 2, 1, 2, 2]);
+  assert.deepEqual([...d.x], [0, 0, 0, 2, 6, 6, 7]);
+  // A subtree is [i, end[i]).
+  assert.deepEqual([...d.end], [7, 4, 3, 4, 7, 6, 7]);
+  assert.equal(d.maxDepth, 2);
+  assert.equal(d.truncated, 3);
+  assert.equal(d.unit, "samples");
+  assert.equal(d.periodNanos, 10_000_000);
+});
+
+test("fromProfile of an answer without nodes", () => {
+  const d = fromProfile({ ...profile, total: 0, names: [], binaries: [], nodes: [] });
+  assert.equal(d.n, 0);
+  assert.equal(d.maxDepth, 0);
+  assert.equal(d.end.length, 0);
+});
+
+test("layout of a chain: each node one deeper, every subtree ends at n", () => {
+  const d = fromProfile({ ...profile, nodes: [[-1, 0, 0, 3, 0, 5], [0, 1, 1, 0, 0, 5], [1, 2, 1, 0, 0, 5], [2, 3, 1, 0, 5, 5]] });
+  assert.deepEqual([...d.depth], [0, 1, 2, 3]);
+  assert.deepEqual([...d.end], [4, 4, 4, 4]);
+  assert.equal(d.maxDepth, 3);
+  // layout() again over the same arrays gives the same answer.
+  layout(d);
+  assert.deepEqual([...d.end], [4, 4, 4, 4]);
+});
+
+test("fromDiff: widths are the two shares summed (×1e6), the raw values kept", () => {
+  const d = fromDiff({
+    version: 1,
+    type: "cpu",
+    unit: "samples",
+    period_nanos: 0,
+    base_total: 100,
+    target_total: 200,
+    truncated: 0,
+    names: ["total", "grew", "gone"],
+    binaries: [""],
+    nodes: [
+      [-1, 0, 0, 3, 0, 100, 0, 200],
+      [0, 1, 0, 0, 50, 50, 200, 200],
+      [0, 2, 0, 0, 50, 50, 0, 0],
+    ],
+  });
+  assert.deepEqual([...d.total], [2e6, 1.5e6, 0.5e6]);
+  assert.deepEqual([...d.self], [0, 1.5e6, 0.5e6]);
+  assert.deepEqual([...d.x], [0, 0, 1.5e6]);
+  assert.deepEqual([...d.diff.targetTotal], [200, 200, 0]);
+  assert.equal(d.diff.baseSum, 100);
+  assert.equal(d.diff.targetSum, 200);
+});
+
+test("fromDiff with an empty base divides by 1, not 0", () => {
+  const d = fromDiff({
+    version: 1, type: "cpu", unit: "samples", period_nanos: 0, base_total: 0, target_total: 4, truncated: 0,
+    names: ["total", "new"], binaries: [""],
+    nodes: [[-1, 0, 0, 3, 0, 0, 0, 4], [0, 1, 0, 0, 0, 0, 4, 4]],
+  });
+  assert.deepEqual([...d.total], [1e6, 1e6]);
+  assert.equal(d.diff.baseSum, 0);
+});
+
+test("TreeBuilder merges equal frames, keeps other kinds apart and sorts children by name", () => {
+  const t = new TreeBuilder("fn", "app", 0);
+  const zed = t.child(0, "zed", "app", 0);
+  const alpha = t.child(0, "alpha", "app", 0);
+  assert.equal(t.child(0, "zed", "app", 0), zed); // the same frame: the same node
+  const alphaPython = t.child(0, "alpha", "app", 2); // another kind: another node
+  assert.notEqual(alphaPython, alpha);
+  t.add(0, 1, 10);
+  t.add(zed, 4, 4);
+  t.add(zed, 1, 1);
+  t.add(alpha, 3, 3);
+  t.add(alphaPython, 2, 2);
+  const d = t.build("nanoseconds", 0);
+  assert.equal(d.n, 4);
+  assert.deepEqual([...d.name].map((i) => d.names[i]), ["fn", "alpha", "alpha", "zed"]);
+  assert.deepEqual([...d.kind], [0, 0, 2, 0]);
+  assert.deepEqual([...d.total], [10, 3, 2, 5]);
+  assert.deepEqual([...d.self], [1, 3, 2, 5]);
+  assert.deepEqual([...d.parent], [-1, 0, 0, 0]);
+  assert.deepEqual([...d.x], [0, 0, 3, 5]);
+  assert.equal(d.unit, "nanoseconds");
+});
+
+test("pathOf and findPath: the URL's focus round-trips; an unknown step stops at the last known node", () => {
+  const d = fromProfile(profile);
+  assert.equal(pathOf(d, 0), "");
+  assert.equal(pathOf(d, 3), "a;a2");
+  assert.equal(findPath(d, "a;a2"), 3);
+  assert.equal(findPath(d, "b"), 4);
+  assert.equal(pathOf(d, 6), "b;b2");
+  assert.equal(findPath(d, "b;b2"), 6);
+  assert.equal(findPath(d, ""), 0);
+  assert.equal(findPath(d, "a;missing"), 1);
+  assert.equal(findPath(d, "missing;a2"), 0);
+  for (let i = 0; i < d.n; i++) assert.equal(findPath(d, pathOf(d, i)), i);
+});

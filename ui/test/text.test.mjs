@@ -1,0 +1,69 @@
+// The small pure modules: time.ts (the API's time syntax, durations),
+// units.ts (a profile's values as text), base/dom.ts's text helpers.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { formatDuration, formatNanos, formatTime, isRelative, parseDurationMs, resolveTime } from "../src/time.ts";
+import { formatValue, isTimeUnit, valueNoun } from "../src/units.ts";
+import { errorText, escapeHtml } from "../src/base/dom.ts";
+
+test("parseDurationMs: units ms s m h d w, concatenated, nothing else", () => {
+  assert.equal(parseDurationMs("1h30m"), 5_400_000);
+  assert.equal(parseDurationMs("90s"), 90_000);
+  assert.equal(parseDurationMs("250ms"), 250);
+  assert.equal(parseDurationMs("1w"), 604_800_000);
+  for (const bad of ["", "h", "1x", "1h 30m", "1.5h", "-1h"]) assert.equal(parseDurationMs(bad), null, bad);
+});
+
+test("resolveTime: now, now-<duration>, unix ms, RFC 3339", () => {
+  const now = 1_764_417_600_000;
+  assert.equal(resolveTime("now", now), now);
+  assert.equal(resolveTime(" now-5m ", now), now - 300_000);
+  assert.equal(resolveTime("now-soon", now), null);
+  assert.equal(resolveTime("1764417000000", now), 1_764_417_000_000);
+  assert.equal(resolveTime("2026-11-29T12:00:00Z", now), Date.UTC(2026, 10, 29, 12));
+  assert.equal(resolveTime("2026-11-29T14:00:00.25+02:00", now), Date.UTC(2026, 10, 29, 12, 0, 0, 250));
+  assert.equal(resolveTime("yesterday", now), null);
+  assert.equal(isRelative("now-1h"), true);
+  assert.equal(isRelative("1764417000000"), false);
+});
+
+test("formatDuration and formatTime", () => {
+  assert.equal(formatDuration(86_400e3), "1d");
+  assert.equal(formatDuration(36 * 3600e3), "1.5d");
+  assert.equal(formatDuration(5_400e3), "1.5h");
+  assert.equal(formatDuration(90e3), "1.5m");
+  assert.equal(formatDuration(5e3), "5s");
+  assert.equal(formatDuration(1500), "1.5s");
+  assert.equal(formatTime(Date.UTC(2026, 0, 2, 3, 4, 5)), "2026-01-02 03:04:05");
+});
+
+test("formatNanos: three significant digits at a readable scale", () => {
+  assert.equal(formatNanos(850), "850 ns");
+  assert.equal(formatNanos(12_345), "12.3 µs");
+  assert.equal(formatNanos(4.56e6), "4.56 ms");
+  assert.equal(formatNanos(123e6), "123 ms");
+  assert.equal(formatNanos(1.234e9), "1.23 s");
+  assert.equal(formatNanos(-2500), "-2.50 µs");
+});
+
+test("formatValue and valueNoun per unit", () => {
+  const cpu = { type: "cpu", unit: "samples", periodNanos: 10_000_000 };
+  const gpu = { type: "gpu_time", unit: "nanoseconds", periodNanos: 0 };
+  assert.equal(formatValue(1234, cpu), "1,234 (12.3 s)");
+  assert.equal(formatValue(4.56e6, gpu), "4.56 ms");
+  assert.equal(formatValue(2.5, { ...cpu, periodNanos: 0 }), "2.5");
+  assert.equal(formatValue(7, { type: "x", unit: "count", periodNanos: 0 }), "7");
+  assert.equal(isTimeUnit(gpu), true);
+  assert.equal(valueNoun(gpu), "GPU time");
+  assert.equal(valueNoun({ ...gpu, type: "cpu" }), "time");
+  assert.equal(valueNoun(cpu), "samples");
+  assert.equal(valueNoun({ ...cpu, unit: "" }), "samples");
+});
+
+test("escapeHtml and errorText", () => {
+  assert.equal(escapeHtml(`<a href="x">'&`), "&#60;a href=&#34;x&#34;&#62;&#39;&#38;");
+  assert.equal(escapeHtml(undefined), "");
+  assert.equal(escapeHtml("plain"), "plain");
+  assert.equal(errorText(new Error("boom")), "boom");
+  assert.equal(errorText(42), "42");
+});
