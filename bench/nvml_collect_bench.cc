@@ -1,4 +1,4 @@
-// nvml_collect_bench: CPU cost of one GpuMetricsCollector::CollectInto(),
+// nvml_collect_bench: CPU cost of one NvmlReader::CollectInto(),
 // reported as the share of one core it takes at a 1 s collection interval
 // (the goal: at most 0.2% per GPU).
 //
@@ -23,8 +23,8 @@
 #include <thread>
 #include <vector>
 
-#include "agent/gpu/nvml/gpu_metrics_collector.h"
-#include "agent/gpu/nvml/nvml_library.h"
+#include "agent/collectors/gpu_metrics/nvml/nvml_reader.h"
+#include "agent/collectors/gpu_metrics/nvml/nvml_library.h"
 #include "base/logging.h"
 
 namespace warpscope {
@@ -78,12 +78,12 @@ int Run(const Flags& flags, const std::string& library, int fake_gpus) {
   options.library_path = library;
   if (flags.slow_every > 0) options.slow_metrics_every = flags.slow_every;
   if (flags.gpm_every > 0) options.gpm_every = flags.gpm_every;
-  auto opened = GpuMetricsCollector::Open(options);
+  auto opened = NvmlReader::Open(options);
   if (!opened.ok()) {
     std::printf("nvml_collect_bench library=%s error=%s\n", library.c_str(), Quote(opened.status().message()).c_str());
     return 1;
   }
-  GpuMetricsCollector& collector = **opened;
+  NvmlReader& collector = **opened;
   const bool fake = flags.library.empty();
   const int collects = flags.collects > 0 ? flags.collects : (fake ? 2000 : 30);
   std::vector<GpuReading> readings;

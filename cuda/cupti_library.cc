@@ -8,7 +8,7 @@
 #include <cstring>
 #include <vector>
 
-#include "cuda/cupti_search_paths.h"
+#include "proto/cuda/cupti_search_paths.h"
 
 namespace warpscope::cuda {
 

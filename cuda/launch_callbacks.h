@@ -16,7 +16,7 @@
 
 #include <cstdint>
 
-#include "cuda/protocol/cuda_wire.h"
+#include "proto/cuda/cuda_wire.h"
 
 namespace warpscope::cuda {
 

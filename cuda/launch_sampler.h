@@ -18,7 +18,7 @@
 #include <mutex>
 #include <vector>
 
-#include "cuda/protocol/cuda_wire.h"
+#include "proto/cuda/cuda_wire.h"
 
 namespace warpscope::cuda {
 

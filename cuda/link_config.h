@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "cuda/protocol/cuda_wire.h"
+#include "proto/cuda/cuda_wire.h"
 
 namespace warpscope::cuda {
 
@@ -36,9 +36,9 @@ struct LinkConfig {
 LinkConfig ResolveLinkConfig(const ws_cuda_config& wire);
 
 // What recording one launch costs the launching thread while CUPTI is
-// attached (callbacks and kernel activity): exact mode ran a loop of ~110k
-// launches/s at 0.784 of its speed on the H200 (docs/benchmarks.md), about
-// 2.5 us per launch.
+// attached (callbacks and kernel activity): exact mode runs a loop of ~110k
+// launches/s at 0.78-0.83 of its speed on the H200 (docs/benchmarks.md),
+// about 2-2.5 us per launch; the bound takes the higher cost.
 constexpr uint64_t kAttachedLaunchCostNs = 2500;
 
 // Adaptive mode: the period (window start to next window start) that keeps

@@ -1,4 +1,4 @@
-// WireOutbox: the library's side of cuda/protocol/cuda_wire.h. It turns
+// WireOutbox: the library's side of proto/cuda/cuda_wire.h. It turns
 // records into messages of at most WS_CUDA_WIRE_MAX_MESSAGE bytes, keeps the
 // per-connection kernel-name dictionary, and queues messages until the link
 // thread sends them with non-blocking writes.
@@ -24,7 +24,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "cuda/protocol/cuda_wire.h"
+#include "proto/cuda/cuda_wire.h"
 
 namespace warpscope::cuda {
 

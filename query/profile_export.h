@@ -1,7 +1,7 @@
 // Downloads of a queried profile (GET /api/v1/profile?format=pprof or collapsed):
 // the same MergedProfile the flame graph shows, in the formats other tools read.
 // Frames are named by frame_label.h in both, as the agent's own exporters
-// (agent/export/) name them, so a profile reads the same recorded locally or
+// (model/formats/) name them, so a profile reads the same recorded locally or
 // queried from the server.
 //
 // Pure functions; safe on any thread.
@@ -16,7 +16,7 @@
 namespace warpscope::query {
 
 // gzip-compressed pprof (perftools.profiles.Profile), written by the agent's
-// pprof writer (agent/export/pprof_writer.h), readable by `go tool pprof`.
+// pprof writer (model/formats/pprof_writer.h), readable by `go tool pprof`.
 //  * sample types: for unit "samples" [samples/count, <type>/nanoseconds]
 //    (value × period_nanos; default <type>, e.g. cpu/nanoseconds), or just
 //    [samples/count] when the period is unknown; for any other unit just
@@ -36,7 +36,7 @@ StatusOr<std::string> RenderPprofGzip(const storage::MergedProfile& profile, int
 // Brendan Gregg's folded stacks (flamegraph.pl, speedscope, inferno): one
 // line "root;...;leaf VALUE\n" per distinct stack, names from frame_label.h,
 // inlined functions as frames of their own (outer first), kernel frames with
-// FlameGraph's "_[k]" suffix (as agent/export/collapsed_writer.h). ';' in a
+// FlameGraph's "_[k]" suffix (as model/formats/collapsed_writer.h). ';' in a
 // name becomes ':' and control characters spaces; a stack without frames is
 // "[unknown]". Stacks that name the same are merged; lines sorted bytewise.
 std::string RenderCollapsed(const storage::MergedProfile& profile);

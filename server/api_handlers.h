@@ -1,9 +1,9 @@
 // The routes of warpscope-server's API (docs/api.md): ingest and the queries,
-// wired to a storage::ProfileStore and the renderers of query/. HttpServer
+// wired to a storage::ProfileStore and the renderers of query/. http::HttpServer
 // (http_server.h) has already checked the token, the size limits and
 // decompressed the body by the time a handler runs.
 //
-// Threading: handlers run on HttpServer's worker threads, several at once;
+// Threading: handlers run on http::HttpServer's worker threads, several at once;
 // ApiHandlers holds no mutable state of its own (the store is thread-safe).
 #pragma once
 
@@ -12,7 +12,7 @@
 #include <functional>
 
 #include "server/api_params.h"
-#include "server/http_server.h"
+#include "base/http/http_server.h"
 #include "storage/profile_store.h"
 
 namespace warpscope::server {
@@ -34,13 +34,13 @@ struct ApiOptions {
   // Every query stops (503) once it has run this long, and frees its worker.
   std::chrono::nanoseconds query_timeout = std::chrono::seconds(30);
   // The connection layer's counters, reported by /api/v1/status; may be null.
-  const ConnectionCounters* http_counters = nullptr;
+  const http::ConnectionCounters* http_counters = nullptr;
 };
 
 // Every API route (ingest, profile, top, diff, series, flamechart, metrics,
 // metric names, labels, label values, targets, types, status, gpu/kernels,
 // gpu/trace, gpu/trace.json) plus /healthz. `store` must outlive the routes.
-Routes ApiRoutes(storage::ProfileStore* store, const ApiOptions& options);
+http::Routes ApiRoutes(storage::ProfileStore* store, const ApiOptions& options);
 
 
 }  // namespace warpscope::server

@@ -19,7 +19,7 @@ TEST(ApiParamsTest, StatusesMapToHttp) {
 // A full disk's message names the store's statements and files; the client
 // gets what happened and what to do, the log the details.
 TEST(ApiParamsTest, StorageFullAnswerHidesTheStoresInternals) {
-  const HttpResponse r = ErrorFor(ResourceExhaustedError(
+  const http::HttpResponse r = ErrorFor(ResourceExhaustedError(
       "interning batch: INSERT INTO strings(id, value) VALUES (?, ?): database or disk is full (sqlite 13)"));
   EXPECT_EQ(r.status, 507);
   EXPECT_EQ(r.body.find("INSERT"), std::string::npos) << r.body;
@@ -28,22 +28,22 @@ TEST(ApiParamsTest, StorageFullAnswerHidesTheStoresInternals) {
 
 TEST(ApiParamsTest, CaveatsGoFirstInJsonAndIntoAHeaderOtherwise) {
   storage::QueryContext context;
-  const HttpResponse plain = WithCaveats(HttpResponse::Json(200, "{\"total\":5}"), context);
+  const http::HttpResponse plain = WithCaveats(http::HttpResponse::Json(200, "{\"total\":5}"), context);
   EXPECT_EQ(plain.body, "{\"total\":5}");
   context.AddGap({1'000'000'000, 2'000'000'000, "segment seg-1-2.wss block 0 is corrupt"});
   context.AddGap({1'000'000'000, 2'000'000'000, "segment seg-1-2.wss block 0 is corrupt"});  // once
-  const HttpResponse json = WithCaveats(HttpResponse::Json(200, "{\"total\":5}"), context);
+  const http::HttpResponse json = WithCaveats(http::HttpResponse::Json(200, "{\"total\":5}"), context);
   EXPECT_EQ(json.body,
             "{\"incomplete\":[{\"from\":\"1970-01-01T00:00:01Z\",\"from_ms\":1000,\"reason\":\"segment "
             "seg-1-2.wss block 0 is corrupt\",\"to\":\"1970-01-01T00:00:02Z\",\"to_ms\":2000}],\"total\":5}");
-  const HttpResponse empty = WithCaveats(HttpResponse::Json(200, "{}"), context);
+  const http::HttpResponse empty = WithCaveats(http::HttpResponse::Json(200, "{}"), context);
   EXPECT_EQ(empty.body.rfind("{\"incomplete\":[", 0), 0u);
   EXPECT_EQ(empty.body.back(), '}');
   EXPECT_EQ(empty.body[empty.body.size() - 2], ']');
-  HttpResponse text;
+  http::HttpResponse text;
   text.content_type = "text/plain";
   text.body = "main;work 5\n";
-  const HttpResponse collapsed = WithCaveats(text, context);
+  const http::HttpResponse collapsed = WithCaveats(text, context);
   EXPECT_EQ(collapsed.body, text.body);
   ASSERT_EQ(collapsed.headers.size(), 1u);
   EXPECT_EQ(collapsed.headers[0].first, "X-Warpscope-Incomplete");

@@ -6,7 +6,7 @@
 // common from/to/selector parameters; the trace ranges are capped
 // (ApiOptions::max_gpu_trace_range_ns) and every answer's activity count too.
 //
-// Threading: the handlers hold no mutable state; HttpServer's workers call
+// Threading: the handlers hold no mutable state; http::HttpServer's workers call
 // them concurrently.
 #pragma once
 
@@ -16,6 +16,6 @@ namespace warpscope::server {
 
 // Appends the three routes to *routes. `store` must outlive them;
 // options.now_ns must be set.
-void AddGpuRoutes(storage::ProfileStore* store, const ApiOptions& options, Routes* routes);
+void AddGpuRoutes(storage::ProfileStore* store, const ApiOptions& options, http::Routes* routes);
 
 }  // namespace warpscope::server

@@ -3,7 +3,7 @@
 // query API (docs/api.md) and the web UI (ui/, embedded at build time).
 //
 // Threads: main parses flags, opens the store, starts the HTTP server and
-// then only waits for SIGINT/SIGTERM (a signalfd); HttpServer's workers run
+// then only waits for SIGINT/SIGTERM (a signalfd); http::HttpServer's workers run
 // the handlers; the store runs its own background thread(s).
 #include <signal.h>
 #include <sys/signalfd.h>
@@ -19,8 +19,8 @@
 
 #include "base/logging.h"
 #include "server/api_handlers.h"
-#include "server/http_server.h"
-#include "server/listen_address.h"
+#include "base/http/http_server.h"
+#include "base/http/listen_address.h"
 #include "server/open_store.h"
 #include "server/server_options.h"
 #include "server/static_files.h"
@@ -56,7 +56,7 @@ int Run(const warpscope::server::ServerOptions& options) {
     std::cerr << "warpscope-server: " << store.status().message() << "\n";
     return 1;
   }
-  server::HttpServerOptions http;
+  http::HttpServerOptions http;
   http.listen = options.listen;
   http.token = options.token;
   http.insecure_listen_any = options.insecure_listen_any;
@@ -65,21 +65,21 @@ int Run(const warpscope::server::ServerOptions& options) {
   http.ingest_threads = options.ingest_threads;
   http.connections.max_connections = options.max_connections;
   http.connections.max_connections_per_client = options.max_connections_per_client;
-  server::ConnectionCounters http_counters;
+  http::ConnectionCounters http_counters;
   http.counters = &http_counters;
   server::ApiOptions api;
   api.query_timeout = options.query_timeout;
   api.http_counters = &http_counters;
-  server::Routes routes = server::ApiRoutes(store->get(), api);
-  for (server::Route& r : server::StaticFileRoutes(server::EmbeddedUiFiles())) routes.push_back(std::move(r));
-  auto httpd = server::HttpServer::Start(http, std::move(routes));
+  http::Routes routes = server::ApiRoutes(store->get(), api);
+  for (http::Route& r : server::StaticFileRoutes(server::EmbeddedUiFiles())) routes.push_back(std::move(r));
+  auto httpd = http::HttpServer::Start(http, std::move(routes));
   if (!httpd.ok()) {
     std::cerr << "warpscope-server: " << httpd.status().message() << "\n";
     return httpd.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
   }
   const std::string host = options.listen.substr(0, options.listen.rfind(':'));
   const bool any = host.empty() || host == "0.0.0.0" || host == "[::]";
-  const auto listen = server::ParseListenAddress(options.listen);  // checked by ParseServerArgs
+  const auto listen = http::ParseListenAddress(options.listen);  // checked by ParseServerArgs
   const bool loopback = listen.ok() && listen->is_loopback;
   // Where to point a browser: a wildcard address is reached on loopback.
   // One write: tools (and tests) that wait for this line read it whole.

@@ -7,7 +7,7 @@
 
 #include "base/duration.h"
 #include "base/file_util.h"
-#include "server/listen_address.h"
+#include "base/http/listen_address.h"
 #include "storage/clickhouse/clickhouse_url.h"
 
 namespace warpscope::server {
@@ -199,7 +199,7 @@ StatusOr<ServerOptions> ParseServerArgs(const std::vector<std::string>& args, co
   }
   // The address and the no-token rule are checked here, before anything is
   // opened or created.
-  auto listen = ParseListenAddress(o.listen);
+  auto listen = http::ParseListenAddress(o.listen);
   if (!listen.ok()) return InvalidArgumentError("--listen: " + listen.status().message());
   if (o.token.empty() && !listen->is_loopback && !o.insecure_listen_any) {
     return InvalidArgumentError("refusing to listen on non-loopback address " + o.listen +

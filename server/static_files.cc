@@ -16,8 +16,8 @@ constexpr char kNoUiPage[] =
     "<!doctype html><title>warpscope</title><p>This warpscope-server was built without the web UI "
     "(WARPSCOPE_BUILD_UI=OFF). The API is under <code>/api/v1/</code> (docs/api.md).</p>";
 
-HttpResponse Serve(const EmbeddedFile& file, const char* cache_control) {
-  HttpResponse r;
+http::HttpResponse Serve(const EmbeddedFile& file, const char* cache_control) {
+  http::HttpResponse r;
   r.content_type = std::string(file.content_type);
   r.body = std::string(file.data);
   r.headers.emplace_back("Cache-Control", cache_control);
@@ -29,29 +29,29 @@ bool IsApiPath(const std::string& path) { return path == "/api" || path.rfind("/
 
 }  // namespace
 
-Routes StaticFileRoutes(std::span<const EmbeddedFile> files) {
+http::Routes StaticFileRoutes(std::span<const EmbeddedFile> files) {
   auto by_path = std::make_shared<std::map<std::string, const EmbeddedFile*, std::less<>>>();
   for (const EmbeddedFile& f : files) by_path->emplace(std::string(f.path), &f);
   auto index_page = [by_path]() {
     auto it = by_path->find("/index.html");
     if (it != by_path->end()) return Serve(*it->second, kRevalidate);
-    HttpResponse r;
+    http::HttpResponse r;
     r.status = 404;
     r.content_type = "text/html; charset=utf-8";
     r.body = kNoUiPage;
     return r;
   };
 
-  Routes routes;
-  routes.push_back({"GET", "/", [index_page](const HttpRequest&) { return index_page(); }});
-  routes.push_back({"GET", "/assets/*", [by_path](const HttpRequest& req) {
+  http::Routes routes;
+  routes.push_back({"GET", "/", [index_page](const http::HttpRequest&) { return index_page(); }});
+  routes.push_back({"GET", "/assets/*", [by_path](const http::HttpRequest& req) {
                       auto it = by_path->find(req.path);
-                      if (it == by_path->end()) return HttpResponse::Error(404, "no such file: " + req.path);
+                      if (it == by_path->end()) return http::HttpResponse::Error(404, "no such file: " + req.path);
                       return Serve(*it->second, kImmutable);
                     }});
   // Top-level files (favicon) by name; any other path is a view of the app.
-  routes.push_back({"GET", "/*", [by_path, index_page](const HttpRequest& req) {
-                      if (IsApiPath(req.path)) return HttpResponse::Error(404, "no such path: " + req.path);
+  routes.push_back({"GET", "/*", [by_path, index_page](const http::HttpRequest& req) {
+                      if (IsApiPath(req.path)) return http::HttpResponse::Error(404, "no such path: " + req.path);
                       auto it = by_path->find(req.path);
                       if (it != by_path->end()) return Serve(*it->second, kRevalidate);
                       return index_page();

@@ -10,7 +10,7 @@
 #include <span>
 #include <string_view>
 
-#include "server/http_server.h"
+#include "base/http/http_server.h"
 
 namespace warpscope::server {
 
@@ -25,6 +25,6 @@ struct EmbeddedFile {
 std::span<const EmbeddedFile> EmbeddedUiFiles();
 
 // GET "/", "/assets/*" and the "/*" fallback over `files`, which must outlive the routes.
-Routes StaticFileRoutes(std::span<const EmbeddedFile> files);
+http::Routes StaticFileRoutes(std::span<const EmbeddedFile> files);
 
 }  // namespace warpscope::server

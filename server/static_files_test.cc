@@ -1,4 +1,4 @@
-// StaticFileRoutes on a real HttpServer on loopback, with a token set: the
+// StaticFileRoutes on a real http::HttpServer on loopback, with a token set: the
 // UI's files need none, the API still does.
 #include "server/static_files.h"
 
@@ -18,13 +18,13 @@ const std::array<EmbeddedFile, 3> kFiles = {{
     {"/favicon.svg", "image/svg+xml", "<svg/>"},
 }};
 
-std::unique_ptr<HttpServer> StartWith(std::span<const EmbeddedFile> files) {
-  HttpServerOptions o;
+std::unique_ptr<http::HttpServer> StartWith(std::span<const EmbeddedFile> files) {
+  http::HttpServerOptions o;
   o.listen = "127.0.0.1:0";
   o.token = kToken;
-  Routes routes = StaticFileRoutes(files);
-  routes.push_back({"GET", "/api/v1/types", [](const HttpRequest&) { return HttpResponse::Json(200, "{}"); }});
-  auto s = HttpServer::Start(o, std::move(routes));
+  http::Routes routes = StaticFileRoutes(files);
+  routes.push_back({"GET", "/api/v1/types", [](const http::HttpRequest&) { return http::HttpResponse::Json(200, "{}"); }});
+  auto s = http::HttpServer::Start(o, std::move(routes));
   EXPECT_TRUE(s.ok()) << s.status().ToString();
   return s.ok() ? std::move(s).value() : nullptr;
 }

@@ -17,7 +17,7 @@
 
 #include "base/status.h"
 #include "proto/warpscope/v1/ingest.pb.h"
-#include "query/selector.h"
+#include "model/selector.h"
 #include "storage/ingest_time_bounds.h"
 #include "storage/query_context.h"
 #include "storage/store_types.h"

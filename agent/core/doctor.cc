@@ -24,11 +24,11 @@
 #include <sstream>
 
 #include "agent/core/cli.h"
-#include "agent/gpu/cuda/cuda_socket_server.h"
-#include "agent/gpu/nvml/nvml_library.h"
+#include "agent/collectors/gpu_time/socket/cuda_socket_server.h"
+#include "agent/collectors/gpu_metrics/nvml/nvml_library.h"
 #include "base/ca_bundle.h"
 #include "base/file_util.h"
-#include "cuda/cupti_search_paths.h"
+#include "proto/cuda/cupti_search_paths.h"
 
 namespace warpscope {
 namespace {

@@ -66,9 +66,4 @@ int ExitCodeForStartFailure(const Status& status, int otherwise) {
   return status.code() == StatusCode::kPermissionDenied ? kExitPermission : otherwise;
 }
 
-int64_t UnixNanosNow() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 }  // namespace warpscope

@@ -62,7 +62,4 @@ int ReportFailure(int exit_code, const Status& status);
 // privileges, otherwise `otherwise`.
 int ExitCodeForStartFailure(const Status& status, int otherwise);
 
-// The wall clock in unix nanoseconds (profiles and batches are stamped with it).
-int64_t UnixNanosNow();
-
 }  // namespace warpscope

@@ -6,11 +6,11 @@
 #include <iostream>
 #include <map>
 
-#include "agent/collectors/uprobe/uprobe_stack_collector.h"
+#include "agent/collectors/gpu_time/uprobe_stack_collector.h"
 #include "agent/core/cli.h"
 #include "agent/core/preflight.h"
-#include "agent/core/profile_assembler.h"
-#include "agent/export/frame_names.h"
+#include "agent/collectors/cpu/profile_assembler.h"
+#include "model/frame_names.h"
 #include "agent/symbolize/symbolizer.h"
 #include "agent/unwind/python/python_processes.h"
 #include "agent/unwind/unwind_table_loader.h"

@@ -23,9 +23,9 @@
 #include <string_view>
 #include <vector>
 
-#include "agent/export/gpu_trace.h"
-#include "agent/export/metric_reading.h"
-#include "agent/export/profile.h"
+#include "model/gpu_trace.h"
+#include "model/metric_reading.h"
+#include "model/profile.h"
 #include "agent/process/process_labels.h"
 #include "base/status.h"
 #include "proto/warpscope/v1/ingest.pb.h"

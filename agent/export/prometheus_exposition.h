@@ -17,16 +17,9 @@
 #include <utility>
 #include <vector>
 
-#include "agent/export/metric_reading.h"
+#include "model/metric_reading.h"
 
 namespace warpscope {
-
-// A GPU metric the collector turned off for one device, and why.
-struct GpuMetricOff {
-  std::string gpu;
-  std::string metric;
-  std::string reason;
-};
 
 struct AgentHealth {
   uint64_t samples = 0;        // CPU samples encoded into batches

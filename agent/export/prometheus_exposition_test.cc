@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/tools/prometheus_parse.h"
+#include "tests/support/prometheus_parse.h"
 
 namespace warpscope {
 namespace {

@@ -9,9 +9,9 @@
 
 #include <thread>
 
-#include "agent/export/fake_ingest_server.h"
+#include "tests/fakes/fake_ingest_server.h"
 #include "agent/export/ingest_batch_encoder.h"
-#include "agent/export/test_profile.h"
+#include "tests/support/test_profile.h"
 
 namespace warpscope {
 namespace {

@@ -20,10 +20,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "agent/export/gpu_trace.h"
+#include "model/gpu_trace.h"
 #include "agent/export/ingest_batch_encoder.h"
-#include "agent/export/metric_reading.h"
-#include "agent/export/profile.h"
+#include "model/metric_reading.h"
+#include "model/profile.h"
 #include "agent/process/process_labels.h"
 #include "base/status.h"
 #include "proto/warpscope/v1/ingest.pb.h"

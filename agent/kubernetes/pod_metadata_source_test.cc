@@ -18,7 +18,7 @@
 #include <thread>
 
 #include "base/file_util.h"
-#include "tests/tools/loopback_client.h"
+#include "tests/support/loopback_client.h"
 
 namespace warpscope::kubernetes {
 namespace {

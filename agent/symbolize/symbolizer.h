@@ -22,7 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "agent/export/profile.h"
+#include "model/profile.h"
 #include "agent/process/proc_fs.h"
 #include "agent/process/process_table.h"
 #include "agent/symbolize/elf_symbols.h"

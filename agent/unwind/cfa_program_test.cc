@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "agent/unwind/cfa_program.h"
-#include "agent/unwind/cfi_builder_for_test.h"
+#include "tests/support/cfi_builder.h"
 
 namespace warpscope::testing {
 namespace {

@@ -2,7 +2,7 @@
 // overlaps, merging, code ranges) on synthetic sections.
 #include <gtest/gtest.h>
 
-#include "agent/unwind/cfi_builder_for_test.h"
+#include "tests/support/cfi_builder.h"
 #include "agent/unwind/unwind_table.h"
 
 namespace warpscope::testing {

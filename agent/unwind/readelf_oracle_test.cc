@@ -10,7 +10,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "agent/unwind/readelf_oracle.h"
+#include "tests/support/readelf_oracle.h"
 #include "agent/unwind/unwind_table.h"
 
 namespace warpscope::testing {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "query/selector.h"
+#include "model/selector.h"
 #include "storage/clickhouse/clickhouse_client.h"
 
 namespace warpscope::clickhouse {
@@ -31,7 +31,7 @@ std::string LabelValueSql(const std::string& name);
 // so sharded fact tables work: the shards need no label_sets). Regex
 // matchers run in ClickHouse's RE2, fully anchored and with '.' not matching
 // '\n' (as our ECMAScript matchers); the dialects differ outside their
-// common subset (query/label_matcher.h).
+// common subset (model/label_matcher.h).
 std::string SeriesFilterSql(const Selector& selector);
 
 // " AND <filter>" or "".

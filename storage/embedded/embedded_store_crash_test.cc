@@ -1,4 +1,4 @@
-// The "done when": every acknowledged batch survives a kill -9 of the
+// The store's durability promise: every acknowledged batch survives a kill -9 of the
 // server, and a re-sent batch is never stored twice nor wrongly dropped.
 //
 // A forked child runs a store the way the server does (background flushes

@@ -13,7 +13,7 @@ StatusOr<std::vector<uint64_t>> SeriesCatalog::Select(const Selector& selector, 
   std::vector<uint64_t> out;
   out.reserve(candidates.size());
   // Each regex runs once per distinct label value, within a budget of regex
-  // work (InvalidArgument past it: query/selector.h).
+  // work (InvalidArgument past it: model/selector.h).
   SelectorEvaluation evaluation(selector);
   for (size_t i = 0; i < candidates.size(); ++i) {
     if (i % 1024 == 1023) RETURN_IF_ERROR(storage::CheckQuery(context));

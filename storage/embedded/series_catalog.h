@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "query/selector.h"
+#include "model/selector.h"
 #include "storage/embedded/dictionary/dictionary_store.h"
 #include "storage/query_context.h"
 #include "storage/store_types.h"

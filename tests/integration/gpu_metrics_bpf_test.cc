@@ -19,8 +19,8 @@
 #include "tests/integration/agent_process.h"
 #include "tests/integration/server_process.h"
 #include "tests/integration/subprocess.h"
-#include "tests/tools/loopback_client.h"
-#include "tests/tools/prometheus_parse.h"
+#include "tests/support/loopback_client.h"
+#include "tests/support/prometheus_parse.h"
 
 namespace warpscope::testing {
 namespace {

@@ -1,7 +1,7 @@
 // End-to-end test of `warpscope-agent run`: the real agent binary and BPF
 // program, a workload with known answers (cpu_split: 3/4 of its CPU in
 // hot_three_quarters, 1/4 in cold_one_quarter), and a scripted ingest endpoint
-// in this process (agent/export/fake_ingest_server.h, the real HTTP core) in
+// in this process (tests/fakes/fake_ingest_server.h, the real HTTP core) in
 // place of warpscope-server. Needs root; labelled `bpf` in CTest.
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -15,7 +15,7 @@
 #include <sstream>
 #include <thread>
 
-#include "agent/export/fake_ingest_server.h"
+#include "tests/fakes/fake_ingest_server.h"
 #include "tests/integration/subprocess.h"
 
 namespace warpscope::testing {

@@ -25,7 +25,7 @@
 #include "tests/integration/batch_factory.h"
 #include "tests/integration/server_process.h"
 #include "tests/integration/subprocess.h"
-#include "tests/tools/loopback_client.h"
+#include "tests/support/loopback_client.h"
 
 namespace warpscope::testing {
 namespace {

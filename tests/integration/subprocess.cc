@@ -11,7 +11,7 @@
 #include <chrono>
 #include <cstdlib>
 
-#include "tests/tools/loopback_client.h"
+#include "tests/support/loopback_client.h"
 
 namespace warpscope::testing {
 namespace {

@@ -19,7 +19,7 @@
 #include <map>
 #include <sstream>
 
-#include "agent/unwind/python/python_interpreters_for_test.h"
+#include "tests/support/python_interpreters.h"
 
 namespace warpscope {
 namespace {

@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "agent/unwind/python/code_object.h"
-#include "agent/unwind/python/python_interpreters_for_test.h"
+#include "tests/support/python_interpreters.h"
 
 namespace warpscope {
 namespace {

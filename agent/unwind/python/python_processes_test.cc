@@ -8,7 +8,7 @@
 
 #include "agent/process/process_table.h"
 #include "agent/unwind/python/python_binary.h"
-#include "agent/unwind/python/python_interpreters_for_test.h"
+#include "tests/support/python_interpreters.h"
 #include "agent/unwind/python/python_processes.h"
 #include "bpf/intf/unwind.h"
 

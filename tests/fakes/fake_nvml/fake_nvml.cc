@@ -3,7 +3,7 @@
 // NVML collector's tests and benchmark run on machines without a GPU through
 // the same dlopen path as in production.
 //
-// It exports the NVML functions of agent/gpu/nvml/nvml_abi.h with the exact
+// It exports the NVML functions of agent/collectors/gpu_metrics/nvml/nvml_abi.h with the exact
 // signatures of that list, and checks what a careless caller would get wrong
 // on a real driver: struct versions, buffer sizes, handles, sample pairs,
 // calls before nvmlInit_v2 or after nvmlShutdown.
@@ -22,7 +22,7 @@
 #include <mutex>
 #include <string>
 
-#include "agent/gpu/nvml/nvml_abi.h"
+#include "agent/collectors/gpu_metrics/nvml/nvml_abi.h"
 #include "tests/fakes/fake_nvml/fake_nvml_script.h"
 #include "tests/fakes/fake_nvml/fake_nvml_state.h"
 

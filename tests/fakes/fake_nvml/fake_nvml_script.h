@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "agent/gpu/nvml/nvml_abi.h"
+#include "agent/collectors/gpu_metrics/nvml/nvml_abi.h"
 
 namespace warpscope::fake_nvml {
 

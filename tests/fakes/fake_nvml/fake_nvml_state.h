@@ -14,7 +14,7 @@
 #include <string>
 #include <utility>
 
-#include "agent/gpu/nvml/nvml_abi.h"
+#include "agent/collectors/gpu_metrics/nvml/nvml_abi.h"
 #include "tests/fakes/fake_nvml/fake_nvml_script.h"
 
 // What the fake's opaque handles point to.

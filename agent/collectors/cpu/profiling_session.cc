@@ -1,0 +1,193 @@
+#include "agent/collectors/cpu/profiling_session.h"
+
+#include <algorithm>
+
+#include "base/unix_time.h"
+#include "base/logging.h"
+
+namespace warpscope {
+
+StatusOr<std::unique_ptr<ProfilingSession>> ProfilingSession::Create(const ProfilingSessionOptions& options) {
+  CpuSamplerOptions sampler_options;
+  sampler_options.frequency_hz = options.frequency_hz;
+  sampler_options.pids = options.pids;
+  sampler_options.drain_interval = options.drain_interval;
+  sampler_options.python_frames = options.python_frames && !options.frame_pointers_only;
+  ASSIGN_OR_RETURN(std::unique_ptr<CpuSampler> sampler, CpuSampler::Create(sampler_options));
+  std::unique_ptr<ProfilingSession> session(new ProfilingSession(options, std::move(sampler), sampler_options));
+  // Processes are described to the symbolizer and to the BPF unwinder when
+  // first seen; targets of --pid before sampling starts, so that every sample
+  // of theirs gets a whole stack.
+  for (uint32_t pid : options.pids) session->Describe(pid);
+  return session;
+}
+
+ProfilingSession::ProfilingSession(const ProfilingSessionOptions& options, std::unique_ptr<CpuSampler> sampler,
+                                   const CpuSamplerOptions& sampler_options)
+    : options_(options),
+      period_nanos_(1'000'000'000 / options.frequency_hz),
+      python_frames_(sampler_options.python_frames),
+      symbolizer_(ProcFs(), "/proc/kallsyms", options.symbol_cache_bytes),
+      sampler_(std::move(sampler)),
+      unwinder_(sampler_->unwind_map_fds(), sampler_options.unwind_maps, ProcFs()),
+      python_(sampler_->unwind_map_fds().py_procs, ProcFs()),
+      assembler_(&symbolizer_, &python_, nullptr, period_nanos_) {
+  if (Status s = symbolizer_.Init(); !s.ok()) {
+    LOG_WARNING() << "kernel frames will not be symbolized: " << s.message();
+  }
+}
+
+Status ProfilingSession::Publish(const ProcessInfo& info) {
+  const uint32_t flags = python_frames_ ? python_.Describe(info) : 0;
+  return unwinder_.Describe(info, flags);
+}
+
+void ProfilingSession::Describe(uint32_t pid) {
+  symbolizer_.OnProcessSeen(pid);
+  if (options_.frame_pointers_only) return;
+  if (const ProcessInfo* info = symbolizer_.processes().Find(pid)) {
+    if (Status s = Publish(*info); !s.ok()) LOG_WARNING() << "unwinder: " << s.message();
+  }
+}
+
+Status ProfilingSession::Start() {
+  RETURN_IF_ERROR(sampler_->Start());
+  drain_interval_ = sampler_->map_sizes().drain_interval;
+  next_drain_ = Clock::now() + drain_interval_;
+  if (options_.stamp_sample_times) {
+    // Drain on the Unix clock's second boundaries (or a divisor of them), so
+    // each drain holds the samples of one whole bucket.
+    last_drain_unix_ = UnixNanosNow();
+    const int64_t interval = std::chrono::duration_cast<std::chrono::nanoseconds>(drain_interval_).count();
+    if (interval > 0) {
+      next_drain_ = Clock::now() + std::chrono::nanoseconds(interval - last_drain_unix_ % interval);
+    }
+  }
+  return Status::Ok();
+}
+
+void ProfilingSession::OnEvent(const ws_proc_event& event) {
+  switch (event.type) {
+    case WS_PROC_SEEN: Describe(event.pid); break;
+    case WS_PROC_EXEC:
+      symbolizer_.OnExec(event.pid);
+      unwinder_.Forget(event.pid);
+      python_.OnExec(event.pid);
+      Describe(event.pid);
+      break;
+    case WS_PROC_EXIT:
+      symbolizer_.OnExit(event.pid);
+      unwinder_.Forget(event.pid);
+      python_.OnExit(event.pid);
+      break;
+    case WS_PROC_PY_STACK: {
+      RawStack stack;
+      if (sampler_->LookupStack(event.buffer, event.stack_hash, &stack)) {
+        python_.Prefetch(event.pid, stack.frames.data(), stack.frames.size());
+      }
+      break;
+    }
+    default: break;
+  }
+  if (observer_) observer_(event);
+}
+
+Status ProfilingSession::Drain(bool final_drain) {
+  CpuSampleBatch batch;
+  symbolizer_.BeginEpoch();
+  RETURN_IF_ERROR(final_drain ? sampler_->DrainAll(&batch) : sampler_->Drain(&batch));
+  if (options_.stamp_sample_times) {
+    // The samples were taken since the previous drain: they belong to the
+    // second holding the middle of that span (a short drain at an upload
+    // window's end lands in the right second too).
+    const int64_t now = UnixNanosNow();
+    const int64_t middle = last_drain_unix_ + (now - last_drain_unix_) / 2;
+    assembler_.SetSampleTime(middle - middle % kSampleTimeResolutionNanos);
+    last_drain_unix_ = now;
+  }
+  assembler_.AddBatch(batch);
+  missing_stacks_ += batch.missing_stacks;
+  // Maps re-read during symbolization (dlopen) get a new generation: publish it.
+  if (!options_.frame_pointers_only) {
+    uint32_t last_pid = 0;
+    for (const RawSample& sample : batch.samples) {
+      if (sample.pid == last_pid) continue;
+      last_pid = sample.pid;
+      // Exited processes stay in the symbolizer until EndEpoch; the unwinder
+      // has already forgotten them and must not take them back.
+      const ProcessInfo* info = symbolizer_.processes().Find(sample.pid);
+      if (info != nullptr && !info->exited) (void)Publish(*info);
+    }
+  }
+  // Processes that exited before this drain's flip have no samples left in
+  // the kernel, so their maps can go now.
+  symbolizer_.EndEpoch();
+  python_.EndEpoch();
+  return Status::Ok();
+}
+
+Status ProfilingSession::Poll(Clock::time_point until) {
+  const auto now = Clock::now();
+  const auto wait = std::max(Clock::duration::zero(),
+                             std::min({until, next_drain_, now + std::chrono::milliseconds(100)}) - now);
+  RETURN_IF_ERROR(sampler_->PollProcessEvents(std::chrono::duration_cast<std::chrono::milliseconds>(wait),
+                                              [this](const ws_proc_event& e) { OnEvent(e); }));
+  if (Clock::now() >= next_drain_) {
+    RETURN_IF_ERROR(Drain(false));
+    next_drain_ += drain_interval_;
+    // After a long stall (a slow symbolization), do not drain back to back.
+    if (next_drain_ < Clock::now()) next_drain_ = Clock::now() + drain_interval_;
+  }
+  return Status::Ok();
+}
+
+Status ProfilingSession::StopAndDrainAll() {
+  sampler_->Stop();
+  // Deliver the last process events before the final drain so new processes get maps.
+  (void)sampler_->PollProcessEvents(std::chrono::milliseconds(0), [this](const ws_proc_event& e) { OnEvent(e); });
+  return Drain(true);
+}
+
+void ProfilingSession::AddCounters(std::vector<ProfileCounter>* counters) const {
+  uint64_t bpf_run_ns = 0, bpf_runs = 0;
+  sampler_->ReadProgramRunStats(&bpf_run_ns, &bpf_runs);
+  if (bpf_runs > 0) {  // only with kernel.bpf_stats_enabled=1
+    SetCounter(counters, "bpf_run_time_ns", bpf_run_ns);
+    SetCounter(counters, "bpf_run_count", bpf_runs);
+  }
+  const CpuSamplerStats stats = sampler_->ReadStats();
+  for (uint32_t i = 0; i < WS_STAT_MAX; ++i) {
+    SetCounter(counters, CpuSamplerStatName(static_cast<ws_cpu_sampler_stat>(i)), stats.values[i]);
+  }
+  const SymbolizerStats sym = symbolizer_.stats();
+  SetCounter(counters, "missing_stack_refs", missing_stacks_ + assembler_.stats().missing_stack_refs);
+  SetCounter(counters, "user_frames", sym.user_frames);
+  SetCounter(counters, "user_frames_symbolized", sym.user_symbolized);
+  SetCounter(counters, "user_frames_no_mapping", sym.user_no_mapping);
+  SetCounter(counters, "user_frames_no_symbol", sym.user_no_symbol);
+  SetCounter(counters, "kernel_frames", sym.kernel_frames);
+  SetCounter(counters, "kernel_frames_symbolized", sym.kernel_symbolized);
+  SetCounter(counters, "elf_load_errors", sym.elf_load_errors);
+  SetCounter(counters, "symbol_tables_loaded", sym.binaries_loaded);
+  SetCounter(counters, "symbol_tables_evicted", sym.binaries_evicted);
+  SetCounter(counters, "symbol_table_bytes", sym.symbol_bytes);
+  if (options_.frame_pointers_only) return;
+  const UnwindLoaderStats& u = unwinder_.stats();
+  SetCounter(counters, "unwind_tables_built", u.tables_built);
+  SetCounter(counters, "unwind_tables_failed", u.tables_failed);
+  SetCounter(counters, "unwind_tables_no_space", u.tables_no_space);
+  SetCounter(counters, "unwind_rows_used", u.rows_used);
+  SetCounter(counters, "unwind_tables_live", u.tables_live);
+  SetCounter(counters, "unwind_tables_freed", u.tables_freed);
+  SetCounter(counters, "unwind_processes_described", u.processes_described);
+  SetCounter(counters, "unwind_table_build_ms_total", static_cast<uint64_t>(u.build_ms_total));
+  const PythonStats& py = python_.stats();
+  SetCounter(counters, "python_processes", py.processes);
+  SetCounter(counters, "python_unsupported_processes", py.unsupported_processes);
+  SetCounter(counters, "python_code_objects_read", py.code_objects_read);
+  SetCounter(counters, "python_code_object_errors", py.code_object_errors);
+  SetCounter(counters, "python_frames_resolved", py.frames_resolved);
+  SetCounter(counters, "python_frames_unresolved", py.frames_unresolved);
+}
+
+}  // namespace warpscope

@@ -1,0 +1,535 @@
+#include "agent/collectors/gpu_time/gpu_time_collector.h"
+
+#include <time.h>
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <tuple>
+
+#include "agent/process/proc_maps.h"
+#include "agent/symbolize/demangle.h"
+#include "base/logging.h"
+
+namespace warpscope::gpu {
+namespace {
+
+constexpr int64_t kSecond = 1'000'000'000;
+
+bool Windowed(const ws_cuda_config& c) {
+  return c.mode == WS_CUDA_MODE_ADAPTIVE || (c.mode == WS_CUDA_MODE_DUTY && (c.flags & WS_CUDA_CONFIG_DUTY_DETACH));
+}
+
+int64_t ClockNanos(clockid_t clock) {
+  timespec ts{};
+  clock_gettime(clock, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * kSecond + ts.tv_nsec;
+}
+
+// libwarpscope_cuda.so's executable mapping in `pid`, or nullopt.
+std::optional<MemoryMapping> InjectionLibraryMapping(const ProcFs& procfs, uint32_t pid) {
+  StatusOr<std::string> maps = procfs.ReadMaps(pid);
+  if (!maps.ok()) return std::nullopt;
+  for (MemoryMapping& m : ParseProcMaps(*maps)) {
+    if (m.executable && m.IsFileBacked() && m.path.find("libwarpscope_cuda") != std::string::npos) return m;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+// Events from the socket thread to the sampling thread, bounded by records.
+class GpuTimeCollector::Inbox {
+ public:
+  explicit Inbox(size_t max_records) : max_records_(max_records) {}
+  // Socket thread.
+  void PostFromSocketThread(CudaProcessEvent&& event) {
+    const size_t records = event.kernels.size() + event.memops.size();
+    std::lock_guard<std::mutex> lock(mu_);
+    if (records > 0 && queued_records_ + records > max_records_) {
+      dropped_records_ += records;
+      return;
+    }
+    queued_records_ += records;
+    events_.push_back(std::move(event));
+  }
+  // Sampling thread.
+  void Take(std::vector<CudaProcessEvent>* out, uint64_t* dropped_records) {
+    out->clear();
+    std::lock_guard<std::mutex> lock(mu_);
+    out->swap(events_);
+    queued_records_ = 0;
+    *dropped_records = dropped_records_;
+  }
+
+ private:
+  const size_t max_records_;
+  std::mutex mu_;
+  std::vector<CudaProcessEvent> events_;  // guarded by mu_
+  size_t queued_records_ = 0;             // guarded by mu_
+  uint64_t dropped_records_ = 0;          // guarded by mu_
+};
+
+namespace {
+
+// How a kernel shows in profiles and traces: demangled, and bounded (a
+// demangled name can be far longer than the mangled one).
+std::string DisplayKernelName(std::string_view system_name) {
+  if (system_name.empty()) return "[unknown kernel]";
+  std::string name = Demangle(system_name);
+  if (name.size() > WS_CUDA_WIRE_MAX_NAME) {
+    size_t cut = WS_CUDA_WIRE_MAX_NAME;
+    while (cut > 0 && (static_cast<unsigned char>(name[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 sequence
+    name.resize(cut);
+    name += "...";
+  }
+  return name;
+}
+
+}  // namespace
+
+GpuTimeCollector::GpuTimeCollector(const GpuTimeOptions& options, GpuTimeSessionParts parts)
+    : options_(options),
+      parts_(std::move(parts)),
+      inbox_(std::make_unique<Inbox>(options.max_inbox_records)),
+      joiner_(options.join),
+      stacks_(parts_.symbolizer, parts_.python, options.max_stacks),
+      kernel_names_(std::make_shared<KernelNameTable>(options.kernel_name_bytes, DisplayKernelName)) {}
+
+GpuTimeCollector::~GpuTimeCollector() {
+  server_.reset();  // stops the socket thread before the inbox goes
+}
+
+StatusOr<std::unique_ptr<GpuTimeCollector>> GpuTimeCollector::Open(const GpuTimeOptions& options,
+                                                                    GpuTimeSessionParts parts) {
+  std::unique_ptr<GpuTimeCollector> c(new GpuTimeCollector(options, std::move(parts)));
+  ASSIGN_OR_RETURN(c->probe_, UprobeStackCollector::CreateSharing(1, c->parts_.unwind_maps));
+  Inbox* inbox = c->inbox_.get();
+  CudaSocketServerOptions socket = options.socket;
+  socket.kernel_names = c->kernel_names_;
+  ASSIGN_OR_RETURN(c->server_, CudaSocketServer::Start(socket, [inbox](CudaProcessEvent&& event) {
+                     inbox->PostFromSocketThread(std::move(event));
+                   }));
+  return c;
+}
+
+void GpuTimeCollector::AttachProbe(uint64_t connection_id, Connection& c) {
+  const bool retry = c.probe_refused;  // refused for the bound before: counted then
+  c.probe_refused = false;
+  const std::optional<MemoryMapping> library = InjectionLibraryMapping(parts_.procfs, c.pid);
+  if (!library) {
+    ++stats_.probe_attach_failures;
+    LOG_WARNING() << "CUDA process " << c.pid << " connected but libwarpscope_cuda.so is not in its maps";
+    return;
+  }
+  const FileId file{library->dev_major, library->dev_minor, library->inode};
+  if (auto it = probed_files_.find(file); it != probed_files_.end()) {
+    it->second.connections.insert(connection_id);  // one probe serves every process mapping the file
+    c.probed_file = file;
+    return;
+  }
+  if (probed_files_.size() >= options_.max_probe_files) {
+    c.probe_refused = true;  // tried again when a file's probe goes
+    if (retry) return;
+    ++stats_.probe_files_refused;
+    if (!probe_refusal_logged_) {
+      LOG_WARNING() << "launch stacks of pid " << c.pid << " will be missing: " << probed_files_.size()
+                    << " files named libwarpscope_cuda.so are probed already (--gpu-probe-files); "
+                    << library->path << " is not (counted in gpu_probe_files_refused; logged once)";
+      probe_refusal_logged_ = true;
+    }
+    return;
+  }
+  // Through the process's root, so a library inside a container is found.
+  const std::string host_path = parts_.procfs.RootPath(c.pid, library->path);
+  StatusOr<uint64_t> probe = probe_->Attach(0, host_path, kLaunchProbeSymbol);
+  if (!probe.ok()) {
+    ++stats_.probe_attach_failures;
+    LOG_WARNING() << "launch stacks of pid " << c.pid << " will be missing: " << probe.status().message();
+    return;
+  }
+  probed_files_[file] = ProbedFile{*probe, {connection_id}};
+  c.probed_file = file;
+  ++stats_.probe_files_attached;
+}
+
+void GpuTimeCollector::DetachProbe(uint64_t connection_id, const Connection& c) {
+  if (!c.probed_file) return;
+  auto it = probed_files_.find(*c.probed_file);
+  if (it == probed_files_.end()) return;
+  it->second.connections.erase(connection_id);
+  if (!it->second.connections.empty()) return;
+  if (Status s = probe_->Detach(it->second.probe); !s.ok()) LOG_WARNING() << s.message();
+  probed_files_.erase(it);
+  ++stats_.probe_files_detached;
+}
+
+void GpuTimeCollector::OnConnected(const CudaProcessEvent& event) {
+  Connection& c = connections_[event.connection_id];
+  c.pid = static_cast<uint32_t>(event.pid);
+  if (Windowed(options_.socket.config)) c.windows = std::make_unique<RecordingWindows>(options_.join.max_pending_kernels);
+  c.clock.AddPair({event.hello.clock.host_before_ns, event.hello.clock.cupti_ns, event.hello.clock.host_after_ns});
+  StatusOr<std::string> comm = parts_.procfs.ReadComm(c.pid);
+  comms_[c.pid] = {comm.ok() ? *comm : "", 0};
+  if (parts_.describe) parts_.describe(c.pid);
+  AttachProbe(event.connection_id, c);
+}
+
+std::shared_ptr<const KernelName> GpuTimeCollector::KernelNameOf(uint64_t key) {
+  static const auto* const lost =
+      new std::shared_ptr<const KernelName>(new KernelName{"[kernel name evicted]", "[kernel name evicted]"});
+  if (key == KernelNameTable::kUnknownKey || key == KernelNameTable::kRefusedKey) {
+    const auto& placeholder = key == KernelNameTable::kUnknownKey ? KernelNameTable::UnknownName()
+                                                                   : KernelNameTable::RefusedName();
+    return std::shared_ptr<const KernelName>(placeholder, &placeholder->text);
+  }
+  auto it = name_of_key_.find(key);
+  std::shared_ptr<const InternedKernelName> name = it != name_of_key_.end() ? it->second.lock() : nullptr;
+  if (name == nullptr) {
+    ++stats_.kernel_names_lost;
+    return *lost;
+  }
+  return std::shared_ptr<const KernelName>(name, &name->text);  // held while the builder copies it
+}
+
+void GpuTimeCollector::PruneNameKeys() {
+  for (auto it = name_of_key_.begin(); it != name_of_key_.end();) {
+    it = it->second.expired() ? name_of_key_.erase(it) : std::next(it);
+  }
+  // Pruned again once it doubled: amortized O(1) per kernel, and at most
+  // twice the names alive (themselves within the name budget).
+  prune_names_at_ = std::max<size_t>(kMinPruneNamesAt, 2 * name_of_key_.size());
+}
+
+void GpuTimeCollector::Trace(GpuActivityRecord&& a) {
+  const int64_t second = a.start_ns - a.start_ns % kSecond;
+  Coverage& cov = coverage_[{a.pid, second}];
+  ++cov.recorded;
+  if (cov.sent >= options_.trace_per_second || trace_.activities.size() >= options_.max_trace_per_window) {
+    if (cov.complete_until == 0 || a.start_ns < cov.complete_until) cov.complete_until = a.start_ns;
+    ++stats_.trace_thinned;
+    return;
+  }
+  ++cov.sent;
+  ++stats_.trace_activities;
+  trace_.activities.push_back(std::move(a));
+}
+
+void GpuTimeCollector::OnKernels(Connection& c, const std::vector<CudaKernel>& kernels, int64_t now_ns,
+                                 int64_t unix_offset_ns) {
+  for (const CudaKernel& k : kernels) {
+    const ws_cuda_kernel& r = k.record;
+    const uint64_t key = k.name->key;
+    if (key != KernelNameTable::kUnknownKey && key != KernelNameTable::kRefusedKey &&
+        name_of_key_.try_emplace(key, k.name).second && name_of_key_.size() > prune_names_at_) {
+      PruneNameKeys();  // names churned through the budget within one window
+    }
+    KernelExecution e;
+    e.pid = c.pid;
+    // The probe's key: the library's CUPTI attachment in the upper half.
+    e.correlation_id = static_cast<uint64_t>(r.attach_epoch) << 32 | r.correlation_id;
+    e.kernel_key = key;
+    e.device = r.device_id;
+    e.stream = r.stream_id;
+    e.graph_id = r.graph_id;
+    const std::optional<int64_t> start = c.clock.ToHostMonotonic(r.start_ns);
+    const std::optional<int64_t> end = c.clock.ToHostMonotonic(r.end_ns);
+    if (!start || !end) {
+      ++stats_.kernels_without_clock;
+      e.start_ns = e.end_ns = now_ns;
+    } else if (r.flags & WS_CUDA_RECORD_FLAG_NO_TIME) {
+      e.start_ns = e.end_ns = *start;
+    } else {
+      e.start_ns = *start;
+      e.end_ns = *end;
+    }
+    const int64_t start_unix = e.start_ns + unix_offset_ns;
+    e.bucket = start_unix - start_unix % kSecond;
+    // Kernels waiting for their windows are bounded over all connections
+    // together, like the joiner's pending ones.
+    if (c.windows == nullptr || windowed_kernels_ >= options_.join.max_pending_kernels || !c.windows->Add(e)) {
+      if (c.windows != nullptr) ++stats_.window_overflow;
+      joiner_.AddKernel(e, now_ns);
+    } else {
+      ++windowed_kernels_;
+    }
+    if (options_.trace_per_second == 0 || !start || (r.flags & WS_CUDA_RECORD_FLAG_NO_TIME)) continue;
+    GpuActivityRecord a;
+    a.pid = c.pid;
+    a.start_ns = start_unix;
+    a.duration_ns = std::max<int64_t>(0, e.end_ns - e.start_ns);
+    a.kind = GpuActivityKind::kKernel;
+    a.name = std::shared_ptr<const KernelName>(k.name, &k.name->text);  // shares the name's ownership
+    a.device = r.device_id;
+    a.stream = r.stream_id;
+    a.correlation_id = r.correlation_id;
+    a.graph_id = r.graph_id;
+    a.grid[0] = static_cast<uint32_t>(r.grid_x), a.grid[1] = static_cast<uint32_t>(r.grid_y);
+    a.grid[2] = static_cast<uint32_t>(r.grid_z);
+    a.block[0] = static_cast<uint32_t>(r.block_x), a.block[1] = static_cast<uint32_t>(r.block_y);
+    a.block[2] = static_cast<uint32_t>(r.block_z);
+    a.registers_per_thread = r.registers_per_thread;
+    a.static_shared_bytes = static_cast<uint32_t>(r.static_shared_memory);
+    a.dynamic_shared_bytes = static_cast<uint32_t>(r.dynamic_shared_memory);
+    Trace(std::move(a));
+  }
+}
+
+void GpuTimeCollector::OnMemops(Connection& c, const std::vector<ws_cuda_memop>& memops, int64_t unix_offset_ns) {
+  if (options_.trace_per_second == 0) return;
+  for (const ws_cuda_memop& m : memops) {
+    const std::optional<int64_t> start = c.clock.ToHostMonotonic(m.start_ns);
+    const std::optional<int64_t> end = c.clock.ToHostMonotonic(m.end_ns);
+    if (!start || !end) continue;
+    GpuActivityRecord a;
+    a.pid = c.pid;
+    a.start_ns = *start + unix_offset_ns;
+    a.duration_ns = std::max<int64_t>(0, *end - *start);
+    a.kind = m.op == WS_CUDA_MEMOP_MEMSET ? GpuActivityKind::kMemset : GpuActivityKind::kMemcpy;
+    a.device = m.device_id;
+    a.stream = m.stream_id;
+    a.correlation_id = m.correlation_id;
+    a.graph_id = m.graph_id;
+    a.bytes = m.bytes;
+    a.copy_kind = m.kind;
+    Trace(std::move(a));
+  }
+}
+
+void GpuTimeCollector::PassSettled(Connection& c, int64_t now_ns, bool ended) {
+  if (c.windows == nullptr) return;
+  settled_.clear();
+  const int64_t unix_offset = ClockNanos(CLOCK_REALTIME) - ClockNanos(CLOCK_MONOTONIC);
+  const size_t waiting = c.windows->waiting();
+  c.windows->TakeSettled(now_ns, ended, unix_offset, &settled_);
+  windowed_kernels_ -= std::min(windowed_kernels_, waiting - std::min(waiting, c.windows->waiting()));
+  for (const KernelExecution& k : settled_) joiner_.AddKernel(k, now_ns);
+}
+
+void GpuTimeCollector::OnEvent(CudaProcessEvent& event, int64_t now_ns, int64_t unix_offset_ns) {
+  if (event.kind == CudaProcessEvent::Kind::kConnected) {
+    OnConnected(event);
+    return;
+  }
+  auto it = connections_.find(event.connection_id);
+  if (it == connections_.end()) return;
+  Connection& c = it->second;
+  if (event.kind == CudaProcessEvent::Kind::kDisconnected) {
+    // Its records already taken stay in the joiner; the clock goes with it.
+    PassSettled(c, now_ns, /*ended=*/true);
+    DetachProbe(event.connection_id, c);
+    const uint32_t pid = c.pid;
+    connections_.erase(it);
+    bool connected = false;
+    for (const auto& [id, other] : connections_) connected |= other.pid == pid;
+    if (auto name = comms_.find(pid); name != comms_.end() && !connected) name->second.gone_ns = now_ns;
+    return;
+  }
+  if (event.clock) c.clock.AddPair({event.clock->host_before_ns, event.clock->cupti_ns, event.clock->host_after_ns});
+  if (!event.kernels.empty()) OnKernels(c, event.kernels, now_ns, unix_offset_ns);
+  if (!event.memops.empty()) OnMemops(c, event.memops, unix_offset_ns);
+  if (event.stats) c.stats_last = *event.stats;
+  if (event.window && c.windows != nullptr) {
+    const ws_cuda_window& w = *event.window;
+    LOG_DEBUG() << "cuda window pid " << c.pid << ": recorded " << (w.on_end_ns - w.on_start_ns) / 1'000'000
+                << " ms of " << (w.covers_until_ns - w.on_start_ns) / 1'000'000 << " ms, " << w.launches_seen
+                << " launches, " << w.kernels_recorded << " kernels (" << w.kernels_before_window
+                << " from before it left out), attach " << w.attach_ns / 1000 << " us, detach " << w.detach_ns / 1000
+                << " us";
+    c.windows->Close(w);
+    stats_.window_attach_ns_max = std::max(stats_.window_attach_ns_max, event.window->attach_ns);
+    stats_.window_detach_ns_max = std::max(stats_.window_detach_ns_max, event.window->detach_ns);
+    stats_.kernels_before_window += w.kernels_before_window;
+  }
+}
+
+void GpuTimeCollector::OnLaunchStack(const ws_uprobe_stack_event& e, int64_t now_ns) {
+  const uint64_t key = stacks_.Intern(e.pid, e.stack, now_ns);
+  if (key == 0) return;  // table full: the launch counts as unsampled
+  auto [name, inserted] = thread_names_.try_emplace({e.pid, e.tid});
+  if (inserted) {
+    StatusOr<std::string> thread = parts_.procfs.ReadThreadComm(e.pid, e.tid);
+    if (thread.ok()) name->second = *thread;
+    if (thread_names_.size() > 100'000) thread_names_.clear();  // bounded; names are re-read
+  }
+  joiner_.AddLaunch(SampledLaunch{e.pid, e.tid, e.args[0], key}, now_ns);
+}
+
+void GpuTimeCollector::Poll() {
+  const int64_t now = ClockNanos(CLOCK_MONOTONIC);
+  const int64_t unix_offset = ClockNanos(CLOCK_REALTIME) - now;
+  // Stacks first: a launch's stack then usually meets its kernel record.
+  (void)probe_->Consume([&](const ws_uprobe_stack_event& e) { OnLaunchStack(e, now); });
+  inbox_->Take(&events_, &stats_.inbox_dropped_records);
+  for (CudaProcessEvent& event : events_) OnEvent(event, now, unix_offset);
+  events_.clear();
+  for (auto& [id, c] : connections_) PassSettled(c, now, /*ended=*/false);
+}
+
+const std::vector<uint64_t>& GpuTimeCollector::StackLocations(uint64_t stack_key, ProfileBuilder* builder) {
+  auto [it, inserted] = stack_locations_.try_emplace(stack_key);
+  if (!inserted) return it->second;
+  const LaunchStack* stack = stack_key != 0 ? stacks_.Find(stack_key) : nullptr;
+  if (stack == nullptr) {
+    if (stack_key != 0) ++stats_.launch_stacks_expired;
+    const char* label = stack_key == 0 ? "[launch not sampled]" : "[launch stack expired]";
+    const uint64_t fn = builder->InternFunction(label, label);
+    it->second.push_back(builder->InternLocation(0, 0, FrameKind::kNative, {{fn, 0}}));
+    return it->second;
+  }
+  for (const CapturedFrame& f : stack->frames) {
+    if (f.kind == FrameKind::kPython) {
+      const SymbolizedFunction& fn = f.frame.functions.front();
+      const uint64_t id = builder->InternFunction(fn.name, fn.system_name, fn.filename);
+      it->second.push_back(builder->InternSourceLocation(id, fn.line, FrameKind::kPython));
+    } else {
+      it->second.push_back(InternSymbolizedFrame(builder, f.frame, FrameKind::kNative));
+    }
+  }
+  return it->second;
+}
+
+void GpuTimeCollector::FinishWindow(ProfileBuilder* builder, GpuTrace* trace, bool final) {
+  Poll();
+  const int64_t now = ClockNanos(CLOCK_MONOTONIC);
+  // The agent is stopping: windows still waiting count up to now.
+  if (final) {
+    for (auto& [id, c] : connections_) PassSettled(c, now, /*ended=*/true);
+  }
+  stack_locations_.clear();
+  std::vector<uint64_t> locations;
+  for (const GpuTimeSample& s : joiner_.Drain(now, final)) {
+    if (s.gpu_ns <= 0) continue;
+    const std::shared_ptr<const KernelName> kernel = KernelNameOf(s.kernel_key);
+    const uint64_t fn = builder->InternFunction(kernel->name, kernel->system_name);
+    locations.clear();
+    locations.push_back(builder->InternSourceLocation(fn, 0, FrameKind::kCudaKernel));
+    const std::vector<uint64_t>& stack = StackLocations(s.stack_key, builder);
+    locations.insert(locations.end(), stack.begin(), stack.end());
+    SampleLabels labels;
+    labels.pid = s.pid;
+    labels.tid = s.tid;
+    if (auto it = comms_.find(s.pid); it != comms_.end()) labels.comm = it->second.comm;
+    if (auto it = thread_names_.find({s.pid, s.tid}); it != thread_names_.end()) labels.thread_name = it->second;
+    labels.extra.emplace_back("device", std::to_string(s.device));
+    if (s.scaled) labels.extra.emplace_back("estimate", "scaled");
+    if (s.graph_id != 0) labels.extra.emplace_back("graph_id", std::to_string(s.graph_id));
+    labels.extra.emplace_back("stream", std::to_string(s.stream));
+    builder->SetSampleTime(s.bucket);
+    builder->AddSample(locations, s.gpu_ns, labels);
+  }
+  builder->SetSampleTime(0);
+  PruneNameKeys();
+  stacks_.Expire(now, options_.join.launch_ttl_ns + 2 * options_.join.grace_ns);
+  stats_.scaled_processes = 0;
+  stats_.recording_windows = 0;
+  stats_.recorded_share_ppm = 1'000'000;
+  stats_.estimate_error_ppm = 0;
+  for (const auto& [id, c] : connections_) {
+    if (c.windows == nullptr) continue;
+    const RecordingEstimate e = c.windows->estimate();
+    stats_.recording_windows += e.windows;
+    if (e.recorded_share < 1) ++stats_.scaled_processes;
+    stats_.recorded_share_ppm = std::min<uint64_t>(stats_.recorded_share_ppm, std::llround(e.recorded_share * 1e6));
+    stats_.estimate_error_ppm = std::max<uint64_t>(stats_.estimate_error_ppm, std::llround(e.relative_error * 1e6));
+  }
+
+  for (const auto& [key, cov] : coverage_) {
+    const int64_t second_end = key.second + kSecond;
+    trace_.coverage.push_back(
+        {key.first, key.second, cov.recorded, cov.sent, cov.complete_until != 0 ? cov.complete_until : second_end});
+  }
+  coverage_.clear();
+  // Every activity kept has a coverage row for its (pid, second): their pids are all the trace's.
+  for (const GpuTraceCoverageRow& r : trace_.coverage) {
+    if (auto it = comms_.find(r.pid); it != comms_.end()) trace_.comms.emplace(r.pid, it->second.comm);
+  }
+  *trace = std::move(trace_);
+  trace_ = GpuTrace();
+  // Processes refused a probe for the bound get one once room was made.
+  for (auto& [id, c] : connections_) {
+    if (probed_files_.size() >= options_.max_probe_files) break;
+    if (c.probe_refused) AttachProbe(id, c);
+  }
+  // A process's name is kept while its kernels may still be joined (the
+  // stacks' horizon), then forgotten: bounded by the connections of a minute.
+  const int64_t horizon = options_.join.launch_ttl_ns + 2 * options_.join.grace_ns;
+  for (auto it = comms_.begin(); it != comms_.end();) {
+    const bool gone = it->second.gone_ns != 0 && now - it->second.gone_ns > horizon;
+    it = gone ? comms_.erase(it) : std::next(it);
+  }
+}
+
+Status GpuTimeCollector::FinishWindow(Window* window) {
+  ProfileBuilder builder(0, 0, 0);
+  FinishWindow(&builder, &window->gpu_trace, window->final);
+  AddCounters(&window->counters);
+  window->gpu_time = builder.Finish(0);
+  window->gpu_time->sample_types = {{kGpuTimeTypeName, kGpuTimeUnit}};
+  return Status::Ok();
+}
+
+void GpuTimeCollector::Stop() {
+  server_.reset();  // stops the socket thread; Poll is not called again
+}
+
+void GpuTimeCollector::AddCounters(std::vector<ProfileCounter>* counters) const {
+  const LaunchJoinerStats& j = joiner_.stats();
+  SetCounter(counters, "gpu_kernels", j.kernels);
+  SetCounter(counters, "gpu_kernels_sampled", j.kernels_sampled);
+  SetCounter(counters, "gpu_kernels_spread", j.kernels_spread);
+  SetCounter(counters, "gpu_kernels_placeholder", j.kernels_placeholder);
+  SetCounter(counters, "gpu_kernels_dropped", j.kernels_dropped + stats_.inbox_dropped_records);
+  SetCounter(counters, "gpu_kernels_bad_duration", j.bad_durations);
+  SetCounter(counters, "gpu_kernels_duplicate_correlation", j.kernels_duplicate_correlation);
+  SetCounter(counters, "gpu_kernels_without_clock", stats_.kernels_without_clock);
+  SetCounter(counters, "gpu_launch_stacks", j.launches);
+  SetCounter(counters, "gpu_launch_stacks_dropped", j.launches_dropped + stacks_.stats().full);
+  SetCounter(counters, "gpu_launch_stacks_expired", stats_.launch_stacks_expired);
+  SetCounter(counters, "gpu_launch_stacks_distinct", stacks_.stats().symbolized);
+  SetCounter(counters, "gpu_trace_activities", stats_.trace_activities);
+  SetCounter(counters, "gpu_trace_thinned", stats_.trace_thinned);
+  SetCounter(counters, "gpu_probe_files_attached", stats_.probe_files_attached);
+  SetCounter(counters, "gpu_probe_files_detached", stats_.probe_files_detached);
+  SetCounter(counters, "gpu_probe_files_refused", stats_.probe_files_refused);
+  SetCounter(counters, "gpu_probe_attach_failures", stats_.probe_attach_failures);
+  SetCounter(counters, "gpu_scaled_processes", stats_.scaled_processes);
+  SetCounter(counters, "gpu_recording_windows", stats_.recording_windows);
+  SetCounter(counters, "gpu_kernels_window_overflow", stats_.window_overflow);
+  SetCounter(counters, "gpu_recorded_share_ppm", stats_.recorded_share_ppm);
+  SetCounter(counters, "gpu_estimate_error_ppm", stats_.estimate_error_ppm);
+  SetCounter(counters, "gpu_window_attach_ns_max", stats_.window_attach_ns_max);
+  SetCounter(counters, "gpu_window_detach_ns_max", stats_.window_detach_ns_max);
+  SetCounter(counters, "gpu_kernels_before_window", stats_.kernels_before_window);
+  const UprobeStackStats u = probe_->ReadStats();
+  SetCounter(counters, "gpu_probe_hits", u.values[WS_UPROBE_HITS]);
+  SetCounter(counters, "gpu_probe_ring_dropped", u.values[WS_UPROBE_DROPPED]);
+  SetCounter(counters, "gpu_probe_not_described", u.values[WS_UPROBE_NOT_DESCRIBED]);
+  const CudaSocketServerCounters sc = server_->counters();
+  SetCounter(counters, "cuda_connections_accepted", sc.connections_accepted);
+  SetCounter(counters, "cuda_connections_open", sc.connections_open);
+  SetCounter(counters, "cuda_connections_refused", sc.connections_refused);
+  SetCounter(counters, "cuda_connections_refused_per_uid", sc.connections_refused_per_uid);
+  SetCounter(counters, "cuda_protocol_errors", sc.protocol_errors);
+  SetCounter(counters, "cuda_connections_over_name_budget", sc.closed_over_name_budget);
+  const KernelNameTableStats names = kernel_names_->stats();
+  SetCounter(counters, "cuda_kernel_name_bytes", names.bytes);
+  SetCounter(counters, "cuda_kernel_name_budget_bytes", names.budget_bytes);
+  SetCounter(counters, "cuda_kernel_names", names.names);
+  SetCounter(counters, "cuda_kernel_names_refused", names.refused);
+  SetCounter(counters, "cuda_kernel_names_evicted", names.evicted);
+  SetCounter(counters, "gpu_kernel_names_lost", stats_.kernel_names_lost);
+  uint64_t cupti_dropped = 0, denied = 0, wire_dropped = 0, launch_dropped = 0;
+  for (const auto& [id, c] : connections_) {
+    cupti_dropped += c.stats_last.cupti_dropped_records;
+    denied += c.stats_last.buffers_denied;
+    wire_dropped += c.stats_last.wire_records_dropped;
+    launch_dropped += c.stats_last.launch_records_dropped;
+  }
+  SetCounter(counters, "cuda_lib_cupti_dropped_records", cupti_dropped);
+  SetCounter(counters, "cuda_lib_buffers_denied", denied);
+  SetCounter(counters, "cuda_lib_wire_records_dropped", wire_dropped);
+  SetCounter(counters, "cuda_lib_launch_records_dropped", launch_dropped);
+}
+
+}  // namespace warpscope::gpu

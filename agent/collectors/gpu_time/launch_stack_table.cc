@@ -1,0 +1,96 @@
+#include "agent/collectors/gpu_time/launch_stack_table.h"
+
+#include <algorithm>
+#include <string_view>
+
+#include "bpf/intf/python.h"
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+namespace warpscope::gpu {
+namespace {
+
+std::string_view Basename(std::string_view path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
+}  // namespace
+
+bool IsProfilerFrame(const SymbolizedFrame& frame) {
+  if (!frame.has_mapping) return false;
+  const std::string_view base = Basename(frame.mapping.filename);
+  return base.starts_with("libwarpscope_cuda") || base.starts_with("libcupti");
+}
+
+uint64_t LaunchStackTable::Intern(uint32_t pid, const ws_stack& stack, int64_t now_ns) {
+  ++stats_.captured;
+  const uint32_t len = std::min<uint32_t>(stack.len, WS_MAX_STACK_FRAMES);
+  XXH3_state_t state;
+  XXH3_64bits_reset(&state);
+  XXH3_64bits_update(&state, &pid, sizeof(pid));
+  XXH3_64bits_update(&state, stack.frames, len * sizeof(uint64_t));
+  uint64_t key = XXH3_64bits_digest(&state);
+  if (key == 0) key = 1;
+  if (auto it = stacks_.find(key); it != stacks_.end()) {
+    it->second.last_used_ns = now_ns;
+    return key;
+  }
+  if (stacks_.size() >= max_stacks_) {
+    ++stats_.full;
+    return 0;
+  }
+  LaunchStack s = Symbolize(pid, stack);
+  s.last_used_ns = now_ns;
+  stacks_.emplace(key, std::move(s));
+  ++stats_.symbolized;
+  return key;
+}
+
+LaunchStack LaunchStackTable::Symbolize(uint32_t pid, const ws_stack& stack) {
+  const uint32_t len = std::min<uint32_t>(stack.len, WS_MAX_STACK_FRAMES);
+  const bool python = stack.flags & WS_STACK_PYTHON;
+  if (python && python_ != nullptr) python_->Prefetch(pid, reinterpret_cast<const uint64_t*>(stack.frames), len);
+  LaunchStack out;
+  out.pid = pid;
+  out.frames.reserve(len);
+  bool leaf_side = true;  // still in the probe's, the library's or CUPTI's frames
+  for (uint32_t i = 0; i < len; ++i) {
+    CapturedFrame f;
+    if (python && (stack.frames[i] & WS_PY_FRAME_TAG) && i + 1 < len) {
+      PythonFrame py = python_ != nullptr ? python_->ResolveSlots(pid, stack.frames[i], stack.frames[i + 1])
+                                          : PythonFrame{"[python]", "", 0};
+      ++i;
+      f.kind = FrameKind::kPython;
+      f.frame.functions.push_back({py.name, py.name, py.filename, py.line});
+    } else {
+      f.frame = symbolizer_->SymbolizeUser(pid, stack.frames[i], i > 0);
+      if (leaf_side && IsProfilerFrame(f.frame)) {
+        ++stats_.frames_trimmed;
+        continue;
+      }
+    }
+    leaf_side = false;
+    out.frames.push_back(std::move(f));
+  }
+  return out;
+}
+
+const LaunchStack* LaunchStackTable::Find(uint64_t key) const {
+  auto it = stacks_.find(key);
+  return it == stacks_.end() ? nullptr : &it->second;
+}
+
+void LaunchStackTable::Expire(int64_t now_ns, int64_t max_age_ns) {
+  for (auto it = stacks_.begin(); it != stacks_.end();) {
+    if (it->second.last_used_ns < now_ns - max_age_ns) {
+      it = stacks_.erase(it);
+      ++stats_.evicted;
+    } else {
+      ++it;
+    }
+  }
+}
+
+}  // namespace warpscope::gpu

@@ -1,0 +1,78 @@
+// LaunchStackTable: the CUDA launch stacks the agent's uprobe captured on
+// libwarpscope_cuda.so's probe, symbolized when captured and interned by
+// content. A launch's kernel record is joined seconds later (LaunchJoiner),
+// when the process may have exited and its maps and Python code objects are
+// gone, so names are resolved at capture; the same stack captured again (the
+// common case: a training loop launches from a few call sites) costs one
+// hash lookup.
+//
+// The frames between the launch API and the probe (libwarpscope_cuda.so's
+// own and CUPTI's callback frames) are left out: the stack's leaf is the
+// CUDA API the application called.
+//
+// Threading: the sampling thread (it uses the session's Symbolizer).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "model/profile.h"
+#include "agent/symbolize/symbolizer.h"
+#include "agent/unwind/python/python_processes.h"
+#include "bpf/intf/cpu_sampler.h"
+
+namespace warpscope::gpu {
+
+// A frame as captured: a symbolized native frame, or a Python frame
+// (kind kPython, no mapping, functions[0] = the code object).
+struct CapturedFrame {
+  FrameKind kind = FrameKind::kNative;
+  SymbolizedFrame frame;
+};
+
+struct LaunchStack {
+  uint32_t pid = 0;
+  std::vector<CapturedFrame> frames;  // leaf first
+  int64_t last_used_ns = 0;
+};
+
+struct LaunchStackTableStats {
+  uint64_t captured = 0;     // stacks handed to Intern
+  uint64_t symbolized = 0;   // distinct stacks symbolized
+  uint64_t evicted = 0;      // forgotten after max_age or for room
+  uint64_t full = 0;         // refused: table full of recent stacks
+  uint64_t frames_trimmed = 0;  // library/CUPTI frames left out
+};
+
+class LaunchStackTable {
+ public:
+  // `python` may be null (Python frames then show as "[python]").
+  LaunchStackTable(Symbolizer* symbolizer, PythonProcesses* python, size_t max_stacks = 100'000)
+      : symbolizer_(symbolizer), python_(python), max_stacks_(max_stacks) {}
+
+  // The key of this stack (never 0), or 0 when the table is full.
+  uint64_t Intern(uint32_t pid, const ws_stack& stack, int64_t now_ns);
+  const LaunchStack* Find(uint64_t key) const;
+  // Forgets stacks not used for `max_age_ns` (they can no longer meet a kernel record).
+  void Expire(int64_t now_ns, int64_t max_age_ns);
+
+  const LaunchStackTableStats& stats() const { return stats_; }
+  size_t size() const { return stacks_.size(); }
+
+ private:
+  LaunchStack Symbolize(uint32_t pid, const ws_stack& stack);
+
+  Symbolizer* symbolizer_;
+  PythonProcesses* python_;
+  size_t max_stacks_;
+  LaunchStackTableStats stats_;
+  std::unordered_map<uint64_t, LaunchStack> stacks_;  // content key -> stack
+};
+
+// True for frames of the injection library and CUPTI (left out of launch stacks).
+bool IsProfilerFrame(const SymbolizedFrame& frame);
+
+}  // namespace warpscope::gpu

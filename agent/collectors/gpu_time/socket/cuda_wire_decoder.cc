@@ -1,0 +1,209 @@
+#include "agent/collectors/gpu_time/socket/cuda_wire_decoder.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace warpscope {
+
+namespace {
+
+constexpr size_t kHeaderSize = sizeof(ws_cuda_msg_header);
+
+// Record size of a fixed-record type in a protocol version; 0 for NAMES and
+// for types the version does not have.
+size_t RecordSize(uint16_t version, uint16_t type) {
+  switch (type) {
+    case WS_CUDA_MSG_HELLO:
+      return sizeof(ws_cuda_hello);
+    case WS_CUDA_MSG_CONFIG:
+      return version == 1 ? WS_CUDA_CONFIG_V1_SIZE : sizeof(ws_cuda_config);
+    case WS_CUDA_MSG_WINDOW:
+      return version >= 2 ? sizeof(ws_cuda_window) : 0;
+    case WS_CUDA_MSG_KERNELS:
+      return sizeof(ws_cuda_kernel);
+    case WS_CUDA_MSG_MEMOPS:
+      return sizeof(ws_cuda_memop);
+    case WS_CUDA_MSG_LAUNCHES:
+      return sizeof(ws_cuda_launch);
+    case WS_CUDA_MSG_STATS:
+      return sizeof(ws_cuda_stats);
+    case WS_CUDA_MSG_CLOCK:
+      return sizeof(ws_cuda_clock_pair);
+    default:
+      return 0;
+  }
+}
+
+bool IsSingleton(uint16_t type) {
+  return type == WS_CUDA_MSG_HELLO || type == WS_CUDA_MSG_CONFIG || type == WS_CUDA_MSG_STATS ||
+         type == WS_CUDA_MSG_CLOCK || type == WS_CUDA_MSG_WINDOW;
+}
+
+template <typename T>
+void CopyRecords(const uint8_t* body, uint32_t count, std::vector<T>* out) {
+  out->resize(count);
+  if (count > 0) std::memcpy(out->data(), body, sizeof(T) * count);
+}
+
+Status DecodeNames(const uint8_t* body, size_t body_size, uint32_t count, CudaWireMessage* out) {
+  size_t at = 0;
+  // `count` is untrusted: reserve no more than the body could hold.
+  out->names.reserve(std::min<size_t>(count, body_size / sizeof(ws_cuda_name_entry)));
+  for (uint32_t i = 0; i < count; ++i) {
+    if (body_size - at < sizeof(ws_cuda_name_entry)) {
+      return DataLossError("NAMES: entry " + std::to_string(i) + " truncated");
+    }
+    ws_cuda_name_entry entry;
+    std::memcpy(&entry, body + at, sizeof(entry));
+    if (entry.name_id == 0) return InvalidArgumentError("NAMES: name id 0 is reserved");
+    if (entry.length > WS_CUDA_WIRE_MAX_NAME) {
+      return InvalidArgumentError("NAMES: name of " + std::to_string(entry.length) + " bytes");
+    }
+    const size_t padded = (sizeof(entry) + entry.length + 7) & ~size_t{7};
+    if (body_size - at < padded) return DataLossError("NAMES: name " + std::to_string(entry.name_id) + " truncated");
+    CudaKernelNameEntry name;
+    name.name_id = entry.name_id;
+    name.truncated = (entry.flags & WS_CUDA_NAME_FLAG_TRUNCATED) != 0;
+    name.name.assign(reinterpret_cast<const char*>(body + at + sizeof(entry)), entry.length);
+    out->names.push_back(std::move(name));
+    at += padded;
+  }
+  if (at != body_size) return DataLossError("NAMES: " + std::to_string(body_size - at) + " bytes after the last entry");
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string CudaMessageTypeName(uint16_t type) {
+  switch (type) {
+    case WS_CUDA_MSG_HELLO:
+      return "HELLO";
+    case WS_CUDA_MSG_CONFIG:
+      return "CONFIG";
+    case WS_CUDA_MSG_KERNELS:
+      return "KERNELS";
+    case WS_CUDA_MSG_MEMOPS:
+      return "MEMOPS";
+    case WS_CUDA_MSG_NAMES:
+      return "NAMES";
+    case WS_CUDA_MSG_LAUNCHES:
+      return "LAUNCHES";
+    case WS_CUDA_MSG_STATS:
+      return "STATS";
+    case WS_CUDA_MSG_CLOCK:
+      return "CLOCK";
+    case WS_CUDA_MSG_WINDOW:
+      return "WINDOW";
+    default:
+      return "type " + std::to_string(type);
+  }
+}
+
+StatusOr<CudaWireMessage> DecodeCudaMessage(const uint8_t* data, size_t size) {
+  if (size < kHeaderSize) return DataLossError("message of " + std::to_string(size) + " bytes has no header");
+  if (size > WS_CUDA_WIRE_MAX_MESSAGE) return InvalidArgumentError("message of " + std::to_string(size) + " bytes");
+  ws_cuda_msg_header header;
+  std::memcpy(&header, data, sizeof(header));
+  if (header.magic != WS_CUDA_WIRE_MAGIC) return InvalidArgumentError("bad magic (not a warpscope CUDA peer)");
+  if (header.version < 1 || header.version > WS_CUDA_WIRE_VERSION) {
+    return InvalidArgumentError("unsupported protocol version " + std::to_string(header.version));
+  }
+  if (header.length != size) {
+    return DataLossError("header says " + std::to_string(header.length) + " bytes, message has " +
+                         std::to_string(size));
+  }
+  const std::string what = CudaMessageTypeName(header.type);
+  CudaWireMessage out;
+  out.version = header.version;
+  out.type = static_cast<ws_cuda_msg_type>(header.type);
+  const uint8_t* body = data + kHeaderSize;
+  const size_t body_size = size - kHeaderSize;
+  if (header.type == WS_CUDA_MSG_NAMES) {
+    RETURN_IF_ERROR(DecodeNames(body, body_size, header.count, &out));
+    return out;
+  }
+  const size_t record_size = RecordSize(header.version, header.type);
+  if (record_size == 0) return InvalidArgumentError("unknown message " + what);
+  if (IsSingleton(header.type) && header.count != 1) {
+    return InvalidArgumentError(what + " with count " + std::to_string(header.count));
+  }
+  if (body_size % record_size != 0 || body_size / record_size != header.count) {
+    return DataLossError(what + ": " + std::to_string(body_size) + " bytes for " + std::to_string(header.count) +
+                         " records of " + std::to_string(record_size));
+  }
+  switch (header.type) {
+    case WS_CUDA_MSG_HELLO:
+      std::memcpy(&out.hello, body, sizeof(out.hello));
+      if (out.hello.pid == 0) return InvalidArgumentError("HELLO with pid 0");
+      break;
+    case WS_CUDA_MSG_CONFIG:
+      std::memcpy(&out.config, body, record_size);  // version 1: the later fields stay 0
+      if (out.config.mode > WS_CUDA_MODE_ADAPTIVE) {
+        return InvalidArgumentError("CONFIG with mode " + std::to_string(out.config.mode));
+      }
+      break;
+    case WS_CUDA_MSG_STATS:
+      std::memcpy(&out.stats, body, sizeof(out.stats));
+      break;
+    case WS_CUDA_MSG_CLOCK:
+      std::memcpy(&out.clock, body, sizeof(out.clock));
+      if (out.clock.host_after_ns < out.clock.host_before_ns) return InvalidArgumentError("CLOCK runs backwards");
+      break;
+    case WS_CUDA_MSG_WINDOW:
+      std::memcpy(&out.window, body, sizeof(out.window));
+      if (out.window.on_end_ns < out.window.on_start_ns || out.window.covers_until_ns < out.window.on_end_ns) {
+        return InvalidArgumentError("WINDOW whose times are out of order");
+      }
+      break;
+    case WS_CUDA_MSG_KERNELS:
+      CopyRecords(body, header.count, &out.kernels);
+      break;
+    case WS_CUDA_MSG_MEMOPS:
+      CopyRecords(body, header.count, &out.memops);
+      for (const ws_cuda_memop& m : out.memops) {
+        if (m.op != WS_CUDA_MEMOP_MEMCPY && m.op != WS_CUDA_MEMOP_MEMSET) {
+          return InvalidArgumentError("MEMOPS: op " + std::to_string(m.op));
+        }
+      }
+      break;
+    case WS_CUDA_MSG_LAUNCHES:
+      CopyRecords(body, header.count, &out.launches);
+      for (const ws_cuda_launch& l : out.launches) {
+        if (l.launch_kind < WS_CUDA_LAUNCH_KERNEL || l.launch_kind > WS_CUDA_LAUNCH_GRAPH) {
+          return InvalidArgumentError("LAUNCHES: kind " + std::to_string(l.launch_kind));
+        }
+      }
+      break;
+    default:
+      break;
+  }
+  return out;
+}
+
+std::vector<uint8_t> EncodeCudaMessage(ws_cuda_msg_type type, const void* records, size_t record_size,
+                                       uint32_t count) {
+  const size_t length = kHeaderSize + record_size * count;
+  std::vector<uint8_t> out(length);
+  ws_cuda_msg_header header{};
+  header.magic = WS_CUDA_WIRE_MAGIC;
+  header.version = WS_CUDA_WIRE_VERSION;
+  header.type = static_cast<uint16_t>(type);
+  header.length = static_cast<uint32_t>(length);
+  header.count = count;
+  std::memcpy(out.data(), &header, sizeof(header));
+  if (length > kHeaderSize) std::memcpy(out.data() + kHeaderSize, records, length - kHeaderSize);
+  return out;
+}
+
+ws_cuda_config DefaultCudaConfig() {
+  ws_cuda_config config{};
+  config.mode = WS_CUDA_MODE_EXACT;
+  config.flags = WS_CUDA_CONFIG_MEMCPY | WS_CUDA_CONFIG_MEMSET;
+  return config;
+}
+
+std::vector<uint8_t> EncodeCudaConfig(const ws_cuda_config& config) {
+  return EncodeCudaMessage(WS_CUDA_MSG_CONFIG, &config, sizeof(config), 1);
+}
+
+}  // namespace warpscope

@@ -1,0 +1,108 @@
+#include "agent/collectors/gpu_time/uprobe_stack_collector.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "agent/collectors/per_cpu_counters.h"
+#include "agent/unwind/unwind_bpf_maps.h"
+#include "uprobe_stack.skel.h"
+
+namespace warpscope {
+namespace {
+
+int HandleStack(void* ctx, void* data, size_t size) {
+  if (size < sizeof(ws_uprobe_stack_event)) return 0;
+  auto* on_stack = static_cast<std::function<void(const ws_uprobe_stack_event&)>*>(ctx);
+  if (*on_stack) (*on_stack)(*static_cast<const ws_uprobe_stack_event*>(data));
+  return 0;
+}
+
+}  // namespace
+
+UprobeStackCollector::~UprobeStackCollector() {
+  for (auto& [handle, link] : links_) bpf_link__destroy(link);
+  ring_buffer__free(stacks_);
+  uprobe_stack_bpf__destroy(skel_);
+}
+
+StatusOr<std::unique_ptr<UprobeStackCollector>> UprobeStackCollector::Create(uint32_t sample_every,
+                                                                             const UnwindMapSizes& unwind) {
+  return Load(sample_every, &unwind, nullptr);
+}
+
+StatusOr<std::unique_ptr<UprobeStackCollector>> UprobeStackCollector::CreateSharing(uint32_t sample_every,
+                                                                                    const UnwindMapFds& shared) {
+  return Load(sample_every, nullptr, &shared);
+}
+
+StatusOr<std::unique_ptr<UprobeStackCollector>> UprobeStackCollector::Load(uint32_t sample_every,
+                                                                           const UnwindMapSizes* sizes,
+                                                                           const UnwindMapFds* shared) {
+  std::unique_ptr<UprobeStackCollector> c(new UprobeStackCollector());
+  c->skel_ = uprobe_stack_bpf__open();
+  if (!c->skel_) return ErrnoError(errno, "opening the uprobe_stack BPF object");
+  c->skel_->rodata->sample_every = sample_every == 0 ? 1 : sample_every;
+  if (shared != nullptr) {
+    if (int err = UnwindMapsOf(c->skel_).Reuse(*shared); err) {
+      return ErrnoError(-err, "sharing the unwinder maps with the uprobe_stack program");
+    }
+  } else {
+    UnwindMapsOf(c->skel_).SetSizes(*sizes);
+  }
+  if (int err = uprobe_stack_bpf__load(c->skel_); err) return ErrnoError(-err, "loading the uprobe_stack BPF program");
+  c->stacks_ = ring_buffer__new(bpf_map__fd(c->skel_->maps.uprobe_stacks), HandleStack, &c->on_stack_, nullptr);
+  if (!c->stacks_) return ErrnoError(errno, "creating the uprobe stack ring buffer");
+  return c;
+}
+
+StatusOr<uint64_t> UprobeStackCollector::Attach(uint32_t pid, const std::string& binary, const std::string& symbol) {
+  LIBBPF_OPTS(bpf_uprobe_opts, opts, .func_name = symbol.c_str());
+  bpf_link* link = bpf_program__attach_uprobe_opts(skel_->progs.ws_uprobe_stack, pid == 0 ? -1 : static_cast<int>(pid),
+                                                   binary.c_str(), 0, &opts);
+  if (!link) {
+    const int e = errno;
+    return ErrnoError(e, "attaching a uprobe to " + symbol + " in " + binary);
+  }
+  const uint64_t handle = next_handle_++;
+  links_.emplace(handle, link);
+  return handle;
+}
+
+Status UprobeStackCollector::Detach(uint64_t handle) {
+  auto it = links_.find(handle);
+  if (it == links_.end()) return NotFoundError("no uprobe " + std::to_string(handle) + " attached");
+  const int err = bpf_link__destroy(it->second);
+  links_.erase(it);
+  if (err != 0) return ErrnoError(-err, "detaching uprobe " + std::to_string(handle));
+  return Status::Ok();
+}
+
+Status UprobeStackCollector::Consume(const std::function<void(const ws_uprobe_stack_event&)>& on_stack) {
+  on_stack_ = on_stack;
+  const int n = ring_buffer__consume(stacks_);
+  on_stack_ = nullptr;
+  if (n < 0 && n != -EINTR) return ErrnoError(-n, "reading uprobe stacks");
+  return Status::Ok();
+}
+
+Status UprobeStackCollector::Poll(std::chrono::milliseconds timeout,
+                                  const std::function<void(const ws_uprobe_stack_event&)>& on_stack) {
+  on_stack_ = on_stack;
+  const int n = ring_buffer__poll(stacks_, static_cast<int>(timeout.count()));
+  on_stack_ = nullptr;
+  if (n < 0 && n != -EINTR) return ErrnoError(-n, "polling uprobe stacks");
+  return Status::Ok();
+}
+
+UnwindMapFds UprobeStackCollector::unwind_map_fds() const { return UnwindMapsOf(skel_).Fds(); }
+
+UprobeStackStats UprobeStackCollector::ReadStats() const {
+  UprobeStackStats stats;
+  SumPerCpuCounters(skel_->maps.uprobe_stats, WS_UPROBE_STAT_MAX, stats.values);
+  return stats;
+}
+
+}  // namespace warpscope

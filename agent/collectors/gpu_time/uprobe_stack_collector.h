@@ -1,0 +1,74 @@
+// UprobeStackCollector owns the uprobe_stack BPF skeleton: whole user stacks
+// (through the .eh_frame unwinder) at the entry of a function in a binary,
+// e.g. cuLaunchKernel in libcuda, or libwarpscope_cuda.so's launch probe (the
+// GPU-time collector, agent/collectors/gpu_time/).
+//
+// Threading: one owner thread calls every method.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "agent/unwind/unwind_map_sizing.h"
+#include "agent/unwind/unwind_table_loader.h"
+#include "base/status.h"
+#include "bpf/intf/uprobe_stack.h"
+
+struct uprobe_stack_bpf;
+struct ring_buffer;
+struct bpf_link;
+
+namespace warpscope {
+
+struct UprobeStackStats {
+  uint64_t values[WS_UPROBE_STAT_MAX] = {};
+};
+
+class UprobeStackCollector {
+ public:
+  ~UprobeStackCollector();
+  UprobeStackCollector(const UprobeStackCollector&) = delete;
+  UprobeStackCollector& operator=(const UprobeStackCollector&) = delete;
+
+  // sample_every: unwind one hit in N per CPU (1 = every hit).
+  static StatusOr<std::unique_ptr<UprobeStackCollector>> Create(uint32_t sample_every, const UnwindMapSizes& unwind);
+  // Unwinds with another program's unwinder maps (the CPU sampler's), so the
+  // processes it describes need no second copy of their tables.
+  static StatusOr<std::unique_ptr<UprobeStackCollector>> CreateSharing(uint32_t sample_every,
+                                                                       const UnwindMapFds& shared);
+
+  // Attaches to `symbol` in `binary` (a path) for process `pid` (0: every
+  // process). The handle detaches it again (Detach); probes still attached
+  // go with the collector.
+  StatusOr<uint64_t> Attach(uint32_t pid, const std::string& binary, const std::string& symbol);
+  // Removes the probe `handle` (stacks it already captured are still
+  // delivered); NotFound for a handle not attached.
+  Status Detach(uint64_t handle);
+  size_t attached() const { return links_.size(); }
+
+  // Delivers the stacks already in the ring buffer without waiting.
+  Status Consume(const std::function<void(const ws_uprobe_stack_event&)>& on_stack);
+  // Waits up to `timeout` and delivers each captured stack.
+  Status Poll(std::chrono::milliseconds timeout, const std::function<void(const ws_uprobe_stack_event&)>& on_stack);
+
+  UnwindMapFds unwind_map_fds() const;
+  UprobeStackStats ReadStats() const;
+
+ private:
+  UprobeStackCollector() = default;
+  static StatusOr<std::unique_ptr<UprobeStackCollector>> Load(uint32_t sample_every, const UnwindMapSizes* sizes,
+                                                              const UnwindMapFds* shared);
+
+  uprobe_stack_bpf* skel_ = nullptr;
+  ring_buffer* stacks_ = nullptr;
+  std::map<uint64_t, bpf_link*> links_;  // by handle
+  uint64_t next_handle_ = 1;
+  std::function<void(const ws_uprobe_stack_event&)> on_stack_;  // valid during Poll only
+};
+
+}  // namespace warpscope

@@ -1,0 +1,103 @@
+#include "model/profile.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/support/test_profile.h"
+
+namespace warpscope {
+namespace {
+
+TEST(ProfileBuilderTest, InternsDenseOneBasedIds) {
+  ProfileBuilder b(1, 10, 100);
+  ProfileMapping m{0, 0x1000, 0x2000, 0, "/bin/a", "aa", false};
+  EXPECT_EQ(b.InternMapping(m), 1u);
+  EXPECT_EQ(b.InternMapping(m), 1u);
+  m.build_id = "bb";  // any differing field makes a new mapping
+  EXPECT_EQ(b.InternMapping(m), 2u);
+
+  EXPECT_EQ(b.InternFunction("f", "_Z1fv", "a.cc"), 1u);
+  EXPECT_EQ(b.InternFunction("f", "_Z1fv", "a.cc"), 1u);
+  EXPECT_EQ(b.InternFunction("f", "_Z1fv"), 2u);
+  EXPECT_EQ(b.InternFunction("g", "g"), 3u);
+
+  EXPECT_FALSE(b.HasLocation(1, 0x1100, FrameKind::kNative));
+  EXPECT_EQ(b.InternLocation(1, 0x1100, FrameKind::kNative, {{1, 5}}), 1u);
+  EXPECT_TRUE(b.HasLocation(1, 0x1100, FrameKind::kNative));
+  EXPECT_FALSE(b.HasLocation(1, 0x1100, FrameKind::kKernel));
+  // Lines are only used on first insertion.
+  EXPECT_EQ(b.InternLocation(1, 0x1100, FrameKind::kNative, {{3, 9}}), 1u);
+  EXPECT_EQ(b.InternLocation(1, 0x1100, FrameKind::kKernel, {}), 2u);
+  EXPECT_EQ(b.InternLocation(0, 0x1100, FrameKind::kNative, {}), 3u);
+
+  const Profile p = b.Finish(5);
+  ASSERT_EQ(p.mappings.size(), 2u);
+  ASSERT_EQ(p.functions.size(), 3u);
+  ASSERT_EQ(p.locations.size(), 3u);
+  for (size_t i = 0; i < p.mappings.size(); ++i) EXPECT_EQ(p.mappings[i].id, i + 1);
+  for (size_t i = 0; i < p.functions.size(); ++i) EXPECT_EQ(p.functions[i].id, i + 1);
+  for (size_t i = 0; i < p.locations.size(); ++i) EXPECT_EQ(p.locations[i].id, i + 1);
+  EXPECT_EQ(p.mapping(2).build_id, "bb");
+  EXPECT_EQ(p.function(1).system_name, "_Z1fv");
+  EXPECT_EQ(p.function(1).filename, "a.cc");
+  EXPECT_EQ(p.function(2).filename, "");
+  ASSERT_EQ(p.location(1).lines.size(), 1u);
+  EXPECT_EQ(p.location(1).lines[0].function_id, 1u);
+  EXPECT_EQ(p.location(1).lines[0].line, 5);
+  EXPECT_EQ(p.location(2).kind, FrameKind::kKernel);
+  EXPECT_EQ(p.location(3).mapping_id, 0u);
+  EXPECT_EQ(p.time_nanos, 1);
+  EXPECT_EQ(p.period_nanos, 10);
+  EXPECT_EQ(p.frequency_hz, 100u);
+  EXPECT_EQ(p.duration_nanos, 5);
+}
+
+TEST(ProfileBuilderTest, MergesIdenticalSamplesOnly) {
+  ProfileBuilder b(0, 10'000'000, 100);
+  const uint64_t f = b.InternFunction("f", "f");
+  const uint64_t l1 = b.InternLocation(0, 1, FrameKind::kNative, {{f, 0}});
+  const uint64_t l2 = b.InternLocation(0, 2, FrameKind::kNative, {{f, 0}});
+  const SampleLabels a{1, 1, "p", "t"};
+  const SampleLabels other_tid{1, 2, "p", "t"};
+  b.AddSample({l1, l2}, 2, a);
+  b.AddSample({l2, l1}, 1, a);         // different order: a different stack
+  b.AddSample({l1, l2}, 3, a);         // merged with the first
+  b.AddSample({l1, l2}, 4, other_tid);  // different labels
+  b.AddSample({l1, l2}, 0, a);         // nothing to add
+  const Profile p = b.Finish(0);
+  ASSERT_EQ(p.samples.size(), 3u);
+  EXPECT_EQ(p.samples[0].location_ids, (std::vector<uint64_t>{l1, l2}));
+  EXPECT_EQ(p.samples[0].count, 5);
+  EXPECT_EQ(p.samples[0].cpu_nanos, 50'000'000);
+  EXPECT_EQ(p.samples[1].count, 1);
+  EXPECT_EQ(p.samples[1].cpu_nanos, 10'000'000);
+  EXPECT_EQ(p.samples[2].count, 4);
+  EXPECT_EQ(p.samples[2].labels.tid, 2u);
+}
+
+TEST(ProfileBuilderTest, CountersOverwriteInPlaceAndCommentsAppend) {
+  const Profile p = testing::MakeTestProfile();
+  ASSERT_EQ(p.counters.size(), 2u);
+  EXPECT_EQ(p.counters[0].name, "ringbuf_drops");
+  EXPECT_EQ(p.counters[0].value, 3u);
+  EXPECT_EQ(p.counters[1].name, "truncated_stacks");
+  EXPECT_EQ(p.counters[1].value, 1u);
+  EXPECT_EQ(p.comments, (std::vector<std::string>{"warpscope 0.1.0"}));
+}
+
+TEST(ProfileBuilderTest, TestProfileHasExpectedShape) {
+  const Profile p = testing::MakeTestProfile();
+  EXPECT_EQ(p.mappings.size(), 4u);
+  EXPECT_EQ(p.functions.size(), 8u);
+  EXPECT_EQ(p.locations.size(), 9u);
+  EXPECT_EQ(p.samples.size(), 7u);  // 8 added, one merged
+  int64_t total = 0;
+  for (const ProfileSample& s : p.samples) {
+    total += s.count;
+    EXPECT_EQ(s.cpu_nanos, s.count * testing::kTestPeriodNanos);
+  }
+  EXPECT_EQ(total, testing::kTestTotalSamples);
+  EXPECT_EQ(p.samples[0].count, 5);
+}
+
+}  // namespace
+}  // namespace warpscope
