@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/export/file_sink.h"
 #include "base/status.h"
 
 namespace warpscope {
@@ -21,8 +22,6 @@ enum ExitCode : int {
   kExitNoSuchProcess = 5, // a --pid that does not exist
   kExitBlocked = 6,       // doctor: a check other than privileges or the kernel blocks profiling
 };
-
-enum class OutputFormat { kPprof, kCollapsed };
 
 struct RecordOptions {
   std::vector<uint32_t> pids;  // empty with all == true: the whole machine

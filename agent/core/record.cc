@@ -7,26 +7,23 @@
 #include <iostream>
 #include <sstream>
 
+#include "agent/collectors/cpu/cpu_collector.h"
 #include "agent/core/lifecycle.h"
 #include "agent/core/preflight.h"
-#include "agent/core/profiling_session.h"
-#include "agent/export/collapsed_writer.h"
-#include "agent/export/pprof_writer.h"
-#include "agent/export/top_functions.h"
+#include "agent/export/file_sink.h"
+#include "agent/pipeline/agent_loop.h"
 #include "base/duration.h"
 #include "base/file_util.h"
 #include "base/logging.h"
+#include "model/formats/top_functions.h"
 
 namespace warpscope {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-
 // One line per process (most samples first) into the profile's comments, and
 // a short summary for stderr: how many user stacks reached their root, and why
 // the others stopped.
-std::string SummarizeUnwinding(const AssemblerStats& stats, ProfileBuilder* builder) {
+std::string SummarizeUnwinding(const AssemblerStats& stats, Profile* profile) {
   std::vector<std::pair<uint32_t, const UnwindOutcome*>> procs;
   uint64_t total = 0, root = 0;
   for (const auto& [pid, outcome] : stats.unwind_by_pid) {
@@ -48,7 +45,7 @@ std::string SummarizeUnwinding(const AssemblerStats& stats, ProfileBuilder* buil
     for (uint32_t end = 0; end < WS_END_MAX; ++end) {
       if (o->by_end[end]) line << " " << StackEndName(end) << "=" << o->by_end[end];
     }
-    builder->AddComment(line.str());
+    profile->comments.push_back(line.str());
     if (i < 3) {
       summary << (i == 0 ? " (" : ", ") << o->comm << "[" << pid << "] " << std::fixed << std::setprecision(1)
               << 100.0 * o->RootShare() << "%";
@@ -80,69 +77,54 @@ int RunRecord(const RecordOptions& options) {
   session_options.drain_interval = options.drain_interval;
   session_options.frame_pointers_only = options.frame_pointers_only;
   session_options.python_frames = options.python_frames;
-  auto session_or = ProfilingSession::Create(session_options);
-  if (!session_or.ok()) {
-    const Status& s = session_or.status();
-    return ReportFailure(ExitCodeForStartFailure(s, kExitError), s);
-  }
-  std::unique_ptr<ProfilingSession> session = std::move(session_or).value();
-
-  ProfileBuilder builder(UnixNanosNow(), session->period_nanos(), options.frequency_hz);
-  // pprof tools name a profile after its first mapping: make it the target's executable.
-  if (!options.pids.empty()) {
-    if (auto main_binary = session->symbolizer().MainExecutableMapping(options.pids[0])) {
-      builder.InternMapping(*main_binary);
-    }
-  }
-  session->SetBuilder(&builder);
+  auto cpu_or = CpuCollector::Create(session_options);
+  if (!cpu_or.ok()) return ReportFailure(ExitCodeForStartFailure(cpu_or.status(), kExitError), cpu_or.status());
+  CpuCollector* cpu = cpu_or->get();
+  if (!options.pids.empty()) cpu->LeadWithMainMappingOf(options.pids[0]);
   StopSignals stop_signals;
 
-  if (Status s = session->Start(); !s.ok()) {
-    return ReportFailure(ExitCodeForStartFailure(s, kExitError), s);
-  }
-  const size_t num_cpus = session->num_cpus();
-  const auto start = Clock::now();
-  const auto deadline = start + options.duration;
+  // One window, the whole recording, into the file.
+  FileSink sink(options.output, options.format);
+  AgentLoopOptions loop_options;
+  loop_options.window_length = options.duration;
+  loop_options.single_window = true;
+  loop_options.stop_check = [&]() -> std::optional<StopVerdict> {
+    if (stop_signals.Received()) return StopVerdict{StopCause::kSignal, stop_signals.last_signal()};
+    if (!targets.empty() && targets.AllExited()) return StopVerdict{StopCause::kTargetsExited};
+    return std::nullopt;
+  };
+  std::vector<std::unique_ptr<Collector>> collectors;
+  collectors.push_back(std::move(cpu_or).value());
+  AgentLoop loop(std::move(loop_options), std::move(collectors), &sink);
+  if (Status s = loop.Start(); !s.ok()) return ReportFailure(ExitCodeForStartFailure(s, kExitError), s);
   std::cerr << "warpscope-agent: recording "
             << (options.all ? std::string("all processes") : "pid " + std::to_string(options.pids[0]) +
                                                                 (options.pids.size() > 1 ? " and others" : ""))
-            << " at " << options.frequency_hz << " Hz on " << num_cpus << " CPUs for "
+            << " at " << options.frequency_hz << " Hz on " << cpu->session().num_cpus() << " CPUs for "
             << FormatDuration(options.duration) << " (Ctrl-C stops early)\n";
 
+  const AgentLoopResult result = loop.Run();
+  loop.Stop();
+  if (!result.error.ok()) return ReportFailure(kExitError, result.error);
   std::string stop_reason = "duration reached";
-  for (;;) {
-    const auto now = Clock::now();
-    if (now >= deadline) break;
-    if (stop_signals.Received()) {
-      stop_reason = "interrupted";
-      break;
-    }
-    if (!targets.empty() && targets.AllExited()) {
-      stop_reason = options.pids.size() == 1 ? "process exited" : "all processes exited";
-      break;
-    }
-    if (Status s = session->Poll(deadline); !s.ok()) return ReportFailure(kExitError, s);
+  if (result.stop.cause == StopCause::kSignal) stop_reason = "interrupted";
+  if (result.stop.cause == StopCause::kTargetsExited) {
+    stop_reason = options.pids.size() == 1 ? "process exited" : "all processes exited";
   }
-  const auto elapsed = Clock::now() - start;
-  if (Status s = session->StopAndDrainAll(); !s.ok()) return ReportFailure(kExitError, s);
 
-  const CpuSamplerStats stats = session->sampler_stats();
-  session->AddCounters(&builder);
-  builder.AddComment("warpscope-agent record, " + std::to_string(options.frequency_hz) + " Hz, stop: " + stop_reason);
-  const std::string unwind_summary = SummarizeUnwinding(session->assembler_stats(), &builder);
-  Profile profile =
-      builder.Finish(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count());
+  const ProfilingSession& session = cpu->session();
+  const CpuSamplerStats stats = session.sampler_stats();
+  Profile& profile = *sink.profile();
+  profile.comments.push_back("warpscope-agent record, " + std::to_string(options.frequency_hz) +
+                             " Hz, stop: " + stop_reason);
+  const std::string unwind_summary = SummarizeUnwinding(session.assembler_stats(), &profile);
   for (const ProfileCounter& c : profile.counters) LOG_DEBUG() << "counter " << c.name << "=" << c.value;
-
-  StatusOr<std::string> encoded = options.format == OutputFormat::kPprof ? EncodePprofGzip(profile)
-                                                                         : StatusOr<std::string>(EncodeCollapsed(profile));
-  if (!encoded.ok()) return ReportFailure(kExitError, encoded.status());
-  if (Status s = WriteFileAtomically(options.output, *encoded); !s.ok()) return ReportFailure(kExitError, s);
+  if (Status s = sink.Write(); !s.ok()) return ReportFailure(kExitError, s);
 
   const uint64_t drops = stats[WS_STAT_DROP_COUNTS_FULL] + stats[WS_STAT_DROP_STACKS_FULL] +
                          stats[WS_STAT_DROP_PROC_EVENTS];
-  std::cerr << "warpscope-agent: " << stop_reason << " after " << FormatDuration(elapsed) << "; "
-            << session->assembler_stats().samples << " samples written to " << options.output << " ("
+  std::cerr << "warpscope-agent: " << stop_reason << " after " << FormatDuration(result.elapsed) << "; "
+            << session.assembler_stats().samples << " samples written to " << options.output << " ("
             << profile.samples.size() << " distinct stacks, " << drops << " dropped";
   if (drops) {
     std::cerr << ": counts map full " << stats[WS_STAT_DROP_COUNTS_FULL] << ", stacks map full "

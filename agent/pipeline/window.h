@@ -1,0 +1,32 @@
+// Window: what the agent collected over one window of its loop (an upload
+// interval for `run`, the whole recording for `record`), from every
+// collector, handed to a sink in one piece. Plain data; the sampling thread
+// fills it and the sink takes it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "model/gpu_trace.h"
+#include "model/metric_reading.h"
+#include "model/profile.h"
+
+namespace warpscope {
+
+struct Window {
+  int64_t start_unix_nanos = 0;
+  int64_t duration_nanos = 0;  // set by the loop once every collector finished the window
+  // The last window: collectors hand over everything they still hold.
+  bool final = false;
+
+  Profile cpu;                      // the CPU sampler's profile of the window
+  std::optional<Profile> gpu_time;  // CUDA kernels' GPU time under their launch stacks
+  GpuTrace gpu_trace;               // the kernels, copies and sets as they ran
+  std::vector<MetricReading> metrics;
+  // Every collector's counters (drops, errors, table sizes), in the order
+  // they were set; a sink adds its own and reports them with the CPU profile.
+  std::vector<ProfileCounter> counters;
+};
+
+}  // namespace warpscope
