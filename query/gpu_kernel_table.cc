@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <tuple>
 
 namespace warpscope::query {
@@ -78,6 +79,37 @@ KernelTable BuildKernelTable(const storage::GpuActivities& in) {
     return std::tie(a.kind, a.name) < std::tie(b.kind, b.name);
   });
   return out;
+}
+
+std::string RenderKernelTableJson(const storage::GpuActivities& activities, int64_t from_ns, int64_t to_ns) {
+  using nlohmann::json;
+  const KernelTable table = BuildKernelTable(activities);
+  uint64_t recorded = 0, sent = 0;
+  for (const storage::GpuTraceCoverage& c : activities.coverage) {
+    recorded += c.recorded;
+    sent += c.sent;
+  }
+  json kernels = json::array();
+  for (const KernelStats& k : table.kernels) {
+    kernels.push_back({{"kind", GpuActivityKindName(k.kind)},
+                       {"name", k.name},
+                       {"system_name", k.system_name},
+                       {"launches", k.launches},
+                       {"total_ns", k.total_ns},
+                       {"mean_ns", k.mean_ns},
+                       {"p50_ns", k.p50_ns},
+                       {"p95_ns", k.p95_ns},
+                       {"max_ns", k.max_ns},
+                       {"grid", k.grid},
+                       {"block", k.block},
+                       {"configs", k.configs},
+                       {"share", k.share}});
+  }
+  const json out = {{"from_ns", from_ns},          {"to_ns", to_ns}, {"activities", table.activities},
+                    {"recorded", recorded},        {"sent", sent},   {"total_ns", table.total_ns},
+                    {"kernels", std::move(kernels)}};
+  // Kernel names are whatever CUPTI reported: bytes that are not UTF-8 become U+FFFD.
+  return out.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 }  // namespace warpscope::query

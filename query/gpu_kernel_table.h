@@ -50,6 +50,11 @@ KernelTable BuildKernelTable(const storage::GpuActivities& activities);
 // "kernel", "memcpy", "memset".
 const char* GpuActivityKindName(storage::GpuActivityKind kind);
 
+// /api/v1/gpu/kernels: the kernel table of `activities` with the range, the
+// activity count, how many the libraries recorded and sent (coverage) and
+// each kernel's row (docs/api.md).
+std::string RenderKernelTableJson(const storage::GpuActivities& activities, int64_t from_ns, int64_t to_ns);
+
 // Nearest-rank percentile of `sorted` (ascending, non-empty), p in (0, 100].
 int64_t NearestRankPercentile(const std::vector<int64_t>& sorted, int p);
 

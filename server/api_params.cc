@@ -1,29 +1,33 @@
 #include "server/api_params.h"
 
+#include <algorithm>
+#include <cctype>
+
+#include "base/duration.h"
 #include "base/logging.h"
-#include "query/selector.h"
-#include "query/time_range.h"
+#include "model/selector.h"
+#include "model/time_range.h"
 
 namespace warpscope::server {
 
 using nlohmann::json;
 using storage::ProfileQuery;
 
-HttpResponse ErrorFor(const Status& status) {
+http::HttpResponse ErrorFor(const Status& status) {
   const int code = HttpStatusFor(status);
   if (code == 507) {
     // The store's message names files and statements; the operator finds it
     // in the log, the client learns what happened and what to do.
     LOG_WARNING_EVERY_N_SEC(10) << "storage full: " << status.message();
-    return HttpResponse::Error(507, "the server's storage is full: nothing of this request was stored; retry once "
+    return http::HttpResponse::Error(507, "the server's storage is full: nothing of this request was stored; retry once "
                                     "disk space is freed (the server log has the details)");
   }
-  return HttpResponse::Error(code, status.message());
+  return http::HttpResponse::Error(code, status.message());
 }
 
-HttpResponse JsonOk(const json& body) { return HttpResponse::Json(200, body.dump(-1, ' ', false, json::error_handler_t::replace)); }
+http::HttpResponse JsonOk(const json& body) { return http::HttpResponse::Json(200, body.dump(-1, ' ', false, json::error_handler_t::replace)); }
 
-StatusOr<uint64_t> ParseUnsigned(const HttpRequest& req, const std::string& key, uint64_t fallback, uint64_t max) {
+StatusOr<uint64_t> ParseUnsigned(const http::HttpRequest& req, const std::string& key, uint64_t fallback, uint64_t max) {
   const auto text = req.QueryValue(key);
   if (!text || text->empty()) return fallback;
   uint64_t value = 0;
@@ -39,7 +43,7 @@ StatusOr<uint64_t> ParseUnsigned(const HttpRequest& req, const std::string& key,
   return value;
 }
 
-StatusOr<ProfileQuery> ParseProfileQuery(const HttpRequest& req, int64_t now_ns, const std::string& from_key,
+StatusOr<ProfileQuery> ParseProfileQuery(const http::HttpRequest& req, int64_t now_ns, const std::string& from_key,
                                          const std::string& to_key, const std::string& selector_key) {
   ProfileQuery q;
   q.type = req.QueryValue("type").value_or("cpu");
@@ -81,7 +85,7 @@ int HttpStatusFor(const Status& status) {
   }
 }
 
-HttpResponse WithCaveats(HttpResponse response, const storage::QueryContext& context) {
+http::HttpResponse WithCaveats(http::HttpResponse response, const storage::QueryContext& context) {
   const std::vector<storage::DataGap> gaps = context.gaps();
   if (gaps.empty()) return response;
   json list = json::array();
@@ -109,6 +113,52 @@ HttpResponse WithCaveats(HttpResponse response, const storage::QueryContext& con
     response.headers.emplace_back("X-Warpscope-Incomplete", header);
   }
   return response;
+}
+
+// group_by=a,b,c (at most 8 labels); `fallback` when absent.
+StatusOr<std::vector<std::string>> ParseGroupBy(const http::HttpRequest& req, const std::string& fallback) {
+  const std::string text = req.QueryValue("group_by").value_or(fallback);
+  std::vector<std::string> names;
+  size_t start = 0;
+  while (start < text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    std::string name = text.substr(start, comma - start);
+    if (!name.empty()) names.push_back(std::move(name));
+    start = comma + 1;
+  }
+  if (names.size() > 8) return InvalidArgumentError("parameter 'group_by': at most 8 labels");
+  return names;
+}
+
+// The step of a series answer over `range`: `step` when given (a duration of
+// at least 1 ms, at most 10000 points), else the smallest round step giving at
+// most `max_points` (default 300) points.
+StatusOr<int64_t> ParseStep(const http::HttpRequest& req, const TimeRange& range) {
+  auto max_points = ParseUnsigned(req, "max_points", 300, 10'000);
+  if (!max_points.ok()) return max_points.status();
+  int64_t step_ns = ChooseStep(range, static_cast<int>(std::max<uint64_t>(*max_points, 1)));
+  if (auto step = req.QueryValue("step"); step && !step->empty()) {
+    auto parsed = ParseDuration(*step);
+    if (!parsed.ok() || parsed->count() < 1'000'000) {
+      return InvalidArgumentError("parameter 'step': expected a duration of at least 1ms like 10s or 1m, found \"" +
+                                  *step + "\"");
+    }
+    if (range.span_ns() / parsed->count() > 10'000) {
+      return InvalidArgumentError("parameter 'step': more than 10000 points over the range; use a larger step");
+    }
+    step_ns = parsed->count();
+  }
+  return step_ns;
+}
+
+// A Content-Type's media type, lower-cased, without parameters or spaces:
+// "Application/X-Protobuf; foo=bar" -> "application/x-protobuf".
+std::string MediaType(const std::string& content_type) {
+  std::string out;
+  for (char c : content_type.substr(0, content_type.find(';'))) {
+    if (c != ' ' && c != '\t') out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return out;
 }
 
 }  // namespace warpscope::server

@@ -6,27 +6,41 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
-#include "server/http_server.h"
+#include "base/http/http_server.h"
+#include "model/time_range.h"
 #include "storage/profile_store.h"
 
 namespace warpscope::server {
 
 // The HTTP answer for a failed status (HttpStatusFor's code, the message as the error).
-HttpResponse ErrorFor(const Status& status);
-HttpResponse JsonOk(const nlohmann::json& body);
+http::HttpResponse ErrorFor(const Status& status);
+http::HttpResponse JsonOk(const nlohmann::json& body);
 
 // A whole number parameter; `fallback` when absent or empty, InvalidArgument
 // naming the parameter when malformed or above `max`.
-StatusOr<uint64_t> ParseUnsigned(const HttpRequest& req, const std::string& key, uint64_t fallback, uint64_t max);
+StatusOr<uint64_t> ParseUnsigned(const http::HttpRequest& req, const std::string& key, uint64_t fallback, uint64_t max);
 
 // type, from, to (default: the last hour) and selector, shared by every query.
 // The keys may be renamed (the diff's base_from, base_to, base_selector).
-StatusOr<storage::ProfileQuery> ParseProfileQuery(const HttpRequest& req, int64_t now_ns,
+StatusOr<storage::ProfileQuery> ParseProfileQuery(const http::HttpRequest& req, int64_t now_ns,
                                                   const std::string& from_key = "from",
                                                   const std::string& to_key = "to",
                                                   const std::string& selector_key = "selector");
+
+// group_by=a,b,c (at most 8 labels); `fallback` when absent.
+StatusOr<std::vector<std::string>> ParseGroupBy(const http::HttpRequest& req, const std::string& fallback);
+
+// The step of a series answer over `range`: `step` when given (a duration of
+// at least 1 ms, at most 10000 points over the range), else the smallest
+// round step giving at most `max_points` (default 300) points.
+StatusOr<int64_t> ParseStep(const http::HttpRequest& req, const TimeRange& range);
+
+// A Content-Type's media type, lower-cased, without parameters or spaces:
+// "Application/X-Protobuf; foo=bar" -> "application/x-protobuf".
+std::string MediaType(const std::string& content_type);
 
 // The HTTP status for a storage or parsing error: InvalidArgument 400,
 // NotFound 404, Unavailable, DeadlineExceeded and Cancelled 503,
@@ -38,6 +52,6 @@ int HttpStatusFor(const Status& status);
 // {from, to, from_ms, to_ms, reason} as their first member, other answers
 // (pprof, collapsed text) an X-Warpscope-Incomplete header saying the same,
 // so a partial answer is never taken for a whole one.
-HttpResponse WithCaveats(HttpResponse response, const storage::QueryContext& context);
+http::HttpResponse WithCaveats(http::HttpResponse response, const storage::QueryContext& context);
 
 }  // namespace warpscope::server

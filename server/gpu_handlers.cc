@@ -1,7 +1,6 @@
 #include "server/gpu_handlers.h"
 
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <string>
 
 #include "query/chrome_trace.h"
@@ -12,7 +11,6 @@
 namespace warpscope::server {
 namespace {
 
-using nlohmann::json;
 using storage::GpuActivities;
 using storage::GpuActivityQuery;
 
@@ -20,64 +18,36 @@ class GpuHandlers {
  public:
   GpuHandlers(storage::ProfileStore* store, ApiOptions options) : store_(store), options_(std::move(options)) {}
 
-  HttpResponse Kernels(const HttpRequest& req) const {
+  http::HttpResponse Kernels(const http::HttpRequest& req) const {
     auto q = Parse(req, /*trace=*/false);
     if (!q.ok()) return ErrorFor(q.status());
     storage::QueryContext context = storage::QueryContext::WithTimeout(options_.query_timeout);
     q->context = &context;
     auto activities = store_->SelectGpuActivities(*q);
     if (!activities.ok()) return ErrorFor(activities.status());
-    const query::KernelTable table = query::BuildKernelTable(*activities);
-    uint64_t recorded = 0, sent = 0;
-    for (const storage::GpuTraceCoverage& c : activities->coverage) {
-      recorded += c.recorded;
-      sent += c.sent;
-    }
-    json kernels = json::array();
-    for (const query::KernelStats& k : table.kernels) {
-      kernels.push_back({{"kind", query::GpuActivityKindName(k.kind)},
-                         {"name", k.name},
-                         {"system_name", k.system_name},
-                         {"launches", k.launches},
-                         {"total_ns", k.total_ns},
-                         {"mean_ns", k.mean_ns},
-                         {"p50_ns", k.p50_ns},
-                         {"p95_ns", k.p95_ns},
-                         {"max_ns", k.max_ns},
-                         {"grid", k.grid},
-                         {"block", k.block},
-                         {"configs", k.configs},
-                         {"share", k.share}});
-    }
-    return WithCaveats(JsonOk({{"from_ns", q->from_ns},
-                   {"to_ns", q->to_ns},
-                   {"activities", table.activities},
-                   {"recorded", recorded},
-                   {"sent", sent},
-                   {"total_ns", table.total_ns},
-                   {"kernels", std::move(kernels)}}),
+    return WithCaveats(http::HttpResponse::Json(200, query::RenderKernelTableJson(*activities, q->from_ns, q->to_ns)),
                        context);
   }
 
-  HttpResponse Trace(const HttpRequest& req) const {
+  http::HttpResponse Trace(const http::HttpRequest& req) const {
     auto q = Parse(req, /*trace=*/true);
     if (!q.ok()) return ErrorFor(q.status());
     storage::QueryContext context = storage::QueryContext::WithTimeout(options_.query_timeout);
     q->context = &context;
     auto activities = store_->SelectGpuActivities(*q);
     if (!activities.ok()) return ErrorFor(activities.status());
-    return WithCaveats(HttpResponse::Json(200, query::RenderGpuTraceJson(*activities, q->from_ns, q->to_ns)),
+    return WithCaveats(http::HttpResponse::Json(200, query::RenderGpuTraceJson(*activities, q->from_ns, q->to_ns)),
                        context);
   }
 
-  HttpResponse TraceDownload(const HttpRequest& req) const {
+  http::HttpResponse TraceDownload(const http::HttpRequest& req) const {
     auto q = Parse(req, /*trace=*/true);
     if (!q.ok()) return ErrorFor(q.status());
     storage::QueryContext context = storage::QueryContext::WithTimeout(options_.query_timeout);
     q->context = &context;
     auto activities = store_->SelectGpuActivities(*q);
     if (!activities.ok()) return ErrorFor(activities.status());
-    HttpResponse r = HttpResponse::Json(200, query::RenderChromeTrace(*activities, q->from_ns, q->to_ns));
+    http::HttpResponse r = http::HttpResponse::Json(200, query::RenderChromeTrace(*activities, q->from_ns, q->to_ns));
     r.headers.emplace_back("Content-Disposition", "attachment; filename=\"warpscope-gpu-trace-" +
                                                       std::to_string(q->from_ns) + ".json\"");
     return WithCaveats(std::move(r), context);
@@ -85,7 +55,7 @@ class GpuHandlers {
 
  private:
   // from/to/selector as every query takes them; the trace's range capped.
-  StatusOr<GpuActivityQuery> Parse(const HttpRequest& req, bool trace) const {
+  StatusOr<GpuActivityQuery> Parse(const http::HttpRequest& req, bool trace) const {
     ASSIGN_OR_RETURN(storage::ProfileQuery p, ParseProfileQuery(req, options_.now_ns()));
     GpuActivityQuery q;
     q.from_ns = p.from_ns;
@@ -107,10 +77,10 @@ class GpuHandlers {
 
 }  // namespace
 
-void AddGpuRoutes(storage::ProfileStore* store, const ApiOptions& options, Routes* routes) {
+void AddGpuRoutes(storage::ProfileStore* store, const ApiOptions& options, http::Routes* routes) {
   auto h = std::make_shared<const GpuHandlers>(store, options);
-  auto bind = [h](HttpResponse (GpuHandlers::*fn)(const HttpRequest&) const) {
-    return [h, fn](const HttpRequest& req) { return ((*h).*fn)(req); };
+  auto bind = [h](http::HttpResponse (GpuHandlers::*fn)(const http::HttpRequest&) const) {
+    return [h, fn](const http::HttpRequest& req) { return ((*h).*fn)(req); };
   };
   routes->push_back({"GET", "/api/v1/gpu/kernels", bind(&GpuHandlers::Kernels)});
   routes->push_back({"GET", "/api/v1/gpu/trace", bind(&GpuHandlers::Trace)});
