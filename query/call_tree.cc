@@ -98,7 +98,7 @@ void CallTree::AppendJsonMembers(size_t max_nodes, std::string* out) const {
       const FrameLabel& lb = labels_.label(b);
       if (const int c = la.name.compare(lb.name); c != 0) return c < 0;
       if (const int c = la.binary.compare(lb.binary); c != 0) return c < 0;
-      return la.kind < lb.kind;
+      return la.JsonKind() < lb.JsonKind();
     });
     for (uint32_t rank = 0; rank < by_name.size(); ++rank) label_rank[by_name[rank]] = rank;
   }
@@ -193,7 +193,7 @@ void CallTree::AppendJsonMembers(size_t max_nodes, std::string* out) const {
     rows.push_back(',');
     AppendJsonInt(binary_of_label[label], &rows);
     rows.push_back(',');
-    AppendJsonInt(static_cast<int64_t>(labels_.label(label).kind), &rows);
+    AppendJsonInt(labels_.label(label).JsonKind(), &rows);
     for (int s = 0; s < sides_; ++s) {
       rows.push_back(',');
       AppendJsonInt(self[s], &rows);

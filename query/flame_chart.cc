@@ -63,7 +63,7 @@ std::string RenderFlameChartJson(const storage::StackTimeline& timeline, const F
         frames_json.push_back(',');
         AppendJsonInt(binaries.Index(f.binary), &frames_json);
         frames_json.push_back(',');
-        AppendJsonInt(static_cast<int64_t>(f.kind), &frames_json);
+        AppendJsonInt(f.JsonKind(), &frames_json);
         frames_json.push_back(']');
       }
       AppendJsonInt(frame_of_label[label], &stacks_json);

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <functional>
 
-#include "agent/export/frame_names.h"
+#include "model/frame_names.h"
 
 namespace warpscope::query {
 
@@ -22,25 +22,25 @@ std::string_view Basename(std::string_view path) {
 
 }  // namespace
 
-LabelKind FrameLabelKind(const storage::ResolvedFrame& frame) {
+FrameKind FrameKindOf(const storage::ResolvedFrame& frame) {
   switch (frame.kind) {
-    case warpscope::v1::FRAME_KIND_KERNEL: return LabelKind::kKernel;
-    case warpscope::v1::FRAME_KIND_PYTHON: return LabelKind::kPython;
-    case warpscope::v1::FRAME_KIND_CUDA_KERNEL: return LabelKind::kCudaKernel;
-    default: return LabelKind::kNative;
+    case warpscope::v1::FRAME_KIND_KERNEL: return FrameKind::kKernel;
+    case warpscope::v1::FRAME_KIND_PYTHON: return FrameKind::kPython;
+    case warpscope::v1::FRAME_KIND_CUDA_KERNEL: return FrameKind::kCudaKernel;
+    default: return FrameKind::kNative;
   }
 }
 
 std::string FrameDisplayName(const storage::ResolvedFrame& frame) {
   if (!frame.function_name.empty()) return frame.function_name;
   if (!frame.system_name.empty()) return frame.system_name;
-  switch (FrameLabelKind(frame)) {
-    case LabelKind::kPython:
+  switch (FrameKindOf(frame)) {
+    case FrameKind::kPython:
       if (frame.file.empty()) return "[unknown]";
       return std::string(Basename(frame.file)) + ":" + std::to_string(frame.line);
-    case LabelKind::kKernel:
+    case FrameKind::kKernel:
       return HexAddress(frame.address);  // what kallsyms and System.map list
-    case LabelKind::kCudaKernel:
+    case FrameKind::kCudaKernel:
       return "[unknown kernel]";
     default:
       // Native addresses are file offsets: they survive ASLR and match
@@ -51,15 +51,15 @@ std::string FrameDisplayName(const storage::ResolvedFrame& frame) {
 }
 
 std::string FrameBinaryName(const storage::ResolvedFrame& frame) {
-  const LabelKind kind = FrameLabelKind(frame);
-  if (kind == LabelKind::kPython) return frame.file;
-  if (kind == LabelKind::kCudaKernel) return kCudaKernelBinary;
+  const FrameKind kind = FrameKindOf(frame);
+  if (kind == FrameKind::kPython) return frame.file;
+  if (kind == FrameKind::kCudaKernel) return kCudaKernelBinary;
   if (!frame.mapping_file.empty()) return std::string(Basename(frame.mapping_file));
-  return kind == LabelKind::kKernel ? kKernelBinary : "";
+  return kind == FrameKind::kKernel ? kKernelBinary : "";
 }
 
 FrameLabel LabelFrame(const storage::ResolvedFrame& frame) {
-  return FrameLabel{FrameDisplayName(frame), FrameBinaryName(frame), FrameLabelKind(frame)};
+  return FrameLabel{FrameDisplayName(frame), FrameBinaryName(frame), FrameKindOf(frame)};
 }
 
 size_t FrameLabelInterner::FrameKeyHash::operator()(const FrameKey& key) const {
@@ -78,14 +78,14 @@ size_t FrameLabelInterner::FrameKeyHash::operator()(const FrameKey& key) const {
 uint32_t FrameLabelInterner::Intern(const storage::ResolvedFrame& frame) {
   // Only what the label depends on goes into the key, so the many stored
   // frames of one function (other lines, other addresses) share one lookup.
-  const LabelKind kind = FrameLabelKind(frame);
+  const FrameKind kind = FrameKindOf(frame);
   const bool named = !frame.function_name.empty() || !frame.system_name.empty();
   FrameKey key{frame.function_name,
                frame.function_name.empty() ? std::string_view(frame.system_name) : std::string_view(),
-               kind == LabelKind::kPython ? std::string_view(frame.file) : std::string_view(),
-               kind == LabelKind::kPython ? std::string_view() : std::string_view(frame.mapping_file),
-               named || kind == LabelKind::kPython ? 0 : frame.address,
-               named || kind != LabelKind::kPython ? 0 : frame.line,
+               kind == FrameKind::kPython ? std::string_view(frame.file) : std::string_view(),
+               kind == FrameKind::kPython ? std::string_view() : std::string_view(frame.mapping_file),
+               named || kind == FrameKind::kPython ? 0 : frame.address,
+               named || kind != FrameKind::kPython ? 0 : frame.line,
                static_cast<int>(kind)};
   const auto it = frame_ids_.find(key);
   if (it != frame_ids_.end()) return it->second;
@@ -95,13 +95,13 @@ uint32_t FrameLabelInterner::Intern(const storage::ResolvedFrame& frame) {
 }
 
 uint32_t FrameLabelInterner::InternSynthetic(const std::string& name) {
-  return InternLabel(FrameLabel{name, "", LabelKind::kSynthetic});
+  return InternLabel(FrameLabel{name, "", FrameKind::kNative, true});
 }
 
 uint32_t FrameLabelInterner::InternLabel(FrameLabel label) {
   std::string key;
   key.reserve(label.name.size() + label.binary.size() + 2);
-  key.push_back(static_cast<char>('0' + static_cast<int>(label.kind)));
+  key.push_back(static_cast<char>('0' + label.JsonKind()));
   key.append(label.name);
   key.push_back('\0');
   key.append(label.binary);

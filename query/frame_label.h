@@ -1,7 +1,7 @@
 // How the query API names a stored frame: the one place that decides what the
 // flame graph, the diff, the top table, the collapsed stacks and the pprof
 // export call a frame, so that a name clicked in one view finds the same name
-// in the others. It follows the agent's exporters (agent/export/frame_names.h),
+// in the others. It follows the agent's exporters (model/frame_names.h),
 // so a profile looks the same recorded locally or queried from the server.
 //
 // Functions are identified by (name, binary, kind), and that is the merge key
@@ -18,20 +18,25 @@
 #include <unordered_map>
 #include <vector>
 
+#include "model/profile.h"
 #include "storage/profile_store.h"
 
 namespace warpscope::query {
 
-// The "kind" column of the JSON answers. 0..2 are FrameKind's numbers;
-// kSynthetic marks nodes that are no frame: the root ("total") and the
-// "other" nodes that hold folded children.
-// kCudaKernel: a CUDA kernel, the leaf of gpu_time stacks.
-enum class LabelKind : uint8_t { kNative = 0, kKernel = 1, kPython = 2, kSynthetic = 3, kCudaKernel = 4 };
-
 struct FrameLabel {
   std::string name;    // never empty
   std::string binary;  // "" when unknown
-  LabelKind kind = LabelKind::kNative;
+  FrameKind kind = FrameKind::kNative;
+  // A node that is no frame: the root ("total") and the "other" nodes that
+  // hold folded children.
+  bool synthetic = false;
+
+  // The "kind" column of the JSON answers (docs/api.md): 0 native, 1 kernel,
+  // 2 Python, 3 synthetic, 4 CUDA kernel (the leaf of gpu_time stacks).
+  int JsonKind() const {
+    if (synthetic) return 3;
+    return kind == FrameKind::kCudaKernel ? 4 : static_cast<int>(kind);
+  }
 };
 
 // The display name:
@@ -47,7 +52,7 @@ std::string FrameDisplayName(const storage::ResolvedFrame& frame);
 // Python frames; "" when unknown.
 std::string FrameBinaryName(const storage::ResolvedFrame& frame);
 
-LabelKind FrameLabelKind(const storage::ResolvedFrame& frame);
+FrameKind FrameKindOf(const storage::ResolvedFrame& frame);
 
 FrameLabel LabelFrame(const storage::ResolvedFrame& frame);
 
@@ -58,7 +63,7 @@ FrameLabel LabelFrame(const storage::ResolvedFrame& frame);
 class FrameLabelInterner {
  public:
   uint32_t Intern(const storage::ResolvedFrame& frame);
-  // Synthetic labels ("total", "other"), kind kSynthetic, no binary.
+  // Synthetic labels ("total", "other"): no binary.
   uint32_t InternSynthetic(const std::string& name);
 
   const FrameLabel& label(uint32_t id) const { return labels_[id]; }

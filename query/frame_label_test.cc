@@ -19,7 +19,7 @@ TEST(FrameLabelTest, NativeFrames) {
   const FrameLabel l = LabelFrame(Native("std::vector<int>::push_back(int&&)", "/usr/lib/libfoo.so.1", 0x42));
   EXPECT_EQ(l.name, "std::vector<int>::push_back(int&&)");
   EXPECT_EQ(l.binary, "libfoo.so.1");
-  EXPECT_EQ(l.kind, LabelKind::kNative);
+  EXPECT_EQ(l.kind, FrameKind::kNative);
 
   storage::ResolvedFrame mangled = Native("", "/usr/bin/app");
   mangled.system_name = "_Z3foov";
@@ -27,7 +27,7 @@ TEST(FrameLabelTest, NativeFrames) {
 }
 
 TEST(FrameLabelTest, UnsymbolizedFramesAreNamedByFileOffset) {
-  // As agent/export/frame_names.h: basename + file offset, or the bare address.
+  // As model/frame_names.h: basename + file offset, or the bare address.
   EXPECT_EQ(FrameDisplayName(Unsymbolized("/usr/lib/libfoo.so", 0x1a2b)), "libfoo.so+0x1a2b");
   EXPECT_EQ(FrameBinaryName(Unsymbolized("/usr/lib/libfoo.so", 0x1a2b)), "libfoo.so");
   EXPECT_EQ(FrameDisplayName(Unsymbolized("", 0x7f0012345678)), "0x7f0012345678");
@@ -37,7 +37,7 @@ TEST(FrameLabelTest, UnsymbolizedFramesAreNamedByFileOffset) {
 TEST(FrameLabelTest, KernelFrames) {
   EXPECT_EQ(LabelFrame(Kernel("do_syscall_64")).name, "do_syscall_64");
   EXPECT_EQ(LabelFrame(Kernel("do_syscall_64")).binary, "[kernel.kallsyms]");
-  EXPECT_EQ(LabelFrame(Kernel("do_syscall_64")).kind, LabelKind::kKernel);
+  EXPECT_EQ(LabelFrame(Kernel("do_syscall_64")).kind, FrameKind::kKernel);
   EXPECT_EQ(FrameDisplayName(Kernel("", 0xffffffff81001234)), "0xffffffff81001234");
   storage::ResolvedFrame module = Kernel("nvidia_ioctl");
   module.mapping_file = "/lib/modules/nvidia.ko";
@@ -48,7 +48,7 @@ TEST(FrameLabelTest, PythonFrames) {
   const FrameLabel l = LabelFrame(Python("Model.forward", "/srv/app/model.py", 42));
   EXPECT_EQ(l.name, "Model.forward");  // the qualified name, as the agent's pprof shows it
   EXPECT_EQ(l.binary, "/srv/app/model.py");
-  EXPECT_EQ(l.kind, LabelKind::kPython);
+  EXPECT_EQ(l.kind, FrameKind::kPython);
   EXPECT_EQ(FrameDisplayName(Python("", "/srv/app/model.py", 42)), "model.py:42");
   EXPECT_EQ(FrameDisplayName(Python("", "", 0)), "[unknown]");
 }
@@ -68,7 +68,8 @@ TEST(FrameLabelTest, InternerMergesLinesAndAddressesOfOneFunction) {
   EXPECT_EQ(interner.label(a).name, "compute");
   EXPECT_EQ(interner.size(), 9u);
   EXPECT_EQ(interner.InternSynthetic("other"), interner.InternSynthetic("other"));
-  EXPECT_EQ(interner.label(interner.InternSynthetic("other")).kind, LabelKind::kSynthetic);
+  EXPECT_TRUE(interner.label(interner.InternSynthetic("other")).synthetic);
+  EXPECT_EQ(interner.label(interner.InternSynthetic("other")).JsonKind(), 3);
 }
 
 TEST(StackLabelerTest, NamesEachFrameTableEntryOnceAndKeepsInlinedLinesApart) {

@@ -5,9 +5,9 @@
 #include <map>
 #include <vector>
 
-#include "agent/export/collapsed_writer.h"
-#include "agent/export/pprof_writer.h"
-#include "agent/export/profile.h"
+#include "model/formats/collapsed_writer.h"
+#include "model/formats/pprof_writer.h"
+#include "model/profile.h"
 #include "query/frame_label.h"
 
 namespace warpscope::query {
@@ -16,14 +16,6 @@ namespace {
 
 constexpr char kKernelMapping[] = "[kernel.kallsyms]";
 
-FrameKind ToProfileFrameKind(LabelKind kind) {
-  switch (kind) {
-    case LabelKind::kKernel: return FrameKind::kKernel;
-    case LabelKind::kPython: return FrameKind::kPython;
-    case LabelKind::kCudaKernel: return FrameKind::kCudaKernel;
-    default: return FrameKind::kNative;
-  }
-}
 
 bool Named(const storage::ResolvedFrame& frame) {
   return !frame.function_name.empty() || !frame.system_name.empty();
@@ -78,24 +70,23 @@ class ProfileModelBuilder {
     return builder_->InternFunction(name, name, frame.file);
   }
 
-  uint64_t Mapping(const storage::ResolvedFrame& frame, LabelKind kind) {
-    if (frame.mapping_file.empty() && kind != LabelKind::kKernel) return 0;
+  uint64_t Mapping(const storage::ResolvedFrame& frame, FrameKind kind) {
+    if (frame.mapping_file.empty() && kind != FrameKind::kKernel) return 0;
     ProfileMapping mapping;
     mapping.filename = frame.mapping_file.empty() ? std::string(kKernelMapping) : frame.mapping_file;
     mapping.build_id = frame.build_id;
-    mapping.is_kernel = kind == LabelKind::kKernel;
+    mapping.is_kernel = kind == FrameKind::kKernel;
     return builder_->InternMapping(mapping);
   }
 
   // `run`: one location's frames, innermost first.
   uint64_t Location(const std::vector<const storage::ResolvedFrame*>& run) {
     const storage::ResolvedFrame& outer = *run.back();
-    const LabelKind kind = FrameLabelKind(outer);
-    const FrameKind profile_kind = ToProfileFrameKind(kind);
+    const FrameKind kind = FrameKindOf(outer);
     // Interpreter frames and named frames without an address have nothing to
     // key a location on but their function and line.
-    if (run.size() == 1 && outer.address == 0 && (kind == LabelKind::kPython || Named(outer))) {
-      return builder_->InternSourceLocation(Function(outer), outer.line, profile_kind);
+    if (run.size() == 1 && outer.address == 0 && (kind == FrameKind::kPython || Named(outer))) {
+      return builder_->InternSourceLocation(Function(outer), outer.line, kind);
     }
     const uint64_t mapping_id = Mapping(outer, kind);
     std::vector<ProfileLine> lines;
@@ -104,7 +95,7 @@ class ProfileModelBuilder {
     if (run.size() > 1 || Named(outer)) {
       for (const storage::ResolvedFrame* frame : run) lines.push_back(ProfileLine{Function(*frame), frame->line});
     }
-    return builder_->InternLocation(mapping_id, outer.address, profile_kind, lines);
+    return builder_->InternLocation(mapping_id, outer.address, kind, lines);
   }
 
   ProfileBuilder* builder_;
@@ -161,7 +152,7 @@ std::string RenderCollapsed(const storage::MergedProfile& profile) {
     for (auto it = stack_labels.rbegin(); it != stack_labels.rend(); ++it) {
       const FrameLabel& label = labels.label(*it);
       if (!line.empty()) line.push_back(';');
-      AppendCollapsedFrame(label.name, label.kind == LabelKind::kKernel, &line);
+      AppendCollapsedFrame(label.name, label.kind == FrameKind::kKernel, &line);
     }
     if (line.empty()) line = "[unknown]";
     SaturatingAddTo(values[line], stack.value);

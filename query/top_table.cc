@@ -54,7 +54,7 @@ std::string RenderTopJson(const storage::MergedProfile& profile, const TopOption
     const FrameLabel& lb = labels.label(b);
     if (const int c = la.name.compare(lb.name); c != 0) return c < 0;
     if (const int c = la.binary.compare(lb.binary); c != 0) return c < 0;
-    return la.kind < lb.kind;
+    return la.JsonKind() < lb.JsonKind();
   };
   const size_t rows = options.limit == 0 ? order.size() : std::min(options.limit, order.size());
   std::partial_sort(order.begin(), order.begin() + static_cast<ptrdiff_t>(rows), order.end(), before);
@@ -75,7 +75,7 @@ std::string RenderTopJson(const storage::MergedProfile& profile, const TopOption
     out.append(",\"binary\":");
     AppendJsonString(label.binary, &out);
     out.append(",\"kind\":");
-    AppendJsonInt(static_cast<int64_t>(label.kind), &out);
+    AppendJsonInt(label.JsonKind(), &out);
     out.append(",\"self\":");
     AppendJsonInt(cost.self, &out);
     out.append(",\"total\":");

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "model/gpu_activity.h"
 #include "proto/warpscope/v1/ingest.pb.h"
 
 namespace warpscope::storage {
@@ -47,29 +48,15 @@ struct MetricInfo {
 
 // GPU activities: CUDA kernels, memcpys and memsets that ran, as
 // the agent's CUPTI trace sent them (IngestBatch.gpu_activities).
-enum class GpuActivityKind : uint8_t { kKernel = 0, kMemcpy = 1, kMemset = 2 };
+using GpuActivityKind = warpscope::GpuActivityKind;
 
 // One activity, resolved: strings and label sets are indexes into the
 // answer's tables (GpuActivities), so a kernel launched a million times
 // carries its name once.
-struct GpuActivity {
-  int64_t start_ns = 0;  // unix nanoseconds, host clock
-  int64_t duration_ns = 0;
+struct GpuActivity : GpuActivityFields {
   uint32_t labels = 0;       // index into GpuActivities::label_sets
   uint32_t name = 0;         // index into GpuActivities::names: demangled name ("" for memcpy/memset)
   uint32_t system_name = 0;  // index into GpuActivities::names: mangled name
-  GpuActivityKind kind = GpuActivityKind::kKernel;
-  uint32_t device = 0;
-  uint32_t stream = 0;
-  uint64_t correlation_id = 0;
-  uint64_t graph_id = 0;  // 0 unless launched from a CUDA graph
-  uint32_t grid[3] = {0, 0, 0};
-  uint32_t block[3] = {0, 0, 0};
-  uint32_t registers_per_thread = 0;
-  uint32_t static_shared_bytes = 0;
-  uint32_t dynamic_shared_bytes = 0;
-  uint64_t bytes = 0;      // memcpy / memset
-  uint32_t copy_kind = 0;  // CUPTI's memcpy kind
   friend bool operator==(const GpuActivity&, const GpuActivity&) = default;
 };
 

@@ -189,8 +189,8 @@ void AddGpuTrace(const IngestBatchContent& content, const IngestBatchHeader& hea
   batch->mutable_gpu_activities()->Reserve(static_cast<int>(content.activities.size()));
   for (const GpuActivityRecord& a : content.activities) {
     v1::GpuActivity* pb = batch->add_gpu_activities();
-    pb->set_start_unix_nanos(a.start_unix_nanos);
-    pb->set_duration_nanos(a.duration_nanos);
+    pb->set_start_unix_nanos(a.start_ns);
+    pb->set_duration_nanos(a.duration_ns);
     pb->set_label_set(label_set(a.pid));
     pb->set_kind(static_cast<v1::GpuActivityKind>(a.kind));
     if (a.name) {

@@ -9,7 +9,7 @@
 #include <map>
 #include <set>
 
-#include "agent/export/test_profile.h"
+#include "tests/support/test_profile.h"
 
 namespace warpscope {
 namespace {
@@ -105,8 +105,8 @@ TEST(IngestBatchEncoderTest, GpuTraceCarriesActivitiesAndCoverageWithTheirProces
   auto kernel = std::make_shared<KernelName>(KernelName{"gemm<float>()", "_Z4gemmIfEvv"});
   GpuActivityRecord a;
   a.pid = 4242;
-  a.start_unix_nanos = testing::kTestTimeNanos + 5;
-  a.duration_nanos = 700;
+  a.start_ns = testing::kTestTimeNanos + 5;
+  a.duration_ns = 700;
   a.name = kernel;
   a.device = 1;
   a.stream = 7;
@@ -435,8 +435,8 @@ TEST(IngestBatchEncoderTest, KubernetesLabelsRideOnEverySeriesOfThePodsProcess) 
   GpuTrace trace;
   GpuActivityRecord a;
   a.pid = 100;
-  a.start_unix_nanos = cpu.time_nanos + 5;
-  a.duration_nanos = 700;
+  a.start_ns = cpu.time_nanos + 5;
+  a.duration_ns = 700;
   trace.activities.push_back(a);
   auto batch = EncodeIngestBatch({&cpu, &gpu}, {kAgentId, 1, "node-a"}, labels, metrics, &trace);
   ASSERT_TRUE(batch.ok()) << batch.status().ToString();

@@ -7,8 +7,8 @@
 #include <set>
 #include <thread>
 
-#include "agent/export/fake_ingest_server.h"
-#include "agent/export/test_profile.h"
+#include "tests/fakes/fake_ingest_server.h"
+#include "tests/support/test_profile.h"
 #include "agent/export/uploader.h"
 
 namespace warpscope {
@@ -40,8 +40,8 @@ GpuTrace FloodTrace(size_t count) {
   for (size_t i = 0; i < count; ++i) {
     GpuActivityRecord a;
     a.pid = kFloodPid;
-    a.start_unix_nanos = testing::kTestTimeNanos + static_cast<int64_t>(i);
-    a.duration_nanos = 1000;
+    a.start_ns = testing::kTestTimeNanos + static_cast<int64_t>(i);
+    a.duration_ns = 1000;
     a.correlation_id = i;
     a.name = std::make_shared<KernelName>(KernelName{"flood" + Noise(i, 4000), "_Z5flood" + Noise(i + (1ull << 40), 4000)});
     trace.activities.push_back(std::move(a));
