@@ -8,14 +8,13 @@
 #include "storage/clickhouse/clickhouse_store.h"
 #include "storage/clickhouse/row_binary.h"
 #include "storage/clickhouse/sql_text.h"
+#include "storage/series_steps.h"
 
 namespace warpscope::clickhouse {
 
 using storage::Labels;
 
 namespace {
-
-constexpr int64_t kMaxSteps = 11'000;
 
 StatusOr<std::vector<std::string>> ReadStrings(const std::string& body, const char* what) {
   RowBinaryReader r(body);
@@ -100,11 +99,7 @@ StatusOr<std::vector<storage::MetricSeries>> ClickHouseProfileStore::SelectMetri
   if (query.name.empty()) return InvalidArgumentError("metric name is empty");
   if (query.step_ns <= 0) return InvalidArgumentError("step must be positive");
   if (query.to_ns <= query.from_ns) return std::vector<storage::MetricSeries>{};
-  const int64_t steps = (query.to_ns - query.from_ns - 1) / query.step_ns + 1;
-  if (steps > kMaxSteps) {
-    return InvalidArgumentError("range / step gives " + std::to_string(steps) + " points, limit " +
-                                std::to_string(kMaxSteps));
-  }
+  RETURN_IF_ERROR(storage::SeriesStepCount(query.from_ns, query.to_ns, query.step_ns).status());
   ASSIGN_OR_RETURN(const std::vector<TypeRow> types, LoadTypes());
   const std::vector<uint64_t> ids = TypeIds(types, TypeKind::kMetric, query.name);
   if (ids.empty()) return std::vector<storage::MetricSeries>{};

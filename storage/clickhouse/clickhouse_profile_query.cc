@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "base/saturating.h"
+#include "storage/series_steps.h"
 #include "storage/clickhouse/batch_rows.h"
 #include "storage/clickhouse/clickhouse_store.h"
 #include "storage/clickhouse/row_binary.h"
@@ -21,18 +22,6 @@ using storage::MergedProfile;
 using storage::Series;
 
 namespace {
-
-// Prometheus' cap on points per series, as the embedded store.
-constexpr int64_t kMaxSteps = 11'000;
-
-StatusOr<int64_t> StepCount(int64_t from_ns, int64_t to_ns, int64_t step_ns) {
-  const int64_t steps = (to_ns - from_ns - 1) / step_ns + 1;
-  if (steps > kMaxSteps) {
-    return InvalidArgumentError("range / step gives " + std::to_string(steps) + " points, limit " +
-                                std::to_string(kMaxSteps));
-  }
-  return steps;
-}
 
 // "type_id IN (...) AND time_ns >= F AND time_ns < T [AND series filter]".
 std::string SampleWhere(const std::vector<uint64_t>& type_ids, int64_t from_ns, int64_t to_ns,
@@ -143,7 +132,7 @@ StatusOr<std::vector<Series>> ClickHouseProfileStore::SelectSeries(const storage
   const storage::ProfileQuery& q = query.profile;
   if (query.step_ns <= 0) return InvalidArgumentError("step must be positive");
   if (q.to_ns <= q.from_ns) return std::vector<Series>{};
-  ASSIGN_OR_RETURN(const int64_t steps, StepCount(q.from_ns, q.to_ns, query.step_ns));
+  ASSIGN_OR_RETURN(const int64_t steps, storage::SeriesStepCount(q.from_ns, q.to_ns, query.step_ns));
   (void)steps;
   ASSIGN_OR_RETURN(const std::vector<TypeRow> all_types, LoadTypes());
   const TypeSelection types = SelectProfileTypes(all_types, q.type);

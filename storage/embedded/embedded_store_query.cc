@@ -12,6 +12,7 @@
 #include "storage/embedded/embedded_store.h"
 #include "storage/embedded/metric_row.h"
 #include "storage/embedded/store_consistency.h"
+#include "storage/series_steps.h"
 
 namespace warpscope::embedded {
 
@@ -32,20 +33,7 @@ std::vector<uint8_t> Mask(const std::vector<uint64_t>& ids) {
 
 bool InMask(const std::vector<uint8_t>& mask, uint64_t id) { return id < mask.size() && mask[id] != 0; }
 
-// Prometheus' cap on points per series; bounds a query's memory too.
-constexpr int64_t kMaxSteps = 11'000;
 constexpr int64_t kMaxGroupPoints = 50'000'000;
-
-// Steps t = from + k * step covering [from, to) (to > from): InvalidArgument
-// past kMaxSteps.
-StatusOr<int64_t> StepCount(int64_t from_ns, int64_t to_ns, int64_t step_ns) {
-  const int64_t steps = (to_ns - from_ns - 1) / step_ns + 1;
-  if (steps > kMaxSteps) {
-    return InvalidArgumentError("range / step gives " + std::to_string(steps) + " points, limit " +
-                                std::to_string(kMaxSteps));
-  }
-  return steps;
-}
 
 Status CheckGroupPoints(size_t groups, int64_t steps) {
   if (static_cast<int64_t>(groups) * steps > kMaxGroupPoints) {
@@ -200,7 +188,7 @@ StatusOr<std::vector<Series>> EmbeddedProfileStore::SelectSeries(const storage::
   RETURN_IF_ERROR(storage::CheckQuery(q.context));
   if (query.step_ns <= 0) return InvalidArgumentError("step must be positive");
   if (q.to_ns <= q.from_ns) return std::vector<Series>{};
-  ASSIGN_OR_RETURN(const int64_t steps, StepCount(q.from_ns, q.to_ns, query.step_ns));
+  ASSIGN_OR_RETURN(const int64_t steps, storage::SeriesStepCount(q.from_ns, q.to_ns, query.step_ns));
   ASSIGN_OR_RETURN(std::vector<TypeEntry> types, series_->Types(q.type, TypeKind::kProfile));
   if (types.empty()) return std::vector<Series>{};
   AnswerUnit unit(types);
@@ -398,7 +386,7 @@ StatusOr<std::vector<storage::MetricSeries>> EmbeddedProfileStore::SelectMetricS
   if (query.name.empty()) return InvalidArgumentError("metric name is empty");
   if (query.step_ns <= 0) return InvalidArgumentError("step must be positive");
   if (query.to_ns <= query.from_ns) return std::vector<storage::MetricSeries>{};
-  ASSIGN_OR_RETURN(const int64_t steps, StepCount(query.from_ns, query.to_ns, query.step_ns));
+  ASSIGN_OR_RETURN(const int64_t steps, storage::SeriesStepCount(query.from_ns, query.to_ns, query.step_ns));
   ASSIGN_OR_RETURN(std::vector<TypeEntry> types, series_->Types(query.name, TypeKind::kMetric));
   if (types.empty()) return std::vector<storage::MetricSeries>{};
   ASSIGN_OR_RETURN(std::vector<uint64_t> series, series_->Select(query.selector, query.context));

@@ -15,25 +15,14 @@
 
 #include "proto/warpscope/v1/ingest.pb.h"
 #include "storage/embedded/dictionary/dictionary_store.h"
+#include "tests/support/scratch_dir.h"
 
 namespace warpscope::dictionary::testing {
 
-class ScratchDir {
+class ScratchDir : public warpscope::testing::ScratchDir {
  public:
-  ScratchDir() {
-    std::string tmpl = ::testing::TempDir() + "dictionary_test.XXXXXX";
-    char* made = ::mkdtemp(tmpl.data());
-    EXPECT_NE(made, nullptr);
-    path_ = tmpl;
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  std::string db() const { return path_ + "/dictionary.sqlite"; }
-
- private:
-  std::string path_;
+  ScratchDir() : warpscope::testing::ScratchDir("dictionary_test") {}
+  std::string db() const { return Path("dictionary.sqlite"); }
 };
 
 // Runs one SQL statement on the file directly, behind the store's back.

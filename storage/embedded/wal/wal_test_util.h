@@ -12,27 +12,14 @@
 
 #include "base/file_util.h"
 #include "storage/embedded/wal/wal.h"
+#include "tests/support/scratch_dir.h"
 
 namespace warpscope::wal::testing {
 
-// A fresh directory under the test temp dir, removed with everything in it.
-class ScratchDir {
+class ScratchDir : public warpscope::testing::ScratchDir {
  public:
-  ScratchDir() {
-    std::string tmpl = ::testing::TempDir() + "wal_test.XXXXXX";
-    char* made = ::mkdtemp(tmpl.data());
-    EXPECT_NE(made, nullptr);
-    path_ = tmpl;
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-  std::string wal() const { return path_ + "/wal"; }
-
- private:
-  std::string path_;
+  ScratchDir() : warpscope::testing::ScratchDir("wal_test") {}
+  std::string wal() const { return Path("wal"); }
 };
 
 struct Replayed {
