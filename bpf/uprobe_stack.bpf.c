@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* uprobe_stack: user stacks captured at a function entry (a uprobe), through
- * the same .eh_frame unwinder as CPU samples (ws_unwind.h). Today it backs
- * `warpscope-agent probe-stack` (checking which code calls a function, e.g.
- * cuLaunchKernel); the CUDA launch collector builds on the same entry point.
+ * the same .eh_frame unwinder as CPU samples (ws_unwind.h). It captures the
+ * launch stacks of GPU time (agent/collectors/gpu_time/, on the injection
+ * library's probe function) and backs `warpscope-agent probe-stack`
+ * (checking which code calls a function, e.g. cuLaunchKernel).
  *
  * Design: every `sample_every`-th hit per CPU is unwound from the uprobe's own
  * registers (ctx is the user pt_regs) and sent whole through a ring buffer;

@@ -1,5 +1,5 @@
-/* Stack capture shared by every BPF stack source (CPU samples now; uprobe
- * launch stacks of the GPU collectors later).
+/* Stack capture shared by every BPF stack source: CPU samples
+ * (cpu_sampler.bpf.c) and uprobe stacks (uprobe_stack.bpf.c: CUDA launches).
  *
  * ws_capture_user_stack() walks the user stack with the .eh_frame unwinder
  * (ws_unwind.h) when user space has described the process, and falls back to

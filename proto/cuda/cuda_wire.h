@@ -21,7 +21,7 @@
  *                     sent before it, and no record after it belongs to it
  *
  * Versioning: `version` is the protocol version of the sender. A reader accepts
- * every version it knows (today: 1 and 2) and closes the connection on others;
+ * every version it knows (1 and 2) and closes the connection on others;
  * a new version adds message types or appends fields to a record (never
  * reorders), and the record size for a type is derived from (version, type) by
  * the reader. Version 2 added WINDOW, WS_CUDA_MODE_ADAPTIVE,
