@@ -5,6 +5,7 @@ warpscope::server::EmbeddedUiFiles() (server/static_files.h).
 
 Usage: embed_files.py DIST_DIR OUT.cc   (DIST_DIR may be "-" for no files)
 """
+import gzip
 import os
 import sys
 
@@ -23,6 +24,18 @@ CONTENT_TYPES = {
 }
 
 
+# Compressed once here, at build time, at the highest level: a file is served
+# many times. Only text-like files; a gzip copy must be smaller to be kept.
+COMPRESSIBLE = {".html", ".js", ".mjs", ".css", ".json", ".map", ".svg", ".txt"}
+
+
+def gzipped(ext, data):
+    if ext not in COMPRESSIBLE or len(data) < 1024:
+        return b""
+    packed = gzip.compress(data, compresslevel=9, mtime=0)
+    return packed if len(packed) < len(data) else b""
+
+
 def collect(dist):
     if dist == "-":
         return []
@@ -34,7 +47,8 @@ def collect(dist):
             rel = "/" + os.path.relpath(full, dist).replace(os.sep, "/")
             ext = os.path.splitext(name)[1].lower()
             with open(full, "rb") as f:
-                files.append((rel, CONTENT_TYPES.get(ext, "application/octet-stream"), f.read()))
+                data = f.read()
+                files.append((rel, CONTENT_TYPES.get(ext, "application/octet-stream"), data, gzipped(ext, data)))
     return files
 
 
@@ -46,16 +60,21 @@ def render(files):
         "namespace warpscope::server {",
         "namespace {",
     ]
-    for i, (_, _, data) in enumerate(files):
-        out.append(f"alignas(8) constexpr unsigned char kFile{i}[] = {{")
+    def array(name, data):
+        out.append(f"alignas(8) constexpr unsigned char {name}[] = {{")
         for start in range(0, len(data), 24):
             out.append("  " + ",".join(str(b) for b in data[start:start + 24]) + ",")
         out.append("  0};")
+
+    for i, (_, _, data, packed) in enumerate(files):
+        array(f"kFile{i}", data)
+        array(f"kGzip{i}", packed)
     out.append("const EmbeddedFile kFiles[] = {")
-    for i, (path, ctype, data) in enumerate(files):
-        out.append(f'  {{"{path}", "{ctype}", {{reinterpret_cast<const char*>(kFile{i}), {len(data)}}}}},')
+    for i, (path, ctype, data, packed) in enumerate(files):
+        out.append(f'  {{"{path}", "{ctype}", {{reinterpret_cast<const char*>(kFile{i}), {len(data)}}}, '
+                   f'{{reinterpret_cast<const char*>(kGzip{i}), {len(packed)}}}}},')
     if not files:
-        out.append('  {"", "", {}},')
+        out.append('  {"", "", {}, {}},')
     out.append("};")
     out.append("}  // namespace")
     out.append("")

@@ -1,5 +1,7 @@
 #include "server/static_files.h"
 
+#include "base/http/response_encoding.h"
+
 #include <map>
 #include <memory>
 #include <string>
@@ -16,10 +18,14 @@ constexpr char kNoUiPage[] =
     "<!doctype html><title>warpscope</title><p>This warpscope-server was built without the web UI "
     "(WARPSCOPE_BUILD_UI=OFF). The API is under <code>/api/v1/</code> (docs/api.md).</p>";
 
-http::HttpResponse Serve(const EmbeddedFile& file, const char* cache_control) {
+http::HttpResponse Serve(const http::HttpRequest& req, const EmbeddedFile& file, const char* cache_control) {
   http::HttpResponse r;
   r.content_type = std::string(file.content_type);
-  r.body = std::string(file.data);
+  const bool gzip =
+      !file.gzip.empty() && http::ParseAcceptEncoding(req.Header("Accept-Encoding").value_or("")).gzip;
+  r.body = std::string(gzip ? file.gzip : file.data);
+  if (gzip) r.headers.emplace_back("Content-Encoding", "gzip");
+  if (!file.gzip.empty()) r.headers.emplace_back("Vary", "Accept-Encoding");
   r.headers.emplace_back("Cache-Control", cache_control);
   r.headers.emplace_back("X-Content-Type-Options", "nosniff");
   return r;
@@ -32,9 +38,9 @@ bool IsApiPath(const std::string& path) { return path == "/api" || path.rfind("/
 http::Routes StaticFileRoutes(std::span<const EmbeddedFile> files) {
   auto by_path = std::make_shared<std::map<std::string, const EmbeddedFile*, std::less<>>>();
   for (const EmbeddedFile& f : files) by_path->emplace(std::string(f.path), &f);
-  auto index_page = [by_path]() {
+  auto index_page = [by_path](const http::HttpRequest& req) {
     auto it = by_path->find("/index.html");
-    if (it != by_path->end()) return Serve(*it->second, kRevalidate);
+    if (it != by_path->end()) return Serve(req, *it->second, kRevalidate);
     http::HttpResponse r;
     r.status = 404;
     r.content_type = "text/html; charset=utf-8";
@@ -43,18 +49,18 @@ http::Routes StaticFileRoutes(std::span<const EmbeddedFile> files) {
   };
 
   http::Routes routes;
-  routes.push_back({"GET", "/", [index_page](const http::HttpRequest&) { return index_page(); }});
+  routes.push_back({"GET", "/", [index_page](const http::HttpRequest& req) { return index_page(req); }});
   routes.push_back({"GET", "/assets/*", [by_path](const http::HttpRequest& req) {
                       auto it = by_path->find(req.path);
                       if (it == by_path->end()) return http::HttpResponse::Error(404, "no such file: " + req.path);
-                      return Serve(*it->second, kImmutable);
+                      return Serve(req, *it->second, kImmutable);
                     }});
   // Top-level files (favicon) by name; any other path is a view of the app.
   routes.push_back({"GET", "/*", [by_path, index_page](const http::HttpRequest& req) {
                       if (IsApiPath(req.path)) return http::HttpResponse::Error(404, "no such path: " + req.path);
                       auto it = by_path->find(req.path);
-                      if (it != by_path->end()) return Serve(*it->second, kRevalidate);
-                      return index_page();
+                      if (it != by_path->end()) return Serve(req, *it->second, kRevalidate);
+                      return index_page(req);
                     }});
   return routes;
 }

@@ -6,6 +6,9 @@
 #include <httplib.h>
 
 #include <array>
+#include <string>
+
+#include "base/http/response_encoding.h"
 
 namespace warpscope::server {
 namespace {
@@ -13,9 +16,9 @@ namespace {
 constexpr char kToken[] = "static-token";
 
 const std::array<EmbeddedFile, 3> kFiles = {{
-    {"/index.html", "text/html; charset=utf-8", "<!doctype html><div id=app></div>"},
-    {"/assets/index-abc123.js", "text/javascript; charset=utf-8", "console.log(1)"},
-    {"/favicon.svg", "image/svg+xml", "<svg/>"},
+    {"/index.html", "text/html; charset=utf-8", "<!doctype html><div id=app></div>", {}},
+    {"/assets/index-abc123.js", "text/javascript; charset=utf-8", "console.log(1)", {}},
+    {"/favicon.svg", "image/svg+xml", "<svg/>", {}},
 }};
 
 std::unique_ptr<http::HttpServer> StartWith(std::span<const EmbeddedFile> files) {
@@ -27,6 +30,27 @@ std::unique_ptr<http::HttpServer> StartWith(std::span<const EmbeddedFile> files)
   auto s = http::HttpServer::Start(o, std::move(routes));
   EXPECT_TRUE(s.ok()) << s.status().ToString();
   return s.ok() ? std::move(s).value() : nullptr;
+}
+
+// The gzip copy made at build time goes to clients that take gzip, as it
+// is: not compressed again, and the plain bytes to the others.
+TEST(StaticFilesTest, ServesTheBuildTimeGzipCopyToClientsThatTakeIt) {
+  const std::string js(4000, 'a');
+  const std::string packed = http::GzipCompress(js, 9);
+  const std::array<EmbeddedFile, 1> files = {{{"/assets/app-1.js", "text/javascript; charset=utf-8", js, packed}}};
+  auto server = StartWith(files);
+  ASSERT_TRUE(server);
+  httplib::Client c("127.0.0.1", server->port());
+  c.set_decompress(false);
+  auto gz = c.Get("/assets/app-1.js", {{"Accept-Encoding", "gzip, deflate, br, zstd"}});
+  ASSERT_TRUE(gz);
+  EXPECT_EQ(gz->get_header_value("Content-Encoding"), "gzip");
+  EXPECT_EQ(gz->get_header_value("Vary"), "Accept-Encoding");
+  EXPECT_EQ(gz->body, packed);
+  auto plain = c.Get("/assets/app-1.js", {{"Accept-Encoding", "br"}});
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain->get_header_value("Content-Encoding"), "");
+  EXPECT_EQ(plain->body, js);
 }
 
 TEST(StaticFilesTest, ServesIndexAssetsAndFallsBackToTheApp) {

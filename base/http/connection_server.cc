@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -23,6 +24,7 @@
 #include <unordered_map>
 
 #include "base/logging.h"
+#include "base/http/response_encoding.h"
 
 namespace warpscope::http {
 namespace {
@@ -79,6 +81,26 @@ void AckNow(int fd) {
 // before the socket, and every read and write waits no longer than the
 // request's deadline. httplib's request-line reader asks for one byte at a
 // time, so socket reads are buffered too.
+// Renames the request head's Accept-Encoding header (same length, in place)
+// so that httplib never compresses an answer itself: the HTTP core does,
+// with the codings and levels of response_encoding.h. Only the head is
+// touched, never a body byte that came with it.
+void HideAcceptEncoding(std::string* buf) {
+  size_t head_end = buf->find("\r\n\r\n");
+  if (head_end == std::string::npos) head_end = buf->find("\n\n");
+  if (head_end == std::string::npos) head_end = buf->size();
+  constexpr std::string_view kName = "accept-encoding";
+  size_t line = buf->find('\n');  // the request line ends here
+  while (line != std::string::npos && line < head_end) {
+    const size_t start = line + 1;
+    if (start + kName.size() < buf->size() && (*buf)[start + kName.size()] == ':' &&
+        strncasecmp(buf->data() + start, kName.data(), kName.size()) == 0) {
+      buf->replace(start, kName.size(), kHiddenAcceptEncoding);
+    }
+    line = buf->find('\n', start);
+  }
+}
+
 class RequestStream : public httplib::Stream {
  public:
   RequestStream(int fd, std::string buffered, int read_timeout_ms, int write_timeout_ms,
@@ -573,6 +595,7 @@ struct ConnectionServer::Impl {
 
   // ---- the workers ----
   void Serve(std::unique_ptr<Connection> c) {
+    HideAcceptEncoding(&c->buf);
     RequestStream stream(c->fd, std::move(c->buf), ToMillis(server->read_timeout_sec_, server->read_timeout_usec_),
                          ToMillis(server->write_timeout_sec_, server->write_timeout_usec_), limits.body_timeout);
     c->buf.clear();

@@ -17,6 +17,7 @@
 #include "base/http/listen_address.h"
 #include "base/http/query_string.h"
 #include "base/http/zstd_body.h"
+#include "base/http/response_encoding.h"
 
 namespace warpscope::http {
 namespace {
@@ -245,7 +246,10 @@ struct HttpServer::Impl {
     request.path = req.path;
     // httplib 0.11 leaves '+' undecoded in req.params; parse the target ourselves.
     request.query = ParseQueryString(req.target);
-    request.headers.insert(req.headers.begin(), req.headers.end());
+    for (const auto& [name, value] : req.headers) {
+      // The connection layer renamed it (response_encoding.h); handlers see it as sent.
+      request.headers.emplace(strcasecmp(name.c_str(), kHiddenAcceptEncoding) == 0 ? "Accept-Encoding" : name, value);
+    }
     if (strcasecmp(req.get_header_value("Content-Encoding").c_str(), "zstd") == 0) {
       StatusOr<std::string> body = DecompressZstdCapped(raw, options.max_decompressed_bytes);
       if (!body.ok()) {
@@ -339,10 +343,16 @@ StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions&
   auto plain = [self](const httplib::Request& req, httplib::Response& res) {
     // GET/HEAD/OPTIONS bodies are never read by httplib.
     if (HasBody(req)) ConnectionServer::CloseConnectionAfterResponse(res);
-    Fill(self->Dispatch(req, res, nullptr), res);
+    HttpResponse r = self->Dispatch(req, res, nullptr);
+    EncodeResponseBody(req.get_header_value(kHiddenAcceptEncoding), &r);
+    Fill(r, res);
   };
   auto with_body = [self](const httplib::Request& req, httplib::Response& res,
-                          const httplib::ContentReader& reader) { Fill(self->Dispatch(req, res, &reader), res); };
+                          const httplib::ContentReader& reader) {
+    HttpResponse r = self->Dispatch(req, res, &reader);
+    EncodeResponseBody(req.get_header_value(kHiddenAcceptEncoding), &r);
+    Fill(r, res);
+  };
   const std::string any = ".*";
   http.Get(any, plain).Options(any, plain);
   http.Post(any, with_body).Put(any, with_body).Patch(any, with_body).Delete(any, with_body);

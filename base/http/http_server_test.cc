@@ -57,6 +57,11 @@ Routes TestRoutes(SlowState* slow = nullptr) {
                       r.body = out;
                       return r;
                     }});
+  routes.push_back({"GET", "/api/v1/big", [](const HttpRequest&) {
+                      std::string json = "[";
+                      for (int i = 0; i < 20000; ++i) json += std::to_string(i) + ",";
+                      return HttpResponse::Json(200, json + "0]");
+                    }});
   routes.push_back({"GET", "/api/v1/throw", [](const HttpRequest&) -> HttpResponse {
                       throw std::runtime_error("boom");
                     }});
@@ -153,6 +158,34 @@ TEST(HttpServerTest, AuthOkMissingWrong) {
   auto again = c.Post("/api/v1/echo", Auth(), "again", "text/plain");
   ASSERT_TRUE(again);
   EXPECT_EQ(again->body, "again");
+}
+
+// Debian's httplib would answer a browser's "br" with brotli at quality 11
+// (seconds per MB); the core answers zstd or gzip itself and never brotli.
+TEST(HttpServerTest, AnswersAreCompressedByTheCoreNeverWithBrotli) {
+  auto server = MustStart(LoopbackOptions(""));
+  ASSERT_NE(server, nullptr);
+  auto get = [&](const std::string& accept) {
+    return RawExchange(server->port(), "GET /api/v1/big HTTP/1.1\r\nHost: x\r\nAccept-Encoding: " + accept +
+                                           "\r\nConnection: close\r\n\r\n");
+  };
+  const std::string zstd = get("gzip, deflate, br, zstd");
+  EXPECT_NE(zstd.find("Content-Encoding: zstd\r\n"), std::string::npos) << zstd.substr(0, 400);
+  EXPECT_EQ(zstd.find("Content-Encoding: br"), std::string::npos);
+  EXPECT_EQ(zstd.find("Content-Encoding: gzip"), std::string::npos);  // once, not twice
+  const std::string body = zstd.substr(zstd.find("\r\n\r\n") + 4);
+  std::string plain(1 << 20, '\0');
+  const size_t n = ZSTD_decompress(plain.data(), plain.size(), body.data(), body.size());
+  ASSERT_FALSE(ZSTD_isError(n));
+  plain.resize(n);
+  EXPECT_EQ(plain.substr(0, 6), "[0,1,2");
+  EXPECT_EQ(plain.size(), 108'893u);
+
+  const std::string gzip = get("gzip, deflate, br");
+  EXPECT_NE(gzip.find("Content-Encoding: gzip\r\n"), std::string::npos) << gzip.substr(0, 400);
+  const std::string brotli_only = get("br");
+  EXPECT_EQ(brotli_only.find("Content-Encoding"), std::string::npos) << brotli_only.substr(0, 400);
+  EXPECT_NE(brotli_only.find("[0,1,2"), std::string::npos);
 }
 
 TEST(HttpServerTest, HealthzIsOpen) {
