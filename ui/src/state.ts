@@ -14,7 +14,7 @@ export interface ViewState {
   to: string;
   selector: string;
   search: string; // highlights in the graphs, filters the table and the targets
-  focus: string; // the zoomed node as its path of frame names, ';'-separated
+  focus: string; // the zoomed node as its path of (name, binary, kind), JSON (flame/model.ts pathOf)
   orient: Orientation;
   color: ColorMode;
   fn: string; // the selected function (top table, sandwich)
@@ -28,6 +28,7 @@ export interface ViewState {
   gpupid: string; // the process focused in the GPU view's legends
   kernel: string; // the kernel selected in the GPU kernels view
   ksort: string; // the kernel table's sort column (views/kernel_table.ts)
+  nodes: string; // "all": flame graphs up to the server's most nodes, else the default limit
 }
 
 export const DEFAULTS: ViewState = {
@@ -51,6 +52,7 @@ export const DEFAULTS: ViewState = {
   gpupid: "",
   kernel: "",
   ksort: "total",
+  nodes: "",
 };
 
 const VIEWS: ViewName[] = ["flame", "flamechart", "table", "sandwich", "diff", "gpu", "kernels", "targets"];

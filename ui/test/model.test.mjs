@@ -2,7 +2,7 @@
 // the diff's widths, merged trees (TreeBuilder) and focus paths.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { TreeBuilder, findPath, fromDiff, fromProfile, layout, pathOf } from "../src/flame/model.ts";
+import { TreeBuilder, findPath, foldedAway, fromDiff, fromProfile, layout, pathOf } from "../src/flame/model.ts";
 
 // root(10) → {a(6) → {a1(2), a2(4)}, b(4) → {b1(1), b2(3)}}: a2 starts 2
 // into a, b 6 into the root, b2 7.
@@ -121,13 +121,55 @@ test("TreeBuilder merges equal frames, keeps other kinds apart and sorts childre
 test("pathOf and findPath: the URL's focus round-trips; an unknown step stops at the last known node", () => {
   const d = fromProfile(profile);
   assert.equal(pathOf(d, 0), "");
-  assert.equal(pathOf(d, 3), "a;a2");
-  assert.equal(findPath(d, "a;a2"), 3);
-  assert.equal(findPath(d, "b"), 4);
-  assert.equal(pathOf(d, 6), "b;b2");
-  assert.equal(findPath(d, "b;b2"), 6);
+  const a2 = pathOf(d, 3);
+  assert.deepEqual(JSON.parse(a2).map((s) => s[0]), ["a", "a2"]);
+  assert.equal(findPath(d, a2), 3);
+  assert.equal(findPath(d, pathOf(d, 4)), 4);
+  assert.equal(findPath(d, pathOf(d, 6)), 6);
   assert.equal(findPath(d, ""), 0);
+  // Links made before identities: ';'-separated names still open.
+  assert.equal(findPath(d, "a;a2"), 3);
+  assert.equal(findPath(d, "b;b2"), 6);
   assert.equal(findPath(d, "a;missing"), 1);
   assert.equal(findPath(d, "missing;a2"), 0);
   for (let i = 0; i < d.n; i++) assert.equal(findPath(d, pathOf(d, i)), i);
+});
+
+test("findPath: siblings with one name are told apart by binary and kind", () => {
+  // Two scripts' <module> under one python3: the second holds the samples.
+  const t = new TreeBuilder("total", "", 3);
+  const python = t.child(0, "python3", "python3", 0);
+  const other = t.child(python, "<module>", "/srv/other.py", 2);
+  const train = t.child(python, "<module>", "/srv/train.py", 2);
+  const step = t.child(train, "train_step", "/srv/train.py", 2);
+  const native = t.child(python, "<module>", "/srv/train.py", 0);  // same name and file, native
+  t.add(other, 3, 3);
+  t.add(step, 78, 78);
+  t.add(native, 1, 1);
+  t.add(0, 0, 82);
+  const d = t.build("samples", 0);
+  const nodeOf = (name, binary, kind) => {
+    for (let i = 0; i < d.n; i++) if (d.names[d.name[i]] === name && d.binaries[d.binary[i]] === binary && d.kind[i] === kind) return i;
+    return -1;
+  };
+  const trainNode = nodeOf("train_step", "/srv/train.py", 2);
+  assert.ok(trainNode > 0);
+  const path = pathOf(d, trainNode);
+  assert.equal(findPath(d, path), trainNode);
+  assert.equal(d.total[findPath(d, path)], 78);
+  for (const [name, binary, kind] of [["<module>", "/srv/other.py", 2], ["<module>", "/srv/train.py", 2], ["<module>", "/srv/train.py", 0]]) {
+    const i = nodeOf(name, binary, kind);
+    assert.equal(findPath(d, pathOf(d, i)), i, `${binary} ${kind}`);
+  }
+});
+
+test("foldedAway: the server's folded node count and the value the grey other boxes hold", () => {
+  const json = {
+    version: 1, type: "cpu", unit: "samples", period_nanos: 0, total: 100, truncated: 4321,
+    names: ["total", "main", "other"], binaries: ["", "app"],
+    nodes: [[-1, 0, 0, 3, 0, 100], [0, 1, 1, 0, 10, 70], [1, 2, 0, 3, 25, 25], [0, 2, 0, 3, 30, 30]],
+  };
+  const d = fromProfile(json);
+  assert.deepEqual(foldedAway(d), { nodes: 4321, value: 55 });
+  assert.deepEqual(foldedAway(fromProfile({ ...json, truncated: 0, nodes: json.nodes.slice(0, 2) })), { nodes: 0, value: 0 });
 });

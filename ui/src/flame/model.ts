@@ -206,22 +206,58 @@ export class TreeBuilder {
   }
 }
 
-// Path of frame names from the root's child down to `node` (the URL's focus).
-export function pathOf(d: FlameData, node: number): string {
-  const parts: string[] = [];
-  for (let i = node; i > 0; i = d.parent[i]) parts.push(d.names[d.name[i]]);
-  return parts.reverse().join(";");
+// What the server folded away to keep the answer within max_nodes: how many
+// nodes, and how much of the total the grey "other" boxes (kind 3 below the
+// root) hold in their place.
+export function foldedAway(d: FlameData): { nodes: number; value: number } {
+  let value = 0;
+  for (let i = 1; i < d.n; i++) if (d.kind[i] === 3) value += d.total[i];
+  return { nodes: d.truncated, value };
 }
 
-// The node a focus path names, or 0 (the root) when it is not in this data.
+// One step of a focus path: the child of the previous step with this
+// identity. Names alone are not enough: two Python files each have a
+// `<module>`, two libraries may export the same symbol.
+export type PathStep = [name: string, binary: string, kind: number];
+
+// The path of node identities from the root's child down to `node`, as JSON
+// (the URL's focus): "" for the root.
+export function pathOf(d: FlameData, node: number): string {
+  const steps: PathStep[] = [];
+  for (let i = node; i > 0; i = d.parent[i]) steps.push([d.names[d.name[i]], d.binaries[d.binary[i]] ?? "", d.kind[i]]);
+  return steps.length ? JSON.stringify(steps.reverse()) : "";
+}
+
+// What a focus holds: a JSON path of identities, or (links made before
+// identities were kept) frame names separated by ';', which match by name.
+function parseFocus(path: string): { name: string; binary?: string; kind?: number }[] {
+  if (path.startsWith("[")) {
+    try {
+      const steps = JSON.parse(path) as unknown;
+      if (Array.isArray(steps) && steps.every((s) => Array.isArray(s) && typeof s[0] === "string")) {
+        return (steps as PathStep[]).map(([name, binary, kind]) => ({ name, binary, kind }));
+      }
+    } catch {
+      // not JSON: a name that starts with '['
+    }
+  }
+  return path.split(";").map((name) => ({ name }));
+}
+
+// The node a focus path names, or the deepest node of it found in this data
+// (0, the root, when not even its first step is).
 export function findPath(d: FlameData, path: string): number {
   if (!path) return 0;
   let node = 0;
-  for (const part of path.split(";")) {
+  for (const step of parseFocus(path)) {
     let c = node + 1;
     let found = -1;
     while (c < d.end[node]) {
-      if (d.names[d.name[c]] === part) {
+      if (
+        d.names[d.name[c]] === step.name &&
+        (step.binary === undefined || (d.binaries[d.binary[c]] ?? "") === step.binary) &&
+        (step.kind === undefined || d.kind[c] === step.kind)
+      ) {
         found = c;
         break;
       }
