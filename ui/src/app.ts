@@ -70,7 +70,7 @@ export class App implements Shell {
     const section = (name: ViewName) => this.sections.get(name)!;
     this.profile = new ProfileGraph(section("flame"), this);
     this.views = {
-      flame: new FlameView(section("flame"), this.profile),
+      flame: new FlameView(section("flame"), this.profile, this),
       flamechart: new FlameChartView(section("flamechart"), this),
       table: new TableView(section("table"), this.profile, this),
       sandwich: new SandwichView(section("sandwich"), this.profile, this),

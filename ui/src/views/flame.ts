@@ -5,16 +5,21 @@ import { el, escapeHtml } from "../base/dom";
 import { searchMatches } from "../flame/analysis";
 import { ViewState } from "../state";
 import { ProfileGraph } from "./profile_graph";
-import { View } from "./view";
+import { Shell, View } from "./view";
 
 export class FlameView implements View {
   private breadcrumb = el("div", "breadcrumb");
+  private folded = el("div", "folded small");
 
   constructor(
     section: HTMLElement,
     private profile: ProfileGraph,
+    private shell: Shell,
   ) {
-    section.append(this.breadcrumb);
+    section.append(this.folded, this.breadcrumb);
+    this.folded.addEventListener("click", (e) => {
+      if ((e.target as HTMLElement).closest("[data-action=all-nodes]")) this.shell.update({ nodes: "all" }, true);
+    });
     this.profile.moveHome(); // this section, under the breadcrumb
   }
 
@@ -28,6 +33,7 @@ export class FlameView implements View {
 
   render(s: ViewState): void {
     this.profile.draw(s, (d) => searchMatches(d, s.search));
+    this.folded.innerHTML = this.profile.foldedNote(s);
     this.renderBreadcrumb();
   }
 

@@ -12,14 +12,20 @@ import type { ProfileJson } from "../api/types";
 import { el } from "../base/dom";
 import { Matches, searchSummary, toSpeedscope } from "../flame/analysis";
 import { FlameGraph } from "../flame/flamegraph";
-import { FlameData, findPath, fromProfile, pathOf } from "../flame/model";
+import { FlameData, findPath, foldedAway, fromProfile, pathOf } from "../flame/model";
 import { ViewState, commonParams } from "../state";
 import { isRelative } from "../time";
 import { formatValue } from "../units";
 import { emptyMessage, noSamplesHtml } from "./empty";
 import { Shell, openSandwich } from "./view";
 
-const MAX_NODES = 20000;
+// Nodes of a flame-graph answer: the default, and what "show all" asks for
+// (the server's most, ApiOptions::max_max_nodes).
+export const DEFAULT_MAX_NODES = 20000;
+export const ALL_NODES = 200000;
+export function maxNodesOf(s: ViewState): number {
+  return s.nodes === "all" ? ALL_NODES : DEFAULT_MAX_NODES;
+}
 
 export class ProfileGraph {
   readonly panel = el("div", "flame-panel");
@@ -42,7 +48,7 @@ export class ProfileGraph {
   }
 
   async load(s: ViewState, signal: AbortSignal): Promise<void> {
-    const params = { ...commonParams(s), format: "json", max_nodes: MAX_NODES };
+    const params = { ...commonParams(s), format: "json", max_nodes: maxNodesOf(s) };
     const key = apiUrl("", params);
     if (key === this.key && this.data && !isRelative(s.from) && !isRelative(s.to)) return;
     const json = await apiGet<ProfileJson>("/api/v1/profile", params, signal);
@@ -82,6 +88,20 @@ export class ProfileGraph {
     this.graph.draw();
     this.panel.dataset.version = String(this.shell.measurements.flameDrawn(this.graph.lastDrawMs));
     this.panel.dataset.total = d ? String(d.total[0]) : "0";
+  }
+
+  // Says so when the server folded nodes into "other" boxes, and offers the
+  // whole graph; "" when nothing was folded.
+  foldedNote(s: ViewState): string {
+    const d = this.data;
+    if (!d || d.truncated === 0) return "";
+    const { nodes, value } = foldedAway(d);
+    const share = d.total[0] > 0 ? (100 * value) / d.total[0] : 0;
+    const more =
+      s.nodes === "all"
+        ? `(the most the server sends)`
+        : `<button class="link" data-action="all-nodes">show all (up to ${ALL_NODES.toLocaleString("en-US")} nodes)</button>`;
+    return `<span class="folded-note">${nodes.toLocaleString("en-US")} nodes, ${share.toFixed(1)}% of the total, are folded into grey “other” boxes to keep the graph at ${maxNodesOf(s).toLocaleString("en-US")} nodes; ${more}</span>`;
   }
 
   searchInfo(s: ViewState): string {
