@@ -3,7 +3,7 @@
 // (it keeps following), else in unix ms. Pure (no DOM): the unit tests run
 // it in Node with a fixed `now`.
 import type { ViewState } from "./state";
-import { formatDuration, formatTime, isRelative, resolveTime } from "./time";
+import { apiDuration, formatDuration, formatTime, isRelative, resolveTime } from "./time";
 
 type Range = Pick<ViewState, "from" | "to">;
 
@@ -39,7 +39,7 @@ export function rangeLabel(r: Range, now: number): string {
 export function zoomedOut(r: Range, now: number): Partial<ViewState> {
   const from = fromMs(r, now);
   const to = toMs(r, now);
-  if (followsNow(r)) return { from: `now-${formatDuration(2 * (to - from))}` };
+  if (followsNow(r)) return { from: `now-${apiDuration(2 * (to - from))}` };
   const half = (to - from) / 2;
   const newTo = Math.min(now, to + half);
   return { from: String(Math.round(newTo - 4 * half)), to: String(Math.round(newTo)) };
@@ -54,7 +54,7 @@ export function lastMinute(r: Range, now: number): Partial<ViewState> {
 
 // The same length, ending now (the live checkbox on an absolute range).
 export function endingNow(r: Range, now: number): Partial<ViewState> {
-  return { from: `now-${formatDuration(spanMs(r, now))}`, to: "now" };
+  return { from: `now-${apiDuration(spanMs(r, now))}`, to: "now" };
 }
 
 // The diff's base: base_from/base_to, or the range of the same length just before.

@@ -39,6 +39,29 @@ export function formatDuration(ms: number): string {
   return `${+(ms / 1e3).toFixed(1)}s`;
 }
 
+// A duration in the API's syntax, exact to the millisecond: "1h30m",
+// "3m18s", "1500ms" reads back as the same length (formatDuration's "1.5h"
+// is for people; the server and parseDurationMs take whole numbers only).
+export function apiDuration(ms: number): string {
+  let rest = Math.max(0, Math.round(ms));
+  if (rest === 0) return "0s";
+  let out = "";
+  for (const [unit, size] of [["d", 86400e3], ["h", 3600e3], ["m", 60e3], ["s", 1e3], ["ms", 1]] as const) {
+    const n = Math.floor(rest / size);
+    if (n > 0) {
+      out += `${n}${unit}`;
+      rest -= n * size;
+    }
+  }
+  return out;
+}
+
+// The range [from, to) widened to whole seconds of the Unix clock: what
+// per-second data (gpu_time) can answer. Unchanged when already whole.
+export function wholeSeconds(fromMs: number, toMs: number): [number, number] {
+  return [Math.floor(fromMs / 1e3) * 1e3, Math.ceil(toMs / 1e3) * 1e3];
+}
+
 export function formatTime(ms: number): string {
   const d = new Date(ms);
   const pad = (n: number) => String(n).padStart(2, "0");

@@ -40,6 +40,8 @@ test("rangeLabel", () => {
 test("zoomedOut: a range that follows now doubles; another doubles around its middle, never past now", () => {
   assert.deepEqual(zoomedOut({ from: "now-1h", to: "now" }, NOW), { from: "now-2h" });
   assert.deepEqual(zoomedOut({ from: "now-12h", to: "now" }, NOW), { from: "now-1d" });
+  // 45 minutes doubled: a length the API reads, not "now-1.5h".
+  assert.deepEqual(zoomedOut({ from: "now-45m", to: "now" }, NOW), { from: "now-1h30m" });
   assert.deepEqual(zoomedOut({ from: String(NOW - 2 * H), to: String(NOW - H) }, NOW), { from: String(NOW - 2.5 * H), to: String(NOW - 0.5 * H) });
   // Ending 10 minutes ago: the new range ends now and starts twice the length before.
   assert.deepEqual(zoomedOut({ from: String(NOW - 70 * 60e3), to: String(NOW - 10 * 60e3) }, NOW), { from: String(NOW - 2 * H), to: String(NOW) });

@@ -2,7 +2,7 @@
 // units.ts (a profile's values as text), base/dom.ts's text helpers.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { formatDuration, formatNanos, formatTime, isRelative, parseDurationMs, resolveTime } from "../src/time.ts";
+import { apiDuration, formatDuration, formatNanos, formatTime, isRelative, parseDurationMs, resolveTime, wholeSeconds } from "../src/time.ts";
 import { formatValue, isTimeUnit, valueNoun } from "../src/units.ts";
 import { errorText, escapeHtml } from "../src/base/dom.ts";
 
@@ -35,6 +35,22 @@ test("formatDuration and formatTime", () => {
   assert.equal(formatDuration(5e3), "5s");
   assert.equal(formatDuration(1500), "1.5s");
   assert.equal(formatTime(Date.UTC(2026, 0, 2, 3, 4, 5)), "2026-01-02 03:04:05");
+});
+
+test("apiDuration: exact, and parseDurationMs reads it back as the same length", () => {
+  assert.equal(apiDuration(5_400e3), "1h30m");
+  assert.equal(apiDuration(198e3), "3m18s");
+  assert.equal(apiDuration(1500), "1s500ms");
+  assert.equal(apiDuration(86_400e3), "1d");
+  assert.equal(apiDuration(0), "0s");
+  for (const ms of [1, 999, 1500, 90e3, 2_700e3, 5_400e3, 36 * 3600e3, 200e3 + 7]) {
+    assert.equal(parseDurationMs(apiDuration(ms)), ms, String(ms));
+  }
+});
+
+test("wholeSeconds: a sub-second range widens to the seconds it touches", () => {
+  assert.deepEqual(wholeSeconds(1_700_000_000_200, 1_700_000_000_700), [1_700_000_000_000, 1_700_000_001_000]);
+  assert.deepEqual(wholeSeconds(1_700_000_000_000, 1_700_000_003_000), [1_700_000_000_000, 1_700_000_003_000]);
 });
 
 test("formatNanos: three significant digits at a readable scale", () => {
