@@ -346,6 +346,16 @@ try {
     if (!/CUDA kernel/.test(leafTip) || !/880 ms/.test(leafTip)) fail(`the leaf should be the CUDA kernel with 880 ms: ${leafTip}`);
     await shot("gpu_flame");
 
+    // A sub-second range (a drag across a few kernels): gpu_time is kept per
+    // second, so the graph covers the whole second around it and says so.
+    await page.goto(`${url}/?type=gpu_time&from=${gpuFromMs + 1200}&to=${gpuFromMs + 1700}&selector=${q(gpuNode)}`);
+    await waitFor("the sub-second gpu_time flame graph", async () => (await flameTotal()) > 0, 10000);
+    const secondTotal = await flameTotal();
+    if (secondTotal !== 390_000_000) fail(`a sub-second gpu_time range should show its whole second, 390 ms in ns; found ${secondTotal}`);
+    const secondsNote = await page.locator(".view-flame .folded").innerText();
+    if (!/counted per second/.test(secondsNote)) fail(`the flame view should say the range was widened to whole seconds: ${secondsNote}`);
+    log(`sub-second gpu_time range: ${secondTotal} ns; note: ${secondsNote}`);
+
     // The kernel table of the trainer: exact counts and totals.
     const trainer = '{node="e2e-synthetic-gpu", pid="4343"}';
     const panel = page.locator(".kernels-panel");

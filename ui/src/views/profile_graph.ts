@@ -14,7 +14,7 @@ import { Matches, searchSummary, toSpeedscope } from "../flame/analysis";
 import { FlameGraph } from "../flame/flamegraph";
 import { FlameData, findPath, foldedAway, fromProfile, pathOf } from "../flame/model";
 import { ViewState, commonParams } from "../state";
-import { isRelative } from "../time";
+import { formatTime, isRelative, resolveTime, wholeSeconds } from "../time";
 import { formatValue } from "../units";
 import { emptyMessage, noSamplesHtml } from "./empty";
 import { Shell, openSandwich } from "./view";
@@ -25,6 +25,19 @@ export const DEFAULT_MAX_NODES = 20000;
 export const ALL_NODES = 200000;
 export function maxNodesOf(s: ViewState): number {
   return s.nodes === "all" ? ALL_NODES : DEFAULT_MAX_NODES;
+}
+
+// gpu_time is stored per second (the agent's windows): an absolute range
+// that is not whole seconds asks for the seconds it touches, or a
+// sub-second range (a drag across a few kernels) would find nothing.
+// Empty when the range is relative or already whole.
+export function perSecondRange(s: ViewState): { from?: string; to?: string } {
+  if (s.type !== "gpu_time" || isRelative(s.from) || isRelative(s.to)) return {};
+  const from = resolveTime(s.from, Date.now());
+  const to = resolveTime(s.to, Date.now());
+  if (from === null || to === null) return {};
+  const [wf, wt] = wholeSeconds(from, to);
+  return wf === from && wt === to ? {} : { from: String(wf), to: String(wt) };
 }
 
 export class ProfileGraph {
@@ -48,7 +61,7 @@ export class ProfileGraph {
   }
 
   async load(s: ViewState, signal: AbortSignal): Promise<void> {
-    const params = { ...commonParams(s), format: "json", max_nodes: maxNodesOf(s) };
+    const params = { ...commonParams(s), ...perSecondRange(s), format: "json", max_nodes: maxNodesOf(s) };
     const key = apiUrl("", params);
     if (key === this.key && this.data && !isRelative(s.from) && !isRelative(s.to)) return;
     const json = await apiGet<ProfileJson>("/api/v1/profile", params, signal);
@@ -94,14 +107,18 @@ export class ProfileGraph {
   // whole graph; "" when nothing was folded.
   foldedNote(s: ViewState): string {
     const d = this.data;
-    if (!d || d.truncated === 0) return "";
+    const widened = perSecondRange(s);
+    const secondsNote = widened.from
+      ? `<span class="folded-note">GPU time is counted per second: this graph covers ${formatTime(Number(widened.from))} – ${formatTime(Number(widened.to))}, the whole seconds around the range.</span> `
+      : "";
+    if (!d || d.truncated === 0) return secondsNote;
     const { nodes, value } = foldedAway(d);
     const share = d.total[0] > 0 ? (100 * value) / d.total[0] : 0;
     const more =
       s.nodes === "all"
         ? `(the most the server sends)`
         : `<button class="link" data-action="all-nodes">show all (up to ${ALL_NODES.toLocaleString("en-US")} nodes)</button>`;
-    return `<span class="folded-note">${nodes.toLocaleString("en-US")} nodes, ${share.toFixed(1)}% of the total, are folded into grey “other” boxes to keep the graph at ${maxNodesOf(s).toLocaleString("en-US")} nodes; ${more}</span>`;
+    return secondsNote + `<span class="folded-note">${nodes.toLocaleString("en-US")} nodes, ${share.toFixed(1)}% of the total, are folded into grey “other” boxes to keep the graph at ${maxNodesOf(s).toLocaleString("en-US")} nodes; ${more}</span>`;
   }
 
   searchInfo(s: ViewState): string {
