@@ -181,6 +181,20 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
+  // Two scripts under one python3, each with a <module>: the zoom must land on
+  // the one clicked (train.py's, 78 samples), not the first of that name.
+  {
+    BatchFactory f("e2e-seed-" + node + "-dup", 1, now_ns - 120 * kSec, now_ns - 60 * kSec);
+    const std::vector<std::pair<std::string, std::string>> labels = {
+        {"node", node + "-dup"}, {"comm", "python3"}, {"pid", "4545"}};
+    f.Add("python3@python3;py:<module>@other.py:1;py:setup@other.py:3", labels, 3, now_ns - 90 * kSec);
+    f.Add("python3@python3;py:<module>@train.py:1;py:train_step@train.py:10", labels, 78, now_ns - 90 * kSec);
+    auto dup = warpscope::testing::PostBatch(port, f.batch(), token);
+    if (dup.status != 200) {
+      std::fprintf(stderr, "e2e_seed_hour: duplicate-names batch: HTTP %d %s\n", dup.status, dup.body.c_str());
+      return 1;
+    }
+  }
   // The GPU seconds: whole seconds, ending 16 s ago (inside now-5m, now-1m).
   const int64_t gpu_from_ns = (now_ns / kSec - 20) * kSec;
   auto r = warpscope::testing::PostBatch(port, GpuSeconds(node + "-gpu", gpu_from_ns), token);

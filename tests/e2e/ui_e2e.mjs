@@ -265,6 +265,35 @@ try {
   await page.keyboard.press("Escape");
   await waitFor("Esc resetting the zoom", () => !page.url().includes("focus="), 3000);
 
+  // 3b. Two subtrees that share names (e2e_seed_hour's "-dup" node): python3
+  // runs other.py's <module> (3 samples) and train.py's (78). A click on
+  // train.py's box zooms there; the URL names that node by its identity, and
+  // a reload of the link finds the same node, not the first "<module>".
+  {
+    const dupNode = '{node="e2e-synthetic-dup"}';
+    const before = page.url();
+    const focusTotal = () => page.locator(".flame-panel").first().getAttribute("data-focus-total").then(Number);
+    await page.goto(`${url}/?selector=${q(dupNode)}`);
+    await waitFor("the duplicate-names graph", async () => (await flameTotal()) === 81, 10000);
+    const dc = await page.locator(".view-flame .flame-canvas").boundingBox();
+    await page.locator(".view-flame .flame-canvas").click({ position: { x: dc.width * 0.6, y: 18 * 2.5 } });
+    await waitFor("the zoom into train.py's <module>", () => page.url().includes("focus="), 3000);
+    const focus = JSON.parse(new URL(page.url()).searchParams.get("focus"));
+    if (focus.length !== 2 || focus[1][0] !== "<module>" || !String(focus[1][1]).endsWith("train.py")) {
+      fail(`the URL should name train.py's <module>: ${JSON.stringify(focus)}`);
+    }
+    if ((await focusTotal()) !== 78) fail(`the zoomed node should hold 78 samples, found ${await focusTotal()}`);
+    const crumb = await page.locator(".view-flame .breadcrumb").innerText();
+    if (!crumb.includes("<module>")) fail(`the breadcrumb should end at <module>: ${crumb}`);
+    await page.reload();
+    await waitFor("the reloaded zoom", async () => (await flameTotal()) === 81 && (await focusTotal()) !== 81, 10000);
+    if ((await focusTotal()) !== 78) fail(`after a reload the zoom should still hold 78 samples, found ${await focusTotal()}`);
+    log(`zoom with shared names: ${JSON.stringify(focus)} holds ${await focusTotal()} of 81`);
+    await shot("zoom_same_names");
+    await page.goto(before);  // back to the workload's graph for what follows
+    await waitFor("the workload's graph again", async () => (await flameTotal()) > 81, 10000);
+  }
+
   // 4. The top table: the function's row, linked to the graph.
   await page.locator("button.tab", { hasText: "Top functions" }).click();
   const row = page.locator("table.top tbody tr", { hasText: "hot_three_quarters" }).first();

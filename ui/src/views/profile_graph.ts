@@ -6,7 +6,8 @@
 // ranges are fetched once; relative ones move with now.
 //
 // For the end-to-end test the panel (`.flame-panel`) carries data-version
-// (each draw) and data-total (the root's value).
+// (each draw), data-total (the root's value) and data-focus-total (the
+// zoomed node's).
 import { apiGet, apiUrl } from "../api/client";
 import type { ProfileJson } from "../api/types";
 import { el } from "../base/dom";
@@ -101,6 +102,7 @@ export class ProfileGraph {
     this.graph.draw();
     this.panel.dataset.version = String(this.shell.measurements.flameDrawn(this.graph.lastDrawMs));
     this.panel.dataset.total = d ? String(d.total[0]) : "0";
+    this.panel.dataset.focusTotal = d ? String(d.total[this.graph.getFocus()]) : "0";
   }
 
   // Says so when the server folded nodes into "other" boxes, and offers the
