@@ -290,6 +290,17 @@ try {
     if ((await focusTotal()) !== 78) fail(`after a reload the zoom should still hold 78 samples, found ${await focusTotal()}`);
     log(`zoom with shared names: ${JSON.stringify(focus)} holds ${await focusTotal()} of 81`);
     await shot("zoom_same_names");
+    // The bottom-up tree of the same data: the functions where samples were
+    // taken (setup 3, train_step 78) on the first row, their callers below.
+    await page.locator("button.tree-toggle").click();
+    await waitFor("the bottom-up tree in the URL", () => page.url().includes("tree=bottom-up") && !page.url().includes("focus="), 3000);
+    if ((await flameTotal()) !== 81) fail(`the bottom-up tree should keep the total of 81, found ${await flameTotal()}`);
+    await page.locator(".view-flame .flame-canvas").click({ position: { x: dc.width * 0.6, y: 18 * 1.5 } });
+    await waitFor("the zoom into the bottom-up train_step", () => page.url().includes("focus="), 3000);
+    const upFocus = JSON.parse(new URL(page.url()).searchParams.get("focus"));
+    if (upFocus.length !== 1 || upFocus[0][0] !== "train_step") fail(`bottom-up, the first row should be train_step: ${JSON.stringify(upFocus)}`);
+    if ((await focusTotal()) !== 78) fail(`bottom-up train_step should hold 78 samples, found ${await focusTotal()}`);
+    await shot("bottom_up");
     await page.goto(before);  // back to the workload's graph for what follows
     await waitFor("the workload's graph again", async () => (await flameTotal()) > 81, 10000);
   }

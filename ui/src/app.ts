@@ -60,6 +60,7 @@ export class App implements Shell {
   private searchInput = el("input", "search");
   private searchInfo = el("span", "search-info muted");
   private orientButton = el("button");
+  private treeButton = el("button", "tree-toggle");
   private colorSelect = el("select");
   private timelineEl = el("div", "timeline");
   private message = el("div", "message");
@@ -133,6 +134,8 @@ export class App implements Shell {
     this.searchInput.addEventListener("input", () => this.update({ search: this.searchInput.value }, false, false));
     this.orientButton.title = "switch between icicle (root on top) and flame (root at the bottom)";
     this.orientButton.addEventListener("click", () => this.update({ orient: this.state.orient === "icicle" ? "flame" : "icicle" }, false, false));
+    this.treeButton.title = "top-down (callers above callees) or bottom-up: the functions where samples were taken, their callers below";
+    this.treeButton.addEventListener("click", () => this.update({ tree: this.state.tree === "bottom-up" ? "" : "bottom-up", focus: "" }, true, false));
     this.colorSelect.innerHTML = `<option value="binary">colour: binary</option><option value="kind">colour: kind</option>`;
     this.colorSelect.addEventListener("change", () => this.update({ color: this.colorSelect.value as "binary" | "kind" }, false, false));
     const pprof = el("button", "", "⤓ pprof");
@@ -141,7 +144,7 @@ export class App implements Shell {
     const speedscope = el("button", "", "⤓ speedscope");
     speedscope.title = "the flame graph as shown (zoom included), as speedscope JSON";
     speedscope.addEventListener("click", () => this.exportSpeedscope());
-    toolbar.append(this.selectorInput, this.searchInput, this.searchInfo, this.orientButton, this.colorSelect, pprof, speedscope);
+    toolbar.append(this.selectorInput, this.searchInput, this.searchInfo, this.orientButton, this.treeButton, this.colorSelect, pprof, speedscope);
 
     const main = el("main");
     for (const [view] of VIEW_TITLES) {
@@ -184,6 +187,7 @@ export class App implements Shell {
     if (document.activeElement !== this.selectorInput) this.selectorInput.value = s.selector;
     if (document.activeElement !== this.searchInput) this.searchInput.value = s.search;
     this.orientButton.textContent = s.orient === "icicle" ? "▼ icicle" : "▲ flame";
+    this.treeButton.textContent = s.tree === "bottom-up" ? "⇅ bottom-up" : "⇅ top-down";
     this.colorSelect.value = s.color;
     // A type from a link (the kernel table's "flame graph") may not be listed yet.
     if (![...this.typeSelect.options].some((o) => o.value === s.type)) this.typeSelect.append(new Option(s.type, s.type));

@@ -29,6 +29,7 @@ export interface ViewState {
   kernel: string; // the kernel selected in the GPU kernels view
   ksort: string; // the kernel table's sort column (views/kernel_table.ts)
   nodes: string; // "all": flame graphs up to the server's most nodes, else the default limit
+  tree: string; // "bottom-up": the flame graph inverted (flame/model.ts inverted), else top-down
 }
 
 export const DEFAULTS: ViewState = {
@@ -53,6 +54,7 @@ export const DEFAULTS: ViewState = {
   kernel: "",
   ksort: "total",
   nodes: "",
+  tree: "",
 };
 
 const VIEWS: ViewName[] = ["flame", "flamechart", "table", "sandwich", "diff", "gpu", "kernels", "targets"];

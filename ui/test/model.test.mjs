@@ -2,7 +2,7 @@
 // the diff's widths, merged trees (TreeBuilder) and focus paths.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { TreeBuilder, findPath, foldedAway, fromDiff, fromProfile, layout, pathOf } from "../src/flame/model.ts";
+import { TreeBuilder, findPath, foldedAway, fromDiff, fromProfile, inverted, layout, pathOf } from "../src/flame/model.ts";
 
 // root(10) → {a(6) → {a1(2), a2(4)}, b(4) → {b1(1), b2(3)}}: a2 starts 2
 // into a, b 6 into the root, b2 7.
@@ -172,4 +172,40 @@ test("foldedAway: the server's folded node count and the value the grey other bo
   const d = fromProfile(json);
   assert.deepEqual(foldedAway(d), { nodes: 4321, value: 55 });
   assert.deepEqual(foldedAway(fromProfile({ ...json, truncated: 0, nodes: json.nodes.slice(0, 2) })), { nodes: 0, value: 0 });
+});
+
+test("inverted: the functions where samples were taken on top, their callers below; totals kept", () => {
+  // main -> a -> leaf (5 samples), main -> b -> leaf (3), main -> b (2 in b itself), root self 1.
+  const t = new TreeBuilder("total", "", 3);
+  const main = t.child(0, "main", "app", 0);
+  const a = t.child(main, "a", "app", 0);
+  const b = t.child(main, "b", "app", 0);
+  const leafA = t.child(a, "leaf", "libc", 0);
+  const leafB = t.child(b, "leaf", "libc", 0);
+  t.add(0, 1, 11);
+  t.add(main, 0, 10);
+  t.add(a, 0, 5);
+  t.add(b, 2, 5);
+  t.add(leafA, 5, 5);
+  t.add(leafB, 3, 3);
+  const up = inverted(t.build("samples", 0));
+  const path = (i) => {
+    const parts = [];
+    for (let p = i; p > 0; p = up.parent[p]) parts.unshift(up.names[up.name[p]]);
+    return parts.join(";");
+  };
+  const rows = {};
+  for (let i = 0; i < up.n; i++) rows[path(i)] = [up.self[i], up.total[i]];
+  assert.deepEqual(rows, {
+    "": [1, 11],
+    leaf: [8, 8],
+    "leaf;a": [0, 5],
+    "leaf;a;main": [0, 5],
+    "leaf;b": [0, 3],
+    "leaf;b;main": [0, 3],
+    b: [2, 2],
+    "b;main": [0, 2],
+  });
+  // Inverting twice is not the identity, but the total never changes.
+  assert.equal(inverted(up).total[0], 11);
 });

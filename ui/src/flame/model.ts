@@ -206,6 +206,28 @@ export class TreeBuilder {
   }
 }
 
+// The bottom-up (inverted) tree: under the root, every function where
+// samples were taken, and under each its callers, out to the outermost
+// frame. A node's total is the samples taken in its first-row function on
+// that call path; the first row's self is the function's own samples (the
+// others' is 0). The root keeps the total.
+export function inverted(d: FlameData): FlameData {
+  const t = new TreeBuilder(d.names[d.name[0]], d.binaries[d.binary[0]] ?? "", d.kind[0]);
+  t.add(0, d.self[0], d.total[0]);
+  for (let i = 1; i < d.n; i++) {
+    const v = d.self[i];
+    if (v === 0) continue;
+    let cur = 0;
+    for (let p = i; p > 0; p = d.parent[p]) {
+      cur = t.child(cur, d.names[d.name[p]], d.binaries[d.binary[p]] ?? "", d.kind[p]);
+      t.add(cur, p === i ? v : 0, v);
+    }
+  }
+  const out = t.build(d.unit, d.periodNanos);
+  out.truncated = d.truncated;
+  return out;
+}
+
 // What the server folded away to keep the answer within max_nodes: how many
 // nodes, and how much of the total the grey "other" boxes (kind 3 below the
 // root) hold in their place.

@@ -44,7 +44,7 @@ export class FlameView implements View {
   release(): void {}
 
   private renderBreadcrumb(): void {
-    const d = this.profile.data;
+    const d = this.profile.shown;
     const f = this.profile.graph.getFocus();
     if (!d || f === 0) {
       this.breadcrumb.innerHTML = `<span class="muted small">Click a box to zoom in; right-click for its callers and callees (sandwich); Esc resets.</span>`;

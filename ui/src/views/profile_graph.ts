@@ -13,7 +13,7 @@ import type { ProfileJson } from "../api/types";
 import { el } from "../base/dom";
 import { Matches, searchSummary, toSpeedscope } from "../flame/analysis";
 import { FlameGraph } from "../flame/flamegraph";
-import { FlameData, findPath, foldedAway, fromProfile, pathOf } from "../flame/model";
+import { FlameData, findPath, foldedAway, fromProfile, inverted, pathOf } from "../flame/model";
 import { ViewState, commonParams } from "../state";
 import { formatTime, isRelative, resolveTime, wholeSeconds } from "../time";
 import { formatValue } from "../units";
@@ -44,7 +44,11 @@ export function perSecondRange(s: ViewState): { from?: string; to?: string } {
 export class ProfileGraph {
   readonly panel = el("div", "flame-panel");
   readonly graph: FlameGraph;
-  data: FlameData | null = null;
+  data: FlameData | null = null; // as the server sent it
+  // What the graph draws: the data, or its bottom-up tree (state `tree`).
+  private shownData: FlameData | null = null;
+  private shownFrom: FlameData | null = null;
+  private shownTree = "";
   private key = "";
 
   constructor(
@@ -73,7 +77,7 @@ export class ProfileGraph {
     perf.buildMs = performance.now() - t0;
     perf.nodes = this.data.n;
     this.key = key;
-    this.graph.setData(this.data, s.color);
+    this.updateShown(s);
   }
 
   async emptyMessage(s: ViewState, signal: AbortSignal): Promise<string> {
@@ -90,9 +94,23 @@ export class ProfileGraph {
     this.moveTo(this.home);
   }
 
+  // The tree the graph draws (the data, or its bottom-up tree); null before any data.
+  get shown(): FlameData | null {
+    return this.shownData;
+  }
+
+  private updateShown(s: ViewState): void {
+    if (this.shownFrom === this.data && this.shownTree === s.tree) return;
+    this.shownFrom = this.data;
+    this.shownTree = s.tree;
+    this.shownData = this.data && s.tree === "bottom-up" ? inverted(this.data) : this.data;
+    if (this.shownData) this.graph.setData(this.shownData, s.color);
+  }
+
   // `highlight`: what stands out (the search's matches, or the table's function).
   draw(s: ViewState, highlight: (d: FlameData) => Matches | null): void {
-    const d = this.data;
+    this.updateShown(s);
+    const d = this.shownData;
     this.graph.setColorMode(s.color);
     this.graph.setInverted(s.orient === "flame");
     if (d) {
@@ -129,11 +147,12 @@ export class ProfileGraph {
 
   zoomTo(node: number): void {
     if (!this.data) return;
-    this.shell.update({ focus: node === 0 ? "" : pathOf(this.data, node) }, false, false);
+    if (!this.shownData) return;
+    this.shell.update({ focus: node === 0 ? "" : pathOf(this.shownData, node) }, false, false);
   }
 
   // The graph as shown (zoom included) in speedscope's format; null before any data.
   speedscope(title: string): object | null {
-    return this.data ? toSpeedscope(this.data, this.graph.getFocus(), title) : null;
+    return this.shownData ? toSpeedscope(this.shownData, this.graph.getFocus(), title) : null;
   }
 }
