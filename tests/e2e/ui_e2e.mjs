@@ -349,6 +349,22 @@ try {
   await page.locator("button.tab", { hasText: "Diff" }).click();
   await page.locator(".diff-head p").waitFor({ timeout: 10000 });
   await shot("diff");
+  // A diff of two label sets over one range: the "-dup" node's python3 (81
+  // samples) against the synthetic hour's node as the base.
+  {
+    const before = page.url();
+    await page.goto(`${url}/?view=diff&selector=${q('{node="e2e-synthetic-dup"}')}&base_selector=${q('{node="e2e-synthetic"}')}`);
+    await waitFor("the label-set diff", async () => (await page.locator(".diff-head .target-total").innerText().catch(() => "")) !== "", 10000);
+    const target = await page.locator(".diff-head .target-total").innerText();
+    const base = await page.locator(".diff-head .base-total").innerText();
+    if (target !== "81 samples") fail(`the diff's target should be the -dup node's 81 samples, found ${target}`);
+    if (!(Number(base.replace(/[^0-9]/g, "")) > 100000)) fail(`the diff's base should be the synthetic hour's node, found ${base}`);
+    if ((await page.locator(".diff-controls .base-selector").inputValue()) !== '{node="e2e-synthetic"}') fail("the base selector box should show the URL's");
+    log(`label-set diff: target ${target}, base ${base}`);
+    await shot("diff_label_sets");
+    await page.goto(before);
+    await page.locator(".diff-head p").waitFor({ timeout: 10000 });
+  }
   // The search box also filters targets: clear it first.
   await page.locator("input.search").fill("");
   await page.locator("button.tab", { hasText: "Targets" }).click();

@@ -57,8 +57,13 @@ export function endingNow(r: Range, now: number): Partial<ViewState> {
   return { from: `now-${apiDuration(spanMs(r, now))}`, to: "now" };
 }
 
-// The diff's base: base_from/base_to, or the range of the same length just before.
-export function diffBase(s: Pick<ViewState, "from" | "to" | "base_from" | "base_to">, now: number): [string, string] {
+// The diff's base: base_from/base_to; else, against another label set
+// (base_selector), the same range; else the range of the same length just before.
+export function diffBase(
+  s: Pick<ViewState, "from" | "to" | "base_from" | "base_to"> & { base_selector?: string },
+  now: number,
+): [string, string] {
+  if (s.base_selector && !s.base_from && !s.base_to) return [s.from, s.to];
   const from = fromMs(s, now);
   const to = toMs(s, now);
   return [s.base_from || String(Math.round(2 * from - to)), s.base_to || String(Math.round(from))];

@@ -22,6 +22,7 @@ export interface ViewState {
   sort: SortKey;
   base_from: string;
   base_to: string;
+  base_selector: string; // the diff's base label set (empty: the target's selector)
   live: boolean;
   gpunode: string; // the GPU view's node (empty: the first with GPUs)
   gpu: string; // its GPU index (empty: all GPUs of the node)
@@ -47,6 +48,7 @@ export const DEFAULTS: ViewState = {
   sort: "self",
   base_from: "",
   base_to: "",
+  base_selector: "",
   live: false,
   gpunode: "",
   gpu: "",

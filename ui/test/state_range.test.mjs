@@ -63,5 +63,8 @@ test("diffBase: the URL's base, or the range of the same length just before", ()
   const s = { from: "now-1h", to: "now", base_from: "", base_to: "" };
   assert.deepEqual(diffBase(s, NOW), [String(NOW - 2 * H), String(NOW - H)]);
   assert.deepEqual(diffBase({ ...s, base_from: "now-1d", base_to: "now-23h" }, NOW), ["now-1d", "now-23h"]);
+  // Two label sets: the same range, unless a base range is given too.
+  assert.deepEqual(diffBase({ ...s, base_selector: '{pod="old"}' }, NOW), ["now-1h", "now"]);
+  assert.deepEqual(diffBase({ ...s, base_selector: '{pod="old"}', base_from: "now-1d", base_to: "now-23h" }, NOW), ["now-1d", "now-23h"]);
   assert.deepEqual(diffBase({ ...s, from: String(NOW - 10e3), to: String(NOW - 4e3) }, NOW), [String(NOW - 16e3), String(NOW - 10e3)]);
 });

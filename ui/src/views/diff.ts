@@ -19,6 +19,7 @@ const MAX_NODES = 20000;
 export class DiffView implements View {
   private info = el("div", "diff-info");
   private pickButton = el("button", "pick-base", "Pick base range");
+  private baseSelector = el("input", "base-selector") as HTMLInputElement;
   private picking = false; // the timeline's next drag sets the base
   private graph: FlameGraph;
   private diff: FlameData | null = null;
@@ -33,7 +34,11 @@ export class DiffView implements View {
     const panel = el("div", "flame-panel");
     this.pickButton.title = "then drag across the timeline: that range becomes the base";
     this.pickButton.addEventListener("click", () => this.setPicking(!this.picking));
-    controls.append(this.pickButton);
+    this.baseSelector.placeholder = "base selector, e.g. {pod=\"old\"} (empty: the target's)";
+    this.baseSelector.spellcheck = false;
+    this.baseSelector.title = "compare two label sets: the base's selector; with no base range, both over the same range";
+    this.baseSelector.addEventListener("change", () => this.shell.update({ base_selector: this.baseSelector.value.trim() }, true));
+    controls.append(this.pickButton, this.baseSelector);
     head.append(controls, this.info);
     section.append(head, panel);
     this.graph = new FlameGraph(panel, { format: (v) => this.format(v) });
@@ -45,13 +50,15 @@ export class DiffView implements View {
 
   show(s: ViewState): void {
     this.state = s;
+    if (document.activeElement !== this.baseSelector) this.baseSelector.value = s.base_selector;
     this.syncPicking();
   }
 
   async load(s: ViewState, signal: AbortSignal): Promise<void> {
     const now = Date.now();
     const [baseFrom, baseTo] = diffBase(s, now);
-    const json = await apiGet<DiffJson>("/api/v1/diff", { ...commonParams(s), base_from: baseFrom, base_to: baseTo, max_nodes: MAX_NODES }, signal);
+    const base = { base_from: baseFrom, base_to: baseTo, base_selector: s.base_selector || undefined };
+    const json = await apiGet<DiffJson>("/api/v1/diff", { ...commonParams(s), ...base, max_nodes: MAX_NODES }, signal);
     this.diff = fromDiff(json);
     this.graph.setData(this.diff, "binary");
     const t = (x: string) => {
@@ -59,8 +66,9 @@ export class DiffView implements View {
       return ms === null ? escapeHtml(x) : formatTime(ms);
     };
     const amount = (v: number) => (this.diff?.unit === "samples" ? `${v.toLocaleString("en-US")} samples` : this.format(v));
-    this.info.innerHTML = `<p>Base <b>${t(baseFrom)} – ${t(baseTo)}</b> (${amount(json.base_total)})
-      against <b>${t(s.from)} – ${t(s.to)}</b> (${amount(json.target_total)}).
+    const sel = (x: string) => (x ? ` <code>${escapeHtml(x)}</code>` : "");
+    this.info.innerHTML = `<p>Base <b>${t(baseFrom)} – ${t(baseTo)}</b>${sel(s.base_selector || s.selector)} (<span class="base-total">${amount(json.base_total)}</span>)
+      against <b>${t(s.from)} – ${t(s.to)}</b>${sel(s.selector)} (<span class="target-total">${amount(json.target_total)}</span>).
       Width: both shares together; <span class="grew">red</span>: a larger share of the target, <span class="shrank">green</span>: smaller.
       Set the base with <b>Pick base range</b> and a drag across the timeline, with the URL's
       <code>base_from</code>/<code>base_to</code>, or <button class="link" id="base-now">use the range before this one</button>.</p>`;
