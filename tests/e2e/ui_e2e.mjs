@@ -337,6 +337,19 @@ try {
   await waitFor("the flame chart", async () => (await chartNumber("lanes")) > 0 && (await chartNumber("boxes")) > 0, 10000);
   const laneHeads = await page.locator(".flamechart-lane-head").allTextContents();
   if (!laneHeads.some((t) => t.includes(`pid ${workload.pid}`))) fail(`a flame chart lane should be the workload's (pid ${workload.pid}): ${laneHeads.join(" | ")}`);
+  // Its tooltip says which agent buckets a box lies in (samples are kept per
+  // bucket), not a span of milliseconds inside one.
+  {
+    const lb = await page.locator(".flamechart-lanes canvas").first().boundingBox();
+    let chartTip = "";
+    for (let f = 0.02; f < 1 && !chartTip.includes("kept per"); f += 0.04) {
+      await page.mouse.move(lb.x + lb.width * f, lb.y + 9);
+      const tip = page.locator(".flamechart-panel .tooltip");
+      chartTip = (await tip.isVisible()) ? await tip.innerText() : "";
+    }
+    if (!/samples are kept per 1(\.0+)? s/.test(chartTip)) fail(`the flame chart's tooltip should name its 1 s buckets: ${chartTip}`);
+    log(`flame chart tooltip: ${chartTip.replace(/\s+/g, " ")}`);
+  }
   const chartMatched = await chartNumber("matched");
   if (!(chartMatched > 0)) fail("the search should highlight hot_three_quarters in the flame chart");
   const chartPerf = await page.evaluate(() => window.__warpscope.perf);

@@ -3,7 +3,7 @@
 // hit-testing and a box's time range.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { DEFAULT_BUCKET_MS, boxAt, buildChart, inferBucketMs, laneTitle, spanRange } from "../src/flame/chartmodel.ts";
+import { DEFAULT_BUCKET_MS, boxAt, buildChart, inferBucketMs, laneTitle, spanRange, bucketSpan } from "../src/flame/chartmodel.ts";
 
 // A cpu answer at 10 ms a sample; `stacks` of frame indexes into `names` (one frame per name).
 function answer(names, stacks, lanes, extra = {}) {
@@ -145,4 +145,15 @@ test("spanRange: out to bucket edges, at least two buckets, inside the range at 
   assert.deepEqual(spanRange(d, 1000, 1500), [1000, 3000]);
   assert.deepEqual(spanRange(d, 1200, 3500), [1000, 4000]);
   assert.deepEqual(spanRange(d, 4000, 4500), [3000, 5000]);
+});
+
+test("bucketSpan: the whole agent buckets a box lies in", () => {
+  // 1 s buckets starting at 10 s: a box at 11.34-11.87 s is in [11, 12).
+  assert.deepEqual(bucketSpan(11_340, 11_870, 1000, 10_000), [11_000, 12_000]);
+  // Across a boundary: two buckets; ending exactly on one: not the next.
+  assert.deepEqual(bucketSpan(11_900, 12_100, 1000, 10_000), [11_000, 13_000]);
+  assert.deepEqual(bucketSpan(11_000, 12_000, 1000, 10_000), [11_000, 12_000]);
+  // Buckets offset from whole seconds, and no bucket known.
+  assert.deepEqual(bucketSpan(10_600, 10_700, 1000, 10_250), [10_250, 11_250]);
+  assert.deepEqual(bucketSpan(5, 7, 0, 0), [5, 7]);
 });

@@ -395,3 +395,11 @@ function grow<T extends Float64Array | Int32Array | Uint16Array>(a: T, cap: numb
   b.set(a);
   return b;
 }
+
+// The whole buckets [originMs + k * bucketMs, ...) that [x0, x1) touches; the box's own ends without buckets.
+export function bucketSpan(x0: number, x1: number, bucketMs: number, originMs: number): [number, number] {
+  if (!(bucketMs > 0)) return [x0, x1];
+  const first = originMs + Math.floor((x0 - originMs) / bucketMs) * bucketMs;
+  const last = originMs + Math.ceil((x1 - originMs) / bucketMs - 1e-9) * bucketMs;
+  return [first, Math.max(last, first + bucketMs)];
+}

@@ -11,7 +11,7 @@ import { Palette, framePalette } from "./colors";
 import { KIND_NAMES } from "./model";
 import { nameMatcher } from "./analysis";
 import { escapeHtml, placeTooltip } from "../base/dom";
-import { ChartData, boxAt, spanRange } from "./chartmodel";
+import { ChartData, boxAt, spanRange, bucketSpan } from "./chartmodel";
 import { formatTime } from "../time";
 
 const ROW = 14;
@@ -283,9 +283,13 @@ export class FlameChart {
     const v = lane.value[k];
     let html = `<b>${escapeHtml(name)}</b>`;
     if (binary || kind) html += `<div class="muted">${escapeHtml(binary)}${binary && kind ? " · " : ""}${kind}</div>`;
+    // Samples are kept per agent bucket (1 s): a box's place inside its
+    // bucket is layout, not when it ran. Say which buckets it is in.
+    const [b0, b1] = bucketSpan(x0, x1, d.bucketMs, d.originMs);
+    const subSecond = d.bucketMs < 1000;
     html += `<div class="muted">${escapeHtml(lane.title)}</div><table>
-      <tr><td>time</td><td>${formatTime(Math.floor(x0))}${millis(x0)} – ${clock(x1, true)}</td></tr>
-      <tr><td>duration</td><td>${formatSpan(x1 - x0)}</td></tr>`;
+      <tr><td>in</td><td>${formatTime(Math.floor(b0))}${subSecond ? millis(b0) : ""} – ${clock(b1, subSecond)}</td></tr>
+      <tr><td>buckets</td><td>${formatSpan(b1 - b0)} (samples are kept per ${formatSpan(d.bucketMs)})</td></tr>`;
     if (d.unit === "samples") {
       html += `<tr><td>samples</td><td>${v.toLocaleString("en-US")}${d.nsPerValue > 0 ? ` (${this.amount(v, true)})` : ""}</td></tr>`;
     } else {
