@@ -68,6 +68,18 @@ export function formatTime(ms: number): string {
   return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
 }
 
+// A duration in nanoseconds in at most 5 characters, for an axis gutter of
+// 50 px: "0.2s", "1.5s", "12s", "40ms", "5ms", "800µs", "0".
+export function compactNanos(ns: number): string {
+  const a = Math.abs(ns);
+  if (a === 0) return "0";
+  const trim = (x: number, unit: string) => `${+x.toFixed(x < 10 ? 1 : 0)}${unit}`;
+  if (a >= 1e8) return trim(ns / 1e9, "s");
+  if (a >= 1e6) return trim(ns / 1e6, "ms");
+  if (a >= 1e3) return trim(ns / 1e3, "µs");
+  return `${Math.round(ns)}ns`;
+}
+
 // A duration in nanoseconds at a readable scale: 850 ns, 12.3 µs, 4.56 ms, 1.23 s.
 export function formatNanos(ns: number): string {
   const a = Math.abs(ns);

@@ -6,7 +6,7 @@
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
 import type { SeriesJson } from "./api/types";
-import { formatNanos } from "./time";
+import { compactNanos } from "./time";
 import { ValueUnit, isTimeUnit, valueNoun } from "./units";
 
 // One cursor for the timeline and the GPU view's charts: hovering one shows
@@ -133,7 +133,7 @@ export class Timeline {
   }
 
   // Time per step for nanosecond types ("850 ms"), else compact counts.
-  private axisValue = (v: number): string => (isTimeUnit(this.unit) ? (v === 0 ? "0" : formatNanos(v).replace(/\.0+ | /, "")) : compact(v));
+  private axisValue = (v: number): string => (isTimeUnit(this.unit) ? compactNanos(v) : compact(v));
 }
 
 // Axis numbers that fit 50 px: 950, 12k, 3.4M, 5.1G.

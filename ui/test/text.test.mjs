@@ -2,7 +2,7 @@
 // units.ts (a profile's values as text), base/dom.ts's text helpers.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { apiDuration, formatDuration, formatNanos, formatTime, isRelative, parseDurationMs, resolveTime, wholeSeconds } from "../src/time.ts";
+import { apiDuration, compactNanos, formatDuration, formatNanos, formatTime, isRelative, parseDurationMs, resolveTime, wholeSeconds } from "../src/time.ts";
 import { formatValue, isTimeUnit, valueNoun } from "../src/units.ts";
 import { errorText, escapeHtml } from "../src/base/dom.ts";
 
@@ -46,6 +46,17 @@ test("apiDuration: exact, and parseDurationMs reads it back as the same length",
   for (const ms of [1, 999, 1500, 90e3, 2_700e3, 5_400e3, 36 * 3600e3, 200e3 + 7]) {
     assert.equal(parseDurationMs(apiDuration(ms)), ms, String(ms));
   }
+});
+
+test("compactNanos: axis labels of at most 5 characters", () => {
+  assert.equal(compactNanos(0), "0");
+  assert.equal(compactNanos(200e6), "0.2s");
+  assert.equal(compactNanos(1.5e9), "1.5s");
+  assert.equal(compactNanos(12e9), "12s");
+  assert.equal(compactNanos(40e6), "40ms");
+  assert.equal(compactNanos(5e6), "5ms");
+  assert.equal(compactNanos(800e3), "800µs");
+  for (const v of [1, 999, 5e4, 3e5, 7e6, 9.9e7, 2.5e8, 4e10]) assert.ok(compactNanos(v).length <= 5, `${v}: ${compactNanos(v)}`);
 });
 
 test("wholeSeconds: a sub-second range widens to the seconds it touches", () => {

@@ -3,7 +3,7 @@
 // hit-testing.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { activityAt, buildTrace, rowTitle } from "../src/gpu/trace_model.ts";
+import { activityAt, buildTrace, rowTitle, busyAlpha } from "../src/gpu/trace_model.ts";
 
 const FROM = 5e9;
 const train = { pid: "10", comm: "train", node: "n1" };
@@ -120,4 +120,12 @@ test("activityAt: the activity under t, else the nearest within the slack", () =
   assert.equal(activityAt(row, 9.5e5, 1e5), 1);
   assert.equal(activityAt(row, 2e6, 1e5), -1);
   assert.equal(activityAt(buildTrace(trace).rows[2], 0, 1e9), -1);
+});
+
+test("busyAlpha: a run of bars is as opaque as its kernels cover it, never invisible", () => {
+  assert.equal(busyAlpha(1), 1);
+  assert.equal(busyAlpha(2), 1);
+  assert.equal(busyAlpha(0), 0.15);
+  // 1% busy against 15% busy: clearly lighter.
+  assert.ok(busyAlpha(0.01) < 0.2 && busyAlpha(0.15) > 0.25);
 });

@@ -85,7 +85,8 @@ function baseOptions(ctx: ChartContext, height: number): uPlot.Options {
     select: { show: true, left: 0, top: 0, width: 0, height: 0 },
     legend: { show: false },
     scales: { x: { time: true, range: () => [ctx.fromMs / 1000, ctx.toMs / 1000] } },
-    axes: [{ ...axis, size: X_AXIS_SIZE, values: timeValues }, { ...axis, size: AXIS_SIZE }],
+    // x: at least 80 px between ticks, so "19:29:10" labels never run into each other.
+    axes: [{ ...axis, size: X_AXIS_SIZE, space: 80, values: timeValues }, { ...axis, size: AXIS_SIZE }],
     series: [{}],
     hooks: {
       setSelect: [

@@ -11,7 +11,7 @@ import { escapeHtml } from "../base/dom";
 import { ActivityColors, activityColors } from "../flame/colors";
 import { formatNanos, formatTime } from "../time";
 import { ACTIVITY_KINDS } from "./kernel_api";
-import { StreamRow, TraceModel, activityAt } from "./trace_model";
+import { StreamRow, TraceModel, activityAt, busyAlpha } from "./trace_model";
 
 const GUTTER = 50; // px, like the timeline's y axis above: the x ranges line up
 const AXIS = 18;
@@ -168,16 +168,22 @@ export class StreamTimeline {
   }
 
   // One row's bars, at least a pixel wide; neighbours of one colour that
-  // fall into the same pixels are merged into one fillRect. Returns the
-  // activities drawn.
+  // fall into the same pixels are merged into one fillRect, drawn as opaque
+  // as the share of it the kernels really cover (a stream 1% busy must not
+  // look as full as one 15% busy: 100 µs kernels every 5 ms share pixels).
+  // Returns the activities drawn.
   private drawBars(ctx: CanvasRenderingContext2D, row: StreamRow, y: number, scale: number): number {
     const c = this.colors;
     const matched = this.nameMatched;
     let style = "";
     let runA = 0;
     let runB = -1;
+    let runBusy = 0; // pixels the run's kernels cover, before the 1 px minimum
     const flush = () => {
-      if (runB > runA) ctx.fillRect(runA, y + 1, runB - runA, BAR - 2);
+      if (runB <= runA) return;
+      ctx.globalAlpha = busyAlpha(runBusy / (runB - runA));
+      ctx.fillRect(runA, y + 1, runB - runA, BAR - 2);
+      ctx.globalAlpha = 1;
     };
     let drawn = 0;
     const limit = GUTTER + this.plotWidth();
@@ -186,18 +192,21 @@ export class StreamTimeline {
       let b = a + row.dur[i] * scale;
       if (b < GUTTER || a > limit) continue;
       a = Math.max(a, GUTTER);
+      const busy = Math.max(0, Math.min(b, limit) - a);
       b = Math.min(Math.max(b, a + 1), limit);
       const k = row.kind[i] < c.kinds.length ? row.kind[i] : 0;
       const s = matched === null ? c.kinds[k] : matched[row.name[i]] ? c.highlight : c.faded[k];
       drawn++;
       if (s === style && a <= runB + 0.5) {
         runB = Math.max(runB, b);
+        runBusy += busy;
         continue;
       }
       flush();
       if (s !== style) ctx.fillStyle = style = s;
       runA = a;
       runB = b;
+      runBusy = busy;
     }
     flush();
     return drawn;

@@ -141,3 +141,9 @@ export function activityAt(row: StreamRow, t: number, slackNs: number): number {
   }
   return best;
 }
+
+// How opaque a merged run of bars is drawn for the share of it its kernels
+// cover: a floor so that a short kernel stays visible, full at full cover.
+export function busyAlpha(covered: number): number {
+  return 0.15 + 0.85 * Math.min(1, Math.max(0, covered));
+}
