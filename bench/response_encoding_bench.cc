@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "base/gzip.h"
 #include "base/http/response_encoding.h"
 
 namespace {
@@ -72,7 +73,10 @@ int main(int argc, char** argv) {
   }
   for (int level : {1, 4, 6, 9}) {
     codecs.push_back({"gzip -" + std::to_string(level),
-                      [level](const std::string& s) { return warpscope::http::GzipCompress(s, level); }});
+                      [level](const std::string& s) {
+                        auto gz = warpscope::GzipCompress(s, level);
+                        return gz.ok() ? std::move(gz).value() : std::string();
+                      }});
   }
   for (int quality : {4, 11}) {
     codecs.push_back({"brotli -" + std::to_string(quality), [quality](const std::string& s) { return Brotli(s, quality); }});

@@ -8,7 +8,7 @@
 #include <array>
 #include <string>
 
-#include "base/http/response_encoding.h"
+#include "base/gzip.h"
 
 namespace warpscope::server {
 namespace {
@@ -36,7 +36,7 @@ std::unique_ptr<http::HttpServer> StartWith(std::span<const EmbeddedFile> files)
 // is: not compressed again, and the plain bytes to the others.
 TEST(StaticFilesTest, ServesTheBuildTimeGzipCopyToClientsThatTakeIt) {
   const std::string js(4000, 'a');
-  const std::string packed = http::GzipCompress(js, 9);
+  const std::string packed = GzipCompress(js, 9).value();
   const std::array<EmbeddedFile, 1> files = {{{"/assets/app-1.js", "text/javascript; charset=utf-8", js, packed}}};
   auto server = StartWith(files);
   ASSERT_TRUE(server);

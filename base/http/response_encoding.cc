@@ -1,11 +1,12 @@
 #include "base/http/response_encoding.h"
 
 #include <strings.h>
-#include <zlib.h>
 #include <zstd.h>
 
 #include <cctype>
 #include <cstdlib>
+
+#include "base/gzip.h"
 
 namespace warpscope::http {
 namespace {
@@ -70,21 +71,6 @@ bool CompressibleContentType(std::string_view content_type) {
          EqualsNoCase(media, "application/javascript") || EqualsNoCase(media, "image/svg+xml");
 }
 
-std::string GzipCompress(std::string_view data, int level) {
-  z_stream z{};
-  // 15 + 16: a gzip header and trailer, not a raw zlib stream.
-  if (deflateInit2(&z, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) return {};
-  std::string out(deflateBound(&z, data.size()) + 32, '\0');
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-  z.avail_in = static_cast<uInt>(data.size());
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = static_cast<uInt>(out.size());
-  const int rc = deflate(&z, Z_FINISH);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  return rc == Z_STREAM_END ? out : std::string();
-}
-
 std::string ZstdCompress(std::string_view data, int level) {
   std::string out(ZSTD_compressBound(data.size()), '\0');
   const size_t n = ZSTD_compress(out.data(), out.size(), data.data(), data.size(), level);
@@ -99,9 +85,13 @@ void EncodeResponseBody(std::string_view accept_encoding, HttpResponse* response
   if (response->body.size() < kMinCompressedBytes || HasHeader(*response, "Content-Encoding")) return;
   const BodyEncoding encoding = ChooseBodyEncoding(accept_encoding);
   if (encoding == BodyEncoding::kIdentity) return;
-  std::string encoded = encoding == BodyEncoding::kZstd ? ZstdCompress(response->body, kZstdLevel)
-                                                        : GzipCompress(response->body, kGzipLevel);
-  if (encoded.empty()) return;  // the compressor failed (out of memory): send it as it is
+  std::string encoded;
+  if (encoding == BodyEncoding::kZstd) {
+    encoded = ZstdCompress(response->body, kZstdLevel);
+  } else if (StatusOr<std::string> gzip = GzipCompress(response->body, kGzipLevel); gzip.ok()) {
+    encoded = std::move(gzip).value();
+  }
+  if (encoded.empty()) return;  // the compressor failed: send it as it is
   response->body = std::move(encoded);
   response->headers.emplace_back("Content-Encoding", encoding == BodyEncoding::kZstd ? "zstd" : "gzip");
 }

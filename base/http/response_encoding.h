@@ -53,8 +53,7 @@ inline constexpr size_t kMinCompressedBytes = 1024;
 // "Vary: Accept-Encoding" to every compressible answer.
 void EncodeResponseBody(std::string_view accept_encoding, HttpResponse* response);
 
-// Whole-buffer compressors (the static files compress at build time instead).
-std::string GzipCompress(std::string_view data, int level);
+// Whole-buffer zstd, "" when it fails (gzip: base/gzip.h).
 std::string ZstdCompress(std::string_view data, int level);
 
 }  // namespace warpscope::http

@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/gzip.h"
 #include "model/frame_names.h"
 #include "proto/pprof/profile.pb.h"
 
@@ -222,35 +223,9 @@ StatusOr<std::string> EncodePprof(const Profile& profile) {
   return bytes;
 }
 
-namespace {
-
-StatusOr<std::string> GzipCompress(std::string_view data) {
-  // zlib counts in 32-bit uInt; EncodePprof caps its output at 2 GiB.
-  if (data.size() > static_cast<size_t>(INT_MAX)) return ResourceExhaustedError("gzip input exceeds 2 GiB");
-  z_stream zs{};
-  // windowBits 15 + 16 = 31: write a gzip header and trailer rather than zlib's.
-  if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
-    return InternalError(std::string("deflateInit2: ") + (zs.msg ? zs.msg : "failed"));
-  }
-  // deflateBound is a guaranteed upper bound, so one Z_FINISH call suffices.
-  std::string out(deflateBound(&zs, static_cast<uLong>(data.size())), '\0');
-  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-  zs.avail_in = static_cast<uInt>(data.size());
-  zs.next_out = reinterpret_cast<Bytef*>(out.data());
-  zs.avail_out = static_cast<uInt>(out.size());
-  const int rc = deflate(&zs, Z_FINISH);
-  const size_t written = zs.total_out;
-  deflateEnd(&zs);
-  if (rc != Z_STREAM_END) return InternalError("gzip compression failed (zlib code " + std::to_string(rc) + ")");
-  out.resize(written);
-  return out;
-}
-
-}  // namespace
-
 StatusOr<std::string> EncodePprofGzip(const Profile& profile) {
   ASSIGN_OR_RETURN(std::string bytes, EncodePprof(profile));
-  return GzipCompress(bytes);
+  return GzipCompress(bytes, Z_DEFAULT_COMPRESSION);
 }
 
 }  // namespace warpscope
