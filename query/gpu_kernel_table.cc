@@ -1,6 +1,7 @@
 #include "query/gpu_kernel_table.h"
 
 #include "base/saturating.h"
+#include "query/json_text.h"
 
 #include <algorithm>
 #include <map>
@@ -108,8 +109,7 @@ std::string RenderKernelTableJson(const storage::GpuActivities& activities, int6
   const json out = {{"from_ns", from_ns},          {"to_ns", to_ns}, {"activities", table.activities},
                     {"recorded", recorded},        {"sent", sent},   {"total_ns", table.total_ns},
                     {"kernels", std::move(kernels)}};
-  // Kernel names are whatever CUPTI reported: bytes that are not UTF-8 become U+FFFD.
-  return out.dump(-1, ' ', false, json::error_handler_t::replace);
+  return DumpJson(out);
 }
 
 }  // namespace warpscope::query

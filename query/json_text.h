@@ -9,12 +9,17 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
 namespace warpscope::query {
+
+// A json tree as compact text. Strings are whatever agents and CUPTI sent:
+// bytes that are not UTF-8 become U+FFFD instead of failing the answer.
+std::string DumpJson(const nlohmann::json& j);
 
 // Appends `text` as a quoted JSON string.
 void AppendJsonString(std::string_view text, std::string* out);

@@ -6,15 +6,12 @@
 #include <utility>
 
 #include "model/time_range.h"
+#include "query/json_text.h"
 
 namespace warpscope::query {
 namespace {
 
 using nlohmann::json;
-
-// Label names and values are whatever agents sent: bytes that are not UTF-8
-// become U+FFFD instead of failing the answer.
-std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 json LabelsJson(const storage::Labels& labels) {
   json out = json::object();
@@ -41,7 +38,7 @@ std::string RenderSeriesJson(const std::vector<storage::Series>& series, const A
     list.push_back({{"labels", LabelsJson(s.labels)}, {"points", std::move(points)}});
   }
   out["series"] = std::move(list);
-  return Dump(out);
+  return DumpJson(out);
 }
 
 std::string RenderMetricSeriesJson(const std::vector<storage::MetricSeries>& series, const AnswerRange& range,
@@ -64,19 +61,19 @@ std::string RenderMetricSeriesJson(const std::vector<storage::MetricSeries>& ser
     list.push_back({{"labels", LabelsJson(s.labels)}, {"points", std::move(points)}});
   }
   out["series"] = std::move(list);
-  return Dump(out);
+  return DumpJson(out);
 }
 
 std::string RenderMetricNamesJson(const std::vector<storage::MetricInfo>& infos) {
   json list = json::array();
   for (const storage::MetricInfo& info : infos) list.push_back({{"name", info.name}, {"unit", info.unit}});
-  return Dump(json{{"metrics", std::move(list)}});
+  return DumpJson(json{{"metrics", std::move(list)}});
 }
 
-std::string RenderLabelNamesJson(const std::vector<std::string>& names) { return Dump(json{{"names", names}}); }
+std::string RenderLabelNamesJson(const std::vector<std::string>& names) { return DumpJson(json{{"names", names}}); }
 
 std::string RenderLabelValuesJson(const std::string& name, const std::vector<std::string>& values) {
-  return Dump(json{{"name", name}, {"values", values}});
+  return DumpJson(json{{"name", name}, {"values", values}});
 }
 
 std::string RenderTargetsJson(const std::vector<storage::Labels>& label_sets, const AnswerRange& range) {
@@ -126,7 +123,7 @@ std::string RenderTargetsJson(const std::vector<storage::Labels>& label_sets, co
   }
   json out = RangeJson(range);
   out["nodes"] = std::move(list);
-  return Dump(out);
+  return DumpJson(out);
 }
 
 std::string RenderTypesJson(const std::vector<storage::ProfileTypeInfo>& types) {
@@ -134,7 +131,7 @@ std::string RenderTypesJson(const std::vector<storage::ProfileTypeInfo>& types) 
   for (const auto& t : types) {
     list.push_back({{"name", t.name}, {"unit", t.sample_unit}, {"period_nanos", t.period_nanos}});
   }
-  return Dump(json{{"types", std::move(list)}});
+  return DumpJson(json{{"types", std::move(list)}});
 }
 
 }  // namespace warpscope::query

@@ -7,6 +7,7 @@
 #include "base/logging.h"
 #include "model/selector.h"
 #include "model/time_range.h"
+#include "query/json_text.h"
 
 namespace warpscope::server {
 
@@ -25,7 +26,7 @@ http::HttpResponse ErrorFor(const Status& status) {
   return http::HttpResponse::Error(code, status.message());
 }
 
-http::HttpResponse JsonOk(const json& body) { return http::HttpResponse::Json(200, body.dump(-1, ' ', false, json::error_handler_t::replace)); }
+http::HttpResponse JsonOk(const json& body) { return http::HttpResponse::Json(200, query::DumpJson(body)); }
 
 StatusOr<uint64_t> ParseUnsigned(const http::HttpRequest& req, const std::string& key, uint64_t fallback, uint64_t max) {
   const auto text = req.QueryValue(key);
@@ -103,7 +104,7 @@ http::HttpResponse WithCaveats(http::HttpResponse response, const storage::Query
   if (json_object) {
     // Spliced in front of the renderer's members: the renderers write their
     // JSON directly (query/json_text.h) and the caveats are the same for all.
-    const std::string member = "\"incomplete\":" + list.dump(-1, ' ', false, json::error_handler_t::replace);
+    const std::string member = "\"incomplete\":" + query::DumpJson(list);
     response.body.insert(1, response.body.size() > 2 ? member + "," : member);
   } else {
     std::string header = std::to_string(gaps.size()) + " unreadable range(s): " + summary;
