@@ -66,4 +66,12 @@ int ExitCodeForStartFailure(const Status& status, int otherwise) {
   return status.code() == StatusCode::kPermissionDenied ? kExitPermission : otherwise;
 }
 
+std::function<std::optional<StopVerdict>()> StopCheckOf(StopSignals* signals, const TargetWatch* targets) {
+  return [signals, targets]() -> std::optional<StopVerdict> {
+    if (signals->Received()) return StopVerdict{StopCause::kSignal, signals->last_signal()};
+    if (!targets->empty() && targets->AllExited()) return StopVerdict{StopCause::kTargetsExited};
+    return std::nullopt;
+  };
+}
+
 }  // namespace warpscope

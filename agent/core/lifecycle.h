@@ -6,8 +6,11 @@
 #include <signal.h>
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <vector>
 
+#include "agent/pipeline/agent_loop.h"
 #include "base/status.h"
 
 namespace warpscope {
@@ -54,6 +57,10 @@ class StopSignals {
   int fd_ = -1;
   int last_signal_ = 0;
 };
+
+// The agent loop's stop check (AgentLoopOptions::stop_check) over both: a
+// signal, then every target gone. Both must outlive the check.
+std::function<std::optional<StopVerdict>()> StopCheckOf(StopSignals* signals, const TargetWatch* targets);
 
 // Prints "warpscope-agent: <message>" to stderr and returns exit_code (cli.h).
 int ReportFailure(int exit_code, const Status& status);

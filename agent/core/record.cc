@@ -88,11 +88,7 @@ int RunRecord(const RecordOptions& options) {
   AgentLoopOptions loop_options;
   loop_options.window_length = options.duration;
   loop_options.single_window = true;
-  loop_options.stop_check = [&]() -> std::optional<StopVerdict> {
-    if (stop_signals.Received()) return StopVerdict{StopCause::kSignal, stop_signals.last_signal()};
-    if (!targets.empty() && targets.AllExited()) return StopVerdict{StopCause::kTargetsExited};
-    return std::nullopt;
-  };
+  loop_options.stop_check = StopCheckOf(&stop_signals, &targets);
   std::vector<std::unique_ptr<Collector>> collectors;
   collectors.push_back(std::move(cpu_or).value());
   AgentLoop loop(std::move(loop_options), std::move(collectors), &sink);

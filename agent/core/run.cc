@@ -161,11 +161,7 @@ int RunContinuous(const RunOptions& options, const std::string& node_name) {
                   uploader.get(), pods.get());
   AgentLoopOptions loop_options;
   loop_options.window_length = options.upload_interval;
-  loop_options.stop_check = [&]() -> std::optional<StopVerdict> {
-    if (stop_signals.Received()) return StopVerdict{StopCause::kSignal, stop_signals.last_signal()};
-    if (!targets.empty() && targets.AllExited()) return StopVerdict{StopCause::kTargetsExited};
-    return std::nullopt;
-  };
+  loop_options.stop_check = StopCheckOf(&stop_signals, &targets);
   AgentLoop loop(std::move(loop_options), std::move(collectors), &sink);
 
   std::unique_ptr<http::HttpServer> metrics_endpoint;
