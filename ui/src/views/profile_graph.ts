@@ -146,7 +146,6 @@ export class ProfileGraph {
   }
 
   zoomTo(node: number): void {
-    if (!this.data) return;
     if (!this.shownData) return;
     this.shell.update({ focus: node === 0 ? "" : pathOf(this.shownData, node) }, false, false);
   }
