@@ -1,9 +1,7 @@
 #include "query/profile_export.h"
 
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -17,6 +15,7 @@
 #include "base/file_util.h"
 #include "proto/pprof/profile.pb.h"
 #include "query/render_test_frames.h"
+#include "tests/support/go_tool_pprof.h"
 
 namespace warpscope::query {
 namespace {
@@ -166,58 +165,17 @@ TEST(PprofExportTest, OverflowIsAnError) {
   EXPECT_EQ(RenderPprofGzip(huge, 0, 1).status().code(), StatusCode::kInvalidArgument);
 }
 
-// `go tool pprof`, the reference reader (Debian's golang-go); skipped without Go.
-std::string FindGo() {
-  if (const char* path = std::getenv("PATH")) {
-    std::stringstream dirs(path);
-    std::string dir;
-    while (std::getline(dirs, dir, ':')) {
-      const std::string candidate = (dir.empty() ? "." : dir) + "/go";
-      if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-    }
-  }
-  if (::access("/usr/lib/go/bin/go", X_OK) == 0) return "/usr/lib/go/bin/go";
-  return "";
-}
-
-// Runs `go tool pprof <mode> <file>` with a private HOME and cache (go runs as
-// root in CI with no usable home); stdout and stderr through files.
+// `go tool pprof <mode> <file>` (tests/support/go_tool_pprof.h): its exit code, its output in *out and *err.
 int RunPprof(const std::string& go, const std::string& dir, const std::string& mode, const std::string& file,
              std::string* out, std::string* err) {
-  const char* path = std::getenv("PATH");
-  const std::vector<std::string> argv = {go, "tool", "pprof", mode, file};
-  const std::vector<std::string> env = {"PATH=" + std::string(path ? path : "/usr/bin:/bin"), "HOME=" + dir + "/home",
-                                        "GOCACHE=" + dir + "/gocache", "GOPATH=" + dir + "/gopath",
-                                        "PPROF_TMPDIR=" + dir + "/pprof"};
-  std::vector<char*> args, envp;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  for (const std::string& e : env) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
-  const std::string out_path = dir + "/stdout", err_path = dir + "/stderr";
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    const int out_fd = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int err_fd = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (out_fd < 0 || err_fd < 0) ::_exit(126);
-    ::dup2(out_fd, 1);
-    ::dup2(err_fd, 2);
-    ::execve(args[0], args.data(), envp.data());
-    ::_exit(127);
-  }
-  int status = 0;
-  if (pid < 0 || ::waitpid(pid, &status, 0) != pid) return -1;
-  const auto read = [](const std::string& file) {
-    StatusOr<std::string> text = ReadFileToString(file);
-    return text.ok() ? *text : std::string();
-  };
-  *out = read(out_path);
-  *err = read(err_path);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  const warpscope::testing::GoToolResult r = warpscope::testing::RunGoToolPprof(go, dir, mode, file);
+  *out = r.out;
+  *err = r.err;
+  return r.exit_code;
 }
 
 TEST(PprofExportTest, GoToolPprofReadsIt) {
-  const std::string go = FindGo();
+  const std::string go = warpscope::testing::FindGo();
   if (go.empty()) GTEST_SKIP() << "no `go` in PATH or /usr/lib/go/bin (install golang-go to run this test)";
   char tmpl[] = "/tmp/ws_query_pprof_XXXXXX";
   ASSERT_NE(::mkdtemp(tmpl), nullptr);

@@ -1,10 +1,8 @@
 // Reads our pprof output with the reference reader, `go tool pprof` (Debian's
 // golang-go), so that format mistakes show up as its warnings or wrong numbers.
 // Skipped when no Go toolchain is installed.
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -14,63 +12,15 @@
 #include <vector>
 
 #include "model/formats/pprof_writer.h"
+#include "tests/support/go_tool_pprof.h"
 #include "tests/support/test_profile.h"
 #include "base/file_util.h"
 
 namespace warpscope {
 namespace {
 
-std::string FindGo() {
-  if (const char* path = std::getenv("PATH")) {
-    std::stringstream dirs(path);
-    std::string dir;
-    while (std::getline(dirs, dir, ':')) {
-      const std::string candidate = (dir.empty() ? "." : dir) + "/go";
-      if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-    }
-  }
-  if (::access("/usr/lib/go/bin/go", X_OK) == 0) return "/usr/lib/go/bin/go";
-  return "";
-}
-
-struct CommandResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-// Runs argv with exactly `env`, capturing stdout and stderr through files
-// (no pipes to drain, no deadlock on large output). Everything the child needs
-// is prepared before fork().
-CommandResult RunCommand(const std::vector<std::string>& argv, const std::vector<std::string>& env,
-                         const std::string& scratch) {
-  const std::string out_path = scratch + "/stdout", err_path = scratch + "/stderr";
-  std::vector<char*> args, envp;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  for (const std::string& e : env) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
-
-  CommandResult result;
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    const int out_fd = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int err_fd = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (out_fd < 0 || err_fd < 0) ::_exit(126);
-    ::dup2(out_fd, 1);
-    ::dup2(err_fd, 2);
-    ::execve(args[0], args.data(), envp.data());
-    ::_exit(127);
-  }
-  int status = 0;
-  if (pid < 0 || ::waitpid(pid, &status, 0) != pid) return result;
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  auto out = ReadFileToString(out_path);
-  auto err = ReadFileToString(err_path);
-  if (out.ok()) result.out = *out;
-  if (err.ok()) result.err = *err;
-  return result;
-}
+using testing::FindGo;
+using CommandResult = testing::GoToolResult;
 
 std::vector<std::string> Lines(const std::string& text) {
   std::vector<std::string> lines;
@@ -109,18 +59,7 @@ class GoToolPprofTest : public ::testing::Test {
     if (!dir_.empty()) std::filesystem::remove_all(dir_, ignored);
   }
 
-  // go runs as root in CI with no usable home: give it one, and a cache.
-  CommandResult Pprof(const std::string& mode) {
-    const char* path = std::getenv("PATH");
-    const std::vector<std::string> env = {
-        "PATH=" + std::string(path ? path : "/usr/bin:/bin"),
-        "HOME=" + dir_ + "/home",
-        "GOCACHE=" + dir_ + "/gocache",
-        "GOPATH=" + dir_ + "/gopath",
-        "PPROF_TMPDIR=" + dir_ + "/pprof",
-    };
-    return RunCommand({go_, "tool", "pprof", mode, profile_path_}, env, dir_);
-  }
+  CommandResult Pprof(const std::string& mode) { return testing::RunGoToolPprof(go_, dir_, mode, profile_path_); }
 
   static void ExpectCleanStderr(const CommandResult& r) {
     for (const std::string& line : Lines(r.err)) {
