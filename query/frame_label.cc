@@ -59,6 +59,7 @@ std::string FrameBinaryName(const storage::ResolvedFrame& frame) {
 }
 
 FrameLabel LabelFrame(const storage::ResolvedFrame& frame) {
+  if (frame.kind == kGroupFrameKind) return FrameLabel{frame.function_name, "", FrameKind::kNative, false, true};
   return FrameLabel{FrameDisplayName(frame), FrameBinaryName(frame), FrameKindOf(frame)};
 }
 
@@ -86,7 +87,7 @@ uint32_t FrameLabelInterner::Intern(const storage::ResolvedFrame& frame) {
                kind == FrameKind::kPython ? std::string_view() : std::string_view(frame.mapping_file),
                named || kind == FrameKind::kPython ? 0 : frame.address,
                named || kind != FrameKind::kPython ? 0 : frame.line,
-               static_cast<int>(kind)};
+               frame.kind == kGroupFrameKind ? static_cast<int>(kGroupFrameKind) : static_cast<int>(kind)};
   const auto it = frame_ids_.find(key);
   if (it != frame_ids_.end()) return it->second;
   const uint32_t id = InternLabel(LabelFrame(frame));

@@ -23,6 +23,10 @@
 
 namespace warpscope::query {
 
+// The kind of the label frames a grouped profile puts under the root
+// (grouped_profile.h): never stored, agents send kinds 0-3.
+inline constexpr warpscope::v1::FrameKind kGroupFrameKind = static_cast<warpscope::v1::FrameKind>(64);
+
 struct FrameLabel {
   std::string name;    // never empty
   std::string binary;  // "" when unknown
@@ -30,11 +34,15 @@ struct FrameLabel {
   // A node that is no frame: the root ("total") and the "other" nodes that
   // hold folded children.
   bool synthetic = false;
+  // A label frame of a grouped profile ("comm=python3").
+  bool group = false;
 
   // The "kind" column of the JSON answers (docs/api.md): 0 native, 1 kernel,
-  // 2 Python, 3 synthetic, 4 CUDA kernel (the leaf of gpu_time stacks).
+  // 2 Python, 3 synthetic, 4 CUDA kernel (the leaf of gpu_time stacks), 5 a
+  // group's label.
   int JsonKind() const {
     if (synthetic) return 3;
+    if (group) return 5;
     return kind == FrameKind::kCudaKernel ? 4 : static_cast<int>(kind);
   }
 };

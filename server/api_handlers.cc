@@ -11,6 +11,7 @@
 #include "proto/warpscope/v1/ingest.pb.h"
 #include "query/flame_chart.h"
 #include "query/flame_graph.h"
+#include "query/grouped_profile.h"
 #include "query/profile_diff.h"
 #include "query/profile_export.h"
 #include "query/series_json.h"
@@ -79,9 +80,13 @@ class Handlers {
     }
     auto max_nodes = ParseUnsigned(req, "max_nodes", options_.default_max_nodes, options_.max_max_nodes);
     if (!max_nodes.ok()) return ErrorFor(max_nodes.status());
+    auto group_by = ParseGroupBy(req, "");
+    if (!group_by.ok()) return ErrorFor(group_by.status());
+    auto max_groups = ParseUnsigned(req, "max_groups", 50, 1000);
+    if (!max_groups.ok()) return ErrorFor(max_groups.status());
     storage::QueryContext context = NewContext();
     q->context = &context;
-    auto profile = SelectProfile(*q);
+    auto profile = group_by->empty() ? SelectProfile(*q) : SelectGroupedProfile(*q, *group_by, *max_groups);
     if (!profile.ok()) return ErrorFor(profile.status());
     http::HttpResponse r;
     if (format == "pprof") {
@@ -299,6 +304,20 @@ class Handlers {
   StatusOr<MergedProfile> SelectProfile(const ProfileQuery& q) const {
     auto profile = store_->SelectProfile(q);
     if (profile.ok() && profile->type.name.empty()) profile->type.name = q.type;
+    return profile;
+  }
+  // The profile split by `group_by` labels: the store's per-lane answer (one
+  // scan), summed over time (query/grouped_profile.h).
+  StatusOr<MergedProfile> SelectGroupedProfile(const ProfileQuery& q, std::vector<std::string> group_by,
+                                               uint64_t max_groups) const {
+    storage::TimelineQuery tq;
+    tq.profile = q;
+    tq.group_by = group_by;
+    tq.max_points = options_.max_flame_chart_points;
+    auto timeline = store_->SelectStackTimeline(tq);
+    if (!timeline.ok()) return timeline.status();
+    MergedProfile profile = query::GroupedProfile(std::move(timeline).value(), group_by, max_groups);
+    if (profile.type.name.empty()) profile.type.name = q.type;
     return profile;
   }
   static query::AnswerRange RangeOf(const ProfileQuery& q) { return {q.from_ns, q.to_ns}; }

@@ -137,6 +137,22 @@ TEST_F(ServerApiTest, AnswersEveryQueryOfAnIngestedBatch) {
   const json& py_stack = chart["stacks"][chart["lanes"][1]["points"][0][1].get<int>()];
   EXPECT_EQ(chart["names"][chart["frames"][py_stack[0].get<int>()][0].get<int>()], "<module>");
 
+  // group_by: one subtree per process under the root, totals exact.
+  json grouped = GetJson("/api/v1/profile?" + kHour + "&group_by=node,comm");
+  EXPECT_EQ(grouped["total"], 500);
+  std::map<std::string, int64_t> groups;  // the root's children
+  for (const json& n : grouped["nodes"]) {
+    if (n[0] != 0) continue;
+    groups[grouped["names"][n[1].get<int>()].get<std::string>()] = n[5].get<int64_t>();
+    EXPECT_EQ(n[3], 5);
+  }
+  EXPECT_EQ(groups, (std::map<std::string, int64_t>{{"node=a", 480}, {"node=b", 20}}));
+  r = Get("/api/v1/profile?format=collapsed&" + kHour + "&group_by=comm&selector=" + UrlEncode("{node=\"b\"}"));
+  EXPECT_EQ(r.body, "comm=db;main;scan 20\n");
+  json one_group = GetJson("/api/v1/profile?" + kHour + "&group_by=comm&max_groups=1");
+  EXPECT_EQ(one_group["names"][one_group["nodes"][1][1].get<int>()], "comm=app");
+  EXPECT_EQ(Get("/api/v1/profile?" + kHour + "&group_by=a,b,c,d,e,f,g,h,i").status, 400);
+
   json names = GetJson("/api/v1/labels");
   for (const char* n : {"node", "pid", "comm", "exe"}) {
     EXPECT_NE(std::find(names["names"].begin(), names["names"].end(), n), names["names"].end()) << n;
