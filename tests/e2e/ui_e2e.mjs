@@ -305,6 +305,31 @@ try {
     await waitFor("the workload's graph again", async () => (await flameTotal()) > 81, 10000);
   }
 
+  // 3c. Group by process: one subtree per (comm, pid) under label boxes; the
+  // total stays, and a click on the first row zooms into the process's box.
+  {
+    const before = page.url();
+    const version = await flameVersion();
+    await page.locator("select.group-select").selectOption("process");
+    await waitFor("the grouped graph", async () => page.url().includes("group=process") && (await flameVersion()) > version, 10000);
+    // The agent is still sending this range: the grouped total lies between
+    // the first graph's and what the server holds ungrouped right after.
+    const ungrouped = (await api(url, `/api/v1/profile?from=${from}&to=${to}&selector=${q(pidSelector)}&max_nodes=2`)).total;
+    const grouped = await flameTotal();
+    if (!(grouped >= totalBefore && grouped <= ungrouped)) fail(`grouping should keep the total: ${totalBefore} <= ${grouped} <= ${ungrouped}`);
+    const gc = await page.locator(".view-flame .flame-canvas").boundingBox();
+    await page.locator(".view-flame .flame-canvas").click({ position: { x: gc.width / 2, y: 18 * 1.5 } });
+    await waitFor("the zoom into the process", () => page.url().includes("focus="), 3000);
+    const focus = JSON.parse(new URL(page.url()).searchParams.get("focus"));
+    if (focus.length !== 1 || focus[0][0] !== "comm=cpu_split" || focus[0][2] !== 5) fail(`the first row should be the process's label box: ${JSON.stringify(focus)}`);
+    const crumb = await page.locator(".view-flame .breadcrumb").innerText();
+    if (!crumb.includes("comm=cpu_split")) fail(`the breadcrumb should name the group: ${crumb}`);
+    log(`group by process: ${JSON.stringify(focus)}, total ${await flameTotal()}`);
+    await shot("group_by_process");
+    await page.goto(before);
+    await waitFor("the workload's graph again", async () => (await flameTotal()) > 81, 10000);
+  }
+
   // 4. The top table: the function's row, linked to the graph.
   await page.locator("button.tab", { hasText: "Top functions" }).click();
   const row = page.locator("table.top tbody tr", { hasText: "hot_three_quarters" }).first();

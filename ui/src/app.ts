@@ -62,6 +62,7 @@ export class App implements Shell {
   private orientButton = el("button");
   private treeButton = el("button", "tree-toggle");
   private colorSelect = el("select");
+  private groupSelect = el("select", "group-select");
   private timelineEl = el("div", "timeline");
   private message = el("div", "message");
 
@@ -138,13 +139,16 @@ export class App implements Shell {
     this.treeButton.addEventListener("click", () => this.update({ tree: this.state.tree === "bottom-up" ? "" : "bottom-up", focus: "" }, true, false));
     this.colorSelect.innerHTML = `<option value="binary">colour: binary</option><option value="kind">colour: kind</option>`;
     this.colorSelect.addEventListener("change", () => this.update({ color: this.colorSelect.value as "binary" | "kind" }, false, false));
+    this.groupSelect.innerHTML = `<option value="">one tree</option><option value="process">by process</option><option value="thread">by thread</option>`;
+    this.groupSelect.title = "split the flame graph into one subtree per process (comm, pid) or thread";
+    this.groupSelect.addEventListener("change", () => this.update({ group: this.groupSelect.value, focus: "" }, true));
     const pprof = el("button", "", "⤓ pprof");
     pprof.title = "the merged profile of this range and selector (/api/v1/profile?format=pprof)";
     pprof.addEventListener("click", () => this.exportPprof());
     const speedscope = el("button", "", "⤓ speedscope");
     speedscope.title = "the flame graph as shown (zoom included), as speedscope JSON";
     speedscope.addEventListener("click", () => this.exportSpeedscope());
-    toolbar.append(this.selectorInput, this.searchInput, this.searchInfo, this.orientButton, this.treeButton, this.colorSelect, pprof, speedscope);
+    toolbar.append(this.selectorInput, this.searchInput, this.searchInfo, this.orientButton, this.treeButton, this.groupSelect, this.colorSelect, pprof, speedscope);
 
     const main = el("main");
     for (const [view] of VIEW_TITLES) {
@@ -189,6 +193,7 @@ export class App implements Shell {
     this.orientButton.textContent = s.orient === "icicle" ? "▼ icicle" : "▲ flame";
     this.treeButton.textContent = s.tree === "bottom-up" ? "⇅ bottom-up" : "⇅ top-down";
     this.colorSelect.value = s.color;
+    this.groupSelect.value = s.group;
     // A type from a link (the kernel table's "flame graph") may not be listed yet.
     if (![...this.typeSelect.options].some((o) => o.value === s.type)) this.typeSelect.append(new Option(s.type, s.type));
     this.typeSelect.value = s.type;

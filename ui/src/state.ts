@@ -31,6 +31,7 @@ export interface ViewState {
   ksort: string; // the kernel table's sort column (views/kernel_table.ts)
   nodes: string; // "all": flame graphs up to the server's most nodes, else the default limit
   tree: string; // "bottom-up": the flame graph inverted (flame/model.ts inverted), else top-down
+  group: string; // "process" or "thread": the flame graph split into one subtree each (GROUPS), else one tree
 }
 
 export const DEFAULTS: ViewState = {
@@ -57,7 +58,11 @@ export const DEFAULTS: ViewState = {
   ksort: "total",
   nodes: "",
   tree: "",
+  group: "",
 };
+
+// The flame graph's `group` as the API's group_by (docs/api.md, /api/v1/profile).
+export const GROUPS: Record<string, string> = { process: "comm,pid", thread: "comm,pid,thread" };
 
 const VIEWS: ViewName[] = ["flame", "flamechart", "table", "sandwich", "diff", "gpu", "kernels", "targets"];
 const KERNEL_SORTS = ["name", "launches", "total", "mean", "p50", "p95", "max"];
@@ -78,6 +83,7 @@ export function readState(search: string): ViewState {
   if (s.color !== "kind") s.color = "binary";
   if (!["name", "binary", "self", "total"].includes(s.sort)) s.sort = "self";
   if (!KERNEL_SORTS.includes(s.ksort)) s.ksort = "total";
+  if (!(s.group in GROUPS)) s.group = "";
   return s;
 }
 

@@ -11,10 +11,13 @@ function hash(s: string): number {
 
 const dark = () => matchMedia("(prefers-color-scheme: dark)").matches;
 
-// native blue, kernel orange, Python green, other grey, CUDA kernel purple
-const KIND_HUES = [210, 25, 130, 0, 275];
-// CUDA kernels (the leaves of GPU-time stacks) keep their own colour in every mode.
+// native blue, kernel orange, Python green, other grey, CUDA kernel purple,
+// a group's label (group by process or thread) teal
+const KIND_HUES = [210, 25, 130, 0, 275, 180];
+// CUDA kernels (the leaves of GPU-time stacks) and group labels keep their
+// own colour in every mode.
 const CUDA_KERNEL = 4;
+const GROUP_LABEL = 5;
 
 export interface Palette {
   // One colour per node, as an index into `styles`, so drawing changes
@@ -53,7 +56,7 @@ export function framePalette(
   };
   if (mode === "kind") {
     const byKind = KIND_HUES.map((h, k) => push(h, k === 3 ? 0 : 60, 0));
-    for (let i = 0; i < n; i++) nodeStyle[i] = byKind[kind[i] <= CUDA_KERNEL ? kind[i] : 3];
+    for (let i = 0; i < n; i++) nodeStyle[i] = byKind[kind[i] <= GROUP_LABEL ? kind[i] : 3];
   } else {
     const byBinary = binaries.map((b) => {
       if (!b) return push(0, 0, 0);
@@ -63,8 +66,10 @@ export function framePalette(
     });
     const grey = push(0, 0, 0);
     const cuda = push(KIND_HUES[CUDA_KERNEL], 55, 0);
+    const group = push(KIND_HUES[GROUP_LABEL], 45, 0);
     for (let i = 0; i < n; i++) {
-      nodeStyle[i] = kind[i] === 3 ? grey : kind[i] === CUDA_KERNEL ? cuda : (byBinary[binary[i]] ?? grey);
+      const k = kind[i];
+      nodeStyle[i] = k === 3 ? grey : k === CUDA_KERNEL ? cuda : k === GROUP_LABEL ? group : (byBinary[binary[i]] ?? grey);
     }
   }
   return {

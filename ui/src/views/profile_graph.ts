@@ -14,7 +14,7 @@ import { el } from "../base/dom";
 import { Matches, searchSummary, toSpeedscope } from "../flame/analysis";
 import { FlameGraph } from "../flame/flamegraph";
 import { FlameData, findPath, foldedAway, fromProfile, inverted, pathOf } from "../flame/model";
-import { ViewState, commonParams } from "../state";
+import { GROUPS, ViewState, commonParams } from "../state";
 import { formatTime, isRelative, resolveTime, wholeSeconds } from "../time";
 import { formatValue } from "../units";
 import { emptyMessage, noSamplesHtml } from "./empty";
@@ -66,7 +66,7 @@ export class ProfileGraph {
   }
 
   async load(s: ViewState, signal: AbortSignal): Promise<void> {
-    const params = { ...commonParams(s), ...perSecondRange(s), format: "json", max_nodes: maxNodesOf(s) };
+    const params = { ...commonParams(s), ...perSecondRange(s), format: "json", max_nodes: maxNodesOf(s), group_by: GROUPS[s.group] };
     const key = apiUrl("", params);
     if (key === this.key && this.data && !isRelative(s.from) && !isRelative(s.to)) return;
     const json = await apiGet<ProfileJson>("/api/v1/profile", params, signal);
