@@ -407,6 +407,12 @@ try {
   await page.locator("input.search").fill("");
   await page.locator("button.tab", { hasText: "Targets" }).click();
   await page.locator(".target-node h3", { hasText: "e2e-node" }).waitFor({ timeout: 10000 });
+  {
+    // The CPU column: the process's share of its node's samples (the selector names one process).
+    const cpuCell = await page.locator(".target-node tr[data-pid] td").first().innerText();
+    if (!/^\d+(\.\d)?%$/.test(cpuCell)) fail(`the targets' CPU column should show a share, found "${cpuCell}"`);
+    log(`targets: cpu_split's CPU share ${cpuCell}`);
+  }
   await shot("targets");
   if (consoleErrors.length) fail(`console errors: ${consoleErrors.join(" | ")}`);
 

@@ -2,17 +2,21 @@
 // each (/api/v1/targets, every profile type and metric), filtered by the
 // selector box (server side) and the search text (here). Clicking a node or
 // a process narrows the selector to it and opens its flame graph; clicking
-// a GPU opens the GPUs view.
+// a GPU opens the GPUs view. Processes are listed by their CPU samples in the
+// range (/api/v1/series of cpu by node and pid), busiest first.
 import { apiGet } from "../api/client";
-import type { TargetsJson } from "../api/types";
+import type { SeriesJson, TargetsJson } from "../api/types";
 import { el, escapeHtml } from "../base/dom";
 import { ViewState, commonParams } from "../state";
+import { resolveTime } from "../time";
+import { CpuByProcess, byCpu, cpuByProcess, processKey, wholeRangeStep } from "./targets_model";
 import { agentCommandHtml } from "./empty";
 import { Shell, View } from "./view";
 
 export class TargetsView implements View {
   private root = el("div", "targets");
   private targets: TargetsJson | null = null;
+  private cpu: CpuByProcess = new Map();
 
   constructor(
     section: HTMLElement,
@@ -22,7 +26,17 @@ export class TargetsView implements View {
   }
 
   async load(s: ViewState, signal: AbortSignal): Promise<void> {
-    this.targets = await apiGet<TargetsJson>("/api/v1/targets", { ...commonParams(s), type: undefined }, signal);
+    const now = Date.now();
+    const from = resolveTime(s.from, now) ?? now - 3_600_000;
+    const to = resolveTime(s.to, now) ?? now;
+    const [targets, cpu] = await Promise.all([
+      apiGet<TargetsJson>("/api/v1/targets", { ...commonParams(s), type: undefined }, signal),
+      apiGet<SeriesJson>("/api/v1/series", { ...commonParams(s), type: "cpu", group_by: "node,pid", step: wholeRangeStep(from, to) }, signal)
+        .then(cpuByProcess)
+        .catch(() => new Map() as CpuByProcess), // no cpu profiles: the list stays by name
+    ]);
+    this.targets = targets;
+    this.cpu = cpu;
   }
 
   render(s: ViewState): void {
@@ -36,6 +50,7 @@ export class TargetsView implements View {
       this.root,
       this.targets,
       s.search,
+      this.cpu,
       (selector) => this.shell.update({ selector, view: "flame", focus: "" }, true),
       (node, gpu) => this.shell.update({ view: "gpu", gpunode: node, gpu, gpupid: "" }, true),
     );
@@ -54,6 +69,7 @@ function renderTargets(
   el: HTMLElement,
   targets: TargetsJson,
   filter: string,
+  cpu: CpuByProcess,
   onPick: (selector: string) => void,
   onGpu: (node: string, gpu: string) => void,
 ): void {
@@ -61,7 +77,13 @@ function renderTargets(
   const match = (...parts: (string | undefined)[]) => !f || parts.some((p) => p?.toLowerCase().includes(f));
   const blocks = targets.nodes
     .map((n) => {
-      const procs = n.processes.filter((p) => match(n.node, p.pid, p.comm, p.exe, p.container_id));
+      const procs = byCpu(n.node, n.processes.filter((p) => match(n.node, p.pid, p.comm, p.exe, p.container_id)), cpu);
+      const nodeCpu = n.processes.reduce((a, p) => a + (cpu.get(processKey(n.node, p.pid)) ?? 0), 0);
+      const cpuCell = (pid: string) => {
+        const v = cpu.get(processKey(n.node, pid)) ?? 0;
+        if (v === 0 || nodeCpu === 0) return `<td class="num muted">–</td>`;
+        return `<td class="num" title="${v.toLocaleString("en-US")} samples">${((100 * v) / nodeCpu).toFixed(1)}%</td>`;
+      };
       const gpus = n.gpus ?? [];
       const gpusShown = gpus.filter((g) => match(n.node, g.gpu, g.uuid, g.gpu_name, g.pci_bus_id));
       if (procs.length === 0 && gpusShown.length === 0 && !match(n.node)) return "";
@@ -78,11 +100,11 @@ function renderTargets(
         <h3><button class="link" data-node="${escapeHtml(n.node)}">${escapeHtml(n.node || "(no node label)")}</button>
           <span class="muted small">${n.series} series, ${n.processes.length} processes${gpus.length ? `, ${gpus.length} GPU${gpus.length === 1 ? "" : "s"}` : ""}</span></h3>
         ${gpuList}
-        ${procs.length === 0 && gpus.length > 0 ? "" : `<table class="top"><thead><tr><th class="num">PID</th><th>Process</th><th>Executable</th><th>Container</th></tr></thead>
+        ${procs.length === 0 && gpus.length > 0 ? "" : `<table class="top"><thead><tr><th class="num" title="share of the node's CPU samples in the range">CPU</th><th class="num">PID</th><th>Process</th><th>Executable</th><th>Container</th></tr></thead>
         <tbody>${procs
           .map(
             (p) => `<tr data-node="${escapeHtml(n.node)}" data-pid="${escapeHtml(p.pid)}">
-            <td class="num">${escapeHtml(p.pid)}</td><td class="fn">${escapeHtml(p.comm)}</td>
+            ${cpuCell(p.pid)}<td class="num">${escapeHtml(p.pid)}</td><td class="fn">${escapeHtml(p.comm)}</td>
             <td class="muted">${escapeHtml(p.exe)}</td><td class="muted">${escapeHtml((p.container_id ?? "").slice(0, 12))}</td></tr>`,
           )
           .join("")}</tbody></table>`}</section>`;
