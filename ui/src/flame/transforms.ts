@@ -1,0 +1,209 @@
+// Client-side transforms of a flame graph's tree, each a pure function from
+// one FlameData to a new one, and the pipeline that chains them for the
+// shown graph: focus on a function (`ffocus`), hide frames (`hide`), keep
+// one binary's frames (`bin`), collapse recursion (`norec`), then the
+// bottom-up tree (`tree`). The state's keys hold frames as JSON
+// [name, binary, kind] (model.ts PathStep), so a link reproduces the view.
+//
+// Totals stay exact: merging a frame into its parent keeps every stack's
+// value, so the root's total is unchanged by hide, binary filter and
+// collapse; a focus's root holds the function's total, each stack counted
+// once (recursion is taken from the outermost occurrence).
+import { FlameData, PathStep, TreeBuilder, inverted } from "./model";
+import { nameMatcher } from "./analysis";
+
+export type Frame = PathStep;
+
+// A frame from the state (JSON [name, binary, kind]); null when empty or not one.
+export function parseFrame(json: string): Frame | null {
+  if (!json) return null;
+  try {
+    const v = JSON.parse(json) as unknown;
+    if (Array.isArray(v) && typeof v[0] === "string") return [v[0], typeof v[1] === "string" ? v[1] : "", typeof v[2] === "number" ? v[2] : 0];
+  } catch {
+    // a hand-edited link: no frame
+  }
+  return null;
+}
+
+// A list of frames from the state (JSON [[name, binary, kind], …]); what is not a frame is skipped.
+export function parseFrames(json: string): Frame[] {
+  if (!json) return [];
+  try {
+    const v = JSON.parse(json) as unknown;
+    if (Array.isArray(v)) return v.map((f) => parseFrame(JSON.stringify(f))).filter((f): f is Frame => f !== null);
+  } catch {
+    // a hand-edited link: no frames
+  }
+  return [];
+}
+
+export function frameOf(d: FlameData, node: number): Frame {
+  return [d.names[d.name[node]], d.binaries[d.binary[node]] ?? "", d.kind[node]];
+}
+
+// Per node: 1 when its identity is one of `frames`.
+function matching(d: FlameData, frames: Frame[]): Uint8Array {
+  const keys = new Set(frames.map(([n, b, k]) => `${n}\u0000${b}\u0000${k}`));
+  const named = d.names.map((n) => frames.some((f) => f[0] === n));
+  const out = new Uint8Array(d.n);
+  for (let i = 1; i < d.n; i++) {
+    if (named[d.name[i]] && keys.has(`${d.names[d.name[i]]}\u0000${d.binaries[d.binary[i]] ?? ""}\u0000${d.kind[i]}`)) out[i] = 1;
+  }
+  return out;
+}
+
+// The tree with every node for which `merged(i)` holds folded into its
+// parent: its self goes to the nearest kept ancestor, its children become
+// that ancestor's (merged with children of the same identity). The root is
+// always kept. A node's total is the sum of the kept nodes mapped onto it,
+// which never include one another, so every total stays exact.
+export function mergeIntoParents(d: FlameData, merged: (i: number) => boolean): FlameData {
+  if (d.n === 0) return d;
+  const t = new TreeBuilder(d.names[d.name[0]], d.binaries[d.binary[0]] ?? "", d.kind[0]);
+  const mapped = new Int32Array(d.n);
+  t.add(0, d.self[0], d.total[0]);
+  for (let i = 1; i < d.n; i++) {
+    const up = mapped[d.parent[i]];
+    if (merged(i)) {
+      mapped[i] = up;
+      t.add(up, d.self[i], 0);
+    } else {
+      const c = t.child(up, d.names[d.name[i]], d.binaries[d.binary[i]] ?? "", d.kind[i]);
+      mapped[i] = c;
+      t.add(c, d.self[i], d.total[i]);
+    }
+  }
+  return finish(t, d);
+}
+
+function finish(t: TreeBuilder, d: FlameData): FlameData {
+  const out = t.build(d.unit, d.periodNanos);
+  out.truncated = d.truncated;
+  return out;
+}
+
+// Every stack through `fn`, merged under the root with the function as its
+// one child and its callees below. An occurrence inside another one
+// (recursion) belongs to the outermost, so each stack counts once and the
+// root's total is the function's total (/api/v1/top's). No occurrence: a
+// root of 0.
+export function focusOnFunction(d: FlameData, fn: Frame): FlameData {
+  if (d.n === 0) return d;
+  const t = new TreeBuilder(d.names[d.name[0]], d.binaries[d.binary[0]] ?? "", d.kind[0]);
+  const hit = matching(d, [fn]);
+  const mapped = new Int32Array(d.n);
+  let node = -1;
+  for (let i = 1; i < d.n; ) {
+    if (!hit[i]) {
+      i++;
+      continue;
+    }
+    if (node < 0) node = t.child(0, fn[0], fn[1], fn[2]);
+    t.add(0, 0, d.total[i]);
+    t.add(node, d.self[i], d.total[i]);
+    mapped[i] = node;
+    for (let j = i + 1; j < d.end[i]; j++) {
+      const c = t.child(mapped[d.parent[j]], d.names[d.name[j]], d.binaries[d.binary[j]] ?? "", d.kind[j]);
+      t.add(c, d.self[j], d.total[j]);
+      mapped[j] = c;
+    }
+    i = d.end[i];
+  }
+  return finish(t, d);
+}
+
+// Those frames taken out of every stack, their callees merged into their callers.
+export function hideFrames(d: FlameData, frames: Frame[]): FlameData {
+  if (frames.length === 0) return d;
+  const hit = matching(d, frames);
+  return mergeIntoParents(d, (i) => hit[i] === 1);
+}
+
+// Group label boxes (kind 5: one subtree per process or thread) are
+// structure, not frames: the binary filter keeps them.
+const GROUP_LABEL = 5;
+
+// Only the frames whose binary matches `query` (the search box's syntax: a
+// case-insensitive substring, or /a regex/), the others merged into their
+// callers; so "train.py" leaves a script's own frames, ".py" every Python
+// file's, "libc" the C library's. This keeps every stack and its value,
+// unlike a filter that would drop the stacks without such a frame: the
+// root's total stays, and a stack without a matching frame becomes the
+// root's self.
+export function filterBinary(d: FlameData, query: string): FlameData {
+  const m = nameMatcher(query);
+  if (!m) return d;
+  const keep = d.binaries.map(m);
+  return mergeIntoParents(d, (i) => d.kind[i] !== GROUP_LABEL && !keep[d.binary[i]]);
+}
+
+// Consecutive repeats of one frame (same name, binary and kind) as one node:
+// a recursive call merged into its caller.
+export function collapseRecursion(d: FlameData): FlameData {
+  return mergeIntoParents(d, (i) => {
+    const p = d.parent[i];
+    return p > 0 && d.name[p] === d.name[i] && d.binary[p] === d.binary[i] && d.kind[p] === d.kind[i];
+  });
+}
+
+// The state keys the pipeline reads (state.ts ViewState's).
+export interface TransformKeys {
+  ffocus: string;
+  hide: string;
+  bin: string;
+  norec: string;
+  tree: string;
+}
+
+// Whether any transform changes the server's tree.
+export function transformed(k: TransformKeys): boolean {
+  return parseFrame(k.ffocus) !== null || parseFrames(k.hide).length > 0 || k.bin.trim() !== "" || k.norec === "1" || k.tree === "bottom-up";
+}
+
+// The stages in their order, each with the part of the keys it depends on.
+const STAGES: [key: (k: TransformKeys) => string, apply: (d: FlameData, k: TransformKeys) => FlameData][] = [
+  [(k) => k.ffocus, (d, k) => {
+    const f = parseFrame(k.ffocus);
+    return f ? focusOnFunction(d, f) : d;
+  }],
+  [(k) => k.hide, (d, k) => hideFrames(d, parseFrames(k.hide))],
+  [(k) => k.bin.trim(), (d, k) => filterBinary(d, k.bin)],
+  [(k) => (k.norec === "1" ? "1" : ""), (d, k) => (k.norec === "1" ? collapseRecursion(d) : d)],
+  [(k) => (k.tree === "bottom-up" ? "1" : ""), (d, k) => (k.tree === "bottom-up" ? inverted(d) : d)],
+];
+
+// The shown tree of the server's data under the state's transforms, each
+// stage cached on (its input, its keys): changing the collapse keeps the
+// focus and hide already computed, new data recomputes all.
+export class TransformPipeline {
+  private inputs: (FlameData | null)[] = [];
+  private keys: string[] = [];
+  private outputs: FlameData[] = [];
+
+  apply(data: FlameData, k: TransformKeys): FlameData {
+    let d = data;
+    STAGES.forEach(([key, run], s) => {
+      const kk = key(k);
+      if (this.inputs[s] !== d || this.keys[s] !== kk) {
+        this.inputs[s] = d;
+        this.keys[s] = kk;
+        this.outputs[s] = run(d, k);
+      }
+      d = this.outputs[s];
+    });
+    return d;
+  }
+}
+
+// The binaries of a tree by their frames' self value, biggest first (the
+// colour legend's), without the empty name of the root and "other" boxes.
+export function binariesBySelf(d: FlameData): { binary: string; self: number }[] {
+  const sums = new Float64Array(d.binaries.length);
+  for (let i = 1; i < d.n; i++) if (d.kind[i] !== 3) sums[d.binary[i]] += d.self[i];
+  const out: { binary: string; self: number }[] = [];
+  sums.forEach((v, b) => {
+    if (v > 0 && d.binaries[b]) out.push({ binary: d.binaries[b], self: v });
+  });
+  return out.sort((a, b) => b.self - a.self || (a.binary < b.binary ? -1 : 1));
+}

@@ -1,0 +1,208 @@
+// flame/transforms.ts: focus on a function, hide frames, the binary filter,
+// collapsed recursion, and the cached pipeline that chains them.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { TreeBuilder } from "../src/flame/model.ts";
+import {
+  TransformPipeline,
+  binariesBySelf,
+  collapseRecursion,
+  filterBinary,
+  focusOnFunction,
+  hideFrames,
+  parseFrame,
+  parseFrames,
+} from "../src/flame/transforms.ts";
+
+// A tree from stacks: [["name@binary", …] root first, value]; kind 2 (Python) for binaries ending in .py, else 0.
+function tree(stacks) {
+  const t = new TreeBuilder("total", "", 3);
+  for (const [frames, v] of stacks) {
+    t.add(0, 0, v);
+    let cur = 0;
+    frames.forEach((f, i) => {
+      const [name, binary = ""] = f.split("@");
+      cur = t.child(cur, name, binary, binary.endsWith(".py") ? 2 : 0);
+      t.add(cur, i === frames.length - 1 ? v : 0, v);
+    });
+  }
+  return t.build("samples", 10_000_000);
+}
+
+// Every node as "path": [self, total], the path of name@binary from the root's child.
+function paths(d) {
+  const out = {};
+  const path = [];
+  for (let i = 0; i < d.n; i++) {
+    path.length = d.depth[i];
+    if (i > 0) path[d.depth[i] - 1] = `${d.names[d.name[i]]}@${d.binaries[d.binary[i]]}`;
+    out[i === 0 ? "(root)" : path.join(";")] = [d.self[i], d.total[i]];
+  }
+  return out;
+}
+
+// Each node's total is its self plus its children's.
+function assertConsistent(d) {
+  const sum = new Float64Array(d.n);
+  for (let i = d.n - 1; i > 0; i--) sum[d.parent[i]] += d.total[i];
+  for (let i = 0; i < d.n; i++) assert.equal(d.total[i], d.self[i] + sum[i], `node ${i} ${d.names[d.name[i]]}`);
+}
+
+// Two subtrees (a, b) that share names: f in lib1 under both, f in lib2
+// under c (another function of the same name), f calling itself under b.
+const shared = () =>
+  tree([
+    [["main@app", "a@app", "f@lib1", "x@lib1"], 5],
+    [["main@app", "b@app", "f@lib1", "y@lib1"], 3],
+    [["main@app", "b@app", "f@lib1", "f@lib1", "x@lib1"], 2],
+    [["main@app", "b@app"], 1],
+    [["main@app", "c@app", "f@lib2"], 4],
+  ]);
+
+test("focusOnFunction: every stack through the function under one child, recursion from the outermost", () => {
+  const d = focusOnFunction(shared(), ["f", "lib1", 0]);
+  assertConsistent(d);
+  assert.deepEqual(paths(d), {
+    "(root)": [0, 10],
+    "f@lib1": [0, 10],
+    "f@lib1;f@lib1": [0, 2],
+    "f@lib1;f@lib1;x@lib1": [2, 2],
+    "f@lib1;x@lib1": [5, 5],
+    "f@lib1;y@lib1": [3, 3],
+  });
+  // The other f (lib2) is a different function.
+  assert.deepEqual(paths(focusOnFunction(shared(), ["f", "lib2", 0])), { "(root)": [0, 4], "f@lib2": [4, 4] });
+  // Not in the data: an empty root.
+  assert.deepEqual(paths(focusOnFunction(shared(), ["f", "lib1", 2])), { "(root)": [0, 0] });
+});
+
+test("hideFrames: the frames taken out of every stack, their callees merged into the callers", () => {
+  const d = hideFrames(shared(), [["b", "app", 0]]);
+  assertConsistent(d);
+  assert.equal(d.total[0], 15);
+  assert.deepEqual(paths(d), {
+    "(root)": [0, 15],
+    "main@app": [1, 15], // b's own sample
+    "main@app;a@app": [0, 5],
+    "main@app;a@app;f@lib1": [0, 5],
+    "main@app;a@app;f@lib1;x@lib1": [5, 5],
+    "main@app;c@app": [0, 4],
+    "main@app;c@app;f@lib2": [4, 4],
+    "main@app;f@lib1": [0, 5],
+    "main@app;f@lib1;f@lib1": [0, 2],
+    "main@app;f@lib1;f@lib1;x@lib1": [2, 2],
+    "main@app;f@lib1;y@lib1": [3, 3],
+  });
+  // f of lib1 in both subtrees (and its recursion), not lib2's.
+  const f = hideFrames(shared(), [["f", "lib1", 0], ["a", "app", 0]]);
+  assertConsistent(f);
+  assert.deepEqual(paths(f), {
+    "(root)": [0, 15],
+    "main@app": [0, 15],
+    "main@app;b@app": [1, 6],
+    "main@app;b@app;x@lib1": [2, 2],
+    "main@app;b@app;y@lib1": [3, 3],
+    "main@app;c@app": [0, 4],
+    "main@app;c@app;f@lib2": [4, 4],
+    "main@app;x@lib1": [5, 5],
+  });
+  // A hidden leaf's value becomes its caller's self.
+  assert.deepEqual(paths(hideFrames(shared(), [["f", "lib2", 0]]))["main@app;c@app"], [4, 4]);
+  const same = shared();
+  assert.equal(hideFrames(same, []), same);
+});
+
+test("filterBinary: only the matching binaries' frames, every stack's value kept", () => {
+  const d = filterBinary(shared(), "lib1");
+  assertConsistent(d);
+  assert.deepEqual(paths(d), {
+    "(root)": [5, 15], // main;b (1) and c;f@lib2 (4) have no lib1 frame
+    "f@lib1": [0, 10],
+    "f@lib1;f@lib1": [0, 2],
+    "f@lib1;f@lib1;x@lib1": [2, 2],
+    "f@lib1;x@lib1": [5, 5],
+    "f@lib1;y@lib1": [3, 3],
+  });
+  // The search box's syntax: a substring of any case, or /a regex/.
+  const py = tree([
+    [["python3@python3", "<module>@train.py", "step@train.py", "gemm@libtorch.so"], 6],
+    [["python3@python3", "<module>@other.py", "setup@other.py"], 2],
+  ]);
+  assert.deepEqual(Object.keys(paths(filterBinary(py, ".PY"))).sort(), [
+    "(root)",
+    "<module>@other.py",
+    "<module>@other.py;setup@other.py",
+    "<module>@train.py",
+    "<module>@train.py;step@train.py",
+  ]);
+  assert.deepEqual(paths(filterBinary(py, "/^lib/")), { "(root)": [2, 8], "gemm@libtorch.so": [6, 6] });
+  assert.equal(filterBinary(py, "  "), py);
+});
+
+test("collapseRecursion: consecutive repeats of one frame merged, others kept", () => {
+  const d = collapseRecursion(
+    tree([
+      [["main@app", "f@app", "f@app", "f@app", "x@app"], 4],
+      [["main@app", "f@app", "f@app"], 1],
+      [["main@app", "f@app", "g@app", "f@app"], 2],
+      [["main@app", "f@lib", "f@app"], 3], // another binary's f is not a repeat
+    ]),
+  );
+  assertConsistent(d);
+  assert.deepEqual(paths(d), {
+    "(root)": [0, 10],
+    "main@app": [0, 10],
+    "main@app;f@app": [1, 7],
+    "main@app;f@app;g@app": [0, 2],
+    "main@app;f@app;g@app;f@app": [2, 2],
+    "main@app;f@app;x@app": [4, 4],
+    "main@app;f@lib": [0, 3],
+    "main@app;f@lib;f@app": [3, 3],
+  });
+});
+
+test("parseFrame and parseFrames read the state's JSON and skip what is not a frame", () => {
+  assert.deepEqual(parseFrame('["f","lib1",0]'), ["f", "lib1", 0]);
+  assert.deepEqual(parseFrame('["f"]'), ["f", "", 0]);
+  assert.equal(parseFrame(""), null);
+  assert.equal(parseFrame("f;g"), null);
+  assert.equal(parseFrame("[1,2]"), null);
+  assert.deepEqual(parseFrames('[["a","x",0],7,["b","y",2]]'), [["a", "x", 0], ["b", "y", 2]]);
+  assert.deepEqual(parseFrames("nope"), []);
+  assert.deepEqual(parseFrames(""), []);
+});
+
+test("TransformPipeline chains the stages in order and caches each on its input and keys", () => {
+  const keys = { ffocus: "", hide: "", bin: "", norec: "", tree: "" };
+  const p = new TransformPipeline();
+  const data = shared();
+  assert.equal(p.apply(data, keys), data);
+  const focused = p.apply(data, { ...keys, ffocus: '["f","lib1",0]' });
+  assert.equal(focused.total[0], 10);
+  assert.equal(p.apply(data, { ...keys, ffocus: '["f","lib1",0]' }), focused);
+  // Focus, then collapse: f;f becomes one f.
+  const both = p.apply(data, { ...keys, ffocus: '["f","lib1",0]', norec: "1" });
+  assert.deepEqual(paths(both), {
+    "(root)": [0, 10],
+    "f@lib1": [0, 10],
+    "f@lib1;x@lib1": [7, 7],
+    "f@lib1;y@lib1": [3, 3],
+  });
+  // Hide, then bottom-up: the hidden frame is not among the callers.
+  const up = p.apply(data, { ...keys, hide: '[["b","app",0]]', tree: "bottom-up" });
+  assert.equal(up.total[0], 15);
+  assert.ok(!Object.keys(paths(up)).some((k) => k.includes("b@app")));
+  assert.equal(paths(up)["main@app"][0], 1); // b's sample is main's own now
+  // New data: computed again.
+  const other = shared();
+  assert.notEqual(p.apply(other, keys), data);
+  assert.equal(p.apply(other, keys), other);
+});
+
+test("binariesBySelf: the binaries by their frames' own value, biggest first", () => {
+  assert.deepEqual(binariesBySelf(shared()), [
+    { binary: "lib1", self: 10 },
+    { binary: "lib2", self: 4 },
+    { binary: "app", self: 1 },
+  ]);
+});
