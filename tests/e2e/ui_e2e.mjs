@@ -209,7 +209,7 @@ try {
     await page.close();
   }
 
-  const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+  const context = await browser.newContext({ viewport: { width: 1400, height: 900 }, colorScheme: "light" });
   await context.addInitScript((token) => sessionStorage.setItem("warpscope.token", token), TOKEN);
   const page = await context.newPage();
   lastPage = page;
@@ -218,7 +218,17 @@ try {
   page.on("pageerror", (e) => consoleErrors.push(String(e)));
   const flameVersion = () => page.locator(".view-flame .flame-panel, .view-table .flame-panel").first().getAttribute("data-version").then(Number);
   const flameTotal = () => page.locator(".flame-panel").first().getAttribute("data-total").then(Number);
-  const shot = (name) => page.screenshot({ path: path.join(artifacts, `${name}.png`), fullPage: true });
+  // Each screenshot in the light scheme, then the dark one (NAME_dark.png):
+  // the canvases draw again when the scheme changes.
+  const frames = () => page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+  const shot = async (name) => {
+    await page.screenshot({ path: path.join(artifacts, `${name}.png`), fullPage: true });
+    await page.emulateMedia({ colorScheme: "dark" });
+    await frames();
+    await page.screenshot({ path: path.join(artifacts, `${name}_dark.png`), fullPage: true });
+    await page.emulateMedia({ colorScheme: "light" });
+    await frames();
+  };
 
   // 1. The flame graph of the workload's whole range.
   const from = dataFrom - 10000;

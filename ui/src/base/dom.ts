@@ -29,3 +29,9 @@ export function placeTooltip(tooltip: HTMLElement, container: HTMLElement, e: Mo
   tooltip.style.left = `${left}px`;
   tooltip.style.top = `${e.clientY - box.top + 14}px`;
 }
+
+// Calls `redraw` when the system's light/dark scheme changes: canvases pick
+// their colours when they draw, so they draw again.
+export function onSchemeChange(redraw: () => void): void {
+  matchMedia("(prefers-color-scheme: dark)").addEventListener("change", redraw);
+}

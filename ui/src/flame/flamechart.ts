@@ -10,7 +10,7 @@
 import { Palette, framePalette } from "./colors";
 import { KIND_NAMES } from "./model";
 import { nameMatcher } from "./analysis";
-import { escapeHtml, placeTooltip } from "../base/dom";
+import { escapeHtml, onSchemeChange, placeTooltip } from "../base/dom";
 import { ChartData, boxAt, spanRange, bucketSpan } from "./chartmodel";
 import { formatTime } from "../time";
 
@@ -63,6 +63,12 @@ export class FlameChart {
     new ResizeObserver(() => {
       if (this.data && this.panel.clientWidth !== this.cssWidth && this.panel.clientWidth > 0) this.draw();
     }).observe(panel);
+    onSchemeChange(() => {
+      const d = this.data;
+      if (!d) return;
+      this.colors = framePalette(d.frameName.length, d.binaries, d.frameBinary, d.frameKind, this.colorMode);
+      this.draw();
+    });
   }
 
   setData(d: ChartData | null, colorMode: "binary" | "kind"): void {

@@ -7,7 +7,7 @@
 import type { DiffJson, ProfileJson } from "../api/types";
 
 // Frame kinds (docs/api.md): 0 native, 1 kernel, 2 Python, 3 not a frame, 4 CUDA kernel.
-export const KIND_NAMES = ["native", "kernel", "Python", "", "CUDA kernel"];
+export const KIND_NAMES = ["native", "kernel", "Python", "", "CUDA kernel", "group label"];
 
 export interface DiffValues {
   baseSelf: Float64Array;
