@@ -2,7 +2,8 @@
 // CPU samples (a 10 s step, a few hundred distinct stacks whose mix drifts
 // over the hour) for the web UI's "select a range of 1 h of data" measurement
 // (tests/e2e/ui_e2e.mjs), and four seconds of GPU work with known numbers
-// (SeedGpuSeconds) for the GPU kernels view. Prints `gpu_from_ms=<ms>`, the
+// (SeedGpuSeconds) for the GPU kernels view, and 15 minutes of a node whose
+// graph has 25,073 nodes. Prints `gpu_from_ms=<ms>`, the
 // first of those seconds. Usage: e2e_seed_hour PORT TOKEN NODE
 #include <chrono>
 #include <cstdio>
@@ -179,6 +180,35 @@ int main(int argc, char** argv) {
     if (r.status != 200) {
       std::fprintf(stderr, "e2e_seed_hour: batch %d: HTTP %d %s\n", b, r.status, r.body.c_str());
       return 1;
+    }
+  }
+  // A big node: 15 minutes whose flame graph has 25,073 nodes (the root, main,
+  // 8 services, 63 handlers, 1,000 functions, 6,000 workers, 18,000 leaves),
+  // past the UI's default of 20,000, for the drag and page-load measurements
+  // and the folded-nodes note. Each leaf stack appears every 150 s.
+  {
+    constexpr int kLeaves = 18'000;
+    constexpr int64_t kBigNs = 900 * kSec;
+    const int64_t big_from = (now_ns / kSec - 900) * kSec;
+    for (int b = 0; b < 3; ++b) {
+      BatchFactory f("e2e-seed-" + node + "-20k", b + 1, big_from + b * kBigNs / 3, big_from + (b + 1) * kBigNs / 3);
+      const Labels labels = {{"node", node + "-20k"}, {"comm", "bigservice"}, {"pid", "5151"}};
+      for (int64_t t = b * kBigNs / 3; t < (b + 1) * kBigNs / 3; t += 10 * kSec) {
+        const int step = static_cast<int>(t / (10 * kSec));
+        for (int i = step % 15; i < kLeaves; i += 15) {
+          // Nested, so each level's count is its distinct nodes.
+          const int work = i / 3, fn = work / 6, handler = fn / 16;
+          const std::string stack = "main@big;svc_" + std::to_string(handler / 8) + "@big;handler_" +
+                                    std::to_string(handler) + "@big;fn_" + std::to_string(fn) + "@libbig.so;work_" +
+                                    std::to_string(work) + "@libbig.so;leaf_" + std::to_string(i) + "@libc.so.6";
+          f.Add(stack, labels, 1 + i % 3, big_from + t);
+        }
+      }
+      auto big = warpscope::testing::PostBatch(port, f.batch(), token);
+      if (big.status != 200) {
+        std::fprintf(stderr, "e2e_seed_hour: big-node batch %d: HTTP %d %s\n", b, big.status, big.body.c_str());
+        return 1;
+      }
     }
   }
   // Two scripts under one python3, each with a <module>: the zoom must land on

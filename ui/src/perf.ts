@@ -1,6 +1,7 @@
 // The numbers the end-to-end test reads (tests/e2e/ui_e2e.mjs, through
 // window.__warpscope.perf): how long the last flame graph took to build and
-// draw, and a range selection to its updated graph; the same for the flame
+// draw, a range selection to its updated graph, and the page's load to its
+// first graph; the same for the flame
 // chart (its merged boxes, all lanes) and the GPU views' last render. The
 // views write them; main.ts exposes the object.
 
@@ -9,6 +10,7 @@ export interface UiPerf {
   drawMs: number;
   nodes: number;
   selectToFlameMs: number;
+  firstFlameMs: number; // from the page's navigation to its first flame graph with data
   flameVersion: number;
   chartBuildMs: number;
   chartDrawMs: number;
@@ -23,6 +25,7 @@ export class Measurements {
     drawMs: 0,
     nodes: 0,
     selectToFlameMs: 0,
+    firstFlameMs: 0,
     flameVersion: 0,
     chartBuildMs: 0,
     chartDrawMs: 0,
@@ -41,6 +44,7 @@ export class Measurements {
   flameDrawn(drawMs: number): number {
     this.perf.drawMs = drawMs;
     this.perf.flameVersion++;
+    if (!this.perf.firstFlameMs && this.perf.nodes > 0) this.perf.firstFlameMs = performance.now();
     if (this.selectT0) {
       this.perf.selectToFlameMs = performance.now() - this.selectT0;
       this.selectT0 = 0;
