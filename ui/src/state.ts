@@ -19,6 +19,10 @@ export interface ViewState {
   color: ColorMode;
   fn: string; // the selected function (top table, sandwich)
   fnbin: string;
+  ffocus: string; // the function the flame graph is focused on, JSON [name, binary, kind] (flame/transforms.ts)
+  hide: string; // frames taken out of the flame graph's stacks, JSON [[name, binary, kind], …]
+  bin: string; // only the frames of matching binaries (flame/transforms.ts filterBinary), "" for all
+  norec: string; // "1": consecutive repeats of a frame (recursion) as one node
   sort: SortKey;
   base_from: string;
   base_to: string;
@@ -46,6 +50,10 @@ export const DEFAULTS: ViewState = {
   color: "binary",
   fn: "",
   fnbin: "",
+  ffocus: "",
+  hide: "",
+  bin: "",
+  norec: "",
   sort: "self",
   base_from: "",
   base_to: "",
@@ -79,6 +87,7 @@ export function readState(search: string): ViewState {
     else (s as unknown as Record<string, string>)[key] = v;
   }
   if (!VIEWS.includes(s.view)) s.view = "flame";
+  if (s.norec !== "1") s.norec = "";
   if (s.orient !== "flame") s.orient = "icicle";
   if (s.color !== "kind") s.color = "binary";
   if (!["name", "binary", "self", "total"].includes(s.sort)) s.sort = "self";

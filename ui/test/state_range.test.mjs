@@ -26,6 +26,12 @@ test("writeState writes only what differs from the defaults, in a fixed order", 
   assert.deepEqual(readState(writeState(s)), s);
 });
 
+test("the flame graph's transforms round-trip through the URL; norec is 1 or nothing", () => {
+  const s = { ...DEFAULTS, ffocus: '["f","libx.so",0]', hide: '[["a","",2],["b","app",0]]', bin: ".py", norec: "1" };
+  assert.deepEqual(readState(writeState(s)), s);
+  assert.equal(readState("?norec=yes").norec, "");
+});
+
 test("commonParams: the API's common parameters, no empty selector", () => {
   assert.deepEqual(commonParams(DEFAULTS), { type: "cpu", from: "now-1h", to: "now", selector: undefined });
   assert.deepEqual(commonParams({ ...DEFAULTS, type: "gpu_time", selector: "{}" }), { type: "gpu_time", from: "now-1h", to: "now", selector: "{}" });
