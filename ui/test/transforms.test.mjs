@@ -5,7 +5,7 @@ import { test } from "node:test";
 import { TreeBuilder } from "../src/flame/model.ts";
 import {
   TransformPipeline,
-  binariesBySelf,
+  binariesByTotal,
   collapseRecursion,
   filterBinary,
   focusOnFunction,
@@ -199,10 +199,10 @@ test("TransformPipeline chains the stages in order and caches each on its input 
   assert.equal(p.apply(other, keys), other);
 });
 
-test("binariesBySelf: the binaries by their frames' own value, biggest first", () => {
-  assert.deepEqual(binariesBySelf(shared()), [
-    { binary: "lib1", self: 10 },
-    { binary: "lib2", self: 4 },
-    { binary: "app", self: 1 },
+test("binariesByTotal: the binaries by the stacks through them, each stack once", () => {
+  assert.deepEqual(binariesByTotal(shared()), [
+    { binary: "app", total: 15 },
+    { binary: "lib1", total: 10 }, // f;f;x counted once, from the outer f
+    { binary: "lib2", total: 4 },
   ]);
 });

@@ -1,7 +1,7 @@
 // Box colours. By binary (default): a stable warm hue per binary name, so one
 // library reads as one colour across views. By kind: native, kernel, Python.
 // Diff: red grew, green shrank (share of each side's total).
-import { FlameData } from "./model";
+import { FlameData, KIND_NAMES } from "./model";
 
 function hash(s: string): number {
   let h = 2166136261;
@@ -18,6 +18,13 @@ const KIND_HUES = [210, 25, 130, 0, 275, 180];
 // own colour in every mode.
 const CUDA_KERNEL = 4;
 const GROUP_LABEL = 5;
+
+// A binary's hue, saturation and lightness offset: warm hues (red..yellow)
+// like classic flame graphs, with a little variety.
+function binaryHue(b: string): [number, number, number] {
+  const h = hash(b);
+  return [h % 55, 65 + ((h >>> 8) % 25), ((h >>> 16) % 9) - 4];
+}
 
 export interface Palette {
   // One colour per node, as an index into `styles`, so drawing changes
@@ -60,9 +67,8 @@ export function framePalette(
   } else {
     const byBinary = binaries.map((b) => {
       if (!b) return push(0, 0, 0);
-      const h = hash(b);
-      // Warm hues (red..yellow) like classic flame graphs, with a little variety.
-      return push(h % 55, 65 + ((h >>> 8) % 25), ((h >>> 16) % 9) - 4);
+      const [h, sat, jitter] = binaryHue(b);
+      return push(h, sat, jitter);
     });
     const grey = push(0, 0, 0);
     const cuda = push(KIND_HUES[CUDA_KERNEL], 55, 0);
@@ -127,4 +133,36 @@ function diffPalette(d: FlameData, isDark: boolean): Palette {
     nodeStyle[i] = step + 10;
   }
   return { styles, faded, nodeStyle, text: isDark ? "#f2f2f2" : "#111", highlight: isDark ? "#d05ce3" : "#e040fb" };
+}
+
+// The colour legend under a flame graph: what each colour of the mode means.
+// By binary: the binaries most stacks go through (the rest, if any, as
+// "+N more"), then CUDA kernels when there are any; by kind: native,
+// kernel, Python, CUDA kernel, other; both add the group label boxes' colour
+// when the graph has them. Each item has its light and dark scheme colour
+// ("" for none), so the page's CSS picks one without a redraw.
+export interface LegendItem {
+  label: string;
+  light: string;
+  dark: string;
+}
+
+export function legendItems(d: FlameData, mode: "binary" | "kind", topBinaries: { binary: string }[], most = 8): LegendItem[] {
+  const item = (label: string, h: number, s: number, jitter = 0): LegendItem => ({
+    label,
+    light: `hsl(${h},${s}%,${68 + jitter}%)`,
+    dark: `hsl(${h},${s}%,${38 + jitter}%)`,
+  });
+  let cuda = false;
+  let groups = false;
+  for (let i = 1; i < d.n; i++) {
+    if (d.kind[i] === CUDA_KERNEL) cuda = true;
+    else if (d.kind[i] === GROUP_LABEL) groups = true;
+  }
+  const group = groups ? [item("process / thread", KIND_HUES[GROUP_LABEL], mode === "kind" ? 60 : 45)] : [];
+  if (mode === "kind") return [0, 1, 2, 4, 3].map((k) => item(k === 3 ? "other" : KIND_NAMES[k], KIND_HUES[k], k === 3 ? 0 : 60)).concat(group);
+  const items = topBinaries.slice(0, most).map(({ binary }) => item(binary, ...binaryHue(binary)));
+  if (topBinaries.length > most) items.push({ label: `+${topBinaries.length - most} more`, light: "", dark: "" });
+  if (cuda) items.push(item(KIND_NAMES[CUDA_KERNEL], KIND_HUES[CUDA_KERNEL], 55));
+  return items.concat(group);
 }

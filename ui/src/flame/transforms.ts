@@ -156,11 +156,6 @@ export interface TransformKeys {
   tree: string;
 }
 
-// Whether any transform changes the server's tree.
-export function transformed(k: TransformKeys): boolean {
-  return parseFrame(k.ffocus) !== null || parseFrames(k.hide).length > 0 || k.bin.trim() !== "" || k.norec === "1" || k.tree === "bottom-up";
-}
-
 // The stages in their order, each with the part of the keys it depends on.
 const STAGES: [key: (k: TransformKeys) => string, apply: (d: FlameData, k: TransformKeys) => FlameData][] = [
   [(k) => k.ffocus, (d, k) => {
@@ -196,14 +191,23 @@ export class TransformPipeline {
   }
 }
 
-// The binaries of a tree by their frames' self value, biggest first (the
-// colour legend's), without the empty name of the root and "other" boxes.
-export function binariesBySelf(d: FlameData): { binary: string; self: number }[] {
+// The binaries of a tree by the value of the stacks through them (each
+// stack once, from a binary's outermost frame), biggest first: the colour
+// legend's and the binary filter's suggestions. Only frames coloured by
+// their binary count, so not the "other" boxes (kind 3), CUDA kernels (4)
+// and group labels (5), nor the root's empty name.
+export function binariesByTotal(d: FlameData): { binary: string; total: number }[] {
   const sums = new Float64Array(d.binaries.length);
-  for (let i = 1; i < d.n; i++) if (d.kind[i] !== 3) sums[d.binary[i]] += d.self[i];
-  const out: { binary: string; self: number }[] = [];
+  const insideUntil = new Int32Array(d.binaries.length);
+  for (let i = 1; i < d.n; i++) {
+    const b = d.binary[i];
+    if (d.kind[i] >= 3 || i < insideUntil[b]) continue;
+    sums[b] += d.total[i];
+    insideUntil[b] = d.end[i];
+  }
+  const out: { binary: string; total: number }[] = [];
   sums.forEach((v, b) => {
-    if (v > 0 && d.binaries[b]) out.push({ binary: d.binaries[b], self: v });
+    if (v > 0 && d.binaries[b]) out.push({ binary: d.binaries[b], total: v });
   });
-  return out.sort((a, b) => b.self - a.self || (a.binary < b.binary ? -1 : 1));
+  return out.sort((a, b) => b.total - a.total || (a.binary < b.binary ? -1 : 1));
 }
