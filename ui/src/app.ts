@@ -13,6 +13,7 @@ import { endingNow, lastMinute, rangeLabel, zoomedOut } from "./range";
 import { ViewName, ViewState, commonParams, readState, writeState } from "./state";
 import { isRelative } from "./time";
 import { Timeline } from "./timeline";
+import { Frame, binariesByTotal, parseFrame, parseFrames } from "./flame/transforms";
 import { ValueUnit } from "./units";
 import { DiffView } from "./views/diff";
 import { FlameView } from "./views/flame";
@@ -59,6 +60,14 @@ export class App implements Shell {
   private selectorInput = el("input", "selector");
   private searchInput = el("input", "search");
   private searchInfo = el("span", "search-info muted");
+  // The flame graph's transforms (flame/transforms.ts): collapse recursion,
+  // the binary filter (its suggestions: the data's binaries), and a chip per
+  // function focused on or frame hidden, × to remove it.
+  private norecButton = el("button", "norec-toggle");
+  private binInput = el("input", "bin-filter");
+  private binList = el("datalist");
+  private binListOf: unknown = null;
+  private chips = el("span", "transform-chips");
   private orientButton = el("button");
   private treeButton = el("button", "tree-toggle");
   private colorSelect = el("select");
@@ -156,7 +165,58 @@ export class App implements Shell {
       this.sections.set(view, section);
       main.append(section);
     }
+    this.buildTransformControls(pprof);
     root.append(header, toolbar, this.timelineEl, this.message, main);
+  }
+
+  // Before `before` (the exports) in the toolbar.
+  private buildTransformControls(before: HTMLElement): void {
+    this.norecButton.title = "collapse recursion: consecutive calls of one function as one box";
+    this.norecButton.addEventListener("click", () => this.update({ norec: this.state.norec === "1" ? "" : "1", focus: "" }, true, false));
+    this.binInput.placeholder = "binary filter";
+    this.binInput.spellcheck = false;
+    this.binInput.title = "only the frames of matching binaries (a substring, or /a regex/), the others merged into their callers; Esc clears";
+    this.binList.id = "bin-filter-binaries";
+    this.binInput.setAttribute("list", this.binList.id);
+    this.binInput.addEventListener("change", () => this.update({ bin: this.binInput.value.trim(), focus: "" }, true, false));
+    this.binInput.addEventListener("keydown", (e) => {
+      if (e.key === "Escape" && this.state.bin) this.update({ bin: "", focus: "" }, true, false);
+    });
+    this.chips.addEventListener("click", (e) => {
+      const b = (e.target as HTMLElement).closest<HTMLElement>("button[data-clear]");
+      if (!b) return;
+      if (b.dataset.clear === "ffocus") this.update({ ffocus: "", focus: "" }, true, false);
+      else {
+        const hidden = parseFrames(this.state.hide).filter((_, i) => i !== Number(b.dataset.index));
+        this.update({ hide: hidden.length ? JSON.stringify(hidden) : "", focus: "" }, true, false);
+      }
+    });
+    before.before(this.norecButton, this.binInput, this.binList, this.chips);
+  }
+
+  private syncTransformControls(s: ViewState): void {
+    this.norecButton.textContent = s.norec === "1" ? "↻ recursion collapsed" : "↻ recursion";
+    this.norecButton.classList.toggle("active", s.norec === "1");
+    if (document.activeElement !== this.binInput) this.binInput.value = s.bin;
+    const chip = (label: string, frame: Frame, clear: string, index = 0) =>
+      `<span class="chip" title="${escapeHtml(`${frame[0]} ${frame[1]}`)}">${label} <b>${escapeHtml(frame[0])}</b>` +
+      `<button class="link" data-clear="${clear}" data-index="${index}" title="remove">×</button></span>`;
+    const focused = parseFrame(s.ffocus);
+    this.chips.innerHTML =
+      (focused ? chip("focus:", focused, "ffocus") : "") + parseFrames(s.hide).map((f, i) => chip("hide:", f, "hide", i)).join("");
+  }
+
+  // The binary filter's suggestions: the shown data's binaries, biggest first.
+  private syncBinaryList(): void {
+    const d = this.profile.data;
+    if (d === this.binListOf) return;
+    this.binListOf = d;
+    this.binList.innerHTML = d
+      ? binariesByTotal(d)
+          .slice(0, 50)
+          .map((b) => `<option value="${escapeHtml(b.binary)}"></option>`)
+          .join("")
+      : "";
   }
 
   update(patch: Partial<ViewState>, push: boolean, fetch = true): void {
@@ -188,6 +248,7 @@ export class App implements Shell {
     }
     view.show?.(s);
     this.liveBox.checked = s.live;
+    this.syncTransformControls(s);
     if (document.activeElement !== this.selectorInput) this.selectorInput.value = s.selector;
     if (document.activeElement !== this.searchInput) this.searchInput.value = s.search;
     this.orientButton.textContent = s.orient === "icicle" ? "▼ icicle" : "▲ flame";
@@ -260,6 +321,7 @@ export class App implements Shell {
     const s = this.state;
     const view = this.views[s.view];
     view.render(s);
+    this.syncBinaryList();
     this.searchInfo.textContent = view.searchInfo?.(s) ?? "";
   }
 

@@ -15,8 +15,9 @@ const FONT = '11px ui-monospace, "DejaVu Sans Mono", Menlo, monospace';
 
 export interface FlameGraphOptions {
   onZoom?: (node: number) => void;
-  // A right-click on a box other than the root: its function (the sandwich).
-  onContext?: (name: string, binary: string) => void;
+  // A right-click on a box other than the root: its frame, and the event
+  // (where to open a menu).
+  onContext?: (name: string, binary: string, kind: number, e: MouseEvent) => void;
   // Formats a value (samples) for tooltips.
   format: (value: number) => string;
 }
@@ -36,6 +37,8 @@ export class FlameGraph {
   private charWidth = 7;
   private cssWidth = 0;
   lastDrawMs = 0;
+  // The box under the mouse (for keys that act on it), -1 when none.
+  hovered = -1;
 
   constructor(
     private container: HTMLElement,
@@ -49,7 +52,10 @@ export class FlameGraph {
     container.append(this.canvas, this.tooltip);
     this.ctx = this.canvas.getContext("2d", { alpha: false })!;
     this.canvas.addEventListener("mousemove", (e) => this.onMove(e));
-    this.canvas.addEventListener("mouseleave", () => (this.tooltip.hidden = true));
+    this.canvas.addEventListener("mouseleave", () => {
+      this.tooltip.hidden = true;
+      this.hovered = -1;
+    });
     this.canvas.addEventListener("click", (e) => {
       const node = this.hit(e);
       if (node >= 0) this.options.onZoom?.(node);
@@ -60,7 +66,7 @@ export class FlameGraph {
       if (!d || node <= 0 || !this.options.onContext) return;
       e.preventDefault();
       this.tooltip.hidden = true;
-      this.options.onContext(d.names[d.name[node]], d.binaries[d.binary[node]]);
+      this.options.onContext(d.names[d.name[node]], d.binaries[d.binary[node]] ?? "", d.kind[node], e);
     });
     new ResizeObserver(() => {
       if (this.container.clientWidth !== this.cssWidth) this.draw();
@@ -78,6 +84,7 @@ export class FlameGraph {
 
   setColorMode(mode: "binary" | "kind"): void {
     if (mode === this.colorMode || !this.data) return;
+    this.hovered = -1;
     this.colorMode = mode;
     this.colors = palette(this.data, mode);
   }
@@ -217,6 +224,7 @@ export class FlameGraph {
       return;
     }
     const fmt = this.options.format;
+    this.hovered = i;
     const pct = (v: number, of: number) => (of > 0 ? `${((100 * v) / of).toFixed(2)}%` : "–");
     const name = d.names[d.name[i]];
     const binary = d.binaries[d.binary[i]];

@@ -47,7 +47,7 @@ export class FlameView implements View {
     const d = this.profile.shown;
     const f = this.profile.graph.getFocus();
     if (!d || f === 0) {
-      this.breadcrumb.innerHTML = `<span class="muted small">Click a box to zoom in; right-click for its callers and callees (sandwich); Esc resets.</span>`;
+      this.breadcrumb.innerHTML = `<span class="muted small">Click a box to zoom in; right-click for its menu (sandwich, focus on the function, hide the frame, copy the name), or <kbd>f</kbd> / <kbd>h</kbd> over a box to focus on it or hide it; Esc resets.</span>`;
       return;
     }
     const chain: number[] = [];

@@ -5,20 +5,30 @@
 // view's, its home, after), the sandwich computes from its data. Absolute
 // ranges are fetched once; relative ones move with now.
 //
+// What the graph draws is the server's tree through the state's transforms
+// (flame/transforms.ts: focus on a function, hidden frames, the binary
+// filter, collapsed recursion, bottom-up), each cached on its input and
+// keys. A right-click on a box opens its menu (sandwich, focus, hide, copy
+// the name); `f` and `h` focus on and hide the box under the mouse. A
+// colour legend sits under the graph.
+//
 // For the end-to-end test the panel (`.flame-panel`) carries data-version
-// (each draw), data-total (the root's value) and data-focus-total (the
-// zoomed node's).
+// (each draw), data-total (the root's value), data-focus-total (the
+// zoomed node's) and data-nodes (the shown tree's nodes).
 import { apiGet, apiUrl } from "../api/client";
 import type { ProfileJson } from "../api/types";
-import { el } from "../base/dom";
+import { el, escapeHtml } from "../base/dom";
 import { Matches, searchSummary, toSpeedscope } from "../flame/analysis";
 import { FlameGraph } from "../flame/flamegraph";
-import { FlameData, findPath, foldedAway, fromProfile, inverted, pathOf } from "../flame/model";
+import { FlameData, findPath, foldedAway, fromProfile, pathOf } from "../flame/model";
 import { GROUPS, ViewState, commonParams } from "../state";
 import { formatTime, isRelative, resolveTime, wholeSeconds } from "../time";
 import { formatValue } from "../units";
 import { emptyMessage, noSamplesHtml } from "./empty";
 import { Shell, openSandwich } from "./view";
+import { legendItems } from "../flame/colors";
+import { Frame, TransformPipeline, binariesByTotal, parseFrames } from "../flame/transforms";
+import { copyText, openBoxMenu } from "./box_menu";
 
 // Nodes of a flame-graph answer: the default, and what "show all" asks for
 // (the server's most, ApiOptions::max_max_nodes).
@@ -45,17 +55,54 @@ export class ProfileGraph {
   readonly panel = el("div", "flame-panel");
   readonly graph: FlameGraph;
   data: FlameData | null = null; // as the server sent it
-  // What the graph draws: the data, or its bottom-up tree (state `tree`).
+  // What the graph draws: the data through the state's transforms.
   private shownData: FlameData | null = null;
-  private shownFrom: FlameData | null = null;
-  private shownTree = "";
+  private pipeline = new TransformPipeline();
+  private legend = el("div", "flame-legend");
+  private legendOf: [FlameData | null, string] = [null, ""];
+  private state: ViewState | null = null; // the last drawn, for the menu's actions
   private key = "";
 
   constructor(
     private home: HTMLElement,
     private shell: Shell,
   ) {
-    this.graph = new FlameGraph(this.panel, { format: (v) => this.format(v), onZoom: (n) => this.zoomTo(n), onContext: openSandwich(shell) });
+    this.graph = new FlameGraph(this.panel, {
+      format: (v) => this.format(v),
+      onZoom: (n) => this.zoomTo(n),
+      onContext: (name, binary, kind, e) => this.openMenu([name, binary, kind], e),
+    });
+    this.panel.append(this.legend);
+    document.addEventListener("keydown", (e) => {
+      const typing = e.target instanceof HTMLInputElement || e.target instanceof HTMLSelectElement;
+      const d = this.shownData;
+      const node = this.graph.hovered;
+      if (typing || e.ctrlKey || e.metaKey || e.altKey || !d || node <= 0 || node >= d.n || !this.panel.offsetParent) return;
+      const frame: Frame = [d.names[d.name[node]], d.binaries[d.binary[node]] ?? "", d.kind[node]];
+      if (e.key === "f") this.focusOn(frame);
+      else if (e.key === "h") this.hide(frame);
+    });
+  }
+
+  private openMenu(frame: Frame, e: MouseEvent): void {
+    openBoxMenu(e, frame[0], [
+      { label: "Sandwich", key: "s", action: () => openSandwich(this.shell)(frame[0], frame[1]) },
+      { label: "Focus on function", key: "f", action: () => this.focusOn(frame) },
+      { label: "Hide frame", key: "h", action: () => this.hide(frame) },
+      { label: "Copy name", key: "c", action: () => void copyText(frame[0]) },
+    ]);
+  }
+
+  // Every stack through the function, the function as the one root child (state `ffocus`).
+  focusOn(frame: Frame): void {
+    this.shell.update({ ffocus: JSON.stringify(frame), focus: "" }, true, false);
+  }
+
+  // The frame taken out of every stack (state `hide`, a list).
+  hide(frame: Frame): void {
+    const hidden = parseFrames(this.state?.hide ?? "");
+    if (hidden.some((f) => f[0] === frame[0] && f[1] === frame[1] && f[2] === frame[2])) return;
+    this.shell.update({ hide: JSON.stringify([...hidden, frame]), focus: "" }, true, false);
   }
 
   // Values as the profile's unit reads: CPU samples with their time,
@@ -94,17 +141,32 @@ export class ProfileGraph {
     this.moveTo(this.home);
   }
 
-  // The tree the graph draws (the data, or its bottom-up tree); null before any data.
+  // The tree the graph draws (the data through the transforms); null before any data.
   get shown(): FlameData | null {
     return this.shownData;
   }
 
   private updateShown(s: ViewState): void {
-    if (this.shownFrom === this.data && this.shownTree === s.tree) return;
-    this.shownFrom = this.data;
-    this.shownTree = s.tree;
-    this.shownData = this.data && s.tree === "bottom-up" ? inverted(this.data) : this.data;
-    if (this.shownData) this.graph.setData(this.shownData, s.color);
+    this.state = s;
+    const shown = this.data ? this.pipeline.apply(this.data, s) : null;
+    if (shown === this.shownData) return;
+    this.shownData = shown;
+    if (shown) this.graph.setData(shown, s.color);
+  }
+
+  private drawLegend(s: ViewState): void {
+    const d = this.shownData;
+    if (this.legendOf[0] === d && this.legendOf[1] === s.color) return;
+    this.legendOf = [d, s.color];
+    const items = d ? legendItems(d, s.color, binariesByTotal(d)) : [];
+    this.legend.innerHTML = items.length
+      ? `<span class="muted">${s.color === "kind" ? "by kind" : "by binary"}:</span> ` +
+        items
+          .map((i) => `<span class="legend-item">${i.light ? `<span class="sw" style="--light:${i.light};--dark:${i.dark}"></span>` : ""}${escapeHtml(i.label)}</span>`)
+          .join("")
+      : "";
+    this.legend.dataset.mode = s.color;
+    this.legend.dataset.items = String(items.length);
   }
 
   // `highlight`: what stands out (the search's matches, or the table's function).
@@ -121,6 +183,8 @@ export class ProfileGraph {
     this.panel.dataset.version = String(this.shell.measurements.flameDrawn(this.graph.lastDrawMs));
     this.panel.dataset.total = d ? String(d.total[0]) : "0";
     this.panel.dataset.focusTotal = d ? String(d.total[this.graph.getFocus()]) : "0";
+    this.panel.dataset.nodes = d ? String(d.n) : "0";
+    this.drawLegend(s);
   }
 
   // Says so when the server folded nodes into "other" boxes, and offers the
