@@ -340,6 +340,61 @@ try {
     await waitFor("the workload's graph again", async () => (await flameTotal()) > 81, 10000);
   }
 
+  // 3d. The flame graph's transforms on the synthetic hour (fixed stacks
+  // main;serve_k;handle_k;work_s@libwork.so;leaf_k@libc.so.6): the legend
+  // names the binaries; a right-click opens the box menu, whose "Focus on
+  // function" leaves the stacks through it with its total from
+  // /api/v1/top of the same range; `h` over a box hides that frame and
+  // collapsing recursion keeps the total; a reload of the link shows the same.
+  {
+    const before = page.url();
+    const hTo = Date.now();
+    const hFrom = hTo - 2 * 3600e3;
+    const hourSel = q('{node="e2e-synthetic"}');
+    const panel = page.locator(".view-flame .flame-panel");
+    const nodes = async () => Number(await panel.getAttribute("data-nodes"));
+    await page.goto(`${url}/?from=${hFrom}&to=${hTo}&selector=${hourSel}`);
+    await waitFor("the hour's flame graph", async () => (await flameTotal()) > 0, 10000);
+    const hourTotal = await flameTotal();
+    const hourNodes = await nodes();
+    const legend = await page.locator(".view-flame .flame-legend").innerText();
+    if (!legend.includes("libc.so.6") || !legend.includes("libwork.so")) fail(`the legend should name the hour's binaries: ${legend}`);
+    const canvas = page.locator(".view-flame .flame-canvas");
+    const hc = await canvas.boundingBox();
+    await canvas.click({ button: "right", position: { x: hc.width * 0.5, y: 18 * 5.5 } });
+    const items = await page.locator(".box-menu button").allInnerTexts();
+    if (items.length !== 4 || !/Sandwich/.test(items[0])) fail(`the box menu should offer sandwich, focus, hide and copy: ${items.join(" | ")}`);
+    await page.locator(".box-menu button[data-action=f]").click();
+    await waitFor("the focus in the URL", () => page.url().includes("ffocus="), 2000);
+    const fn = JSON.parse(new URL(page.url()).searchParams.get("ffocus"));
+    const top = await api(url, `/api/v1/top?from=${hFrom}&to=${hTo}&selector=${hourSel}&limit=0`);
+    const want = top.functions.find((f) => f.name === fn[0] && f.binary === fn[1] && f.kind === fn[2]);
+    if (!want) fail(`/api/v1/top should list the focused function ${JSON.stringify(fn)}`);
+    await waitFor("the focused graph", async () => (await flameTotal()) === want.total, 2000);
+    const chip = await page.locator(".transform-chips .chip").innerText();
+    if (!chip.includes(fn[0])) fail(`a chip should name the focused function: ${chip}`);
+    log(`focus on ${JSON.stringify(fn)}: ${await flameTotal()} of ${hourTotal} samples, /api/v1/top says ${want.total}`);
+    await shot("focus_function");
+    await page.locator(".transform-chips button[data-clear=ffocus]").click();
+    await waitFor("the focus cleared", async () => !page.url().includes("ffocus=") && (await flameTotal()) === hourTotal, 2000);
+    // Row 2 is a serve_k box: its handle_k move up under main, one node fewer.
+    await page.mouse.move(hc.x + hc.width * 0.5, hc.y + 18 * 2.5);
+    await page.keyboard.press("h");
+    await waitFor("the hidden frame", async () => page.url().includes("hide=") && (await nodes()) === hourNodes - 1, 2000);
+    if ((await flameTotal()) !== hourTotal) fail(`hiding a frame should keep the total ${hourTotal}, found ${await flameTotal()}`);
+    const hidden = JSON.parse(new URL(page.url()).searchParams.get("hide"));
+    if (hidden.length !== 1 || !/^serve_\d$/.test(hidden[0][0])) fail(`row 2 should be a serve_k frame: ${JSON.stringify(hidden)}`);
+    await page.locator("button.norec-toggle").click();
+    await waitFor("collapsed recursion in the URL", () => page.url().includes("norec=1"), 2000);
+    if ((await flameTotal()) !== hourTotal || (await nodes()) !== hourNodes - 1) fail("the hour has no recursion: collapsing should change nothing");
+    await page.reload();
+    await waitFor("the reloaded transforms", async () => (await flameTotal()) === hourTotal && (await nodes()) === hourNodes - 1, 5000);
+    log(`hide ${hidden[0][0]}: ${hourNodes} -> ${await nodes()} nodes, total ${await flameTotal()}; legend: ${legend.replace(/\s+/g, " ")}`);
+    await shot("hide_frame");
+    await page.goto(before);
+    await waitFor("the workload's graph again", async () => (await flameTotal()) > 81, 10000);
+  }
+
   // 4. The top table: the function's row, linked to the graph.
   await page.locator("button.tab", { hasText: "Top functions" }).click();
   const row = page.locator("table.top tbody tr", { hasText: "hot_three_quarters" }).first();
