@@ -391,6 +391,15 @@ try {
     await waitFor("the reloaded transforms", async () => (await flameTotal()) === hourTotal && (await nodes()) === hourNodes - 1, 5000);
     log(`hide ${hidden[0][0]}: ${hourNodes} -> ${await nodes()} nodes, total ${await flameTotal()}; legend: ${legend.replace(/\s+/g, " ")}`);
     await shot("hide_frame");
+    // The binary filter: only libwork.so's 240 work_s frames under the root.
+    await page.locator("input.bin-filter").fill("libwork");
+    await page.locator("input.bin-filter").press("Enter");
+    await waitFor("the binary filter", async () => page.url().includes("bin=libwork") && (await nodes()) === 241, 2000);
+    if ((await flameTotal()) !== hourTotal) fail(`the binary filter should keep the total ${hourTotal}, found ${await flameTotal()}`);
+    // Copy name (key c in the menu) closes the menu without an error.
+    await canvas.click({ button: "right", position: { x: hc.width * 0.5, y: 18 * 1.5 } });
+    await page.keyboard.press("c");
+    await waitFor("the menu closed", async () => (await page.locator(".box-menu").count()) === 0, 2000);
     await page.goto(before);
     await waitFor("the workload's graph again", async () => (await flameTotal()) > 81, 10000);
   }
