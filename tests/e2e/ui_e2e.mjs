@@ -592,23 +592,65 @@ try {
     if (consoleErrors.length) fail(`console errors in the GPU views: ${consoleErrors.join(" | ")}`);
   }
 
+  // Drags across the timeline from one share of its width to another and
+  // waits for the flame graph of the selection.
+  const dragTimeline = async (fromShare, toShare) => {
+    const b = await page.locator(".timeline .u-over").boundingBox();
+    const v = await flameVersion();
+    await page.mouse.move(b.x + b.width * fromShare, b.y + b.height / 2);
+    await page.mouse.down();
+    await page.mouse.move(b.x + b.width * toShare, b.y + b.height / 2, { steps: 8 });
+    await page.mouse.up();
+    await waitFor("the flame graph of the selection", async () => (await flameVersion()) > v, 10000);
+  };
+
   // 7. Range selection to updated flame graph on 1 h of data.
   const now = Date.now();
   const hourFrom = now - 3600e3;
   await page.goto(`${url}/?from=${hourFrom}&to=${now}&selector=${q('{node="e2e-synthetic"}')}`);
   await waitFor("the hour's flame graph", async () => (await flameTotal()) > 0, 15000);
   const hourTotal = await flameTotal();
-  const box = await page.locator(".timeline .u-over").boundingBox();
-  const v0 = await flameVersion();
-  await page.mouse.move(box.x + box.width * 0.25, box.y + box.height / 2);
-  await page.mouse.down();
-  await page.mouse.move(box.x + box.width * 0.75, box.y + box.height / 2, { steps: 8 });
-  await page.mouse.up();
-  await waitFor("the flame graph of the selection", async () => (await flameVersion()) > v0, 10000);
+  await dragTimeline(0.25, 0.75);
   const perf = await page.evaluate(() => window.__warpscope.perf);
   metrics.select_to_flame_ms_1h = Number(perf.selectToFlameMs.toFixed(1));
   metrics.select_1h_samples = { hour: hourTotal, selection: await flameTotal(), nodes: perf.nodes };
   await shot("hour");
+
+  // 7b. One node's 15 minutes with a 25,073-node graph (e2e_seed_hour's
+  // "-20k" node): page load to the first graph and drag to the updated graph,
+  // five times each (medians); then the folded-nodes note and "show all".
+  {
+    const bigUrl = `${url}/?from=now-15m&to=now&selector=${q('{node="e2e-synthetic-20k"}')}`;
+    const loads = [];
+    const drags = [];
+    let nodes = 0;
+    const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+    for (let i = 0; i < 5; i++) {
+      await page.goto(bigUrl);
+      await waitFor("the big node's graph", async () => (await flameTotal()) > 0, 15000);
+      const p0 = await page.evaluate(() => window.__warpscope.perf);
+      loads.push(p0.firstFlameMs);
+      nodes = p0.nodes;
+      await dragTimeline(0.2, 0.8);
+      drags.push((await page.evaluate(() => window.__warpscope.perf)).selectToFlameMs);
+    }
+    metrics.flame_20k_15min = {
+      nodes_drawn: nodes,
+      page_load_ms_median: Number(median(loads).toFixed(1)),
+      drag_to_flame_ms_median: Number(median(drags).toFixed(1)),
+      page_load_ms: loads.map((x) => Number(x.toFixed(1))),
+      drag_to_flame_ms: drags.map((x) => Number(x.toFixed(1))),
+    };
+    log(`15 min, 25k nodes: ${JSON.stringify(metrics.flame_20k_15min)}`);
+    if (nodes !== 20000) fail(`the big node's graph should be folded to the default 20,000 nodes, drew ${nodes}`);
+    const note = await page.locator(".view-flame .folded").innerText();
+    if (!/nodes, [\d.]+% of the total, are folded/.test(note)) fail(`the folded-nodes note should be shown: "${note}"`);
+    await shot("flame_20k_folded");
+    await page.locator(".view-flame [data-action=all-nodes]").click();
+    await waitFor("the whole graph", async () => page.url().includes("nodes=all") && (await page.evaluate(() => window.__warpscope.perf.nodes)) > 20000, 10000);
+    if (/are folded/.test(await page.locator(".view-flame .folded").innerText())) fail("after show all nothing should be folded");
+    log(`show all: ${await page.evaluate(() => window.__warpscope.perf.nodes)} nodes`);
+  }
 
   // 8. A 50k-node flame graph (synthetic answer in place of the server's).
   const synthetic = JSON.stringify(syntheticProfile(50000));

@@ -7,7 +7,7 @@
 import { Palette, palette } from "./colors";
 import { FlameData, KIND_NAMES } from "./model";
 import { Matches } from "./analysis";
-import { escapeHtml, placeTooltip } from "../base/dom";
+import { escapeHtml, onSchemeChange, placeTooltip } from "../base/dom";
 
 const ROW = 18;
 const MIN_WIDTH = 0.4; // px: narrower boxes (and their subtrees) are not drawn
@@ -71,6 +71,11 @@ export class FlameGraph {
     new ResizeObserver(() => {
       if (this.container.clientWidth !== this.cssWidth) this.draw();
     }).observe(container);
+    onSchemeChange(() => {
+      if (!this.data) return;
+      this.colors = palette(this.data, this.colorMode);
+      this.draw();
+    });
   }
 
   setData(d: FlameData | null, colorMode: "binary" | "kind"): void {
@@ -79,12 +84,12 @@ export class FlameGraph {
     this.colors = d ? palette(d, colorMode) : null;
     this.matches = null;
     this.focus = 0;
+    this.hovered = -1;
     this.updateFocus();
   }
 
   setColorMode(mode: "binary" | "kind"): void {
     if (mode === this.colorMode || !this.data) return;
-    this.hovered = -1;
     this.colorMode = mode;
     this.colors = palette(this.data, mode);
   }
@@ -219,12 +224,12 @@ export class FlameGraph {
   private onMove(e: MouseEvent): void {
     const i = this.hit(e);
     const d = this.data;
+    this.hovered = i;
     if (i < 0 || !d) {
       this.tooltip.hidden = true;
       return;
     }
     const fmt = this.options.format;
-    this.hovered = i;
     const pct = (v: number, of: number) => (of > 0 ? `${((100 * v) / of).toFixed(2)}%` : "–");
     const name = d.names[d.name[i]];
     const binary = d.binaries[d.binary[i]];
