@@ -232,6 +232,29 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "e2e_seed_hour: GPU batch: HTTP %d %s\n", r.status, r.body.c_str());
     return 1;
   }
+  // Five minutes of NVML metrics of GPU 0 on the GPU node, every 5 s, for the
+  // GPUs view: utilization and power dip in the middle minute.
+  {
+    const int64_t metrics_from = (now_ns / kSec - 300) * kSec;
+    BatchFactory f("e2e-seed-" + node + "-gpu-metrics", 1, metrics_from, metrics_from + 300 * kSec);
+    const Labels gpu = {{"node", node + "-gpu"}, {"gpu", "0"}, {"uuid", "GPU-e2e00000-0000-0000-0000-000000000000"},
+                        {"gpu_name", "NVIDIA H200"}, {"pci_bus_id", "00000000:19:00.0"}};
+    for (int64_t t = 0; t < 300 * kSec; t += 5 * kSec) {
+      const bool dip = t >= 120 * kSec && t < 180 * kSec;
+      const int64_t at = metrics_from + t;
+      f.AddMetric("gpu_utilization", "percent", gpu, dip ? 12 : 93, at);
+      f.AddMetric("gpu_power", "watts", gpu, dip ? 180 : 610, at);
+      f.AddMetric("gpu_power_limit", "watts", gpu, 700, at);
+      f.AddMetric("gpu_memory_used", "bytes", gpu, 80e9, at);
+      f.AddMetric("gpu_sm_clock", "mhz", gpu, dip ? 1200 : 1980, at);
+      f.AddMetric("gpu_temperature", "celsius", gpu, dip ? 48 : 71, at);
+    }
+    auto m = warpscope::testing::PostBatch(port, f.batch(), token);
+    if (m.status != 200) {
+      std::fprintf(stderr, "e2e_seed_hour: GPU metrics batch: HTTP %d %s\n", m.status, m.body.c_str());
+      return 1;
+    }
+  }
   std::printf("gpu_from_ms=%lld\n", static_cast<long long>(gpu_from_ns / kMs));
   return 0;
 }

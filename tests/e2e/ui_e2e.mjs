@@ -604,6 +604,19 @@ try {
     await waitFor("the flame graph of the selection", async () => (await flameVersion()) > v, 10000);
   };
 
+  // 6c. The GPUs view: e2e_seed_hour's five minutes of NVML metrics of GPU 0
+  // on the GPU node, one chart per metric group with points.
+  {
+    await page.goto(`${url}/?view=gpu&gpunode=e2e-synthetic-gpu&from=now-5m&to=now`);
+    const charts = await waitFor("the GPU charts", async () => {
+      const n = await page.locator(".gpu-chart[data-points]").count();
+      const points = n ? Number(await page.locator(".gpu-chart").first().getAttribute("data-points")) : 0;
+      return n > 0 && points > 0 ? n : null;
+    }, 10000);
+    log(`GPUs view: ${charts} charts`);
+    await shot("gpus");
+  }
+
   // 7. Range selection to updated flame graph on 1 h of data.
   const now = Date.now();
   const hourFrom = now - 3600e3;
