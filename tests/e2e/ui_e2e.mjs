@@ -404,6 +404,21 @@ try {
     await waitFor("the workload's graph again", async () => (await flameTotal()) > 81, 10000);
   }
 
+  // 3e. The selector box completes label values from the label APIs.
+  {
+    const box = page.locator("input.selector");
+    const typedBefore = await box.inputValue();
+    await box.fill('{node="e2e-synthetic-d');
+    await box.dispatchEvent("input");
+    const offered = await waitFor("the selector's suggestions", async () => {
+      const values = await page.locator("#selector-suggestions option").evaluateAll((os) => os.map((o) => o.value));
+      return values.length ? values : null;
+    }, 3000);
+    if (!offered.includes('{node="e2e-synthetic-dup"')) fail(`the selector box should offer the -dup node: ${JSON.stringify(offered)}`);
+    await box.fill(typedBefore);
+    log(`selector completion: ${JSON.stringify(offered)}`);
+  }
+
   // 4. The top table: the function's row, linked to the graph.
   await page.locator("button.tab", { hasText: "Top functions" }).click();
   const row = page.locator("table.top tbody tr", { hasText: "hot_three_quarters" }).first();

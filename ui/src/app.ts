@@ -10,6 +10,7 @@ import type { SeriesJson, TypesJson } from "./api/types";
 import { el, errorText, escapeHtml } from "./base/dom";
 import { Measurements } from "./perf";
 import { endingNow, lastMinute, rangeLabel, zoomedOut } from "./range";
+import { attachSelectorCompletion } from "./selector_box";
 import { ViewName, ViewState, commonParams, readState, writeState } from "./state";
 import { isRelative } from "./time";
 import { Timeline } from "./timeline";
@@ -158,6 +159,7 @@ export class App implements Shell {
     speedscope.title = "the flame graph as shown (zoom included), as speedscope JSON";
     speedscope.addEventListener("click", () => this.exportSpeedscope());
     toolbar.append(this.selectorInput, this.searchInput, this.searchInfo, this.orientButton, this.treeButton, this.groupSelect, this.colorSelect, pprof, speedscope);
+    attachSelectorCompletion(this.selectorInput);
 
     const main = el("main");
     for (const [view] of VIEW_TITLES) {
