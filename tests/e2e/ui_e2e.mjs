@@ -419,6 +419,31 @@ try {
     log(`selector completion: ${JSON.stringify(offered)}`);
   }
 
+  // 3f. The absolute time picker: the fields hold the range shown; Apply puts
+  // the times typed (local time, to the second) in the URL as unix ms.
+  {
+    const before = page.url();
+    await page.locator("button.range-open").click();
+    if (!(await page.locator("input.range-from").inputValue())) fail("the time picker should show the range's start");
+    const wantFrom = Math.floor((from - 60000) / 1000) * 1000;
+    const wantTo = Math.floor(from / 1000) * 1000;
+    const local = await page.evaluate((ts) => ts.map((ms) => {
+      const d = new Date(ms);
+      const p = (n) => String(n).padStart(2, "0");
+      return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
+    }), [wantFrom, wantTo]);
+    await page.locator("input.range-from").fill(local[0]);
+    await page.locator("input.range-to").fill(local[1]);
+    await page.locator("button.range-apply").click();
+    await waitFor("the picked range in the URL", () => {
+      const u = new URL(page.url()).searchParams;
+      return u.get("from") === String(wantFrom) && u.get("to") === String(wantTo);
+    }, 3000);
+    log(`time picker: ${local.join(" – ")} -> ${new URL(page.url()).search}`);
+    await page.goto(before);
+    await waitFor("the workload's graph again", async () => (await flameTotal()) > 81, 10000);
+  }
+
   // 4. The top table: the function's row, linked to the graph.
   await page.locator("button.tab", { hasText: "Top functions" }).click();
   const row = page.locator("table.top tbody tr", { hasText: "hot_three_quarters" }).first();

@@ -12,7 +12,8 @@ import { Measurements } from "./perf";
 import { endingNow, lastMinute, rangeLabel, zoomedOut } from "./range";
 import { attachSelectorCompletion } from "./selector_box";
 import { ViewName, ViewState, commonParams, readState, writeState } from "./state";
-import { isRelative } from "./time";
+import { RangePicker } from "./range_picker";
+import { isRelative, resolveTime } from "./time";
 import { Timeline } from "./timeline";
 import { Frame, binariesByTotal, parseFrame, parseFrames } from "./flame/transforms";
 import { ValueUnit } from "./units";
@@ -133,7 +134,16 @@ export class App implements Shell {
     const live = el("label", "live");
     live.append(this.liveBox, document.createTextNode(" live"));
     this.typeSelect.addEventListener("change", () => this.update({ type: this.typeSelect.value }, true));
-    range.append(zoomOut, live, this.typeSelect, this.rangeText);
+    const picker = new RangePicker(
+      () => {
+        const now = Date.now();
+        const from = resolveTime(this.state.from, now);
+        const to = resolveTime(this.state.to, now);
+        return from === null || to === null ? null : { from, to };
+      },
+      (from, to) => this.update({ from: String(from), to: String(to), live: false, focus: "" }, true),
+    );
+    range.append(zoomOut, live, this.typeSelect, this.rangeText, picker.root);
     header.append(range);
 
     const toolbar = el("div", "toolbar");

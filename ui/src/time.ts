@@ -68,6 +68,19 @@ export function formatTime(ms: number): string {
   return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
 }
 
+// A time as an <input type="datetime-local" step="1"> holds it (local time,
+// "2026-11-29T12:00:05"), and back: null for an empty or invalid text.
+export function toLocalInput(ms: number): string {
+  return formatTime(ms).replace(" ", "T");
+}
+export function fromLocalInput(text: string): number | null {
+  const m = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,3}))?)?$/.exec(text.trim());
+  if (!m) return null;
+  const [y, mo, d, h, mi, sec = "0", frac = "0"] = m.slice(1);
+  const t = new Date(+y, +mo - 1, +d, +h, +mi, +sec, +frac.padEnd(3, "0"));
+  return t.getMonth() === +mo - 1 && t.getDate() === +d ? t.getTime() : null;
+}
+
 // A duration in nanoseconds in at most 5 characters, for an axis gutter of
 // 50 px: "0.2s", "1.5s", "12s", "40ms", "5ms", "800µs", "0".
 export function compactNanos(ns: number): string {

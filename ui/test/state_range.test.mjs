@@ -5,6 +5,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { DEFAULTS, commonParams, readState, writeState } from "../src/state.ts";
 import { diffBase, endingNow, lastMinute, rangeLabel, spanMs, zoomedOut } from "../src/range.ts";
+import { fromLocalInput, toLocalInput } from "../src/time.ts";
 
 const NOW = Date.UTC(2026, 10, 29, 12, 0, 0);
 const H = 3600e3;
@@ -74,4 +75,15 @@ test("diffBase: the URL's base, or the range of the same length just before", ()
   assert.deepEqual(diffBase({ ...s, base_selector: '{pod="old"}' }, NOW), ["now-1h", "now"]);
   assert.deepEqual(diffBase({ ...s, base_selector: '{pod="old"}', base_from: "now-1d", base_to: "now-23h" }, NOW), ["now-1d", "now-23h"]);
   assert.deepEqual(diffBase({ ...s, from: String(NOW - 10e3), to: String(NOW - 4e3) }, NOW), [String(NOW - 16e3), String(NOW - 10e3)]);
+});
+
+test("toLocalInput / fromLocalInput: a datetime-local field's text, local time to the second", () => {
+  const t = Date.UTC(2026, 10, 29, 12, 0, 5); // the tests run with TZ=UTC
+  assert.equal(toLocalInput(t), "2026-11-29T12:00:05");
+  assert.equal(fromLocalInput("2026-11-29T12:00:05"), t);
+  assert.equal(fromLocalInput("2026-11-29T12:00"), t - 5000);
+  assert.equal(fromLocalInput("2026-11-29T12:00:05.250"), t + 250);
+  assert.equal(fromLocalInput(""), null);
+  assert.equal(fromLocalInput("2026-02-30T00:00"), null);
+  assert.equal(fromLocalInput("now-1h"), null);
 });
