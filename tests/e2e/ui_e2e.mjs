@@ -512,7 +512,10 @@ try {
     if (target !== "81 samples") fail(`the diff's target should be the -dup node's 81 samples, found ${target}`);
     if (!(Number(base.replace(/[^0-9]/g, "")) > 100000)) fail(`the diff's base should be the synthetic hour's node, found ${base}`);
     if ((await page.locator(".diff-controls .base-selector").inputValue()) !== '{node="e2e-synthetic"}') fail("the base selector box should show the URL's");
-    log(`label-set diff: target ${target}, base ${base}`);
+    // The table of changes: train_step is 78 of the target's 81 samples and absent from the base.
+    const first = await page.locator(".diff-table tbody tr").first().innerText();
+    if (!/^train_step\b/.test(first) || !first.includes("+96.30 pp")) fail(`the diff table should lead with train_step at +96.30 pp: ${first}`);
+    log(`label-set diff: target ${target}, base ${base}; first change: ${first.replace(/\s+/g, " ")}`);
     await shot("diff_label_sets");
     await page.goto(before);
     await page.locator(".diff-head p").waitFor({ timeout: 10000 });

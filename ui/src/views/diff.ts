@@ -1,12 +1,14 @@
 // The diff view (`view=diff`): the range against a base (/api/v1/diff), red
 // where a function's share grew, green where it shrank. The base is
 // base_from/base_to, or the range of the same length just before; "Pick
-// base range" makes the timeline's next drag the base, shaded there.
+// base range" makes the timeline's next drag the base, shaded there. Under
+// the graph, the functions whose self share changed most (flame/diff_table.ts).
 import { apiGet } from "../api/client";
 import type { DiffJson } from "../api/types";
 import { el, escapeHtml } from "../base/dom";
 import { searchMatches, searchSummary } from "../flame/analysis";
 import { FlameGraph } from "../flame/flamegraph";
+import { diffTable } from "../flame/diff_table";
 import { FlameData, fromDiff } from "../flame/model";
 import { diffBase } from "../range";
 import { ViewState, commonParams } from "../state";
@@ -18,6 +20,7 @@ const MAX_NODES = 20000;
 
 export class DiffView implements View {
   private info = el("div", "diff-info");
+  private table = el("div", "diff-table");
   private pickButton = el("button", "pick-base", "Pick base range");
   private baseSelector = el("input", "base-selector") as HTMLInputElement;
   private picking = false; // the timeline's next drag sets the base
@@ -40,7 +43,7 @@ export class DiffView implements View {
     this.baseSelector.addEventListener("change", () => this.shell.update({ base_selector: this.baseSelector.value.trim() }, true));
     controls.append(this.pickButton, this.baseSelector);
     head.append(controls, this.info);
-    section.append(head, panel);
+    section.append(head, panel, this.table);
     this.graph = new FlameGraph(panel, { format: (v) => this.format(v) });
   }
 
@@ -73,6 +76,22 @@ export class DiffView implements View {
       Set the base with <b>Pick base range</b> and a drag across the timeline, with the URL's
       <code>base_from</code>/<code>base_to</code>, or <button class="link" id="base-now">use the range before this one</button>.</p>`;
     this.info.querySelector("#base-now")!.addEventListener("click", () => this.shell.update({ base_from: "", base_to: "" }, true));
+    this.renderTable();
+  }
+
+  private renderTable(): void {
+    const rows = this.diff ? diffTable(this.diff, 50) : [];
+    const pct = (x: number) => `${(100 * x).toFixed(2)}%`;
+    this.table.innerHTML = rows.length
+      ? `<h4 class="small">Largest changes of self share</h4><table class="top"><thead><tr><th>Function</th><th>Binary</th>
+          <th class="num">base</th><th class="num">target</th><th class="num">change</th></tr></thead><tbody>${rows
+            .map(
+              (r) => `<tr><td class="fn">${escapeHtml(r.name)}</td><td class="muted">${escapeHtml(r.binary)}</td>
+                <td class="num">${pct(r.base)}</td><td class="num">${pct(r.target)}</td>
+                <td class="num ${r.change > 0 ? "grew" : r.change < 0 ? "shrank" : ""}">${r.change > 0 ? "+" : ""}${(100 * r.change).toFixed(2)} pp</td></tr>`,
+            )
+            .join("")}</tbody></table>`
+      : "";
   }
 
   render(s: ViewState): void {
