@@ -149,6 +149,16 @@ TEST_F(ServerApiTest, AnswersEveryQueryOfAnIngestedBatch) {
   EXPECT_EQ(groups, (std::map<std::string, int64_t>{{"node=a", 480}, {"node=b", 20}}));
   r = Get("/api/v1/profile?format=collapsed&" + kHour + "&group_by=comm&selector=" + UrlEncode("{node=\"b\"}"));
   EXPECT_EQ(r.body, "comm=db;main;scan 20\n");
+  r = Get("/api/v1/profile?format=pprof&" + kHour + "&group_by=comm&selector=" + UrlEncode("{node=\"b\"}"));
+  ASSERT_EQ(r.status, 200);
+  auto grouped_raw = Gunzip(r.body);
+  ASSERT_TRUE(grouped_raw.ok());
+  DecodedProfile grouped_pprof;
+  ASSERT_TRUE(grouped_pprof.raw.ParseFromString(*grouped_raw));
+  ASSERT_EQ(grouped_pprof.raw.sample_size(), 1);
+  const auto& root_side = grouped_pprof.raw.location(grouped_pprof.raw.sample(0).location_id(2) - 1);  // leaf first
+  EXPECT_EQ(grouped_pprof.raw.string_table(grouped_pprof.raw.function(root_side.line(0).function_id() - 1).name()),
+            "comm=db");
   json one_group = GetJson("/api/v1/profile?" + kHour + "&group_by=comm&max_groups=1");
   EXPECT_EQ(one_group["names"][one_group["nodes"][1][1].get<int>()], "comm=app");
   EXPECT_EQ(Get("/api/v1/profile?" + kHour + "&group_by=a,b,c,d,e,f,g,h,i").status, 400);

@@ -11,7 +11,7 @@ import { el, errorText, escapeHtml } from "./base/dom";
 import { Measurements } from "./perf";
 import { endingNow, lastMinute, rangeLabel, zoomedOut } from "./range";
 import { attachSelectorCompletion } from "./selector_box";
-import { ViewName, ViewState, commonParams, readState, writeState } from "./state";
+import { GROUPS, ViewName, ViewState, commonParams, readState, writeState } from "./state";
 import { RangePicker } from "./range_picker";
 import { isRelative, resolveTime } from "./time";
 import { Timeline } from "./timeline";
@@ -352,7 +352,7 @@ export class App implements Shell {
 
   private async exportPprof(): Promise<void> {
     try {
-      const blob = await apiBlob("/api/v1/profile", { ...commonParams(this.state), format: "pprof" });
+      const blob = await apiBlob("/api/v1/profile", { ...commonParams(this.state), format: "pprof", group_by: GROUPS[this.state.group] });
       saveBlob(blob, `warpscope-${this.state.type}.pb.gz`);
     } catch (e) {
       this.showMessage(`<b>Export failed:</b> ${escapeHtml(errorText(e))}`, "error");
