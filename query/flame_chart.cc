@@ -12,14 +12,19 @@
 #include "query/profile_json.h"
 
 namespace warpscope::query {
+LaneRanking LanesByTotal(const storage::StackTimeline& timeline) {
+  LaneRanking r;
+  r.total.assign(timeline.lanes.size(), 0);
+  for (const storage::TimelinePoint& p : timeline.points) SaturatingAddTo(r.total[p.lane], p.value);
+  r.order.resize(timeline.lanes.size());
+  std::iota(r.order.begin(), r.order.end(), 0);
+  std::stable_sort(r.order.begin(), r.order.end(), [&](uint32_t a, uint32_t b) { return r.total[a] > r.total[b]; });
+  return r;
+}
+
 std::string RenderFlameChartJson(const storage::StackTimeline& timeline, const FlameChartOptions& options) {
   const storage::MergedProfile& profile = timeline.profile;
-  // Lanes by total, largest first (ties: the store's order, which is by labels).
-  std::vector<int64_t> lane_total(timeline.lanes.size(), 0);
-  for (const storage::TimelinePoint& p : timeline.points) SaturatingAddTo(lane_total[p.lane], p.value);
-  std::vector<uint32_t> order(timeline.lanes.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return lane_total[a] > lane_total[b]; });
+  const auto [lane_total, order] = LanesByTotal(timeline);
   const size_t kept = std::min(order.size(), std::max<size_t>(options.max_lanes, 1));
   std::vector<int32_t> rank(timeline.lanes.size(), -1);
   for (size_t i = 0; i < kept; ++i) rank[order[i]] = static_cast<int32_t>(i);

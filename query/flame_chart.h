@@ -23,6 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "storage/profile_store.h"
 
@@ -35,5 +36,13 @@ struct FlameChartOptions {
 };
 
 std::string RenderFlameChartJson(const storage::StackTimeline& timeline, const FlameChartOptions& options);
+
+// The timeline's lanes by their totals: the flame chart's lane order, and
+// the groups' of a grouped profile (grouped_profile.h).
+struct LaneRanking {
+  std::vector<int64_t> total;   // per lane index, saturating
+  std::vector<uint32_t> order;  // lane indexes, largest total first; ties keep the store's order (by labels)
+};
+LaneRanking LanesByTotal(const storage::StackTimeline& timeline);
 
 }  // namespace warpscope::query

@@ -1,9 +1,11 @@
 #include "query/grouped_profile.h"
 
+#include "base/saturating.h"
+#include "query/flame_chart.h"
+
 #include <algorithm>
 #include <cstdint>
 #include <limits>
-#include <numeric>
 #include <unordered_map>
 #include <utility>
 
@@ -41,30 +43,28 @@ storage::MergedProfile GroupedProfile(storage::StackTimeline timeline, const std
   out.frames = std::move(timeline.profile.frames);
   const uint32_t first_group_frame = static_cast<uint32_t>(out.frames.size());
 
-  // Lane totals, largest first (ties by lane order, which is the store's).
+  // Groups: the max_groups largest lanes, each its own, and one group of
+  // every lane after them ("other groups"). A group is named by its first
+  // lane, whose label frames it takes.
   const size_t lanes = timeline.lanes.size();
-  std::vector<int64_t> lane_total(lanes, 0);
-  for (const storage::TimelinePoint& p : timeline.points) {
-    if (p.lane < lanes) lane_total[p.lane] += p.value;
-  }
-  std::vector<uint32_t> order(lanes);
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return lane_total[a] > lane_total[b]; });
+  const std::vector<uint32_t> order = LanesByTotal(timeline).order;
   max_groups = std::max<size_t>(max_groups, 1);
+  std::vector<uint32_t> group_of_lane(lanes);
+  for (size_t rank = 0; rank < lanes; ++rank) group_of_lane[order[rank]] = order[std::min(rank, max_groups)];
 
-  // Each lane's label frames, root side last (stacks are leaf first). Lanes
-  // past max_groups share the one "other groups" frame.
-  std::vector<std::vector<uint32_t>> lane_frames(lanes);
+  // Each group's label frames, root side last (stacks are leaf first).
+  std::vector<std::vector<uint32_t>> group_frames(lanes);
   std::unordered_map<std::string, uint32_t> frame_of_name;
   const auto intern = [&](std::string name) {
     const auto [it, inserted] = frame_of_name.try_emplace(name, static_cast<uint32_t>(out.frames.size()));
     if (inserted) out.frames.push_back(GroupFrame(std::move(name), out.frames.size() - first_group_frame));
     return it->second;
   };
-  for (size_t rank = 0; rank < lanes; ++rank) {
+  // The first lanes up to and including the first of "other groups" name one each.
+  for (size_t rank = 0; rank < std::min(max_groups + 1, lanes); ++rank) {
     const uint32_t lane = order[rank];
-    std::vector<uint32_t>& frames = lane_frames[lane];
-    if (rank >= max_groups) {
+    std::vector<uint32_t>& frames = group_frames[lane];
+    if (rank == max_groups) {
       frames.push_back(intern(kOtherGroupsName));
       continue;
     }
@@ -75,12 +75,7 @@ storage::MergedProfile GroupedProfile(storage::StackTimeline timeline, const std
     }
   }
 
-  // Sum each (group, stack) over time: a group is a lane, or, for every lane
-  // past max_groups, the one "other groups" group (id `lanes`).
-  std::vector<uint32_t> group_of_lane(lanes);
-  for (size_t rank = 0; rank < lanes; ++rank) {
-    group_of_lane[order[rank]] = rank < max_groups ? order[rank] : static_cast<uint32_t>(lanes);
-  }
+  // Sum each (group, stack) over time.
   const size_t stacks = timeline.profile.stacks.size();
   std::unordered_map<uint64_t, int64_t> sums;
   std::vector<uint64_t> keys;  // first-seen order: answers stay deterministic
@@ -89,19 +84,16 @@ storage::MergedProfile GroupedProfile(storage::StackTimeline timeline, const std
     const uint64_t key = static_cast<uint64_t>(group_of_lane[p.lane]) * stacks + p.stack;
     auto [it, inserted] = sums.try_emplace(key, 0);
     if (inserted) keys.push_back(key);
-    it->second += p.value;
+    SaturatingAddTo(it->second, p.value);
   }
-  // The label frames of a group: its lane's (any lane of "other groups").
-  std::vector<uint32_t> lane_of_group(lanes + 1, 0);
-  for (uint32_t lane = 0; lane < lanes; ++lane) lane_of_group[group_of_lane[lane]] = lane;
 
   out.stacks.reserve(keys.size());
   for (uint64_t key : keys) {
-    const storage::StackValue& stack = timeline.profile.stacks[key % stacks];
-    const std::vector<uint32_t>& labels = lane_frames[lane_of_group[key / stacks]];
+    const std::vector<uint32_t>& stack = timeline.profile.stacks[key % stacks].frames;
+    const std::vector<uint32_t>& labels = group_frames[key / stacks];
     storage::StackValue grouped;
-    grouped.frames.reserve(stack.frames.size() + labels.size());
-    grouped.frames = stack.frames;
+    grouped.frames.reserve(stack.size() + labels.size());
+    grouped.frames.insert(grouped.frames.end(), stack.begin(), stack.end());
     grouped.frames.insert(grouped.frames.end(), labels.begin(), labels.end());
     grouped.value = sums.at(key);
     out.stacks.push_back(std::move(grouped));

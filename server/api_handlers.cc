@@ -308,7 +308,7 @@ class Handlers {
   }
   // The profile split by `group_by` labels: the store's per-lane answer (one
   // scan), summed over time (query/grouped_profile.h).
-  StatusOr<MergedProfile> SelectGroupedProfile(const ProfileQuery& q, std::vector<std::string> group_by,
+  StatusOr<MergedProfile> SelectGroupedProfile(const ProfileQuery& q, const std::vector<std::string>& group_by,
                                                uint64_t max_groups) const {
     storage::TimelineQuery tq;
     tq.profile = q;
