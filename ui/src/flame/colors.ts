@@ -1,7 +1,7 @@
 // Box colours. By binary (default): a stable warm hue per binary name, so one
 // library reads as one colour across views. By kind: native, kernel, Python.
 // Diff: red grew, green shrank (share of each side's total).
-import { FlameData, KIND_NAMES } from "./model";
+import { FlameData, GROUP_LABEL, KIND_NAMES } from "./model";
 
 function hash(s: string): number {
   let h = 2166136261;
@@ -11,13 +11,17 @@ function hash(s: string): number {
 
 const dark = () => matchMedia("(prefers-color-scheme: dark)").matches;
 
+// The lightness of boxes (and of their faded look) in each scheme: the
+// palettes' and the legend's.
+const LIGHTNESS = { light: 68, dark: 38 };
+const FADED_LIGHTNESS = { light: 88, dark: 22 };
+
 // native blue, kernel orange, Python green, other grey, CUDA kernel purple,
 // a group's label (group by process or thread) teal
 const KIND_HUES = [210, 25, 130, 0, 275, 180];
 // CUDA kernels (the leaves of GPU-time stacks) and group labels keep their
 // own colour in every mode.
 const CUDA_KERNEL = 4;
-const GROUP_LABEL = 5;
 
 // A binary's hue, saturation and lightness offset: warm hues (red..yellow)
 // like classic flame graphs, with a little variety.
@@ -51,8 +55,8 @@ export function framePalette(
   mode: "binary" | "kind",
 ): Palette {
   const isDark = dark();
-  const light = isDark ? 38 : 68;
-  const fadedLight = isDark ? 22 : 88;
+  const light = isDark ? LIGHTNESS.dark : LIGHTNESS.light;
+  const fadedLight = isDark ? FADED_LIGHTNESS.dark : FADED_LIGHTNESS.light;
   const styles: string[] = [];
   const faded: string[] = [];
   const nodeStyle = new Uint16Array(n);
@@ -99,8 +103,8 @@ export interface ActivityColors {
 
 export function activityColors(): ActivityColors {
   const isDark = dark();
-  const light = isDark ? 38 : 68;
-  const fadedLight = isDark ? 22 : 88;
+  const light = isDark ? LIGHTNESS.dark : LIGHTNESS.light;
+  const fadedLight = isDark ? FADED_LIGHTNESS.dark : FADED_LIGHTNESS.light;
   const hues: [number, number][] = [[KIND_HUES[CUDA_KERNEL], 55], [185, 55], [40, 75]];
   return {
     kinds: hues.map(([h, s]) => `hsl(${h},${s}%,${light}%)`),
@@ -150,8 +154,8 @@ export interface LegendItem {
 export function legendItems(d: FlameData, mode: "binary" | "kind", topBinaries: { binary: string }[], most = 8): LegendItem[] {
   const item = (label: string, h: number, s: number, jitter = 0): LegendItem => ({
     label,
-    light: `hsl(${h},${s}%,${68 + jitter}%)`,
-    dark: `hsl(${h},${s}%,${38 + jitter}%)`,
+    light: `hsl(${h},${s}%,${LIGHTNESS.light + jitter}%)`,
+    dark: `hsl(${h},${s}%,${LIGHTNESS.dark + jitter}%)`,
   });
   let cuda = false;
   let groups = false;

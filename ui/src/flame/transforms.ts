@@ -9,33 +9,36 @@
 // value, so the root's total is unchanged by hide, binary filter and
 // collapse; a focus's root holds the function's total, each stack counted
 // once (recursion is taken from the outermost occurrence).
-import { FlameData, PathStep, TreeBuilder, inverted } from "./model";
+import { FlameData, GROUP_LABEL, PathStep, TreeBuilder, inverted } from "./model";
 import { nameMatcher } from "./analysis";
 
 export type Frame = PathStep;
 
+// A parsed [name, binary, kind] as a frame; null when it is not one.
+function asFrame(v: unknown): Frame | null {
+  if (!Array.isArray(v) || typeof v[0] !== "string") return null;
+  return [v[0], typeof v[1] === "string" ? v[1] : "", typeof v[2] === "number" ? v[2] : 0];
+}
+
+// JSON from the state, or undefined for an empty or hand-edited text.
+function parseJson(json: string): unknown {
+  if (!json) return undefined;
+  try {
+    return JSON.parse(json) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
 // A frame from the state (JSON [name, binary, kind]); null when empty or not one.
 export function parseFrame(json: string): Frame | null {
-  if (!json) return null;
-  try {
-    const v = JSON.parse(json) as unknown;
-    if (Array.isArray(v) && typeof v[0] === "string") return [v[0], typeof v[1] === "string" ? v[1] : "", typeof v[2] === "number" ? v[2] : 0];
-  } catch {
-    // a hand-edited link: no frame
-  }
-  return null;
+  return asFrame(parseJson(json));
 }
 
 // A list of frames from the state (JSON [[name, binary, kind], …]); what is not a frame is skipped.
 export function parseFrames(json: string): Frame[] {
-  if (!json) return [];
-  try {
-    const v = JSON.parse(json) as unknown;
-    if (Array.isArray(v)) return v.map((f) => parseFrame(JSON.stringify(f))).filter((f): f is Frame => f !== null);
-  } catch {
-    // a hand-edited link: no frames
-  }
-  return [];
+  const v = parseJson(json);
+  return Array.isArray(v) ? v.map(asFrame).filter((f): f is Frame => f !== null) : [];
 }
 
 export function frameOf(d: FlameData, node: number): Frame {
@@ -120,17 +123,14 @@ export function hideFrames(d: FlameData, frames: Frame[]): FlameData {
   return mergeIntoParents(d, (i) => hit[i] === 1);
 }
 
-// Group label boxes (kind 5: one subtree per process or thread) are
-// structure, not frames: the binary filter keeps them.
-const GROUP_LABEL = 5;
-
 // Only the frames whose binary matches `query` (the search box's syntax: a
 // case-insensitive substring, or /a regex/), the others merged into their
 // callers; so "train.py" leaves a script's own frames, ".py" every Python
 // file's, "libc" the C library's. This keeps every stack and its value,
 // unlike a filter that would drop the stacks without such a frame: the
 // root's total stays, and a stack without a matching frame becomes the
-// root's self.
+// root's self. Group label boxes (one subtree per process or thread) are
+// structure, not frames: the filter keeps them.
 export function filterBinary(d: FlameData, query: string): FlameData {
   const m = nameMatcher(query);
   if (!m) return d;

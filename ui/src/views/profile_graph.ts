@@ -27,7 +27,7 @@ import { formatValue } from "../units";
 import { emptyMessage, noSamplesHtml } from "./empty";
 import { Shell, openSandwich } from "./view";
 import { legendItems } from "../flame/colors";
-import { Frame, TransformPipeline, binariesByTotal, parseFrames } from "../flame/transforms";
+import { Frame, TransformPipeline, binariesByTotal, frameOf, parseFrames } from "../flame/transforms";
 import { copyText, openBoxMenu } from "./box_menu";
 
 // Nodes of a flame-graph answer: the default, and what "show all" asks for
@@ -78,7 +78,7 @@ export class ProfileGraph {
       const d = this.shownData;
       const node = this.graph.hovered;
       if (typing || e.ctrlKey || e.metaKey || e.altKey || !d || node <= 0 || node >= d.n || !this.panel.offsetParent) return;
-      const frame: Frame = [d.names[d.name[node]], d.binaries[d.binary[node]] ?? "", d.kind[node]];
+      const frame = frameOf(d, node);
       if (e.key === "f") this.focusOn(frame);
       else if (e.key === "h") this.hide(frame);
     });
