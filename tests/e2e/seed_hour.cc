@@ -147,6 +147,14 @@ warpscope::v1::IngestBatch GpuSeconds(const std::string& node, int64_t gpu_from_
   return batch;
 }
 
+// Sends one batch; false, with what failed on stderr, unless the server stored it.
+bool Post(int port, const std::string& token, const warpscope::v1::IngestBatch& batch, const std::string& what) {
+  auto r = warpscope::testing::PostBatch(port, batch, token);
+  if (r.status == 200) return true;
+  std::fprintf(stderr, "e2e_seed_hour: %s: HTTP %d %s\n", what.c_str(), r.status, r.body.c_str());
+  return false;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -176,11 +184,7 @@ int main(int argc, char** argv) {
         f.Add(stack, {{"node", node}, {"comm", "synthetic"}, {"pid", "4242"}}, value, start_ns + b * kBatchNs + t);
       }
     }
-    auto r = warpscope::testing::PostBatch(port, f.batch(), token);
-    if (r.status != 200) {
-      std::fprintf(stderr, "e2e_seed_hour: batch %d: HTTP %d %s\n", b, r.status, r.body.c_str());
-      return 1;
-    }
+    if (!Post(port, token, f.batch(), "batch " + std::to_string(b))) return 1;
   }
   // A big node: 15 minutes whose flame graph has 25,073 nodes (the root, main,
   // 8 services, 63 handlers, 1,000 functions, 6,000 workers, 18,000 leaves),
@@ -204,11 +208,7 @@ int main(int argc, char** argv) {
           f.Add(stack, labels, 1 + i % 3, big_from + t);
         }
       }
-      auto big = warpscope::testing::PostBatch(port, f.batch(), token);
-      if (big.status != 200) {
-        std::fprintf(stderr, "e2e_seed_hour: big-node batch %d: HTTP %d %s\n", b, big.status, big.body.c_str());
-        return 1;
-      }
+      if (!Post(port, token, f.batch(), "big-node batch " + std::to_string(b))) return 1;
     }
   }
   // Two scripts under one python3, each with a <module>: the zoom must land on
@@ -219,19 +219,11 @@ int main(int argc, char** argv) {
         {"node", node + "-dup"}, {"comm", "python3"}, {"pid", "4545"}};
     f.Add("python3@python3;py:<module>@other.py:1;py:setup@other.py:3", labels, 3, now_ns - 90 * kSec);
     f.Add("python3@python3;py:<module>@train.py:1;py:train_step@train.py:10", labels, 78, now_ns - 90 * kSec);
-    auto dup = warpscope::testing::PostBatch(port, f.batch(), token);
-    if (dup.status != 200) {
-      std::fprintf(stderr, "e2e_seed_hour: duplicate-names batch: HTTP %d %s\n", dup.status, dup.body.c_str());
-      return 1;
-    }
+    if (!Post(port, token, f.batch(), "duplicate-names batch")) return 1;
   }
   // The GPU seconds: whole seconds, ending 16 s ago (inside now-5m, now-1m).
   const int64_t gpu_from_ns = (now_ns / kSec - 20) * kSec;
-  auto r = warpscope::testing::PostBatch(port, GpuSeconds(node + "-gpu", gpu_from_ns), token);
-  if (r.status != 200) {
-    std::fprintf(stderr, "e2e_seed_hour: GPU batch: HTTP %d %s\n", r.status, r.body.c_str());
-    return 1;
-  }
+  if (!Post(port, token, GpuSeconds(node + "-gpu", gpu_from_ns), "GPU batch")) return 1;
   // Five minutes of NVML metrics of GPU 0 on the GPU node, every 5 s, for the
   // GPUs view: utilization and power dip in the middle minute.
   {
@@ -249,11 +241,7 @@ int main(int argc, char** argv) {
       f.AddMetric("gpu_sm_clock", "mhz", gpu, dip ? 1200 : 1980, at);
       f.AddMetric("gpu_temperature", "celsius", gpu, dip ? 48 : 71, at);
     }
-    auto m = warpscope::testing::PostBatch(port, f.batch(), token);
-    if (m.status != 200) {
-      std::fprintf(stderr, "e2e_seed_hour: GPU metrics batch: HTTP %d %s\n", m.status, m.body.c_str());
-      return 1;
-    }
+    if (!Post(port, token, f.batch(), "GPU metrics batch")) return 1;
   }
   std::printf("gpu_from_ms=%lld\n", static_cast<long long>(gpu_from_ns / kMs));
   return 0;

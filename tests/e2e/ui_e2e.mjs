@@ -221,6 +221,11 @@ try {
   // Each screenshot in the light scheme, then the dark one (NAME_dark.png):
   // the canvases draw again when the scheme changes.
   const frames = () => page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+  // Back to the workload's graph (a URL of step 1's) for what follows.
+  const backTo = async (workloadUrl) => {
+    await page.goto(workloadUrl);
+    await waitFor("the workload's graph again", async () => (await flameTotal()) > 81, 10000);
+  };
   const shot = async (name) => {
     await page.screenshot({ path: path.join(artifacts, `${name}.png`), fullPage: true });
     await page.emulateMedia({ colorScheme: "dark" });
@@ -311,8 +316,7 @@ try {
     if (upFocus.length !== 1 || upFocus[0][0] !== "train_step") fail(`bottom-up, the first row should be train_step: ${JSON.stringify(upFocus)}`);
     if ((await focusTotal()) !== 78) fail(`bottom-up train_step should hold 78 samples, found ${await focusTotal()}`);
     await shot("bottom_up");
-    await page.goto(before);  // back to the workload's graph for what follows
-    await waitFor("the workload's graph again", async () => (await flameTotal()) > 81, 10000);
+    await backTo(before);
   }
 
   // 3c. Group by process: one subtree per (comm, pid) under label boxes; the
@@ -336,8 +340,7 @@ try {
     if (!crumb.includes("comm=cpu_split")) fail(`the breadcrumb should name the group: ${crumb}`);
     log(`group by process: ${JSON.stringify(focus)}, total ${await flameTotal()}`);
     await shot("group_by_process");
-    await page.goto(before);
-    await waitFor("the workload's graph again", async () => (await flameTotal()) > 81, 10000);
+    await backTo(before);
   }
 
   // 3d. The flame graph's transforms on the synthetic hour (fixed stacks
@@ -400,8 +403,7 @@ try {
     await canvas.click({ button: "right", position: { x: hc.width * 0.5, y: 18 * 1.5 } });
     await page.keyboard.press("c");
     await waitFor("the menu closed", async () => (await page.locator(".box-menu").count()) === 0, 2000);
-    await page.goto(before);
-    await waitFor("the workload's graph again", async () => (await flameTotal()) > 81, 10000);
+    await backTo(before);
   }
 
   // 3e. The selector box completes label values from the label APIs.
@@ -440,8 +442,7 @@ try {
       return u.get("from") === String(wantFrom) && u.get("to") === String(wantTo);
     }, 3000);
     log(`time picker: ${local.join(" – ")} -> ${new URL(page.url()).search}`);
-    await page.goto(before);
-    await waitFor("the workload's graph again", async () => (await flameTotal()) > 81, 10000);
+    await backTo(before);
   }
 
   // 4. The top table: the function's row, linked to the graph.
