@@ -78,7 +78,8 @@ ws_cuda_memop FromMemset(const CUpti_ActivityMemset4& m) {
 }  // namespace
 
 void ConvertActivityBuffer(const CuptiFunctions& fn, uint8_t* buffer, size_t valid_size, WireOutbox& outbox,
-                           ConversionCounters& counters, const KernelRecordFilter& filter) noexcept {
+                           ConversionCounters& counters, const KernelRecordFilter& filter,
+                           const LaunchTimeTable& launches) noexcept {
   try {
     CUpti_Activity* record = nullptr;
     uint64_t kernels = 0, memops = 0, before = 0;
@@ -93,6 +94,14 @@ void ConvertActivityBuffer(const CuptiFunctions& fn, uint8_t* buffer, size_t val
           }
           ws_cuda_kernel out = FromKernel(*k);
           out.attach_epoch = filter.attach_epoch;
+          LaunchTime launch;
+          if (launches.Find(filter.attach_epoch, k->correlationId, &launch)) {
+            out.launch_host_ns = launch.enter_ns;
+            out.launch_duration_ns = launch.duration_ns;
+            out.launch_tid = launch.tid;
+            out.launch_kind = launch.kind;
+            out.launch_flags = launch.flags;
+          }
           outbox.AddKernel(out, k->name);
           kernels++;
           break;

@@ -1,6 +1,7 @@
 // Conversion of one completed CUPTI activity buffer into wire records.
 //
-// Kernel records are read as CUpti_ActivityKernel10 (CUDA 13 headers); every
+// Each kernel record gets its launch call's time and thread from `launches`
+// (by correlation id). Kernel records are read as CUpti_ActivityKernel10 (CUDA 13 headers); every
 // field used sits in the prefix that older record versions share, so records
 // of an older CUPTI read the same. Memcpy: CUpti_ActivityMemcpy6; memset:
 // CUpti_ActivityMemset4.
@@ -14,6 +15,7 @@
 #include <cstdint>
 
 #include "cuda/cupti_library.h"
+#include "cuda/launch_times.h"
 #include "cuda/wire_outbox.h"
 
 namespace warpscope::cuda {
@@ -31,6 +33,7 @@ struct KernelRecordFilter {
 };
 
 void ConvertActivityBuffer(const CuptiFunctions& fn, uint8_t* buffer, size_t valid_size, WireOutbox& outbox,
-                           ConversionCounters& counters, const KernelRecordFilter& filter) noexcept;
+                           ConversionCounters& counters, const KernelRecordFilter& filter,
+                           const LaunchTimeTable& launches) noexcept;
 
 }  // namespace warpscope::cuda

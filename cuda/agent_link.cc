@@ -126,7 +126,7 @@ void CUPTIAPI OnBufferCompleted(CUcontext, uint32_t, uint8_t* buffer, size_t, si
     if (s->window_filter.load(std::memory_order_relaxed)) {
       filter.first_correlation = s->window_first_correlation.load(std::memory_order_acquire);
     }
-    ConvertActivityBuffer(s->cupti.fn, buffer, valid_size, s->outbox, s->conversion, filter);
+    ConvertActivityBuffer(s->cupti.fn, buffer, valid_size, s->outbox, s->conversion, filter, s->launch_times);
   }
   s->pool.Give(buffer);
 }

@@ -7,7 +7,8 @@
 //   - `cupti` is written once by the link thread before any subscription and
 //     read-only afterwards;
 //   - the atomics are the only state application threads touch (launch
-//     callbacks), plus `launch_queue` through try_lock;
+//     callbacks), plus `launch_queue` through try_lock and `launch_times`
+//     (lock-free);
 //   - `pool` and `outbox` lock internally (CUPTI buffer callbacks, link thread);
 //   - `subscriber`, `buffers_registered` and `attached` belong to the link
 //     thread, except while a detach is pending (below);
@@ -24,6 +25,7 @@
 #include "cuda/activity_converter.h"
 #include "cuda/cupti_library.h"
 #include "cuda/launch_sampler.h"
+#include "cuda/launch_times.h"
 #include "cuda/wire_outbox.h"
 
 namespace warpscope::cuda {
@@ -34,6 +36,8 @@ struct InjectionState {
   ActivityBufferPool pool;
   WireOutbox outbox;
   LaunchSampleQueue launch_queue{16384};
+  // Every launch made while kernel activity is on: its time and thread.
+  LaunchTimeTable launch_times;
   ConversionCounters conversion;
 
   // Completed buffers are converted only while a connection wants them.

@@ -4,6 +4,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstddef>
 
 #include "cuda/injection_state.h"
@@ -60,6 +61,15 @@ struct ThreadLaunchState {
   uint32_t epoch = 0;
   CUpti_CallbackDomain outer_domain = CUPTI_CB_DOMAIN_INVALID;
   bool sampled = false;
+  // Timed: the outermost call was made while kernel activity was on, so its
+  // kernel will have a record; its time goes into the launch-time table at
+  // API_EXIT, under its own and its nested driver call's correlation ids.
+  bool timed = false;
+  uint32_t timed_id = 0;
+  uint32_t timed_inner_id = 0;
+  uint64_t timed_enter_ns = 0;
+  uint16_t timed_kind = 0;
+  uint16_t timed_flags = 0;
   uint32_t tid = 0;
   ws_cuda_launch pending{};
   LaunchTokenBucket bucket;
@@ -91,11 +101,13 @@ void OnEnter(InjectionState& s, const LaunchApi& api, CUpti_CallbackDomain domai
     t.epoch = epoch;
     t.depth = 0;
     t.sampled = false;
+    t.timed = false;
   }
   // A second entry in the outer call's own domain means an exit was missed
   // (callbacks switched off mid-call): start over rather than nest forever.
   if (t.depth > 0 && domain == t.outer_domain) t.depth = 0;
   if (t.depth++ > 0) {
+    if (t.timed && t.timed_inner_id == 0 && cb.correlationId != t.timed_id) t.timed_inner_id = cb.correlationId;
     if (t.sampled && t.pending.inner_correlation_id == 0 && cb.correlationId != t.pending.correlation_id) {
       t.pending.inner_correlation_id = cb.correlationId;
     }
@@ -103,6 +115,7 @@ void OnEnter(InjectionState& s, const LaunchApi& api, CUpti_CallbackDomain domai
   }
   t.outer_domain = domain;
   t.sampled = false;
+  t.timed = false;
   s.launches_seen.fetch_add(1, std::memory_order_relaxed);
   const bool activity_on = s.kernel_activity_on.load(std::memory_order_relaxed);
   if (!activity_on) {
@@ -110,6 +123,13 @@ void OnEnter(InjectionState& s, const LaunchApi& api, CUpti_CallbackDomain domai
     return;  // no kernel record will exist to join a stack with
   }
   s.launches_seen_activity_on.fetch_add(1, std::memory_order_relaxed);
+  if (t.tid == 0) t.tid = static_cast<uint32_t>(syscall(SYS_gettid));
+  t.timed = true;
+  t.timed_id = cb.correlationId;
+  t.timed_inner_id = 0;
+  t.timed_enter_ns = MonotonicNs();
+  t.timed_kind = api.kind;
+  t.timed_flags = api.flags;
   // The window's first launch: records of smaller ids were launched before it.
   if (s.window_first_correlation.load(std::memory_order_relaxed) == 0) {
     uint32_t none = 0;
@@ -119,10 +139,9 @@ void OnEnter(InjectionState& s, const LaunchApi& api, CUpti_CallbackDomain domai
                      s.sample_burst.load(std::memory_order_relaxed), epoch)) {
     return;
   }
-  if (t.tid == 0) t.tid = static_cast<uint32_t>(syscall(SYS_gettid));
   t.sampled = true;
   t.pending = ws_cuda_launch{};
-  t.pending.host_time_ns = MonotonicNs();
+  t.pending.host_time_ns = t.timed_enter_ns;
   t.pending.graph_exec_id = api.kind == WS_CUDA_LAUNCH_GRAPH ? GraphExecId(s, cb) : 0;
   t.pending.tid = t.tid;
   t.pending.correlation_id = cb.correlationId;
@@ -141,6 +160,18 @@ void OnExit(InjectionState& s) {
     return;
   }
   if (--t.depth > 0) return;
+  if (t.timed) {
+    t.timed = false;
+    LaunchTime time;
+    time.enter_ns = t.timed_enter_ns;
+    time.duration_ns = static_cast<uint32_t>(std::min<uint64_t>(MonotonicNs() - t.timed_enter_ns, UINT32_MAX));
+    time.tid = t.tid;
+    time.kind = t.timed_kind;
+    time.flags = t.timed_flags;
+    const uint32_t attach = s.attach_epoch.load(std::memory_order_relaxed);
+    s.launch_times.Put(attach, t.timed_id, time);
+    if (t.timed_inner_id != 0) s.launch_times.Put(attach, t.timed_inner_id, time);
+  }
   if (!t.sampled) return;
   t.sampled = false;
   if (!s.launch_queue.TryPush(t.pending)) s.launch_records_dropped.fetch_add(1, std::memory_order_relaxed);

@@ -7,9 +7,13 @@
 // At the outermost API_ENTER, while kernel activity is on, the thread's token
 // bucket decides whether to sample; a sampled launch calls
 // warpscope_cuda_launch_probe (the agent's uprobe captures the stack there)
-// and, at API_EXIT, queues a ws_cuda_launch record.
+// and, at API_EXIT, queues a ws_cuda_launch record. Every launch made while
+// kernel activity is on, sampled or not, leaves its entry time, duration and
+// thread in the launch-time table at API_EXIT (two clock reads per launch),
+// for the kernel record to carry (launch_times.h).
 //
-// Never blocks: atomics, a thread_local, and a try_lock on the launch queue.
+// Never blocks: atomics, a thread_local, a try_lock on the launch queue, and
+// the launch-time table's lock-free slots.
 #pragma once
 
 #include <cupti.h>

@@ -13,6 +13,28 @@ namespace warpscope {
 // The numbers are v1.GpuActivityKind's (proto/warpscope/v1/ingest.proto).
 enum class GpuActivityKind : uint8_t { kKernel = 0, kMemcpy = 1, kMemset = 2 };
 
+// The API call that launched a kernel; the numbers are v1.GpuLaunchApi's.
+enum class GpuLaunchApi : uint8_t {
+  kUnknown = 0,
+  kCudaLaunchKernel = 1,
+  kCudaLaunchKernelEx = 2,
+  kCudaLaunchCooperativeKernel = 3,
+  kCudaGraphLaunch = 4,
+  kCuLaunchKernel = 5,
+  kCuLaunchKernelEx = 6,
+  kCuLaunchCooperativeKernel = 7,
+  kCuGraphLaunch = 8,
+};
+inline constexpr uint32_t kGpuLaunchApiCount = 9;
+
+// "cudaLaunchKernel", ...; "" for kUnknown or a number out of range.
+inline const char* GpuLaunchApiName(uint32_t api) {
+  static constexpr const char* kNames[kGpuLaunchApiCount] = {
+      "",       "cudaLaunchKernel",  "cudaLaunchKernelExC",       "cudaLaunchCooperativeKernel", "cudaGraphLaunch",
+      "cuLaunchKernel", "cuLaunchKernelEx", "cuLaunchCooperativeKernel", "cuGraphLaunch"};
+  return api < kGpuLaunchApiCount ? kNames[api] : "";
+}
+
 struct GpuActivityFields {
   int64_t start_ns = 0;  // unix nanoseconds, host clock
   int64_t duration_ns = 0;
@@ -30,6 +52,11 @@ struct GpuActivityFields {
   // Memcpy and memset.
   uint64_t bytes = 0;
   uint32_t copy_kind = 0;  // memcpy: CUpti_ActivityMemcpyKind
+  // Kernels: the launch call on the CPU (launch_start_ns 0: unknown).
+  int64_t launch_start_ns = 0;  // unix nanoseconds, host clock
+  int64_t launch_duration_ns = 0;
+  uint32_t launch_tid = 0;  // the launching thread, in the process's own pid namespace
+  GpuLaunchApi launch_api = GpuLaunchApi::kUnknown;
   friend bool operator==(const GpuActivityFields&, const GpuActivityFields&) = default;
 };
 

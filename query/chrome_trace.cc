@@ -14,6 +14,13 @@ using storage::GpuActivityKind;
 namespace {
 
 constexpr int64_t kTidPerDevice = 1'000'000;
+// GPU lanes' tids start here, above every Linux thread id (pid_max is at
+// most 2^22), so that they never meet a launching thread's tid.
+constexpr int64_t kGpuTidBase = 1'000'000'000;
+
+int64_t GpuTid(const GpuActivity& a) { return kGpuTidBase + a.device * kTidPerDevice + a.stream; }
+
+bool HasLaunch(const GpuActivity& a) { return a.kind == GpuActivityKind::kKernel && a.launch_start_ns != 0; }
 
 std::string LabelValue(const storage::Labels& labels, const std::string& name) {
   for (const auto& [k, v] : labels) {
@@ -115,19 +122,58 @@ std::string RenderChromeTrace(const GpuActivities& in, int64_t from_ns, int64_t 
   out.append(",\"to_ns\":");
   AppendJsonInt(to_ns, &out);
   out.append("},\"traceEvents\":[");
-  // Names first: every process, then every (process, device, stream) lane.
+  // Names first: every process, then every (process, device, stream) lane
+  // and every launching thread.
   std::set<uint32_t> processes;
   std::set<std::tuple<uint32_t, uint32_t, uint32_t>> lanes;
+  std::set<std::pair<uint32_t, uint32_t>> threads;
   for (const GpuActivity& a : in.activities) {
     processes.insert(a.labels);
     lanes.insert({a.labels, a.device, a.stream});
+    if (HasLaunch(a)) threads.insert({a.labels, a.launch_tid});
   }
   for (uint32_t p : processes) {
     AppendMetadata("process_name", p + 1, 0, ProcessName(in.label_sets[p]), &out);
   }
   for (const auto& [p, device, stream] : lanes) {
-    AppendMetadata("thread_name", p + 1, device * kTidPerDevice + stream,
+    AppendMetadata("thread_name", p + 1, kGpuTidBase + device * kTidPerDevice + stream,
                    "GPU " + std::to_string(device) + " stream " + std::to_string(stream), &out);
+  }
+  for (const auto& [p, tid] : threads) {
+    AppendMetadata("thread_name", p + 1, tid, "thread " + std::to_string(tid) + " (CPU)", &out);
+  }
+  // The CPU side: each launch call once (a graph launch runs many kernels
+  // under one correlation id), and a flow from it to each of its kernels.
+  std::set<std::pair<uint32_t, uint64_t>> calls;
+  int64_t flow = 0;
+  for (const GpuActivity& a : in.activities) {
+    if (!HasLaunch(a)) continue;
+    if (calls.insert({a.labels, a.correlation_id}).second) {
+      out.append("{\"ph\":\"X\",\"name\":");
+      const std::string api = GpuLaunchApiName(static_cast<uint32_t>(a.launch_api));
+      AppendJsonString(api.empty() ? "launch" : api, &out);
+      out.append(",\"cat\":\"cuda_api\"");
+      AppendField("pid", a.labels + 1, &out);
+      AppendField("tid", a.launch_tid, &out);
+      out.append(",\"ts\":" + MicrosecondsText(a.launch_start_ns - from_ns));
+      out.append(",\"dur\":" + MicrosecondsText(a.launch_duration_ns));
+      out.append(",\"args\":{\"correlation_id\":");
+      AppendJsonInt(static_cast<int64_t>(a.correlation_id), &out);
+      out.append("}},");
+    }
+    // Flow events bind to the slice enclosing their time: the middle of the
+    // call, and the kernel's start ("bp":"e" binds the end to its slice).
+    ++flow;
+    for (const bool start : {true, false}) {
+      out.append(start ? "{\"ph\":\"s\"" : "{\"ph\":\"f\",\"bp\":\"e\"");
+      out.append(",\"name\":\"launch\",\"cat\":\"launch\"");
+      AppendField("id", flow, &out);
+      AppendField("pid", a.labels + 1, &out);
+      AppendField("tid", start ? static_cast<int64_t>(a.launch_tid) : GpuTid(a), &out);
+      const int64_t at = start ? a.launch_start_ns + a.launch_duration_ns / 2 : a.start_ns;
+      out.append(",\"ts\":" + MicrosecondsText(at - from_ns));
+      out.append("},");
+    }
   }
   for (const GpuActivity& a : in.activities) {
     out.append("{\"ph\":\"X\",\"name\":");
@@ -136,7 +182,7 @@ std::string RenderChromeTrace(const GpuActivities& in, int64_t from_ns, int64_t 
     out.append(a.kind == GpuActivityKind::kKernel ? "kernel" : a.kind == GpuActivityKind::kMemcpy ? "memcpy" : "memset");
     out.push_back('"');
     AppendField("pid", a.labels + 1, &out);
-    AppendField("tid", a.device * kTidPerDevice + a.stream, &out);
+    AppendField("tid", GpuTid(a), &out);
     out.append(",\"ts\":" + MicrosecondsText(a.start_ns - from_ns));
     out.append(",\"dur\":" + MicrosecondsText(a.duration_ns));
     out.append(",\"args\":{\"correlation_id\":");

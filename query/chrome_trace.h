@@ -4,15 +4,27 @@
 //   {"displayTimeUnit":"ns","otherData":{"origin_unix_ns":F,"from_ns":F,"to_ns":T},
 //    "traceEvents":[
 //      {"ph":"M","name":"process_name","pid":1,"tid":0,"args":{"name":"train (100) on n1"}},
-//      {"ph":"M","name":"thread_name","pid":1,"tid":7,"args":{"name":"GPU 0 stream 7"}},
-//      {"ph":"X","name":"gemm","cat":"kernel","pid":1,"tid":7,"ts":1.5,"dur":0.7,
+//      {"ph":"M","name":"thread_name","pid":1,"tid":1000000007,"args":{"name":"GPU 0 stream 7"}},
+//      {"ph":"M","name":"thread_name","pid":1,"tid":4242,"args":{"name":"thread 4242 (CPU)"}},
+//      {"ph":"X","name":"cudaLaunchKernel","cat":"cuda_api","pid":1,"tid":4242,"ts":1.0,"dur":0.004,
+//       "args":{"correlation_id":9}},
+//      {"ph":"s","name":"launch","cat":"launch","id":1,"pid":1,"tid":4242,"ts":1.002},
+//      {"ph":"f","bp":"e","name":"launch","cat":"launch","id":1,"pid":1,"tid":1000000007,"ts":1.5},
+//      {"ph":"X","name":"gemm","cat":"kernel","pid":1,"tid":1000000007,"ts":1.5,"dur":0.7,
 //       "args":{"grid":[1,1,1],"block":[128,1,1],"registers_per_thread":32,...}}, ...]}
 //
 //  * pid: the process's label set, numbered from 1 in label order (two nodes
 //    may reuse a pid, so the label's value cannot be the key). Its name is
 //    "comm (pid) on node", with whichever of the three labels are present.
-//  * tid: device * 1000000 + stream (CUDA stream ids are small per-context
-//    counters), named "GPU d stream s".
+//  * tid of a GPU lane: 1000000000 + device * 1000000 + stream (CUDA stream
+//    ids are small per-context counters), named "GPU d stream s"; above any
+//    Linux thread id, so it never meets a launching thread's.
+//  * The CPU side, for kernels whose launch call the injection library timed:
+//    the call as an "X" event (cat "cuda_api", named by its API) on the
+//    launching thread (tid: its id in the process's pid namespace, named
+//    "thread T (CPU)"), once per correlation id, and a flow ("s" in the
+//    middle of the call, "f" bound to the kernel) per kernel, so Perfetto
+//    draws an arrow from each launch to what it ran.
 //  * ts, dur: microseconds with three decimals (exact nanoseconds), ts
 //    relative to from_ns (otherData.origin_unix_ns): absolute Unix
 //    microseconds as doubles would lose the nanoseconds.

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "query/chrome_trace.h"
 #include "query/gpu_kernel_table.h"
@@ -128,7 +129,9 @@ TEST(GpuStreamTimelineTest, TraceJsonShape) {
   EXPECT_EQ(s["labels"], json({{"comm", "train"}, {"node", "n1"}, {"pid", "100"}}));
   EXPECT_EQ(s["device"], 0);
   EXPECT_EQ(s["stream"], 3);
-  EXPECT_EQ(s["activities"], json::parse("[[" + std::to_string(kT0 + 500) + ",5000,0,1,0,0]]"));
+  EXPECT_EQ(s["activities"], json::parse("[[" + std::to_string(kT0 + 500) + ",5000,0,1,0,0,0,0,0,0]]"));
+  EXPECT_EQ(j["launch_apis"][1], "cudaLaunchKernel");
+  EXPECT_EQ(j["launch_apis"].size(), kGpuLaunchApiCount);
   EXPECT_EQ(j["streams"][1]["activities"].size(), 10u);
   EXPECT_EQ(j["streams"][1]["activities"][9][0], kT0 + 180'000);
   ASSERT_EQ(j["coverage"].size(), 1u);
@@ -156,14 +159,14 @@ TEST(ChromeTraceTest, CompleteEventsWithProcessAndThreadNames) {
   }
   EXPECT_EQ(metadata["process_name 1 0"], "train (100) on n1");
   EXPECT_EQ(metadata["process_name 2 0"], "infer (7)");
-  EXPECT_EQ(metadata["thread_name 1 7"], "GPU 0 stream 7");
-  EXPECT_EQ(metadata["thread_name 2 9"], "GPU 0 stream 9");
+  EXPECT_EQ(metadata["thread_name 1 1000000007"], "GPU 0 stream 7");
+  EXPECT_EQ(metadata["thread_name 2 1000000009"], "GPU 0 stream 9");
   ASSERT_EQ(complete.size(), 13u);
   const json& first = complete[0];
   EXPECT_EQ(first["name"], "gemm");
   EXPECT_EQ(first["cat"], "kernel");
   EXPECT_EQ(first["pid"], 1);
-  EXPECT_EQ(first["tid"], 7);
+  EXPECT_EQ(first["tid"], 1000000007);
   EXPECT_DOUBLE_EQ(first["ts"].get<double>(), 0.0);
   EXPECT_DOUBLE_EQ(first["dur"].get<double>(), 1.0);
   EXPECT_EQ(first["args"]["block"], json({128, 1, 1}));
@@ -176,6 +179,62 @@ TEST(ChromeTraceTest, CompleteEventsWithProcessAndThreadNames) {
   EXPECT_EQ(MicrosecondsText(1'234'567), "1234.567");
   EXPECT_EQ(MicrosecondsText(5), "0.005");
   EXPECT_EQ(MicrosecondsText(-1500), "-1.500");
+}
+
+// Kernels with their launch calls: the call on the launching thread's lane
+// once per correlation id (a graph launch runs two kernels under one id),
+// and a flow from the call to each kernel.
+TEST(ChromeTraceTest, LaunchCallsOnCpuThreadsWithFlowsToTheirKernels) {
+  GpuActivities g;
+  g.names = {"", "gemm"};
+  g.label_sets = {{{"comm", "train"}, {"pid", "100"}}};
+  GpuActivity a = Kernel(kT0 + 10'000, 2'000, 1);
+  a.correlation_id = 5;
+  a.launch_start_ns = kT0 + 1'000;
+  a.launch_duration_ns = 4'000;
+  a.launch_tid = 4242;
+  a.launch_api = GpuLaunchApi::kCudaLaunchKernel;
+  GpuActivity b = a;  // the graph's second kernel
+  b.start_ns = kT0 + 13'000;
+  b.correlation_id = 6;
+  b.launch_api = GpuLaunchApi::kCudaGraphLaunch;
+  GpuActivity c = b;
+  c.start_ns = kT0 + 15'000;
+  GpuActivity unknown = Kernel(kT0 + 20'000, 1'000, 1);  // launched before recording began
+  g.activities = {a, b, c, unknown};
+  const json j = json::parse(RenderChromeTrace(g, kT0, kT0 + 100'000));
+  std::vector<json> calls, kernels, starts, ends;
+  std::map<int64_t, std::string> threads;
+  for (const json& e : j["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "thread_name") threads[e["tid"].get<int64_t>()] = e["args"]["name"];
+    if (e["ph"] == "X") (e["cat"] == "cuda_api" ? calls : kernels).push_back(e);
+    if (e["ph"] == "s") starts.push_back(e);
+    if (e["ph"] == "f") ends.push_back(e);
+  }
+  EXPECT_EQ(threads[4242], "thread 4242 (CPU)");
+  EXPECT_EQ(threads[1000000007], "GPU 0 stream 7");
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[0]["name"], "cudaLaunchKernel");
+  EXPECT_EQ(calls[1]["name"], "cudaGraphLaunch");
+  EXPECT_EQ(calls[0]["tid"], 4242);
+  EXPECT_DOUBLE_EQ(calls[0]["ts"].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(calls[0]["dur"].get<double>(), 4.0);
+  EXPECT_EQ(calls[0]["args"]["correlation_id"], 5);
+  EXPECT_EQ(kernels.size(), 4u);
+  ASSERT_EQ(starts.size(), 3u);
+  ASSERT_EQ(ends.size(), 3u);
+  std::set<int64_t> ids;
+  for (size_t i = 0; i < starts.size(); ++i) {
+    EXPECT_EQ(starts[i]["id"], ends[i]["id"]);
+    ids.insert(starts[i]["id"].get<int64_t>());
+    EXPECT_EQ(starts[i]["tid"], 4242);
+    EXPECT_DOUBLE_EQ(starts[i]["ts"].get<double>(), 3.0);  // inside the call
+    EXPECT_EQ(ends[i]["tid"], 1000000007);
+    EXPECT_EQ(ends[i]["bp"], "e");
+  }
+  EXPECT_EQ(ids.size(), 3u);
+  EXPECT_DOUBLE_EQ(ends[0]["ts"].get<double>(), 10.0);  // the kernel's start
+  EXPECT_DOUBLE_EQ(ends[2]["ts"].get<double>(), 15.0);
 }
 
 TEST(ChromeTraceTest, EmptyTraceIsValidJson) {

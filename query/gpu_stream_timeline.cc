@@ -81,6 +81,13 @@ std::string RenderGpuTraceJson(const GpuActivities& in, int64_t from_ns, int64_t
     AppendJsonString(in.names[i], &out);
   }
   out.append("],");
+  AppendKey("launch_apis", &out);
+  out.push_back('[');
+  for (uint32_t i = 0; i < kGpuLaunchApiCount; ++i) {
+    if (i != 0) out.push_back(',');
+    AppendJsonString(GpuLaunchApiName(i), &out);
+  }
+  out.append("],");
   AppendKey("streams", &out);
   out.push_back('[');
   const std::vector<GpuStreamLane> lanes = BuildStreamTimeline(in, from_ns, to_ns);
@@ -107,7 +114,9 @@ std::string RenderGpuTraceJson(const GpuActivities& in, int64_t from_ns, int64_t
       if (i != 0) out.push_back(',');
       out.push_back('[');
       for (int64_t v : {a.start_ns, a.duration_ns, static_cast<int64_t>(a.name), static_cast<int64_t>(a.kind),
-                        static_cast<int64_t>(a.correlation_id), static_cast<int64_t>(a.graph_id)}) {
+                        static_cast<int64_t>(a.correlation_id), static_cast<int64_t>(a.graph_id), a.launch_start_ns,
+                        a.launch_duration_ns, static_cast<int64_t>(a.launch_tid),
+                        static_cast<int64_t>(a.launch_api)}) {
         if (out.back() != '[') out.push_back(',');
         AppendJsonInt(v, &out);
       }

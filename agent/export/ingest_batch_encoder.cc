@@ -212,6 +212,12 @@ void AddGpuTrace(const IngestBatchContent& content, const IngestBatchHeader& hea
     pb->set_dynamic_shared_bytes(a.dynamic_shared_bytes);
     pb->set_bytes(a.bytes);
     pb->set_copy_kind(a.copy_kind);
+    if (a.launch_start_ns != 0) {
+      pb->set_launch_start_unix_nanos(a.launch_start_ns);
+      pb->set_launch_duration_nanos(a.launch_duration_ns);
+      pb->set_launch_tid(a.launch_tid);
+      pb->set_launch_api(static_cast<v1::GpuLaunchApi>(a.launch_api));
+    }
   }
   for (const GpuTraceCoverageRow& c : content.coverage) {
     v1::GpuTraceCoverage* pb = batch->add_gpu_trace_coverage();

@@ -21,12 +21,14 @@
  *                     sent before it, and no record after it belongs to it
  *
  * Versioning: `version` is the protocol version of the sender. A reader accepts
- * every version it knows (1 and 2) and closes the connection on others;
+ * every version it knows (1 to 3) and closes the connection on others;
  * a new version adds message types or appends fields to a record (never
  * reorders), and the record size for a type is derived from (version, type) by
  * the reader. Version 2 added WINDOW, WS_CUDA_MODE_ADAPTIVE,
  * WS_CUDA_CONFIG_DUTY_DETACH and ws_cuda_config's last two fields (a version 1
- * CONFIG is the first 48 bytes; the missing fields read as 0).
+ * CONFIG is the first 48 bytes; the missing fields read as 0). Version 3
+ * appended the launch call's time and thread to ws_cuda_kernel (a version 2
+ * KERNELS record is its first 88 bytes; the missing fields read as 0).
  */
 #ifndef WARPSCOPE_CUDA_PROTOCOL_CUDA_WIRE_H_
 #define WARPSCOPE_CUDA_PROTOCOL_CUDA_WIRE_H_
@@ -39,9 +41,11 @@ extern "C" {
 
 /* "WSCU" in memory order. */
 #define WS_CUDA_WIRE_MAGIC 0x55435357u
-#define WS_CUDA_WIRE_VERSION 2u
+#define WS_CUDA_WIRE_VERSION 3u
 /* The CONFIG record of protocol version 1 (before overhead_budget_ppm). */
 #define WS_CUDA_CONFIG_V1_SIZE 48u
+/* The ws_cuda_kernel record of protocol versions 1 and 2. */
+#define WS_CUDA_KERNEL_V2_SIZE 88u
 /* No message is larger; readers receive into a buffer of this size + 1 and
  * treat a longer datagram (MSG_TRUNC) as malformed. */
 #define WS_CUDA_WIRE_MAX_MESSAGE 65536u
@@ -165,6 +169,17 @@ struct ws_cuda_kernel {
    * detach, so (attach_epoch, correlation_id) is the launch's key; the probe's
    * correlation argument carries the epoch in its upper 32 bits. */
   uint32_t attach_epoch;
+  /* Version 3 (0 before): the launch API call that queued this kernel, on the
+   * application thread that made it, for every launch made while kernel
+   * activity was on (not only sampled ones). launch_host_ns 0: unknown (the
+   * library's table of recent launches no longer held it, or the launch was
+   * made before recording began). */
+  uint64_t launch_host_ns;     /* CLOCK_MONOTONIC at the outermost API entry */
+  uint32_t launch_duration_ns; /* API entry to exit, at most UINT32_MAX */
+  uint32_t launch_tid;         /* gettid() in the application's namespace */
+  uint16_t launch_kind;        /* enum ws_cuda_launch_kind */
+  uint16_t launch_flags;       /* WS_CUDA_LAUNCH_FLAG_* */
+  uint32_t launch_reserved;
 };
 
 enum ws_cuda_memop_kind {
@@ -273,7 +288,7 @@ WS_CUDA_STATIC_ASSERT(sizeof(struct ws_cuda_clock_pair) == 24, "wire layout");
 WS_CUDA_STATIC_ASSERT(sizeof(struct ws_cuda_hello) == 48, "wire layout");
 WS_CUDA_STATIC_ASSERT(sizeof(struct ws_cuda_config) == 56, "wire layout");
 WS_CUDA_STATIC_ASSERT(sizeof(struct ws_cuda_window) == 64, "wire layout");
-WS_CUDA_STATIC_ASSERT(sizeof(struct ws_cuda_kernel) == 88, "wire layout");
+WS_CUDA_STATIC_ASSERT(sizeof(struct ws_cuda_kernel) == 112, "wire layout");
 WS_CUDA_STATIC_ASSERT(sizeof(struct ws_cuda_memop) == 56, "wire layout");
 WS_CUDA_STATIC_ASSERT(sizeof(struct ws_cuda_name_entry) == 8, "wire layout");
 WS_CUDA_STATIC_ASSERT(sizeof(struct ws_cuda_launch) == 32, "wire layout");

@@ -340,7 +340,7 @@ BatchRows BuildBatchRows(const IngestBatch& batch, const WrittenDictionaryIds* w
                          "start_ns, duration_ns, series_id, kind, name_id, system_name_id, device, stream, "
                          "correlation_id, graph_id, grid_x, grid_y, grid_z, block_x, block_y, block_z, "
                          "registers_per_thread, static_shared_bytes, dynamic_shared_bytes, bytes, copy_kind, "
-                         "stack_id, batch_id",
+                         "stack_id, batch_id, launch_start_ns, launch_duration_ns, launch_tid, launch_api",
                          "start_ns");
   for (const auto& a : batch.gpu_activities()) {
     const uint64_t name_id = string_id(a.name());
@@ -363,6 +363,10 @@ BatchRows BuildBatchRows(const IngestBatch& batch, const WrittenDictionaryIds* w
     w.UInt32(a.copy_kind());
     w.UInt64(a.stack() == 0 ? 0 : stack_ids[a.stack() - 1]);
     w.UInt64(out.batch_id);
+    w.Int64(a.launch_start_unix_nanos());
+    w.Int64(a.launch_duration_nanos());
+    w.UInt32(a.launch_tid());
+    w.UInt8(static_cast<uint8_t>(a.launch_api()));
   }
   FactBuilder coverage("gpu_trace_coverage", "second_ns, series_id, recorded, sent, complete_until_ns, batch_id",
                        "second_ns");

@@ -42,8 +42,8 @@ StatusOr<GpuActivities> ClickHouseProfileStore::SelectGpuActivities(const storag
                    client_->Execute(ReadWithin(
                        "SELECT start_ns, duration_ns, series_id, kind, name_id, system_name_id, device, stream, "
                        "correlation_id, graph_id, grid_x, grid_y, grid_z, block_x, block_y, block_z, "
-                       "registers_per_thread, static_shared_bytes, dynamic_shared_bytes, bytes, copy_kind "
-                       "FROM gpu_activities WHERE start_ns >= " +
+                       "registers_per_thread, static_shared_bytes, dynamic_shared_bytes, bytes, copy_kind, "
+                       "launch_start_ns, launch_duration_ns, launch_tid, launch_api FROM gpu_activities WHERE start_ns >= " +
                        SqlInt64(from_ns) + " AND start_ns < " + SqlInt64(query.to_ns) + filter +
                        " ORDER BY start_ns LIMIT " + std::to_string(query.max_activities + 1) + " FORMAT RowBinary",
                        query.context)));
@@ -69,6 +69,11 @@ StatusOr<GpuActivities> ClickHouseProfileStore::SelectGpuActivities(const storag
     a.dynamic_shared_bytes = r.UInt32();
     a.bytes = r.UInt64();
     a.copy_kind = r.UInt32();
+    a.launch_start_ns = r.Int64();
+    a.launch_duration_ns = r.Int64();
+    a.launch_tid = r.UInt32();
+    const uint8_t api = r.UInt8();
+    a.launch_api = api < kGpuLaunchApiCount ? static_cast<GpuLaunchApi>(api) : GpuLaunchApi::kUnknown;
     rows.push_back(row);
   }
   RETURN_IF_ERROR(r.status("gpu_activities"));

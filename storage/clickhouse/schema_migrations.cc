@@ -139,6 +139,45 @@ std::vector<std::string> MigrationStatements(uint32_t version, const std::string
   }
 }
 
+std::vector<ColumnAddition> MigrationColumns(uint32_t version) {
+  if (version != 3) return {};
+  return {{"gpu_activities", "launch_start_ns", "Int64 DEFAULT 0"},
+          {"gpu_activities", "launch_duration_ns", "Int64 DEFAULT 0"},
+          {"gpu_activities", "launch_tid", "UInt32 DEFAULT 0"},
+          {"gpu_activities", "launch_api", "UInt8 DEFAULT 0"}};
+}
+
+namespace {
+
+StatusOr<bool> HasColumn(ClickHouseClient& client, const std::string& db, const ColumnAddition& c) {
+  ASSIGN_OR_RETURN(const std::string found,
+                   client.Execute(ClickHouseRequest::Read("SELECT count() FROM system.columns WHERE database = " +
+                                                          Quote(db) + " AND table = " + Quote(c.table) +
+                                                          " AND name = " + Quote(c.column) + " FORMAT RowBinary")
+                                      .OutsideDatabase()));
+  RowBinaryReader r(found);
+  const uint64_t n = r.UInt64();
+  RETURN_IF_ERROR(r.status("system.columns lookup"));
+  return n > 0;
+}
+
+// Another replica may add the column between the check and the ALTER: its
+// failure then counts as done when the column is there afterwards.
+Status AddColumnIfMissing(ClickHouseClient& client, const std::string& db, const ColumnAddition& c) {
+  ASSIGN_OR_RETURN(const bool present, HasColumn(client, db, c));
+  if (present) return Status::Ok();
+  Status added = client
+                     .Execute(ClickHouseRequest::Statement("ALTER TABLE `" + db + "`." + c.table + " ADD COLUMN " +
+                                                           c.column + " " + c.type)
+                                  .OutsideDatabase())
+                     .status();
+  if (added.ok()) return added;
+  ASSIGN_OR_RETURN(const bool there_now, HasColumn(client, db, c));
+  return there_now ? Status::Ok() : added;
+}
+
+}  // namespace
+
 StatusOr<uint32_t> ReadSchemaVersion(ClickHouseClient& client) {
   ClickHouseRequest exists =
       ClickHouseRequest::Read("SELECT count() FROM system.tables WHERE database = " +
@@ -193,6 +232,10 @@ Status RunMigrations(ClickHouseClient& client, const ServerVersion& server, cons
       RETURN_IF_ERROR(client.Execute(ClickHouseRequest::Statement(statement).OutsideDatabase())
                           .status()
                           .WithContext("schema migration " + std::to_string(version)));
+    }
+    for (const ColumnAddition& column : MigrationColumns(version)) {
+      RETURN_IF_ERROR(AddColumnIfMissing(client, db, column)
+                          .WithContext("schema migration " + std::to_string(version) + ": column " + column.column));
     }
     RowBinaryWriter row;
     row.UInt32(version);

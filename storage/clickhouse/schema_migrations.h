@@ -21,6 +21,8 @@
 // content ids (content_ids.h): no DDL, but a database that already holds
 // rows with schema 1's ids is refused (its series and stacks would appear
 // twice, once under each id), so it is only applied to an empty one.
+// 3 = gpu_activities gains the launch call's columns (launch_start_ns,
+// launch_duration_ns, launch_tid, launch_api; 0 in older rows).
 #pragma once
 
 #include <cstdint>
@@ -32,7 +34,7 @@
 
 namespace warpscope::clickhouse {
 
-inline constexpr uint32_t kLatestSchemaVersion = 2;
+inline constexpr uint32_t kLatestSchemaVersion = 3;
 
 struct ServerVersion {
   int major = 0;
@@ -55,6 +57,16 @@ SchemaFeatures FeaturesFor(const ServerVersion& version);
 // The statements of step `version` (1..kLatestSchemaVersion) in `database`.
 std::vector<std::string> MigrationStatements(uint32_t version, const std::string& database,
                                              const SchemaFeatures& features);
+
+// The columns step `version` adds to existing tables. RunMigrations adds each
+// one that system.columns does not list yet (18.16 has no ADD COLUMN IF NOT
+// EXISTS), after the step's statements.
+struct ColumnAddition {
+  std::string table;
+  std::string column;
+  std::string type;  // with its DEFAULT
+};
+std::vector<ColumnAddition> MigrationColumns(uint32_t version);
 
 // The database's schema version: 0 when it has no schema_migrations table or no rows.
 StatusOr<uint32_t> ReadSchemaVersion(ClickHouseClient& client);

@@ -68,6 +68,10 @@ TEST_P(StoreConformanceTest, GpuActivitiesRoundTripEveryField) {
   k.set_static_shared_bytes(4096);
   k.set_dynamic_shared_bytes(8192);
   k.set_stack(stack + 1);
+  k.set_launch_start_unix_nanos(kT0 - 7'000);
+  k.set_launch_duration_nanos(4'321);
+  k.set_launch_tid(123456);
+  k.set_launch_api(v1::GPU_LAUNCH_API_CU_LAUNCH_KERNEL_EX);
   auto& m = b.GpuKernel(kT0 + 6, 50, set, "", 2, 7);
   m.set_kind(v1::GPU_ACTIVITY_MEMSET);
   m.set_system_name(b.Str(""));
@@ -99,8 +103,14 @@ TEST_P(StoreConformanceTest, GpuActivitiesRoundTripEveryField) {
   EXPECT_EQ(a.registers_per_thread, 96u);
   EXPECT_EQ(a.static_shared_bytes, 4096u);
   EXPECT_EQ(a.dynamic_shared_bytes, 8192u);
+  EXPECT_EQ(a.launch_start_ns, kT0 - 7'000);
+  EXPECT_EQ(a.launch_duration_ns, 4'321);
+  EXPECT_EQ(a.launch_tid, 123456u);
+  EXPECT_EQ(a.launch_api, GpuLaunchApi::kCuLaunchKernelEx);
   const GpuActivity& s = g.activities[1];
   EXPECT_EQ(s.kind, GpuActivityKind::kMemset);
+  EXPECT_EQ(s.launch_start_ns, 0);
+  EXPECT_EQ(s.launch_api, GpuLaunchApi::kUnknown);
   EXPECT_EQ(NameOf(g, s), "");
   EXPECT_EQ(s.bytes, uint64_t{5} << 33);
   EXPECT_EQ(s.stream, 2u);

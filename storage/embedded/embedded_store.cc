@@ -53,6 +53,10 @@ GpuRows GpuRowsOf(const warpscope::v1::IngestBatch& batch, const dictionary::Int
     row.dynamic_shared_bytes = a.dynamic_shared_bytes();
     row.copy_kind = a.copy_kind();
     row.kind = static_cast<uint32_t>(a.kind());
+    row.launch_start_ns = a.launch_start_unix_nanos();
+    row.launch_duration_ns = a.launch_duration_nanos();
+    row.launch_tid = a.launch_tid();
+    row.launch_api = static_cast<uint32_t>(a.launch_api());
     out.activities.push_back(row);
   }
   out.coverage.reserve(batch.gpu_trace_coverage_size());

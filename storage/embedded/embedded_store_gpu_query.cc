@@ -163,6 +163,10 @@ StatusOr<GpuActivities> EmbeddedProfileStore::SelectGpuActivities(const storage:
     a.dynamic_shared_bytes = r.dynamic_shared_bytes;
     a.bytes = r.bytes;
     a.copy_kind = r.copy_kind;
+    a.launch_start_ns = r.launch_start_ns;
+    a.launch_duration_ns = r.launch_duration_ns;
+    a.launch_tid = r.launch_tid;
+    a.launch_api = r.launch_api < kGpuLaunchApiCount ? static_cast<GpuLaunchApi>(r.launch_api) : GpuLaunchApi::kUnknown;
     out.activities.push_back(a);
   }
   std::sort(out.activities.begin(), out.activities.end(), [](const GpuActivity& a, const GpuActivity& b) {

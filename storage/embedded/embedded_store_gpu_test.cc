@@ -102,7 +102,7 @@ TEST(EmbeddedStoreGpuTest, UnflushedActivitiesSurviveACrash) {
   EXPECT_EQ(store->stats().gpu_activities, 0u);
 }
 
-TEST(EmbeddedStoreGpuTest, HeadRecordCarriesGpuRowsAndReadsVersion1) {
+TEST(EmbeddedStoreGpuTest, HeadRecordCarriesGpuRowsAndReadsVersions1And2) {
   GpuRows gpu;
   GpuActivityRow a;
   a.start_ns = kT0;
@@ -123,8 +123,13 @@ TEST(EmbeddedStoreGpuTest, HeadRecordCarriesGpuRowsAndReadsVersion1) {
   a.dynamic_shared_bytes = 1;
   a.copy_kind = 8;
   a.kind = 1;
-  gpu.activities = {a, GpuActivityRow{}, a};
+  a.launch_start_ns = kT0 - 3000;
+  a.launch_duration_ns = 1200;
+  a.launch_tid = 4242;
+  a.launch_api = 5;
+  gpu.activities = {a, GpuActivityRow{}, a, a};
   gpu.activities[2].start_ns = kT0 - 100;
+  gpu.activities[3].launch_start_ns = kT0 + 1;  // a skewed clock: the launch after the start
   gpu.coverage = {{kT0, 3, 10, 4, kT0 + 77}, {kT0 - kSec, 1, 0, 0, kT0}};
   const std::vector<SampleRow> rows = {{kT0, 3, 9, 5, 1}};
   const std::string payload = EncodeHeadRecord("agent-g", 7, rows, gpu);
@@ -141,6 +146,18 @@ TEST(EmbeddedStoreGpuTest, HeadRecordCarriesGpuRowsAndReadsVersion1) {
   StatusOr<HeadRecord> old = DecodeHeadRecord(v1_bytes, "v1");
   ASSERT_TRUE(old.ok()) << old.status().ToString();
   EXPECT_TRUE(old->gpu.empty());
+  // A version-2 record: activities without the launch columns (read as 0).
+  GpuRows plain;
+  plain.activities = {a};
+  plain.activities[0].launch_start_ns = plain.activities[0].launch_duration_ns = 0;
+  plain.activities[0].launch_tid = plain.activities[0].launch_api = 0;
+  std::string v2_bytes = EncodeHeadRecord("agent-g", 8, {}, plain);
+  ASSERT_EQ(v2_bytes.substr(v2_bytes.size() - 5), std::string(5, '\0'));  // 4 launch columns of one row, no coverage
+  v2_bytes.erase(v2_bytes.size() - 5, 4);
+  v2_bytes[4] = 2;
+  StatusOr<HeadRecord> v2 = DecodeHeadRecord(v2_bytes, "v2");
+  ASSERT_TRUE(v2.ok()) << v2.status().ToString();
+  EXPECT_EQ(v2->gpu.activities, plain.activities);
 }
 
 }  // namespace

@@ -19,6 +19,23 @@ struct Column {
   [](const GpuActivityRow& r) { return static_cast<uint64_t>(r.field); }, \
       [](GpuActivityRow& r, uint64_t v) { r.field = static_cast<std::remove_reference_t<decltype(r.field)>>(v); }
 
+// The launch's start relative to the activity's (gpu_activity_codec.h):
+// small, and never 0 for a known launch.
+uint64_t LaunchLead(const GpuActivityRow& r) {
+  if (r.launch_start_ns == 0) return 0;
+  const int64_t d = static_cast<int64_t>(static_cast<uint64_t>(r.start_ns) - static_cast<uint64_t>(r.launch_start_ns));
+  return static_cast<uint64_t>(d >= 0 ? d + 1 : d);
+}
+void SetLaunchLead(GpuActivityRow& r, uint64_t v) {
+  if (v == 0) {
+    r.launch_start_ns = 0;
+    return;
+  }
+  const int64_t lead = static_cast<int64_t>(v);
+  const int64_t d = lead > 0 ? lead - 1 : lead;
+  r.launch_start_ns = static_cast<int64_t>(static_cast<uint64_t>(r.start_ns) - static_cast<uint64_t>(d));
+}
+
 // Order is the format: see gpu_activity_codec.h.
 const Column kColumns[kGpuActivityColumns] = {
     {Column::kDelta, WS_U64_FIELD(start_ns)},
@@ -43,6 +60,10 @@ const Column kColumns[kGpuActivityColumns] = {
     {Column::kPlain, WS_U64_FIELD(dynamic_shared_bytes)},
     {Column::kPlain, WS_U64_FIELD(bytes)},
     {Column::kPlain, WS_U64_FIELD(copy_kind)},
+    {Column::kZigZag, LaunchLead, SetLaunchLead},
+    {Column::kPlain, WS_U64_FIELD(launch_duration_ns)},
+    {Column::kPlain, WS_U64_FIELD(launch_tid)},
+    {Column::kPlain, WS_U64_FIELD(launch_api)},
 };
 #undef WS_U64_FIELD
 
@@ -78,13 +99,15 @@ void EncodeGpuActivities(std::span<const GpuActivityRow> rows, std::string* out)
   }
 }
 
-bool DecodeGpuActivities(std::string_view* in, std::vector<GpuActivityRow>* rows) {
+bool DecodeGpuActivities(std::string_view* in, std::vector<GpuActivityRow>* rows, size_t columns) {
   uint64_t count = 0;
-  if (!GetVarint(in, &count) || count > in->size() / kGpuActivityColumns) return false;
+  if (columns > kGpuActivityColumns || columns == 0) return false;
+  if (!GetVarint(in, &count) || count > in->size() / columns) return false;
   const size_t base = rows->size();
   rows->resize(base + count);
   GpuActivityRow scratch;
-  for (const Column& c : kColumns) {
+  for (size_t column = 0; column < columns; ++column) {
+    const Column& c = kColumns[column];
     uint64_t previous = 0;
     for (size_t i = base; i < rows->size(); ++i) {
       uint64_t v = 0;

@@ -9,6 +9,10 @@
 //     zz(correlation_id - previous)  graph_id  grid_x grid_y grid_z
 //     block_x block_y block_z  registers  static_shared  dynamic_shared
 //     bytes  copy_kind                                      (22 columns)
+//     launch_lead  launch_duration_ns  launch_tid  launch_api   (4 more since
+//       segment format 4 and head record version 3; older encodings have 22)
+//   launch_lead: zz(L) with L = 0 when the launch is unknown, else
+//     d = start_ns - launch_start_ns, L = d + 1 when d >= 0, else d.
 //   Coverage   := count:varint  then per row:
 //     zz(second_ns - previous)  zz(series_id - previous)  recorded  sent
 //     zz(complete_until_ns - second_ns)
@@ -28,11 +32,15 @@
 
 namespace warpscope::segment {
 
-inline constexpr size_t kGpuActivityColumns = 22;
+inline constexpr size_t kGpuActivityColumns = 26;
+// Segment format versions 2 and 3, head record version 2: no launch columns.
+inline constexpr size_t kGpuActivityColumnsBeforeLaunch = 22;
 
 void EncodeGpuActivities(std::span<const GpuActivityRow> rows, std::string* out);
-// Consumes one encoding from the front of *in, appending its rows to *rows.
-bool DecodeGpuActivities(std::string_view* in, std::vector<GpuActivityRow>* rows);
+// Consumes one encoding of `columns` columns from the front of *in, appending
+// its rows to *rows (the columns it lacks read as 0).
+bool DecodeGpuActivities(std::string_view* in, std::vector<GpuActivityRow>* rows,
+                         size_t columns = kGpuActivityColumns);
 
 void EncodeGpuCoverage(std::span<const GpuCoverageRow> rows, std::string* out);
 bool DecodeGpuCoverage(std::string_view* in, std::vector<GpuCoverageRow>* rows);

@@ -33,6 +33,11 @@ struct GpuActivityRow {
   uint32_t dynamic_shared_bytes = 0;
   uint32_t copy_kind = 0;
   uint32_t kind = 0;  // storage::GpuActivityKind
+  // Kernels: the launch call (launch_start_ns 0: unknown).
+  int64_t launch_start_ns = 0;
+  int64_t launch_duration_ns = 0;
+  uint32_t launch_tid = 0;
+  uint32_t launch_api = 0;  // GpuLaunchApi
   friend bool operator==(const GpuActivityRow&, const GpuActivityRow&) = default;
 };
 

@@ -71,7 +71,9 @@ StatusOr<HeadRecord> DecodeHeadRecord(std::string_view in, const std::string& wh
     row.value = UnZigZag(value);
   }
   if (version >= 2) {
-    if (!segment::DecodeGpuActivities(&in, &record.gpu.activities)) return damaged("GPU activities");
+    const size_t columns =
+        version >= 3 ? segment::kGpuActivityColumns : segment::kGpuActivityColumnsBeforeLaunch;
+    if (!segment::DecodeGpuActivities(&in, &record.gpu.activities, columns)) return damaged("GPU activities");
     if (!segment::DecodeGpuCoverage(&in, &record.gpu.coverage)) return damaged("GPU coverage");
   }
   if (!in.empty()) return damaged("end (trailing bytes)");

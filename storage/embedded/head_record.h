@@ -6,7 +6,7 @@
 // Layout (integers little-endian or LEB128 varints; the WAL checksums the
 // whole payload, so no CRC here):
 //   0  char[4]  magic "WSHR"
-//   4  u32      format version (2; 1 is read too)
+//   4  u32      format version (3; 1 and 2 are read too)
 //   8  varint   agent_id length, then its bytes
 //      varint   sequence
 //      varint   row count
@@ -14,7 +14,8 @@
 //                  zigzag varint time_ns delta from the previous row (first from 0),
 //                  zigzag varint value
 //      (version 2:) GPU activities, then GPU coverage rows, as gpu_activity_codec.h
-//      encodes them (uncompressed). Version 1 records (no GPU part) still decode.
+//      encodes them (uncompressed); version 2 activities have no launch
+//      columns. Version 1 records (no GPU part) still decode.
 //
 // Stateless; any thread.
 #pragma once
@@ -31,7 +32,7 @@
 namespace warpscope::embedded {
 
 inline constexpr char kHeadRecordMagic[4] = {'W', 'S', 'H', 'R'};
-inline constexpr uint32_t kHeadRecordVersion = 2;
+inline constexpr uint32_t kHeadRecordVersion = 3;
 
 struct HeadRecord {
   std::string agent_id;

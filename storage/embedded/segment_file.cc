@@ -438,7 +438,7 @@ Status SegmentReader::ScanGpuActivities(int64_t from_ns, int64_t to_ns,
     rows.clear();
     Status read = PreadFully(fd_.get(), entry.offset, entry.size, &bytes, path_);
     if (read.ok()) {
-      read = segment::DecodeGpuBlock(bytes, entry, dctx.get(), &rows)
+      read = segment::DecodeGpuBlock(bytes, entry, dctx.get(), &rows, footer_.version)
                  .WithContext("segment file " + path_ + " GPU block " + std::to_string(b) + " is corrupt");
     }
     bool skip = false;

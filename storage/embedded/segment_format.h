@@ -1,4 +1,4 @@
-// On-disk layout of a segment file (format version 3; versions 1 and 2 are read too). All fixed-width
+// On-disk layout of a segment file (format version 4; versions 1 to 3 are read too). All fixed-width
 // integers are little-endian; "varint" is unsigned LEB128; "zz" is zigzag.
 //
 //   File    := Header Block* GpuSection Footer Trailer   (version 1: no GpuSection)
@@ -42,7 +42,9 @@
 // GpuIndex; everything else is as in version 1. Version 3 added the
 // footer's DictionaryMarks, before the GpuIndex: the dictionary the file's ids
 // belong to and how far they reach, checked against dictionary.sqlite when
-// the store opens. A later version must keep reading version 1, 2 and 3
+// the store opens. Version 4 added four columns to the GPU activities (the
+// launch call's time, duration, thread and API; gpu_activity_codec.h);
+// nothing else changed. A later version must keep reading version 1 to 4
 // files (STYLE.md rule 7; segment_compat_test.cc).
 #pragma once
 
@@ -58,7 +60,7 @@
 namespace warpscope::segment {
 
 inline constexpr char kMagic[6] = {'W', 'S', 'S', 'E', 'G', '\0'};
-inline constexpr uint16_t kFormatVersion = 3;
+inline constexpr uint16_t kFormatVersion = 4;
 inline constexpr uint16_t kOldestFormatVersion = 1;
 inline constexpr size_t kHeaderSize = 8;
 inline constexpr size_t kTrailerSize = 24;

@@ -154,14 +154,15 @@ StatusOr<GpuIndex> ParseGpuIndex(ByteReader* in, uint64_t footer_offset, const s
 }
 
 Status DecodeGpuBlock(std::string_view bytes, const GpuBlockEntry& entry, ZSTD_DCtx_s* dctx,
-                      std::vector<GpuActivityRow>* rows) {
+                      std::vector<GpuActivityRow>* rows, uint16_t format_version) {
   if (Crc32(bytes) != entry.crc32) return DataLossError("CRC mismatch");
   ByteReader r(bytes);
   std::string raw;
   RETURN_IF_ERROR(ReadChunk(dctx, &r, MaxRawSize(entry.row_count), &raw));
   std::string_view in(raw);
   const size_t before = rows->size();
-  if (!DecodeGpuActivities(&in, rows) || !in.empty() || rows->size() - before != entry.row_count) {
+  const size_t columns = format_version >= 4 ? kGpuActivityColumns : kGpuActivityColumnsBeforeLaunch;
+  if (!DecodeGpuActivities(&in, rows, columns) || !in.empty() || rows->size() - before != entry.row_count) {
     return DataLossError("GPU activities do not decode");
   }
   return Status::Ok();

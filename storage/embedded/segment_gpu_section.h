@@ -76,8 +76,9 @@ StatusOr<GpuIndex> ParseGpuIndex(ByteReader* in, uint64_t footer_offset, const s
 
 // Decode the bytes of one block (or the coverage chunk) as read from the
 // file, after checking its CRC; rows are appended. DataLoss without file context.
+// `format_version`: the file's (before 4, activities have no launch columns).
 Status DecodeGpuBlock(std::string_view bytes, const GpuBlockEntry& entry, ZSTD_DCtx_s* dctx,
-                      std::vector<GpuActivityRow>* rows);
+                      std::vector<GpuActivityRow>* rows, uint16_t format_version);
 Status DecodeGpuCoverageChunk(std::string_view bytes, const GpuCoverageEntry& entry, ZSTD_DCtx_s* dctx,
                               std::vector<GpuCoverageRow>* rows);
 

@@ -373,6 +373,23 @@ TEST(CudaInjection, KernelsLaunchesAndStatsReachTheAgent) {
     EXPECT_EQ(k.record.block_x, 256);
     EXPECT_EQ(k.record.registers_per_thread, 32);
     EXPECT_EQ(k.record.dynamic_shared_memory, 2048);
+    // Every kernel carries its launch call, sampled or not: before the
+    // kernel's start (the fake starts it at the call's exit), on a thread.
+    EXPECT_NE(k.record.launch_host_ns, 0u) << k.record.correlation_id;
+    EXPECT_LE(k.record.launch_host_ns + k.record.launch_duration_ns,
+              k.record.start_ns - kWsFakeCuptiClockOffsetNs + 1'000'000);
+    EXPECT_GT(k.record.launch_duration_ns, 0u);
+    EXPECT_NE(k.record.launch_tid, 0u);
+    const std::string& name = k.name->text.system_name;
+    EXPECT_EQ(k.record.launch_kind, name == "_Z7kernelGv" ? WS_CUDA_LAUNCH_GRAPH : WS_CUDA_LAUNCH_KERNEL) << name;
+    EXPECT_EQ((k.record.launch_flags & WS_CUDA_LAUNCH_FLAG_DRIVER_API) != 0, name == "_Z7kernelBv") << name;
+  }
+  // The sampled launches' records say the same time and thread as their kernels'.
+  for (const ws_cuda_launch& l : agent.launches) {
+    const auto it = by_correlation.find(l.inner_correlation_id != 0 ? l.inner_correlation_id : l.correlation_id);
+    if (it == by_correlation.end()) continue;
+    EXPECT_EQ(it->second->record.launch_host_ns, l.host_time_ns);
+    EXPECT_EQ(it->second->record.launch_tid, l.tid);
   }
   EXPECT_EQ(per_name["_Z7kernelAv"], 2000);
   EXPECT_EQ(per_name["_Z7kernelBv"], 100);

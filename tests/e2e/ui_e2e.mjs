@@ -3,7 +3,9 @@
 // Chromium through playwright-core. Checks the workflow (load without
 // console errors, drag on the timeline, search, table, sandwich; the GPU
 // kernels view and the gpu_time flame graph on e2e_seed_hour's seeded GPU
-// seconds), saves a screenshot per view, and prints the UI's measurements:
+// seconds; the combined GPU timeline and the Chrome trace's CPU side on a
+// CUDA application driven by the fake CUPTI through the real injection
+// library and agent), saves a screenshot per view, and prints the UI's measurements:
 //   flame graph of 50k nodes (build + draw), range selection on 1 h of data
 //   to the updated flame graph, and the gzipped bundle.
 // Run by CTest as ui_e2e (tests/e2e/CMakeLists.txt sets the WS_* paths).
@@ -170,8 +172,9 @@ try {
   const url = await waitFor("the server's address", () => /serving on (http:\/\/127\.0\.0\.1:\d+)/.exec(server.output)?.[1] ?? (server.exited && fail(`server exited: ${server.output}`)), 20000);
   const port = url.split(":").pop();
   const workload = start(path.join(env("WS_TESTPROGS_DIR"), "cpu_split"), ["20"], "cpu_split");
+  const cudaSocket = `${dir}/cuda.sock`;
   const agent = start(env("WS_AGENT_BIN"), ["run", "--server", url, "--token", TOKEN, "--frequency", "99", "--upload-interval", "2s",
-    "--state-dir", `${dir}/agent`, "--node-name", "e2e-node"], "agent");
+    "--state-dir", `${dir}/agent`, "--node-name", "e2e-node", "--cuda-socket", cudaSocket, "--gpu-time-mode", "exact"], "agent");
   const seed = start(env("WS_SEED_BIN"), [port, TOKEN, "e2e-synthetic"], "seed");
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-gpu"], headless: true });
 
@@ -192,6 +195,17 @@ try {
     const t = [...new Set(series.series.flatMap((s) => s.points.map((p) => p[0])))].sort((a, b) => a - b);
     return t.length >= 4 ? t : null;
   }, 30000);
+  // A CUDA application on the fake CUPTI: the real injection library, the
+  // real agent's socket and uprobe; 400 launches from one thread.
+  const cudaFromMs = Date.now();
+  const cudaApp = spawn("/usr/bin/env", [`WARPSCOPE_CUPTI_PATH=${env("WS_FAKE_CUPTI")}`, `WARPSCOPE_AGENT_SOCKET=${cudaSocket}`,
+    path.join(env("WS_TESTPROGS_DIR"), "cuda_launch_sites"), env("WS_CUDA_LIBRARY"), "200"], { stdio: ["ignore", "pipe", "pipe"] });
+  cudaApp.output = "";
+  cudaApp.stdout.on("data", (d) => (cudaApp.output += d));
+  cudaApp.stderr.on("data", (d) => (cudaApp.output += d));
+  cudaApp.on("exit", (code) => (cudaApp.exited = { code, toMs: Date.now() }));
+  cudaApp.label = "cuda_launch_sites";
+  children.push(cudaApp);
   await waitFor("the synthetic hour", () => seed.exited && (seed.exited.code === 0 || fail(`seed failed: ${seed.output}`)), 30000);
   const dataFrom = times[0];
   const dataTo = times[times.length - 1] + 1000;
@@ -634,6 +648,75 @@ try {
     const hint = await page.locator(".trace-hint").innerText();
     if (!/select ≤ 10 s/i.test(hint)) fail(`a range over 10 s should ask for ≤ 10 s: ${hint}`);
     if (consoleErrors.length) fail(`console errors in the GPU views: ${consoleErrors.join(" | ")}`);
+  }
+
+  // 6d. The combined GPU timeline on the fake CUPTI's kernels: the stream,
+  // the launching thread's calls under it, a line from each call to its
+  // kernel, the GPU's idle time shaded; a call's tooltip; and the Chrome
+  // trace export with the same calls as CPU events and a flow per kernel.
+  {
+    await waitFor("cuda_launch_sites", () => cudaApp.exited && (cudaApp.exited.code === 0 || fail(`cuda_launch_sites failed: ${cudaApp.output}`)), 30000);
+    const cudaSel = `{pid="${cudaApp.pid}"}`;
+    const wide = `from=${cudaFromMs}&to=${Math.min(cudaFromMs + 10000, cudaApp.exited.toMs + 1000)}&selector=${q(cudaSel)}`;
+    const trace = await waitFor("the fake-CUPTI kernels with their launch calls", async () => {
+      const t = await api(url, `/api/v1/gpu/trace?${wide}`);
+      const launched = t.streams.flatMap((x) => x.activities).filter((a) => a[6] > 0);
+      return launched.length >= 400 ? t : null;
+    }, 20000);
+    const kernels = trace.streams.flatMap((x) => x.activities);
+    const launched = kernels.filter((a) => a[6] > 0);
+    if (launched.some((a) => a[6] > a[0])) fail("every launch call should start before its kernel");
+    if (trace.launch_apis[launched[0][9]] !== "cudaLaunchKernel") fail(`the fake's launches are cudaLaunchKernel: ${launched[0][9]}`);
+    // The range of the launches, with a margin on both sides for the idle shading.
+    const first = Math.min(...launched.map((a) => a[6]));
+    const last = Math.max(...kernels.map((a) => a[0] + a[1]));
+    const lFrom = Math.floor(first / 1e6) - 20;
+    const lTo = Math.ceil(last / 1e6) + 20;
+    const inRange = kernels.filter((a) => a[0] >= lFrom * 1e6 && a[0] < lTo * 1e6);
+    const linked = inRange.filter((a) => a[6] > 0).length;
+    const timeline = page.locator(".stream-timeline");
+    await page.goto(`${url}/?view=kernels&from=${lFrom}&to=${lTo}&selector=${q(cudaSel)}`);
+    await waitFor("the combined timeline", async () => Number(await timeline.getAttribute("data-threads")) > 0, 10000);
+    const tl = await timeline.evaluate((e) => ({ ...e.dataset }));
+    log(`combined GPU timeline: ${JSON.stringify(tl)} (${linked} kernels with their launch in ${lTo - lFrom} ms)`);
+    if (tl.rows !== "1" || tl.threads !== "1") fail(`one stream and one launching thread expected: ${JSON.stringify(tl)}`);
+    if (Number(tl.links) !== linked) fail(`a line per launched kernel in view expected (${linked}), found ${tl.links}`);
+    if (Number(tl.calls) !== linked) fail(`one call per kernel (cudaLaunchKernel) expected (${linked}), found ${tl.calls}`);
+    if (!(Number(tl.idle) >= 2)) fail(`the GPU's idle time before and after the launches should be shaded: ${tl.idle}`);
+    // The first call's tooltip: hover the thread row at its start.
+    const sc = await page.locator(".stream-canvas").boundingBox();
+    const firstCall = launched.reduce((m, a) => (a[6] < m[6] ? a : m));
+    const x = sc.x + 50 + ((firstCall[6] + firstCall[7] / 2 - lFrom * 1e6) / ((lTo - lFrom) * 1e6)) * (sc.width - 50);
+    const y = sc.y + 18 + 36 + 18 + 15 + 5; // axis, one stream row, the CPU heading, the row's title, the call bar
+    await page.mouse.move(x, y);
+    const callTip = await waitFor("the launch call's tooltip", async () => {
+      const t = await page.locator(".stream-timeline .tooltip").innerText().catch(() => "");
+      return /cudaLaunchKernel/.test(t) ? t : null;
+    }, 5000);
+    if (!/CPU · cuda_launch_sit/.test(callTip) || !/kernels\s*1, the first started/.test(callTip)) fail(`the call's tooltip: ${callTip}`);
+    metrics.gpu_combined = { links: Number(tl.links), calls: Number(tl.calls), idle: Number(tl.idle),
+      draw_ms: Number((await page.evaluate(() => window.__warpscope.perf.kernelsDrawMs)).toFixed(1)) };
+    await shot("gpu_timeline_launches");
+    // The Chrome trace of the same range: the calls on the thread, a flow from each to its kernel.
+    const exported = await api(url, `/api/v1/gpu/trace.json?from=${lFrom}&to=${lTo}&selector=${q(cudaSel)}`);
+    const ev = exported.traceEvents;
+    const calls = ev.filter((e) => e.ph === "X" && e.cat === "cuda_api");
+    const starts = ev.filter((e) => e.ph === "s");
+    const ends = new Map(ev.filter((e) => e.ph === "f").map((e) => [e.id, e]));
+    const gpuEvents = ev.filter((e) => e.ph === "X" && e.cat === "kernel");
+    if (calls.length !== linked || starts.length !== linked || ends.size !== linked) {
+      fail(`the Chrome trace should hold ${linked} launch calls and flows: ${calls.length} calls, ${starts.length}/${ends.size} flow ends`);
+    }
+    const threadNames = ev.filter((e) => e.ph === "M" && e.name === "thread_name").map((e) => e.args.name);
+    if (!threadNames.some((n) => /^thread \d+ \(CPU\)$/.test(n))) fail(`the launching thread should be named: ${threadNames}`);
+    for (const s of starts) {
+      const f = ends.get(s.id);
+      if (!f || f.bp !== "e" || !(f.tid >= 1e9) || s.tid !== calls[0].tid || !(s.ts <= f.ts)) {
+        fail(`flow ${s.id}: from the call's thread to a GPU lane, launch first: ${JSON.stringify([s, f])}`);
+      }
+      if (!gpuEvents.some((k) => k.tid === f.tid && k.ts === f.ts)) fail(`flow ${s.id} should end at a kernel's start`);
+    }
+    if (consoleErrors.length) fail(`console errors in the combined timeline: ${consoleErrors.join(" | ")}`);
   }
 
   // Drags across the timeline from one share of its width to another and

@@ -6,6 +6,7 @@
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
 import type { SeriesJson } from "./api/types";
+import { onSchemeChange } from "./base/dom";
 import { compactNanos } from "./time";
 import { ValueUnit, isTimeUnit, valueNoun } from "./units";
 
@@ -34,6 +35,14 @@ export class Timeline {
     private onSelect: (fromMs: number, toMs: number) => void,
   ) {
     new ResizeObserver(() => this.plot?.setSize(this.size())).observe(container);
+    // The axes' and grid's colours are read when the plot is made: a light
+    // or dark scheme change makes it again.
+    onSchemeChange(() => {
+      if (!this.plot) return;
+      this.plot.destroy();
+      this.plot = null;
+      this.create();
+    });
   }
 
   // The content box (clientWidth counts the padding): the plot then lines

@@ -129,3 +129,74 @@ test("busyAlpha: a run of bars is as opaque as its kernels cover it, never invis
   // 1% busy against 15% busy: clearly lighter.
   assert.ok(busyAlpha(0.01) < 0.2 && busyAlpha(0.15) > 0.25);
 });
+
+// Launch calls: [.., launch_start, launch_duration, launch_tid, launch_api].
+const launched = {
+  from_ns: FROM,
+  to_ns: FROM + 1e7, // 10 ms
+  names: ["gemm", "relu"],
+  launch_apis: ["", "cudaLaunchKernel", "cudaLaunchKernelExC", "cudaLaunchCooperativeKernel", "cudaGraphLaunch"],
+  streams: [
+    {
+      labels: train,
+      device: 0,
+      stream: 7,
+      busy_ns: 0,
+      activities: [
+        [FROM + 2e6, 1e6, 0, 0, 5, 0, FROM + 1e6, 2e4, 4242, 1],
+        // A graph launch: two kernels under one correlation id.
+        [FROM + 6e6, 5e5, 1, 0, 6, 9, FROM + 5e6, 3e4, 4242, 4],
+        [FROM + 7e6, 5e5, 1, 0, 6, 9, FROM + 5e6, 3e4, 4242, 4],
+        // Launched before recording began: no call known.
+        [FROM + 9e6, 1e5, 0, 0, 7, 0, 0, 0, 0, 0],
+        // A copy is never linked.
+        [FROM + 4e6, 1e5, 0, 1, 8, 0, FROM + 3e6, 1e3, 4242, 1],
+      ],
+    },
+    { labels: loader, device: 0, stream: 3, busy_ns: 0, activities: [[FROM + 3e6, 2e6, 0, 0, 1, 0, FROM + 2.5e6, 1e4, 77, 1]] },
+  ],
+  coverage: [],
+};
+
+test("launch calls become thread rows, one call per correlation id, linked to each kernel", () => {
+  const m = buildTrace(launched);
+  assert.deepEqual(
+    m.threads.map((t) => t.title),
+    ["loader (pid 9) · thread 77 · CPU", "train (pid 10) · thread 4242 · CPU"],
+  );
+  const t = m.threads[1];
+  assert.equal(t.n, 2);
+  assert.deepEqual([...t.start], [1e6, 5e6]);
+  assert.deepEqual([...t.dur], [2e4, 3e4]);
+  assert.deepEqual([...t.api].map((a) => m.launchApis[a]), ["cudaLaunchKernel", "cudaGraphLaunch"]);
+  assert.deepEqual([...t.kernels], [1, 2]);
+  assert.equal(m.links.length, 4, "three of the trainer's kernels and the loader's");
+  const train7 = m.rows.findIndex((r) => r.stream === 7);
+  const r = m.rows[train7];
+  assert.deepEqual([...r.launchThread], [1, -1, 1, 1, -1]); // by start: gemm, copy, relu, relu, unknown
+  assert.deepEqual([...r.launchCall], [0, -1, 1, 1, -1]);
+  const starts = m.links.map((l) => m.rows[l.row].start[l.activity]);
+  assert.deepEqual(starts, [2e6, 3e6, 6e6, 7e6], "links by kernel start");
+});
+
+test("a GPU is idle where no traced stream of it runs, and not where its trace is incomplete", () => {
+  const m = buildTrace(launched);
+  // Device 0 of n1 (both processes): busy 2-3 ms (gemm), 3-5 ms (the
+  // loader), 4-4.1 ms (copy), 6-6.5, 7-7.5, 9-9.1 ms.
+  const idle = m.rows[0].idle.map((g) => [g.from / 1e6, g.to / 1e6]);
+  assert.deepEqual(idle, [[0, 2], [5, 6], [6.5, 7], [7.5, 9], [9.1, 10]]);
+  assert.equal(m.rows[1].idle, m.rows[0].idle, "one GPU, one set of gaps");
+  const gapped = buildTrace({
+    ...launched,
+    coverage: [{ labels: { pid: "10", node: "n1" }, second_ns: FROM, recorded: 10, sent: 5, complete_until_ns: FROM + 8e6 }],
+  });
+  const after = gapped.rows[0].idle.map((g) => [g.from / 1e6, g.to / 1e6]);
+  assert.deepEqual(after, [[0, 2], [5, 6], [6.5, 7], [7.5, 8]], "unknown after 8 ms, not idle");
+});
+
+test("a trace without launch fields has no thread rows", () => {
+  const m = buildTrace(trace);
+  assert.equal(m.threads.length, 0);
+  assert.equal(m.links.length, 0);
+  assert.deepEqual(m.launchApis, []);
+});

@@ -36,6 +36,19 @@ std::optional<MemoryMapping> InjectionLibraryMapping(const ProcFs& procfs, uint3
   return std::nullopt;
 }
 
+// The library's (launch kind, flags) as the API's name.
+GpuLaunchApi LaunchApiOf(uint16_t kind, uint16_t flags) {
+  const bool driver = (flags & WS_CUDA_LAUNCH_FLAG_DRIVER_API) != 0;
+  switch (kind) {
+    case WS_CUDA_LAUNCH_KERNEL: return driver ? GpuLaunchApi::kCuLaunchKernel : GpuLaunchApi::kCudaLaunchKernel;
+    case WS_CUDA_LAUNCH_KERNEL_EX: return driver ? GpuLaunchApi::kCuLaunchKernelEx : GpuLaunchApi::kCudaLaunchKernelEx;
+    case WS_CUDA_LAUNCH_COOPERATIVE:
+      return driver ? GpuLaunchApi::kCuLaunchCooperativeKernel : GpuLaunchApi::kCudaLaunchCooperativeKernel;
+    case WS_CUDA_LAUNCH_GRAPH: return driver ? GpuLaunchApi::kCuGraphLaunch : GpuLaunchApi::kCudaGraphLaunch;
+    default: return GpuLaunchApi::kUnknown;
+  }
+}
+
 }  // namespace
 
 // Events from the socket thread to the sampling thread, bounded by records.
@@ -271,6 +284,14 @@ void GpuTimeCollector::OnKernels(Connection& c, const std::vector<CudaKernel>& k
     a.registers_per_thread = r.registers_per_thread;
     a.static_shared_bytes = static_cast<uint32_t>(r.static_shared_memory);
     a.dynamic_shared_bytes = static_cast<uint32_t>(r.dynamic_shared_memory);
+    if (r.launch_host_ns == 0) {
+      ++stats_.trace_kernels_without_launch;
+    } else {
+      a.launch_start_ns = static_cast<int64_t>(r.launch_host_ns) + unix_offset_ns;
+      a.launch_duration_ns = r.launch_duration_ns;
+      a.launch_tid = r.launch_tid;
+      a.launch_api = LaunchApiOf(r.launch_kind, r.launch_flags);
+    }
     Trace(std::move(a));
   }
 }
@@ -489,6 +510,7 @@ void GpuTimeCollector::AddCounters(std::vector<ProfileCounter>* counters) const 
   SetCounter(counters, "gpu_launch_stacks_distinct", stacks_.stats().symbolized);
   SetCounter(counters, "gpu_trace_activities", stats_.trace_activities);
   SetCounter(counters, "gpu_trace_thinned", stats_.trace_thinned);
+  SetCounter(counters, "gpu_trace_kernels_without_launch", stats_.trace_kernels_without_launch);
   SetCounter(counters, "gpu_probe_files_attached", stats_.probe_files_attached);
   SetCounter(counters, "gpu_probe_files_detached", stats_.probe_files_detached);
   SetCounter(counters, "gpu_probe_files_refused", stats_.probe_files_refused);

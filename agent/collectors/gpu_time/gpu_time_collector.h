@@ -93,6 +93,7 @@ struct GpuTimeStats {
   uint64_t kernels_without_clock = 0;  // records before any calibration pair (not expected)
   uint64_t trace_activities = 0;       // kept in the trace
   uint64_t trace_thinned = 0;          // left out by the per-second budget or the window cap
+  uint64_t trace_kernels_without_launch = 0;  // kernel records without their launch call's time and thread
   uint64_t probe_attach_failures = 0;
   uint64_t probe_files_attached = 0;  // attaches, since the start
   uint64_t probe_files_detached = 0;  // no connected process mapped the file any more

@@ -188,6 +188,23 @@ Status ValidateBatch(const IngestBatch& batch, const BatchLimits& limits) {
                                   std::to_string(a.duration_nanos()) + " is more than the limit of " +
                                   std::to_string(limits.max_gpu_duration_nanos));
     }
+    if (!warpscope::v1::GpuLaunchApi_IsValid(a.launch_api())) {
+      return InvalidArgumentError(Field("gpu_activities", i, "launch_api") + ": unknown launch API " +
+                                  std::to_string(a.launch_api()));
+    }
+    if (a.launch_duration_nanos() < 0 || a.launch_duration_nanos() > limits.max_gpu_duration_nanos) {
+      return InvalidArgumentError(Field("gpu_activities", i, "launch_duration_nanos") + ": " +
+                                  std::to_string(a.launch_duration_nanos()) + " is negative or more than the limit of " +
+                                  std::to_string(limits.max_gpu_duration_nanos));
+    }
+    // The launch precedes its kernel: one more than a day before or after it is not a clock skew.
+    constexpr int64_t kDayNanos = 86'400'000'000'000;
+    const __int128 gap = static_cast<__int128>(a.launch_start_unix_nanos()) - a.start_unix_nanos();
+    if (a.launch_start_unix_nanos() != 0 && (gap < -kDayNanos || gap > kDayNanos)) {
+      return InvalidArgumentError(Field("gpu_activities", i, "launch_start_unix_nanos") + ": " +
+                                  std::to_string(a.launch_start_unix_nanos()) + " is more than a day from the start " +
+                                  std::to_string(a.start_unix_nanos()));
+    }
   }
   for (int i = 0; i < batch.gpu_trace_coverage_size(); ++i) {
     const auto& c = batch.gpu_trace_coverage(i);

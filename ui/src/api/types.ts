@@ -153,8 +153,9 @@ export interface KernelsJson {
 }
 
 // GET /api/v1/gpu/trace
-// [start_ns (absolute unix), duration_ns, name index, kind, correlation_id, graph_id]
-export type ActivityTuple = [number, number, number, number, number, number];
+// [start_ns (absolute unix), duration_ns, name index, kind, correlation_id, graph_id,
+//  launch_start_ns (absolute; 0 unknown), launch_duration_ns, launch_tid, launch_api (index into launch_apis)]
+export type ActivityTuple = [number, number, number, number, number, number, number?, number?, number?, number?];
 
 export interface TraceStream {
   labels: Record<string, string>;
@@ -176,6 +177,7 @@ export interface TraceJson {
   from_ns: number;
   to_ns: number;
   names: string[];
+  launch_apis?: string[];
   streams: TraceStream[];
   coverage: TraceCoverage[];
 }

@@ -99,6 +99,9 @@ export interface ActivityColors {
   faded: string[];
   highlight: string;
   incomplete: string;
+  idle: string; // a GPU with nothing running
+  launch: string; // a launch call on a CPU thread
+  link: string; // launch -> kernel arrows
 }
 
 export function activityColors(): ActivityColors {
@@ -111,6 +114,9 @@ export function activityColors(): ActivityColors {
     faded: hues.map(([h, s]) => `hsl(${h},${Math.round(s / 3)}%,${fadedLight}%)`),
     highlight: isDark ? "#d05ce3" : "#e040fb",
     incomplete: isDark ? "rgba(255,255,255,0.13)" : "rgba(0,0,0,0.10)",
+    idle: isDark ? "rgba(255,120,90,0.16)" : "rgba(220,70,40,0.11)",
+    launch: `hsl(210,60%,${light}%)`,
+    link: isDark ? "rgba(200,210,230,0.55)" : "rgba(40,60,90,0.45)",
   };
 }
 

@@ -1,25 +1,38 @@
 // The per-stream kernel timeline: one canvas, one row per (process,
 // device, stream) over the selected range (at most 10 s), a bar per kernel
-// (the CUDA-kernel frames' colour), memcpy and memset; blank lane between
-// bars is the stream idle; hatched where the agent's trace budget dropped
-// activities (the trace is incomplete there, not idle). Hover: the
-// activity; click: select its kernel; drag: select that time range.
-// Owned by the UI thread. For the end-to-end test the panel carries
-// data-version (each draw), data-rows, data-bars (activities in view) and
-// data-incomplete (shaded spans).
-import { escapeHtml } from "../base/dom";
+// (the CUDA-kernel frames' colour), memcpy and memset; shaded where the
+// GPU ran nothing of any traced stream (idle); hatched where the agent's
+// trace budget dropped activities (the trace is incomplete there, not
+// idle). Under the streams, one row per launching CPU thread with its
+// launch calls, and a line from each call to the kernel it launched.
+// Hover: the activity or call; click: select its kernel; drag: select that
+// time range. Owned by the UI thread. For the end-to-end test the panel
+// carries data-version (each draw), data-rows, data-bars (activities in
+// view), data-incomplete (shaded spans), data-threads, data-calls (calls in
+// view), data-links (lines drawn), data-links-hidden (too many to draw) and
+// data-idle (idle spans shaded).
+import { escapeHtml, onSchemeChange } from "../base/dom";
 import { ActivityColors, activityColors } from "../flame/colors";
 import { formatNanos, formatTime } from "../time";
 import { ACTIVITY_KINDS } from "./kernel_api";
-import { StreamRow, TraceModel, activityAt, busyAlpha } from "./trace_model";
+import { StreamRow, ThreadRow, TraceModel, activityAt, busyAlpha } from "./trace_model";
 
 const GUTTER = 50; // px, like the timeline's y axis above: the x ranges line up
 const AXIS = 18;
 const HEAD = 15; // the row's title
 const BAR = 16;
 const ROW = HEAD + BAR + 5;
+const CALL_BAR = 10;
+const THREAD_ROW = HEAD + CALL_BAR + 5;
+const SECTION = 18; // the "CPU" heading between streams and threads
+const MAX_LINKS = 4000; // more in view: none drawn (a hint says so)
+const MIN_IDLE_PX = 2; // idle gaps narrower than this are not shaded
 const FONT = '11px ui-monospace, "DejaVu Sans Mono", Menlo, monospace';
 const TICK_STEPS_NS = [1, 2, 5].flatMap((m) => [1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9].map((p) => m * p)).sort((a, b) => a - b);
+
+type Hit =
+  | { kind: "stream"; row: number; activity: number; t: number }
+  | { kind: "thread"; row: number; call: number; t: number };
 
 export interface StreamTimelineOptions {
   onSelectRange: (fromMs: number, toMs: number) => void;
@@ -61,6 +74,11 @@ export class StreamTimeline {
     new ResizeObserver(() => {
       if (this.data && this.panel.clientWidth !== this.cssWidth && this.panel.clientWidth > 0) this.draw();
     }).observe(this.panel);
+    onSchemeChange(() => {
+      this.colors = activityColors();
+      this.hatch = null;
+      if (this.data) this.draw();
+    });
   }
 
   setData(d: TraceModel | null): void {
@@ -101,7 +119,8 @@ export class StreamTimeline {
     const width = this.panel.clientWidth;
     this.cssWidth = width;
     const rows = d ? d.rows.length : 0;
-    const height = d ? AXIS + rows * ROW : 1;
+    const threads = d ? d.threads.length : 0;
+    const height = d ? this.threadsTop() + threads * THREAD_ROW : 1;
     const dpr = window.devicePixelRatio || 1;
     this.canvas.style.height = `${height}px`;
     this.canvas.width = Math.max(1, Math.round(width * dpr));
@@ -118,6 +137,10 @@ export class StreamTimeline {
     ctx.fillRect(0, 0, width, height);
     let bars = 0;
     let shaded = 0;
+    let calls = 0;
+    let links = 0;
+    let linksHidden = 0;
+    let idle = 0;
     if (d) {
       ctx.font = FONT;
       ctx.textBaseline = "middle";
@@ -144,6 +167,13 @@ export class StreamTimeline {
         ctx.fillText(busy, GUTTER - 6 - ctx.measureText(busy).width, y + HEAD + BAR / 2);
         ctx.fillStyle = lane;
         ctx.fillRect(GUTTER, y + HEAD, pw, BAR);
+        ctx.fillStyle = this.colors.idle;
+        for (const gap of row.idle) {
+          const w = (gap.to - gap.from) * scale;
+          if (w < MIN_IDLE_PX) continue;
+          ctx.fillRect(GUTTER + gap.from * scale, y + HEAD, w, BAR);
+          idle++;
+        }
         bars += this.drawBars(ctx, row, y + HEAD, scale);
         for (const gap of row.incomplete) {
           const a = GUTTER + gap.from * scale;
@@ -157,6 +187,32 @@ export class StreamTimeline {
           shaded++;
         }
       });
+      if (threads > 0) {
+        const top = this.threadsTop();
+        d.threads.forEach((t, i) => {
+          const y = top + i * THREAD_ROW;
+          ctx.fillStyle = lane;
+          ctx.fillRect(GUTTER, y + HEAD, pw, CALL_BAR);
+          calls += this.drawCalls(ctx, t, y + HEAD, scale);
+        });
+        const drawn = this.drawLinks(ctx, d, scale);
+        links = drawn.links;
+        linksHidden = drawn.hidden;
+        // The texts over the lines, each on a plate of the background.
+        const plate = (text: string, x: number, y: number, color: string) => {
+          ctx.fillStyle = bg;
+          ctx.fillRect(x - 2, y - 6, ctx.measureText(text).width + 4, 12);
+          ctx.fillStyle = color;
+          ctx.fillText(text, x, y);
+        };
+        plate("CPU · launching threads (launch calls; lines to the kernels they launched)", GUTTER, top - SECTION / 2, muted);
+        d.threads.forEach((t, i) => plate(fit(ctx, t.title, width - GUTTER - 4), GUTTER, top + i * THREAD_ROW + HEAD / 2 + 1, fg));
+        if (linksHidden > 0) {
+          ctx.fillStyle = muted;
+          const note = `${linksHidden.toLocaleString("en-US")} launch → kernel lines not drawn: select a shorter range`;
+          ctx.fillText(fit(ctx, note, width - GUTTER - 4), GUTTER, height - 4);
+        }
+      }
     }
     this.version++;
     const ds = this.panel.dataset;
@@ -164,6 +220,11 @@ export class StreamTimeline {
     ds.rows = String(rows);
     ds.bars = String(bars);
     ds.incomplete = String(shaded);
+    ds.threads = String(threads);
+    ds.calls = String(calls);
+    ds.links = String(links);
+    ds.linksHidden = String(linksHidden);
+    ds.idle = String(idle);
     this.lastDrawMs = performance.now() - t0;
   }
 
@@ -212,6 +273,73 @@ export class StreamTimeline {
     return drawn;
   }
 
+  private threadsTop(): number {
+    const d = this.data;
+    if (!d) return AXIS;
+    return AXIS + d.rows.length * ROW + (d.threads.length > 0 ? SECTION : 0);
+  }
+
+  // One thread's launch calls, at least a pixel wide; returns those in view.
+  private drawCalls(ctx: CanvasRenderingContext2D, t: ThreadRow, y: number, scale: number): number {
+    const limit = GUTTER + this.plotWidth();
+    ctx.fillStyle = this.colors.launch;
+    let drawn = 0;
+    let lastB = -1;
+    for (let i = 0; i < t.n; i++) {
+      let a = GUTTER + t.start[i] * scale;
+      const b = Math.min(Math.max(a + t.dur[i] * scale, a + 1), limit);
+      if (b < GUTTER || a > limit) continue;
+      a = Math.max(a, GUTTER);
+      drawn++;
+      if (b <= lastB) continue; // inside the pixels already filled
+      ctx.fillRect(Math.max(a, lastB), y + 1, b - Math.max(a, lastB), CALL_BAR - 2);
+      lastB = b;
+    }
+    return drawn;
+  }
+
+  // Launch -> kernel lines of the links in view, from the call's middle to
+  // the kernel's start; none when more than MAX_LINKS are in view.
+  private drawLinks(ctx: CanvasRenderingContext2D, d: TraceModel, scale: number): { links: number; hidden: number } {
+    const limit = GUTTER + this.plotWidth();
+    const top = this.threadsTop();
+    const inView: number[] = [];
+    d.links.forEach((l, i) => {
+      const t = d.threads[l.thread];
+      const x1 = GUTTER + (t.start[l.call] + t.dur[l.call] / 2) * scale;
+      const x2 = GUTTER + d.rows[l.row].start[l.activity] * scale;
+      if (Math.max(x1, x2) >= GUTTER && Math.min(x1, x2) <= limit) inView.push(i);
+    });
+    if (inView.length > MAX_LINKS) return { links: 0, hidden: inView.length };
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(GUTTER, 0, limit - GUTTER, this.canvas.height);
+    ctx.clip();
+    ctx.strokeStyle = this.colors.link;
+    ctx.fillStyle = this.colors.link;
+    ctx.lineWidth = 1;
+    ctx.beginPath();
+    for (const i of inView) {
+      const l = d.links[i];
+      const t = d.threads[l.thread];
+      const x1 = GUTTER + (t.start[l.call] + t.dur[l.call] / 2) * scale;
+      const y1 = top + l.thread * THREAD_ROW + HEAD;
+      const x2 = GUTTER + d.rows[l.row].start[l.activity] * scale;
+      const y2 = AXIS + l.row * ROW + HEAD + BAR;
+      ctx.moveTo(x1, y1);
+      ctx.lineTo(x2, y2);
+    }
+    ctx.stroke();
+    for (const i of inView) {
+      const l = d.links[i];
+      const x2 = GUTTER + d.rows[l.row].start[l.activity] * scale;
+      const y2 = AXIS + l.row * ROW + HEAD + BAR;
+      ctx.fillRect(x2 - 1.5, y2 - 1, 3, 3); // the end that is the kernel
+    }
+    ctx.restore();
+    return { links: inView.length, hidden: 0 };
+  }
+
   private hatchPattern(ctx: CanvasRenderingContext2D): CanvasPattern | null {
     if (this.hatch) return this.hatch;
     const tile = document.createElement("canvas");
@@ -227,18 +355,52 @@ export class StreamTimeline {
     return this.hatch;
   }
 
-  // The row and activity under the mouse (activity -1: none there).
-  private hit(e: MouseEvent): { row: number; activity: number; t: number } | null {
+  // The stream row and activity, or the thread row and call, under the
+  // mouse (activity/call -1: none there).
+  private hit(e: MouseEvent): Hit | null {
     const d = this.data;
     if (!d) return null;
     const rect = this.canvas.getBoundingClientRect();
     const x = e.clientX - rect.left;
-    const y = e.clientY - rect.top - AXIS;
-    const r = Math.floor(y / ROW);
-    if (x < GUTTER || r < 0 || r >= d.rows.length || y - r * ROW < HEAD) return null;
+    if (x < GUTTER) return null;
     const t = this.timeAt(x);
     const slack = (3 * d.spanNs) / this.plotWidth();
-    return { row: r, activity: activityAt(d.rows[r], t, slack), t };
+    const y = e.clientY - rect.top;
+    const top = this.threadsTop();
+    if (d.threads.length > 0 && y >= top) {
+      const r = Math.floor((y - top) / THREAD_ROW);
+      if (r >= d.threads.length || y - top - r * THREAD_ROW < HEAD) return null;
+      return { kind: "thread", row: r, call: callAt(d.threads[r], t, slack), t };
+    }
+    const r = Math.floor((y - AXIS) / ROW);
+    if (r < 0 || r >= d.rows.length || y - AXIS - r * ROW < HEAD) return null;
+    return { kind: "stream", row: r, activity: activityAt(d.rows[r], t, slack), t };
+  }
+
+  // Tooltip lines: what launched activity i of `row`, when known.
+  private launchLines(d: TraceModel, row: StreamRow, i: number): string {
+    const ti = row.launchThread[i];
+    if (ti < 0) return "";
+    const t = d.threads[ti];
+    const c = row.launchCall[i];
+    const api = d.launchApis[t.api[c]] || "launch";
+    return `<tr><td>launched by</td><td>${escapeHtml(api)} on thread ${t.tid} at +${formatNanos(t.start[c])}</td></tr>
+        <tr><td>launch → start</td><td>${formatNanos(row.start[i] - t.start[c])}</td></tr>`;
+  }
+
+  private threadTip(d: TraceModel, h: { row: number; call: number }): string {
+    const t = d.threads[h.row];
+    const c = h.call;
+    const api = d.launchApis[t.api[c]] || "launch call";
+    let first = Infinity;
+    for (const l of d.links) {
+      if (l.thread === h.row && l.call === c) first = Math.min(first, d.rows[l.row].start[l.activity]);
+    }
+    return `<b>${escapeHtml(api)}</b><div class="muted">CPU · ${escapeHtml(t.title)}</div><table>
+        <tr><td>start</td><td>+${formatNanos(t.start[c])}</td></tr>
+        <tr><td>duration</td><td>${formatNanos(t.dur[c])}</td></tr>
+        <tr><td>kernels</td><td>${t.kernels[c]}${Number.isFinite(first) ? `, the first started ${formatNanos(first - t.start[c])} after the call` : ""}</td></tr>
+        <tr><td>correlation</td><td>${t.correlation[c]}</td></tr></table>`;
   }
 
   private onMove(e: MouseEvent): void {
@@ -258,9 +420,18 @@ export class StreamTimeline {
       this.tooltip.hidden = true;
       return;
     }
-    const row = d.rows[h.row];
     let html = "";
-    if (h.activity >= 0) {
+    if (h.kind === "thread") {
+      if (h.call < 0) {
+        this.tooltip.hidden = true;
+        return;
+      }
+      html = this.threadTip(d, h);
+    }
+    const row = h.kind === "stream" ? d.rows[h.row] : null;
+    if (!row || h.kind !== "stream") {
+      // a thread's call: html is set
+    } else if (h.activity >= 0) {
       const i = h.activity;
       const kind = ACTIVITY_KINDS[row.kind[i]] ?? "kernel";
       const name = d.names[row.name[i]] || kind;
@@ -268,16 +439,24 @@ export class StreamTimeline {
         <tr><td>start</td><td>+${formatNanos(row.start[i])}</td></tr>
         <tr><td>duration</td><td>${formatNanos(row.dur[i])}</td></tr>
         ${kind === "kernel" ? this.options.describe(name) : ""}
+        ${this.launchLines(d, row, i)}
         <tr><td>correlation</td><td>${row.correlation[i]}${row.graph[i] ? ` · graph ${row.graph[i]}` : ""}</td></tr></table>`;
     } else {
       const gap = row.incomplete.find((g) => h.t >= g.from && h.t < g.to);
-      if (!gap) {
+      const idle = gap ? undefined : row.idle.find((g) => h.t >= g.from && h.t < g.to);
+      if (!gap && !idle) {
         this.tooltip.hidden = true;
         return;
       }
-      html = `<b>Trace incomplete here</b><div class="muted">${escapeHtml(row.title)}</div>
+      if (idle) {
+        html = `<b>GPU idle for ${formatNanos(idle.to - idle.from)}</b><div class="muted">${escapeHtml(row.title)}</div>
+        <div>No traced stream ran a kernel, copy or set on this GPU from +${formatNanos(idle.from)} to
+        +${formatNanos(idle.to)}${this.data!.threads.length ? "; the launching threads below show what the CPU launched before and after" : ""}.</div>`;
+      } else if (gap) {
+        html = `<b>Trace incomplete here</b><div class="muted">${escapeHtml(row.title)}</div>
         <div>The agent kept ${gap.sent.toLocaleString("en-US")} of ${gap.recorded.toLocaleString("en-US")} activities of
         this process in this second; the rest of the second is not idle, just not traced.</div>`;
+      }
     }
     this.tooltip.innerHTML = html;
     this.tooltip.hidden = false;
@@ -306,12 +485,36 @@ export class StreamTimeline {
       return;
     }
     const h = this.hit(e);
-    if (h && h.activity >= 0) {
+    if (h && h.kind === "stream" && h.activity >= 0) {
       const row = d.rows[h.row];
       const name = d.names[row.name[h.activity]];
       if (name && row.kind[h.activity] === 0) this.options.onPick(name);
     }
   }
+}
+
+// The call of `t` at time t (ns from the range's start), or the nearest
+// within slack; -1 when none. Calls of one thread never overlap.
+function callAt(t: ThreadRow, at: number, slack: number): number {
+  let lo = 0;
+  let hi = t.n;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (t.start[mid] <= at + slack) lo = mid + 1;
+    else hi = mid;
+  }
+  let best = -1;
+  let bestDist = Infinity;
+  for (let i = lo - 1; i >= 0 && i >= lo - 8; i--) {
+    const a = t.start[i];
+    const b = a + t.dur[i];
+    const dist = at < a ? a - at : at > b ? at - b : 0;
+    if (dist <= slack && dist < bestDist) {
+      best = i;
+      bestDist = dist;
+    }
+  }
+  return best;
 }
 
 // The range's start as time of day with milliseconds: 12:00:01.250.

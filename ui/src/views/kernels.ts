@@ -171,9 +171,15 @@ export class KernelsView implements View {
   }
 
   private traceInfoHtml(t: TraceModel, l: Loaded): string {
-    const rows = `${t.rows.length} stream${t.rows.length === 1 ? "" : "s"}, ${t.activities.toLocaleString("en-US")} activities`;
+    const threads = t.threads.length
+      ? `, ${t.threads.length} launching thread${t.threads.length === 1 ? "" : "s"} (${t.links.length.toLocaleString("en-US")} kernels with their launch call)`
+      : "";
+    const rows = `${t.rows.length} stream${t.rows.length === 1 ? "" : "s"}, ${t.activities.toLocaleString("en-US")} activities${threads}`;
+    const launches = t.threads.length
+      ? ` <i class="sw launch"></i>launch call (CPU) <i class="sw link"></i>launch → kernel`
+      : "";
     const legend = `<span class="legend"><i class="sw kernel"></i>kernel <i class="sw memcpy"></i>memcpy <i class="sw memset"></i>memset
-      <i class="sw incomplete"></i>not traced</span>`;
+      <i class="sw idle"></i>GPU idle <i class="sw incomplete"></i>not traced${launches}</span>`;
     const incomplete =
       t.incompleteSeconds > 0
         ? `<span class="trace-incomplete">Trace incomplete in ${t.incompleteSeconds} process-second${t.incompleteSeconds === 1 ? "" : "s"}

@@ -20,7 +20,7 @@ size_t RecordSize(uint16_t version, uint16_t type) {
     case WS_CUDA_MSG_WINDOW:
       return version >= 2 ? sizeof(ws_cuda_window) : 0;
     case WS_CUDA_MSG_KERNELS:
-      return sizeof(ws_cuda_kernel);
+      return version >= 3 ? sizeof(ws_cuda_kernel) : WS_CUDA_KERNEL_V2_SIZE;
     case WS_CUDA_MSG_MEMOPS:
       return sizeof(ws_cuda_memop);
     case WS_CUDA_MSG_LAUNCHES:
@@ -39,10 +39,16 @@ bool IsSingleton(uint16_t type) {
          type == WS_CUDA_MSG_CLOCK || type == WS_CUDA_MSG_WINDOW;
 }
 
+// Records of an older version are a prefix of T: the fields after it read as 0.
 template <typename T>
-void CopyRecords(const uint8_t* body, uint32_t count, std::vector<T>* out) {
-  out->resize(count);
-  if (count > 0) std::memcpy(out->data(), body, sizeof(T) * count);
+void CopyRecords(const uint8_t* body, uint32_t count, size_t record_size, std::vector<T>* out) {
+  if (record_size == sizeof(T)) {
+    out->resize(count);
+    if (count > 0) std::memcpy(out->data(), body, sizeof(T) * count);
+    return;
+  }
+  out->assign(count, T{});
+  for (uint32_t i = 0; i < count; ++i) std::memcpy(&(*out)[i], body + i * record_size, record_size);
 }
 
 Status DecodeNames(const uint8_t* body, size_t body_size, uint32_t count, CudaWireMessage* out) {
@@ -156,10 +162,10 @@ StatusOr<CudaWireMessage> DecodeCudaMessage(const uint8_t* data, size_t size) {
       }
       break;
     case WS_CUDA_MSG_KERNELS:
-      CopyRecords(body, header.count, &out.kernels);
+      CopyRecords(body, header.count, record_size, &out.kernels);
       break;
     case WS_CUDA_MSG_MEMOPS:
-      CopyRecords(body, header.count, &out.memops);
+      CopyRecords(body, header.count, record_size, &out.memops);
       for (const ws_cuda_memop& m : out.memops) {
         if (m.op != WS_CUDA_MEMOP_MEMCPY && m.op != WS_CUDA_MEMOP_MEMSET) {
           return InvalidArgumentError("MEMOPS: op " + std::to_string(m.op));
@@ -167,7 +173,7 @@ StatusOr<CudaWireMessage> DecodeCudaMessage(const uint8_t* data, size_t size) {
       }
       break;
     case WS_CUDA_MSG_LAUNCHES:
-      CopyRecords(body, header.count, &out.launches);
+      CopyRecords(body, header.count, record_size, &out.launches);
       for (const ws_cuda_launch& l : out.launches) {
         if (l.launch_kind < WS_CUDA_LAUNCH_KERNEL || l.launch_kind > WS_CUDA_LAUNCH_GRAPH) {
           return InvalidArgumentError("LAUNCHES: kind " + std::to_string(l.launch_kind));

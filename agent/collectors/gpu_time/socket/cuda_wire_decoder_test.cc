@@ -138,6 +138,32 @@ TEST(CudaWireDecoder, ReadsVersionOneAndVersionTwoOnlyMessages) {
   EXPECT_FALSE(Decode(EncodeCudaMessage(WS_CUDA_MSG_WINDOW, &window, sizeof(window), 1)).ok());
 }
 
+// Version 2 peers: KERNELS records of 88 bytes, without the launch's time and
+// thread (read as 0).
+TEST(CudaWireDecoder, ReadsVersionTwoKernels) {
+  ws_cuda_kernel k[2]{};
+  k[0].correlation_id = 5;
+  k[1].correlation_id = 6;
+  k[1].attach_epoch = 3;
+  k[0].launch_host_ns = k[1].launch_host_ns = 77;  // past the version 2 prefix: not sent
+  std::vector<uint8_t> packed(2 * WS_CUDA_KERNEL_V2_SIZE);
+  std::memcpy(packed.data(), &k[0], WS_CUDA_KERNEL_V2_SIZE);
+  std::memcpy(packed.data() + WS_CUDA_KERNEL_V2_SIZE, &k[1], WS_CUDA_KERNEL_V2_SIZE);
+  std::vector<uint8_t> v2 = EncodeCudaMessage(WS_CUDA_MSG_KERNELS, packed.data(), WS_CUDA_KERNEL_V2_SIZE, 2);
+  const uint16_t two = 2;
+  std::memcpy(v2.data() + 4, &two, sizeof(two));
+  StatusOr<CudaWireMessage> old = Decode(v2);
+  ASSERT_TRUE(old.ok()) << old.status().ToString();
+  ASSERT_EQ(old->kernels.size(), 2u);
+  EXPECT_EQ(old->kernels[1].correlation_id, 6u);
+  EXPECT_EQ(old->kernels[1].attach_epoch, 3u);
+  EXPECT_EQ(old->kernels[0].launch_host_ns, 0u);
+  EXPECT_EQ(old->kernels[1].launch_tid, 0u);
+  // The same bytes under version 3 are too short for their count.
+  std::vector<uint8_t> v3 = EncodeCudaMessage(WS_CUDA_MSG_KERNELS, packed.data(), WS_CUDA_KERNEL_V2_SIZE, 2);
+  EXPECT_EQ(Decode(v3).status().code(), StatusCode::kDataLoss);
+}
+
 TEST(CudaWireDecoder, RejectsMalformedHeaders) {
   ws_cuda_hello hello{};
   hello.pid = 42;
@@ -150,7 +176,7 @@ TEST(CudaWireDecoder, RejectsMalformedHeaders) {
     return Decode(bad);
   };
   EXPECT_EQ(with(0, 0xdeadbeef, 4).status().code(), StatusCode::kInvalidArgument);  // magic
-  EXPECT_EQ(with(4, 3, 2).status().code(), StatusCode::kInvalidArgument);           // version
+  EXPECT_EQ(with(4, WS_CUDA_WIRE_VERSION + 1, 2).status().code(), StatusCode::kInvalidArgument);  // version
   EXPECT_EQ(with(4, 0, 2).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(with(6, 99, 2).status().code(), StatusCode::kInvalidArgument);          // type
   EXPECT_EQ(with(8, 1000, 4).status().code(), StatusCode::kDataLoss);               // length
