@@ -12,6 +12,7 @@
 #include "query/flame_chart.h"
 #include "query/flame_graph.h"
 #include "query/grouped_profile.h"
+#include "query/line_granularity.h"
 #include "query/profile_diff.h"
 #include "query/profile_export.h"
 #include "query/series_json.h"
@@ -86,8 +87,11 @@ class Handlers {
     if (!max_groups.ok()) return ErrorFor(max_groups.status());
     storage::QueryContext context = NewContext();
     q->context = &context;
+    auto lines = ParseLineGranularity(req);
+    if (!lines.ok()) return ErrorFor(lines.status());
     auto profile = group_by->empty() ? SelectProfile(*q) : SelectGroupedProfile(*q, *group_by, *max_groups);
     if (!profile.ok()) return ErrorFor(profile.status());
+    if (*lines && format != "pprof") query::SplitFramesByLine(&*profile);  // pprof keeps its lines itself
     http::HttpResponse r;
     if (format == "pprof") {
       auto encoded = query::RenderPprofGzip(*profile, q->from_ns, q->to_ns);
@@ -115,10 +119,13 @@ class Handlers {
     if (sort != "self" && sort != "total") {
       return http::HttpResponse::Error(400, "parameter 'sort': expected self or total, found \"" + sort + "\"");
     }
+    auto lines = ParseLineGranularity(req);
+    if (!lines.ok()) return ErrorFor(lines.status());
     storage::QueryContext context = NewContext();
     q->context = &context;
     auto profile = SelectProfile(*q);
     if (!profile.ok()) return ErrorFor(profile.status());
+    if (*lines) query::SplitFramesByLine(&*profile);
     query::TopOptions o;
     o.limit = *limit;
     o.sort_by = sort == "total" ? query::TopOptions::SortBy::kTotal : query::TopOptions::SortBy::kSelf;
@@ -144,6 +151,12 @@ class Handlers {
     if (!base_profile.ok()) return ErrorFor(base_profile.status());
     auto target_profile = SelectProfile(*target);
     if (!target_profile.ok()) return ErrorFor(target_profile.status());
+    auto lines = ParseLineGranularity(req);
+    if (!lines.ok()) return ErrorFor(lines.status());
+    if (*lines) {
+      query::SplitFramesByLine(&*base_profile);
+      query::SplitFramesByLine(&*target_profile);
+    }
     query::FlameGraphOptions o;
     o.max_nodes = *max_nodes;
     return WithCaveats(http::HttpResponse::Json(200, query::RenderDiffJson(*base_profile, *target_profile, o)), context);
@@ -228,6 +241,9 @@ class Handlers {
     auto timeline = store_->SelectStackTimeline(tq);
     if (!timeline.ok()) return ErrorFor(timeline.status());
     if (timeline->profile.type.name.empty()) timeline->profile.type.name = q->type;
+    auto lines = ParseLineGranularity(req);
+    if (!lines.ok()) return ErrorFor(lines.status());
+    if (*lines) query::SplitFramesByLine(&timeline->profile);
     query::FlameChartOptions o;
     o.max_lanes = std::max<uint64_t>(*max_lanes, 1);
     o.from_ns = q->from_ns;

@@ -116,6 +116,13 @@ http::HttpResponse WithCaveats(http::HttpResponse response, const storage::Query
   return response;
 }
 
+StatusOr<bool> ParseLineGranularity(const http::HttpRequest& req) {
+  const std::string g = req.QueryValue("granularity").value_or("functions");
+  if (g == "functions" || g.empty()) return false;
+  if (g == "lines") return true;
+  return InvalidArgumentError("parameter 'granularity': expected functions or lines, found \"" + g + "\"");
+}
+
 // group_by=a,b,c (at most 8 labels); `fallback` when absent.
 StatusOr<std::vector<std::string>> ParseGroupBy(const http::HttpRequest& req, const std::string& fallback) {
   const std::string text = req.QueryValue("group_by").value_or(fallback);

@@ -30,6 +30,10 @@ StatusOr<storage::ProfileQuery> ParseProfileQuery(const http::HttpRequest& req, 
                                                   const std::string& to_key = "to",
                                                   const std::string& selector_key = "selector");
 
+// granularity=functions (default) or lines: true for lines
+// (query/line_granularity.h).
+StatusOr<bool> ParseLineGranularity(const http::HttpRequest& req);
+
 // group_by=a,b,c (at most 8 labels); `fallback` when absent.
 StatusOr<std::vector<std::string>> ParseGroupBy(const http::HttpRequest& req, const std::string& fallback);
 

@@ -5,6 +5,21 @@
 namespace warpscope::server {
 namespace {
 
+TEST(ApiParamsTest, GranularityIsFunctionsOrLines) {
+  http::HttpRequest req;
+  EXPECT_FALSE(*ParseLineGranularity(req));
+  req.query.emplace("granularity", "lines");
+  EXPECT_TRUE(*ParseLineGranularity(req));
+  req.query.clear();
+  req.query.emplace("granularity", "functions");
+  EXPECT_FALSE(*ParseLineGranularity(req));
+  req.query.clear();
+  req.query.emplace("granularity", "addresses");
+  const StatusOr<bool> bad = ParseLineGranularity(req);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("expected functions or lines"), std::string::npos);
+}
+
 TEST(ApiParamsTest, StatusesMapToHttp) {
   EXPECT_EQ(HttpStatusFor(InvalidArgumentError("x")), 400);
   EXPECT_EQ(HttpStatusFor(NotFoundError("x")), 404);

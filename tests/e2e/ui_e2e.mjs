@@ -577,6 +577,25 @@ try {
     log(`gpu_time leaf: ${leafTip.replace(/\s+/g, " ")}`);
     if (!/CUDA kernel/.test(leafTip) || !/880 ms/.test(leafTip)) fail(`the leaf should be the CUDA kernel with 880 ms: ${leafTip}`);
     await shot("gpu_flame");
+    // Line granularity: one box per function and line (the seeded frames
+    // carry lines), the total unchanged.
+    {
+      const version = await flameVersion();
+      await page.locator("button.lines-button").click();
+      await waitFor("the graph by line", async () => page.url().includes("lines=1") && (await flameVersion()) > version, 10000);
+      if ((await flameTotal()) !== gpuTotal) fail(`lines keep the total: ${await flameTotal()}`);
+      await page.mouse.move(gc.x + gc.width * 0.75 - 3, gc.y + 2 * 18 + 9);
+      await page.mouse.move(gc.x + gc.width * 0.75, gc.y + 2 * 18 + 9);
+      const lineTip = await waitFor("the tooltip of a line's box", async () => {
+        const t = await page.locator(".view-flame .tooltip").innerText().catch(() => "");
+        return t.includes("forward:20") ? t : null;
+      }, 5000);
+      if (!/model\.py/.test(lineTip)) fail(`the line's box should name its file: ${lineTip}`);
+      log(`by line: ${lineTip.replace(/\s+/g, " ").slice(0, 80)}`);
+      await shot("gpu_flame_lines");
+      await page.locator("button.lines-button").click();
+      await waitFor("the graph by function again", async () => !page.url().includes("lines=1"), 10000);
+    }
 
     // A sub-second range (a drag across a few kernels): gpu_time is kept per
     // second, so the graph covers the whole second around it and says so.

@@ -74,6 +74,7 @@ export class App implements Shell {
   private treeButton = el("button", "tree-toggle");
   private colorSelect = el("select");
   private groupSelect = el("select", "group-select");
+  private linesButton = el("button", "lines-button");
   private timelineEl = el("div", "timeline");
   private message = el("div", "message");
 
@@ -162,13 +163,15 @@ export class App implements Shell {
     this.groupSelect.innerHTML = `<option value="">one tree</option><option value="process">by process</option><option value="thread">by thread</option>`;
     this.groupSelect.title = "split the flame graph into one subtree per process (comm, pid) or thread";
     this.groupSelect.addEventListener("change", () => this.update({ group: this.groupSelect.value, focus: "" }, true));
+    this.linesButton.title = "one box per function, or per function and source line (file:line, where the frames have lines)";
+    this.linesButton.addEventListener("click", () => this.update({ lines: this.state.lines === "1" ? "" : "1", focus: "" }, true));
     const pprof = el("button", "", "⤓ pprof");
     pprof.title = "the merged profile of this range and selector (/api/v1/profile?format=pprof)";
     pprof.addEventListener("click", () => this.exportPprof());
     const speedscope = el("button", "", "⤓ speedscope");
     speedscope.title = "the flame graph as shown (zoom included), as speedscope JSON";
     speedscope.addEventListener("click", () => this.exportSpeedscope());
-    toolbar.append(this.selectorInput, this.searchInput, this.searchInfo, this.orientButton, this.treeButton, this.groupSelect, this.colorSelect, pprof, speedscope);
+    toolbar.append(this.selectorInput, this.searchInput, this.searchInfo, this.orientButton, this.treeButton, this.groupSelect, this.linesButton, this.colorSelect, pprof, speedscope);
     attachSelectorCompletion(this.selectorInput);
 
     const main = el("main");
@@ -267,6 +270,7 @@ export class App implements Shell {
     this.treeButton.textContent = s.tree === "bottom-up" ? "⇅ bottom-up" : "⇅ top-down";
     this.colorSelect.value = s.color;
     this.groupSelect.value = s.group;
+    this.linesButton.textContent = s.lines === "1" ? "≡ lines" : "≡ functions";
     // A type from a link (the kernel table's "flame graph") may not be listed yet.
     if (![...this.typeSelect.options].some((o) => o.value === s.type)) this.typeSelect.append(new Option(s.type, s.type));
     this.typeSelect.value = s.type;

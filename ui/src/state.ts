@@ -36,6 +36,7 @@ export interface ViewState {
   nodes: string; // "all": flame graphs up to the server's most nodes, else the default limit
   tree: string; // "bottom-up": the flame graph inverted (flame/model.ts inverted), else top-down
   group: string; // "process" or "thread": the flame graph split into one subtree each (GROUPS), else one tree
+  lines: string; // "1": one node per function and line (the API's granularity=lines), else per function
 }
 
 export const DEFAULTS: ViewState = {
@@ -67,6 +68,7 @@ export const DEFAULTS: ViewState = {
   nodes: "",
   tree: "",
   group: "",
+  lines: "",
 };
 
 // The flame graph's `group` as the API's group_by (docs/api.md, /api/v1/profile).
@@ -93,6 +95,7 @@ export function readState(search: string): ViewState {
   if (!["name", "binary", "self", "total"].includes(s.sort)) s.sort = "self";
   if (!KERNEL_SORTS.includes(s.ksort)) s.ksort = "total";
   if (!(s.group in GROUPS)) s.group = "";
+  if (s.lines !== "1") s.lines = "";
   return s;
 }
 
@@ -109,7 +112,14 @@ export function writeState(s: ViewState): string {
   return text ? `?${text}` : "";
 }
 
-// The API's common query parameters (docs/api.md) of a state; an empty selector is left out.
-export function commonParams(s: ViewState): { type: string; from: string; to: string; selector: string | undefined } {
-  return { type: s.type, from: s.from, to: s.to, selector: s.selector || undefined };
+// The API's common query parameters (docs/api.md) of a state; an empty
+// selector is left out, and granularity unless it is lines.
+export function commonParams(s: ViewState): {
+  type: string;
+  from: string;
+  to: string;
+  selector: string | undefined;
+  granularity: string | undefined;
+} {
+  return { type: s.type, from: s.from, to: s.to, selector: s.selector || undefined, granularity: s.lines === "1" ? "lines" : undefined };
 }

@@ -33,9 +33,17 @@ test("the flame graph's transforms round-trip through the URL; norec is 1 or not
   assert.equal(readState("?norec=yes").norec, "");
 });
 
-test("commonParams: the API's common parameters, no empty selector", () => {
-  assert.deepEqual(commonParams(DEFAULTS), { type: "cpu", from: "now-1h", to: "now", selector: undefined });
-  assert.deepEqual(commonParams({ ...DEFAULTS, type: "gpu_time", selector: "{}" }), { type: "gpu_time", from: "now-1h", to: "now", selector: "{}" });
+test("commonParams: the API's common parameters, no empty selector, granularity only for lines", () => {
+  assert.deepEqual(commonParams(DEFAULTS), { type: "cpu", from: "now-1h", to: "now", selector: undefined, granularity: undefined });
+  assert.deepEqual(commonParams({ ...DEFAULTS, type: "gpu_time", selector: "{}", lines: "1" }), {
+    type: "gpu_time",
+    from: "now-1h",
+    to: "now",
+    selector: "{}",
+    granularity: "lines",
+  });
+  assert.equal(readState("?lines=yes").lines, "");
+  assert.equal(readState("?lines=1").lines, "1");
 });
 
 test("rangeLabel", () => {
