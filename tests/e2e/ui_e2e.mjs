@@ -413,6 +413,21 @@ try {
     await page.locator("input.bin-filter").press("Enter");
     await waitFor("the binary filter", async () => page.url().includes("bin=libwork") && (await nodes()) === 241, 2000);
     if ((await flameTotal()) !== hourTotal) fail(`the binary filter should keep the total ${hourTotal}, found ${await flameTotal()}`);
+    // The table under the same transforms: the table of the graph's tree,
+    // so only libwork.so's functions, and the total kept.
+    {
+      const tableUrl = new URL(page.url());
+      tableUrl.searchParams.set("view", "table");
+      await page.goto(tableUrl.toString());
+      const wrap = page.locator(".view-table div.table-wrap");
+      await waitFor("the table of the transformed graph", async () => (await wrap.getAttribute("data-source")) === "graph" && Number(await wrap.getAttribute("data-rows")) > 0, 10000);
+      const binaries = await page.locator(".view-table table.top tbody tr td:nth-child(6)").allInnerTexts();
+      if (!binaries.length || binaries.some((b) => b.trim() !== "libwork.so")) fail(`under bin=libwork the table lists libwork.so only: ${[...new Set(binaries)].join(", ")}`);
+      log(`table under the binary filter: ${binaries.length} rows, all libwork.so`);
+      await shot("table_transformed");
+      await page.goBack();
+      await waitFor("the graph again", async () => (await nodes()) === 241, 10000);
+    }
     // Copy name (key c in the menu) closes the menu without an error.
     await canvas.click({ button: "right", position: { x: hc.width * 0.5, y: 18 * 1.5 } });
     await page.keyboard.press("c");

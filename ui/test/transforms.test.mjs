@@ -12,6 +12,9 @@ import {
   hideFrames,
   parseFrame,
   parseFrames,
+  reshapes,
+  topOfTree,
+  transformChart,
 } from "../src/flame/transforms.ts";
 
 // A tree from stacks: [["name@binary", …] root first, value]; kind 2 (Python) for binaries ending in .py, else 0.
@@ -205,4 +208,50 @@ test("binariesByTotal: the binaries by the stacks through them, each stack once"
     { binary: "lib1", total: 10 }, // f;f;x counted once, from the outer f
     { binary: "lib2", total: 4 },
   ]);
+});
+
+const NO_TRANSFORMS = { ffocus: "", hide: "", bin: "", norec: "", tree: "" };
+
+test("topOfTree: self per function, total with each stack once (recursion from its outermost call)", () => {
+  const d = tree([
+    [["main@app", "f@app", "f@app", "g@libg.so"], 5],
+    [["main@app", "g@libg.so"], 3],
+    [["main@app"], 2],
+  ]);
+  const top = topOfTree(d);
+  const row = (name) => top.functions.find((r) => r.name === name);
+  assert.equal(top.total, 10);
+  assert.deepEqual([row("main").self, row("main").total], [2, 10]);
+  assert.deepEqual([row("f").self, row("f").total], [0, 5], "f under f counted once");
+  assert.deepEqual([row("g").self, row("g").total], [8, 8]);
+  assert.equal(top.functions.length, 3);
+  assert.equal(reshapes(NO_TRANSFORMS), false);
+  assert.equal(reshapes({ ...NO_TRANSFORMS, tree: "bottom-up" }), false, "inversion keeps the functions' numbers");
+  assert.equal(reshapes({ ...NO_TRANSFORMS, norec: "1" }), true);
+});
+
+// A flame-chart answer: frames main@app (0), f@app (1), g@libg.so (2); one lane.
+const chart = {
+  version: 1, type: "cpu", unit: "samples", period_nanos: 1, from_ms: 0, to_ms: 3000, total: 10,
+  names: ["main", "f", "g"], binaries: ["app", "libg.so"],
+  frames: [[0, 0, 0], [1, 0, 0], [2, 1, 0]],
+  stacks: [[0, 1, 1, 2], [0, 2], [0]],
+  lanes: [{ labels: { comm: "app" }, total: 10, points: [[0, 0, 5], [1000, 1, 3], [2000, 2, 2]] }],
+};
+
+test("transformChart: the flame graph's transforms on the chart's stacks", () => {
+  assert.equal(transformChart(chart, NO_TRANSFORMS), chart, "nothing to do: the same answer");
+  const norec = transformChart(chart, { ...NO_TRANSFORMS, norec: "1" });
+  assert.deepEqual(norec.stacks[0], [0, 1, 2]);
+  const hidden = transformChart(chart, { ...NO_TRANSFORMS, hide: JSON.stringify([["f", "app", 0]]) });
+  assert.deepEqual(hidden.stacks[0], [0, 2]);
+  assert.equal(hidden.total, 10);
+  const bin = transformChart(chart, { ...NO_TRANSFORMS, bin: "libg" });
+  assert.deepEqual(bin.stacks, [[2], [2], []]);
+  assert.equal(bin.lanes[0].total, 10, "every point kept");
+  const focus = transformChart(chart, { ...NO_TRANSFORMS, ffocus: JSON.stringify(["f", "app", 0]) });
+  assert.deepEqual(focus.stacks[0], [1, 1, 2], "from f's outermost call");
+  assert.deepEqual(focus.lanes[0].points, [[0, 0, 5]], "the stacks without f are dropped");
+  assert.equal(focus.lanes[0].total, 5);
+  assert.equal(focus.total, 5);
 });

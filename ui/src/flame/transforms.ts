@@ -9,6 +9,7 @@
 // value, so the root's total is unchanged by hide, binary filter and
 // collapse; a focus's root holds the function's total, each stack counted
 // once (recursion is taken from the outermost occurrence).
+import type { FlameChartJson } from "../api/types";
 import { FlameData, GROUP_LABEL, PathStep, TreeBuilder, inverted } from "./model";
 import { nameMatcher } from "./analysis";
 
@@ -167,6 +168,79 @@ const STAGES: [key: (k: TransformKeys) => string, apply: (d: FlameData, k: Trans
   [(k) => (k.norec === "1" ? "1" : ""), (d, k) => (k.norec === "1" ? collapseRecursion(d) : d)],
   [(k) => (k.tree === "bottom-up" ? "1" : ""), (d, k) => (k.tree === "bottom-up" ? inverted(d) : d)],
 ];
+
+// Whether any transform that changes the tree's content (not only its
+// orientation) is on: then only the client's tree knows the numbers.
+export function reshapes(k: TransformKeys): boolean {
+  return !!parseFrame(k.ffocus) || parseFrames(k.hide).length > 0 || !!k.bin.trim() || k.norec === "1";
+}
+
+// The flame chart's answer under the same transforms, stack by stack: focus
+// keeps the stacks through the function, from its outermost occurrence
+// (the others' points are dropped, as the graph's root then holds only the
+// function's total); hide takes frames out; the binary filter keeps only
+// the matching binaries' frames (and group labels); collapse merges
+// consecutive repeats. Points keep their values, so the lanes' totals change
+// only under focus.
+export function transformChart(json: FlameChartJson, k: TransformKeys): FlameChartJson {
+  if (!reshapes(k)) return json;
+  const { frames, names, binaries } = json;
+  const keyOf = frames.map(([n, b, kind]) => `${names[n]}\u0000${binaries[b] ?? ""}\u0000${kind}`);
+  const focus = parseFrame(k.ffocus);
+  const focusKey = focus ? `${focus[0]}\u0000${focus[1]}\u0000${focus[2]}` : null;
+  const hidden = new Set(parseFrames(k.hide).map(([n, b, kind]) => `${n}\u0000${b}\u0000${kind}`));
+  const m = nameMatcher(k.bin);
+  const keepBinary = m ? binaries.map(m) : null;
+  const stacks: (number[] | null)[] = json.stacks.map((stack) => {
+    let st = stack;
+    if (focusKey) {
+      const at = st.findIndex((f) => keyOf[f] === focusKey);
+      if (at < 0) return null;
+      st = st.slice(at);
+    }
+    if (hidden.size) st = st.filter((f) => !hidden.has(keyOf[f]));
+    if (keepBinary) st = st.filter((f) => frames[f][2] === GROUP_LABEL || keepBinary[frames[f][1]]);
+    if (k.norec === "1") st = st.filter((f, i, a) => i === 0 || keyOf[f] !== keyOf[a[i - 1]]);
+    return st;
+  });
+  let dropped = 0;
+  const lanes = json.lanes.map((lane) => {
+    const points = lane.points.filter((p) => stacks[p[1]] !== null);
+    const total = points.reduce((sum, p) => sum + p[2], 0);
+    dropped += lane.total - total;
+    return { ...lane, points, total };
+  });
+  return { ...json, stacks: stacks.map((st) => st ?? []), lanes, total: json.total - dropped };
+}
+
+// The top-functions table of a (transformed) tree, as /api/v1/top answers
+// it: per (name, binary, kind) its self, and its total with each stack
+// counted once (from the function's outermost occurrence). Not the root,
+// "other" boxes (kind 3) or group labels (kind 5). On a folded tree the
+// functions folded into "other" are missing and the rest exact.
+export function topOfTree(d: FlameData): { total: number; functions: { name: string; binary: string; kind: number; self: number; total: number }[] } {
+  const index = new Map<string, number>();
+  const rows: { name: string; binary: string; kind: number; self: number; total: number }[] = [];
+  const insideUntil: number[] = [];
+  for (let i = 1; i < d.n; i++) {
+    const kind = d.kind[i];
+    if (kind === 3 || kind === GROUP_LABEL) continue;
+    const key = `${d.name[i]}\u0000${d.binary[i]}\u0000${kind}`;
+    let r = index.get(key);
+    if (r === undefined) {
+      r = rows.length;
+      index.set(key, r);
+      rows.push({ name: d.names[d.name[i]], binary: d.binaries[d.binary[i]] ?? "", kind, self: 0, total: 0 });
+      insideUntil.push(0);
+    }
+    rows[r].self += d.self[i];
+    if (i >= insideUntil[r]) {
+      rows[r].total += d.total[i];
+      insideUntil[r] = d.end[i];
+    }
+  }
+  return { total: d.total[0] ?? 0, functions: rows };
+}
 
 // The shown tree of the server's data under the state's transforms, each
 // stage cached on (its input, its keys): changing the collapse keeps the

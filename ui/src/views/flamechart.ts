@@ -1,12 +1,14 @@
 // The flame chart view (`view=flamechart`): the busiest threads' stacks in
 // time order (/api/v1/flamechart, group_by=pid,comm,thread), one lane each;
-// a click on a box selects its time span, right-click opens its sandwich.
+// a click on a box selects its time span, right-click opens its sandwich;
+// the flame graph's transforms (focus, hide, binary filter, recursion) apply.
 // The canvases: flame/flamechart.ts; the boxes: flame/chartmodel.ts.
 import { apiGet, apiUrl } from "../api/client";
 import type { FlameChartJson } from "../api/types";
 import { el, escapeHtml } from "../base/dom";
 import { buildChart } from "../flame/chartmodel";
 import { FlameChart, formatSpan } from "../flame/flamechart";
+import { transformChart } from "../flame/transforms";
 import { ViewState, commonParams } from "../state";
 import { isRelative, resolveTime } from "../time";
 import { valueNoun } from "../units";
@@ -23,6 +25,8 @@ export class FlameChartView implements View {
   private chart: FlameChart;
   private key = "";
   private tooLong = false;
+  private raw: FlameChartJson | null = null; // the answer, before the transforms
+  private builtFor = ""; // the transforms the chart was built with
 
   constructor(
     section: HTMLElement,
@@ -44,6 +48,7 @@ export class FlameChartView implements View {
     if (this.tooLong) {
       this.chart.setData(null, s.color);
       this.key = "";
+      this.raw = null;
       return;
     }
     const params = { ...commonParams(s), group_by: "pid,comm,thread", max_lanes: MAX_CHART_LANES };
@@ -57,17 +62,27 @@ export class FlameChartView implements View {
         // No stale chart under the error (a range with too many points).
         this.chart.setData(null, s.color);
         this.key = "";
+        this.raw = null;
         this.chart.draw();
       }
       throw e;
     }
     if (signal.aborted) return;
+    this.raw = json;
+    this.key = key;
+    this.build(s);
+  }
+
+  // The chart of the answer under the flame graph's transforms (focus, hide,
+  // binary filter, collapsed recursion: flame/transforms.ts).
+  private build(s: ViewState): void {
+    if (!this.raw) return;
     const t0 = performance.now();
-    const data = buildChart(json);
+    const data = buildChart(transformChart(this.raw, s));
     const perf = this.shell.measurements.perf;
     perf.chartBuildMs = performance.now() - t0;
     perf.chartBoxes = data.boxes;
-    this.key = key;
+    this.builtFor = transformKey(s);
     this.chart.setData(data, s.color);
   }
 
@@ -83,6 +98,7 @@ export class FlameChartView implements View {
   }
 
   render(s: ViewState): void {
+    if (this.raw && this.key && transformKey(s) !== this.builtFor) this.build(s);
     this.chart.setColorMode(s.color);
     this.chart.setSearch(s.search);
     this.chart.draw();
@@ -100,4 +116,8 @@ export class FlameChartView implements View {
   }
 
   release(): void {}
+}
+
+function transformKey(s: ViewState): string {
+  return JSON.stringify([s.ffocus, s.hide, s.bin.trim(), s.norec]);
 }

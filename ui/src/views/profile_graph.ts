@@ -58,6 +58,7 @@ export class ProfileGraph {
   // What the graph draws: the data through the state's transforms.
   private shownData: FlameData | null = null;
   private pipeline = new TransformPipeline();
+  private topDownPipeline = new TransformPipeline();
   private legend = el("div", "flame-legend");
   private legendOf: [FlameData | null, string] = [null, ""];
   private state: ViewState | null = null; // the last drawn, for the menu's actions
@@ -144,6 +145,12 @@ export class ProfileGraph {
   // The tree the graph draws (the data through the transforms); null before any data.
   get shown(): FlameData | null {
     return this.shownData;
+  }
+
+  // The data through the transforms but top-down whatever `tree` says (the
+  // sandwich's and the table's input); null before any data.
+  topDown(s: ViewState): FlameData | null {
+    return this.data ? this.topDownPipeline.apply(this.data, { ...s, tree: "" }) : null;
   }
 
   private updateShown(s: ViewState): void {

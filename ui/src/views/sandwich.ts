@@ -1,7 +1,7 @@
 // The sandwich view (`view=sandwich`): one function's callers above (root
 // at the bottom, each caller chain merged) and callees below, over every
-// place it occurs in the profile (`fn`, `fnbin`); right-click goes on to
-// another function's sandwich.
+// place it occurs in the profile (`fn`, `fnbin`), after the flame graph's
+// transforms; right-click goes on to another function's sandwich.
 import { el, escapeHtml } from "../base/dom";
 import { sandwich } from "../flame/analysis";
 import { FlameGraph } from "../flame/flamegraph";
@@ -37,7 +37,9 @@ export class SandwichView implements View {
   }
 
   render(s: ViewState): void {
-    const d = this.profile.data;
+    // Over the data through the graph's transforms (focus, hide, binary
+    // filter, collapsed recursion), so the sandwich agrees with the graph.
+    const d = this.profile.topDown(s);
     if (!d) return;
     const sw = s.fn ? sandwich(d, s.fn, s.fnbin) : null;
     if (!s.fn) {

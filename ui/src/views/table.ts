@@ -6,6 +6,7 @@ import { apiGet } from "../api/client";
 import type { TopJson } from "../api/types";
 import { el } from "../base/dom";
 import { functionMatches, searchMatches } from "../flame/analysis";
+import { reshapes, topOfTree } from "../flame/transforms";
 import { SortKey, ViewState, commonParams } from "../state";
 import { ProfileGraph } from "./profile_graph";
 import { renderTopTable } from "./top_table";
@@ -42,11 +43,25 @@ export class TableView implements View {
     this.profile.draw(s, (d) => (s.fn ? functionMatches(d, s.fn, s.fnbin) : searchMatches(d, s.search)));
     if (!this.top) return;
     const update = this.shell.update.bind(this.shell);
-    renderTopTable(this.tableEl, this.top, s.sort, s.search, { name: s.fn, binary: s.fnbin }, (v) => this.profile.format(v), {
+    // Under focus, hide, binary filter or collapsed recursion the server's
+    // table no longer matches the graph: the table of the shown tree does.
+    const tree = reshapes(s) ? this.profile.topDown(s) : null;
+    const transformed = tree !== null;
+    const top: TopJson = tree ? { ...this.top, ...topOfTree(tree) } : this.top;
+    this.tableEl.dataset.source = transformed ? "graph" : "server";
+    this.tableEl.dataset.rows = String(top.functions.length);
+    renderTopTable(this.tableEl, top, s.sort, s.search, { name: s.fn, binary: s.fnbin }, (v) => this.profile.format(v), {
       onSort: (key: SortKey) => update({ sort: key }, false, false),
       onSelect: (name, binary) => update({ fn: name, fnbin: binary }, false, false),
       onSandwich: (name, binary) => update({ view: "sandwich", fn: name, fnbin: binary }, true),
     });
+    if (tree) {
+      const note = el("p", "muted small table-source");
+      note.textContent =
+        "Under the flame graph's transforms: the table of its tree" +
+        (tree.truncated > 0 ? ` (${tree.truncated.toLocaleString("en-US")} folded nodes are in no row).` : ".");
+      this.tableEl.prepend(note);
+    }
   }
 
   searchInfo(s: ViewState): string {
