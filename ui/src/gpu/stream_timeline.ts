@@ -15,7 +15,7 @@ import { escapeHtml, onSchemeChange } from "../base/dom";
 import { ActivityColors, activityColors } from "../flame/colors";
 import { formatNanos, formatTime } from "../time";
 import { ACTIVITY_KINDS } from "./kernel_api";
-import { StreamRow, ThreadRow, TraceModel, activityAt, busyAlpha } from "./trace_model";
+import { StreamRow, ThreadRow, TraceModel, activityAt, busyAlpha, spanAt } from "./trace_model";
 
 const GUTTER = 50; // px, like the timeline's y axis above: the x ranges line up
 const AXIS = 18;
@@ -370,7 +370,7 @@ export class StreamTimeline {
     if (d.threads.length > 0 && y >= top) {
       const r = Math.floor((y - top) / THREAD_ROW);
       if (r >= d.threads.length || y - top - r * THREAD_ROW < HEAD) return null;
-      return { kind: "thread", row: r, call: callAt(d.threads[r], t, slack), t };
+      return { kind: "thread", row: r, call: spanAt(d.threads[r].start, d.threads[r].dur, d.threads[r].n, t, slack), t };
     }
     const r = Math.floor((y - AXIS) / ROW);
     if (r < 0 || r >= d.rows.length || y - AXIS - r * ROW < HEAD) return null;
@@ -491,30 +491,6 @@ export class StreamTimeline {
       if (name && row.kind[h.activity] === 0) this.options.onPick(name);
     }
   }
-}
-
-// The call of `t` at time t (ns from the range's start), or the nearest
-// within slack; -1 when none. Calls of one thread never overlap.
-function callAt(t: ThreadRow, at: number, slack: number): number {
-  let lo = 0;
-  let hi = t.n;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (t.start[mid] <= at + slack) lo = mid + 1;
-    else hi = mid;
-  }
-  let best = -1;
-  let bestDist = Infinity;
-  for (let i = lo - 1; i >= 0 && i >= lo - 8; i--) {
-    const a = t.start[i];
-    const b = a + t.dur[i];
-    const dist = at < a ? a - at : at > b ? at - b : 0;
-    if (dist <= slack && dist < bestDist) {
-      best = i;
-      bestDist = dist;
-    }
-  }
-  return best;
 }
 
 // The range's start as time of day with milliseconds: 12:00:01.250.

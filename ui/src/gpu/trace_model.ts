@@ -300,32 +300,38 @@ function markIdle(rows: StreamRow[], spanNs: number): void {
     for (const r of group) r.idle = idle;
   }
 }
-// The activity of `row` at t (ns from the range's start), or the nearest one
-// within `slackNs` (a bar a pixel wide is hard to hit); -1 when none.
-export function activityAt(row: StreamRow, t: number, slackNs: number): number {
-  // The last activity starting at or before t + slack.
+// The span (start[i], start[i] + dur[i]) at t, or the nearest one within
+// `slack` (a bar a pixel wide is hard to hit); -1 when none. Spans sorted by
+// start that barely overlap (a stream's activities, a thread's calls): a
+// few steps back from the last start at or before t + slack find every
+// candidate.
+export function spanAt(start: Float64Array, dur: Float64Array, n: number, t: number, slack: number): number {
   let lo = 0;
-  let hi = row.n;
+  let hi = n;
   while (lo < hi) {
     const mid = (lo + hi) >> 1;
-    if (row.start[mid] <= t + slackNs) lo = mid + 1;
+    if (start[mid] <= t + slack) lo = mid + 1;
     else hi = mid;
   }
   let best = -1;
   let bestDist = Infinity;
-  // Activities of one stream barely overlap: a few steps back find every candidate.
   for (let i = lo - 1; i >= 0 && i >= lo - 64; i--) {
-    const a = row.start[i];
-    const b = a + row.dur[i];
+    const a = start[i];
+    const b = a + dur[i];
     const dist = t < a ? a - t : t > b ? t - b : 0;
-    if (dist <= slackNs && dist < bestDist) {
+    if (dist <= slack && dist < bestDist) {
       best = i;
       bestDist = dist;
       if (dist === 0) break;
     }
-    if (b < t - slackNs && i < lo - 8) break;
+    if (b < t - slack && i < lo - 8) break;
   }
   return best;
+}
+
+// The activity of `row` at t (ns from the range's start), or the nearest one within `slackNs`.
+export function activityAt(row: StreamRow, t: number, slackNs: number): number {
+  return spanAt(row.start, row.dur, row.n, t, slackNs);
 }
 
 // How opaque a merged run of bars is drawn for the share of it its kernels
