@@ -1,8 +1,12 @@
 #include "query/chrome_trace.h"
 
+#include <algorithm>
+#include <map>
 #include <set>
 #include <utility>
+#include <vector>
 
+#include "query/frame_label.h"
 #include "query/json_text.h"
 
 namespace warpscope::query {
@@ -21,6 +25,10 @@ constexpr int64_t kGpuTidBase = 1'000'000'000;
 int64_t GpuTid(const GpuActivity& a) { return kGpuTidBase + a.device * kTidPerDevice + a.stream; }
 
 bool HasLaunch(const GpuActivity& a) { return a.kind == GpuActivityKind::kKernel && a.launch_start_ns != 0; }
+
+// CPU sample tracks' tids: above the GPU lanes'.
+constexpr int64_t kCpuTidBase = 2'000'000'000;
+constexpr int64_t kBucketNs = 1'000'000'000;  // the agent's sample bucket
 
 std::string LabelValue(const storage::Labels& labels, const std::string& name) {
   for (const auto& [k, v] : labels) {
@@ -98,6 +106,108 @@ void AppendMetadata(const char* what, int64_t pid, int64_t tid, const std::strin
   out->append("}},");
 }
 
+// The CPU samples of `cpu` as nested "X" events on one track per lane, in
+// the Chrome process of the GPU label set with the lane's node and pid.
+// Returns the events left out past kMaxCpuEvents.
+uint64_t AppendCpuSamples(const GpuActivities& in, const storage::StackTimeline& cpu, int64_t from_ns, int64_t to_ns,
+                          std::string* out) {
+  std::map<std::pair<std::string, std::string>, int64_t> chrome_pid;  // (node, pid) -> Chrome pid
+  for (size_t p = 0; p < in.label_sets.size(); ++p) {
+    chrome_pid.emplace(std::pair{LabelValue(in.label_sets[p], "node"), LabelValue(in.label_sets[p], "pid")},
+                       static_cast<int64_t>(p) + 1);
+  }
+  const storage::MergedProfile& profile = cpu.profile;
+  const int64_t ns_per_value = profile.type.sample_unit == "nanoseconds" ? 1 : std::max<int64_t>(profile.type.period_nanos, 1);
+  FrameLabelInterner interner;
+  StackLabeler labeler(&interner, profile);
+  std::vector<std::vector<uint32_t>> root_first(profile.stacks.size());
+  std::vector<bool> labelled(profile.stacks.size(), false);
+  auto path = [&](uint32_t stack) -> const std::vector<uint32_t>& {
+    if (!labelled[stack]) {
+      labeler.Label(profile.stacks[stack], &root_first[stack]);
+      std::reverse(root_first[stack].begin(), root_first[stack].end());
+      labelled[stack] = true;
+    }
+    return root_first[stack];
+  };
+  uint64_t events = 0, left_out = 0;
+  auto emit = [&](int64_t pid, int64_t tid, uint32_t label, int64_t start, int64_t end) {
+    start = std::max(start, from_ns);
+    end = std::min(end, to_ns);
+    if (end <= start) return;
+    if (events >= kMaxCpuEvents) {
+      ++left_out;
+      return;
+    }
+    ++events;
+    out->append("{\"ph\":\"X\",\"name\":");
+    AppendJsonString(interner.label(label).name, out);
+    out->append(",\"cat\":\"cpu_sample\"");
+    AppendField("pid", pid, out);
+    AppendField("tid", tid, out);
+    out->append(",\"ts\":" + MicrosecondsText(start - from_ns));
+    out->append(",\"dur\":" + MicrosecondsText(end - start));
+    const std::string& binary = interner.label(label).binary;
+    if (!binary.empty()) {
+      out->append(",\"args\":{\"binary\":");
+      AppendJsonString(binary, out);
+      out->push_back('}');
+    }
+    out->append("},");
+  };
+  std::set<uint32_t> named;
+  for (size_t begin = 0; begin < cpu.points.size();) {
+    // One bucket of one lane: [begin, end).
+    const storage::TimelinePoint& first = cpu.points[begin];
+    size_t end = begin;
+    while (end < cpu.points.size() && cpu.points[end].lane == first.lane && cpu.points[end].time_ns == first.time_ns) ++end;
+    const storage::Labels& lane = cpu.lanes[first.lane];
+    const auto found = chrome_pid.find({LabelValue(lane, "node"), LabelValue(lane, "pid")});
+    if (found == chrome_pid.end()) {
+      begin = end;
+      continue;
+    }
+    const int64_t pid = found->second, tid = kCpuTidBase + first.lane;
+    if (named.insert(first.lane).second) {
+      const std::string thread = LabelValue(lane, "thread");
+      AppendMetadata("thread_name", pid, tid, "CPU samples · " + (thread.empty() ? LabelValue(lane, "comm") : thread), out);
+    }
+    std::vector<const storage::TimelinePoint*> bucket;
+    int64_t sum = 0;
+    for (size_t i = begin; i < end; ++i) {
+      bucket.push_back(&cpu.points[i]);
+      sum += cpu.points[i].value * ns_per_value;
+    }
+    std::sort(bucket.begin(), bucket.end(), [&](const auto* a, const auto* b) {
+      const auto& pa = path(a->stack);
+      const auto& pb = path(b->stack);
+      return std::lexicographical_compare(pa.begin(), pa.end(), pb.begin(), pb.end(), [&](uint32_t x, uint32_t y) {
+        return interner.label(x).name < interner.label(y).name || (interner.label(x).name == interner.label(y).name && x < y);
+      });
+    });
+    const double squeeze = sum > kBucketNs ? static_cast<double>(kBucketNs) / static_cast<double>(sum) : 1.0;
+    int64_t at = first.time_ns;
+    std::vector<std::pair<uint32_t, int64_t>> open;  // (label, start) per depth
+    for (const storage::TimelinePoint* p : bucket) {
+      const std::vector<uint32_t>& frames = path(p->stack);
+      size_t common = 0;
+      while (common < open.size() && common < frames.size() && open[common].first == frames[common]) ++common;
+      while (open.size() > common) {
+        emit(pid, tid, open.back().first, open.back().second, at);
+        open.pop_back();
+      }
+      for (size_t d = common; d < frames.size(); ++d) open.emplace_back(frames[d], at);
+      at += static_cast<int64_t>(static_cast<double>(p->value * ns_per_value) * squeeze);
+    }
+    while (!open.empty()) {
+      emit(pid, tid, open.back().first, open.back().second, at);
+      open.pop_back();
+    }
+    begin = end;
+  }
+  return left_out;
+}
+
 }  // namespace
 
 std::string MicrosecondsText(int64_t ns) {
@@ -112,7 +222,8 @@ std::string MicrosecondsText(int64_t ns) {
   return out;
 }
 
-std::string RenderChromeTrace(const GpuActivities& in, int64_t from_ns, int64_t to_ns) {
+std::string RenderChromeTrace(const GpuActivities& in, int64_t from_ns, int64_t to_ns,
+                              const storage::StackTimeline* cpu) {
   std::string out;
   out.reserve(256 + in.activities.size() * 220);
   out.append("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"origin_unix_ns\":");
@@ -201,8 +312,14 @@ std::string RenderChromeTrace(const GpuActivities& in, int64_t from_ns, int64_t 
     }
     out.append("}},");
   }
+  const uint64_t cpu_left_out = cpu != nullptr ? AppendCpuSamples(in, *cpu, from_ns, to_ns, &out) : 0;
   if (out.back() == ',') out.pop_back();
-  out.append("]}");
+  out.append("]");
+  if (cpu_left_out > 0) {
+    out.append(",\"cpu_events_left_out\":");
+    AppendJsonInt(static_cast<int64_t>(cpu_left_out), &out);
+  }
+  out.append("}");
   return out;
 }
 

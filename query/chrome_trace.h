@@ -25,6 +25,17 @@
 //    "thread T (CPU)"), once per correlation id, and a flow ("s" in the
 //    middle of the call, "f" bound to the kernel) per kernel, so Perfetto
 //    draws an arrow from each launch to what it ran.
+//  * CPU samples (when `cpu` is given: the traced processes' threads, from
+//    the store's stack timeline grouped by node, pid, comm, thread): one
+//    track per thread (tid 2000000000 + lane, named "CPU samples · NAME")
+//    in its process, each agent bucket (a second) laid out as the flame
+//    chart does: the bucket's stacks sorted by their root-first path, one
+//    after another from its start, each as long as the CPU time it stands
+//    for (squeezed into the second when they add up to more), frames as
+//    nested "X" events (cat "cpu_sample"), a prefix shared with the stack
+//    before it as one event; clipped to [from_ns, to_ns). At most
+//    kMaxCpuEvents such events; a top-level "cpu_events_left_out" counts
+//    the rest when there are more.
 //  * ts, dur: microseconds with three decimals (exact nanoseconds), ts
 //    relative to from_ns (otherData.origin_unix_ns): absolute Unix
 //    microseconds as doubles would lose the nanoseconds.
@@ -38,11 +49,16 @@
 #include <cstdint>
 #include <string>
 
+#include "storage/profile_store.h"
 #include "storage/store_types.h"
 
 namespace warpscope::query {
 
-std::string RenderChromeTrace(const storage::GpuActivities& activities, int64_t from_ns, int64_t to_ns);
+inline constexpr size_t kMaxCpuEvents = 300'000;
+
+// `cpu`: the CPU samples of the traced processes (null: GPU side only).
+std::string RenderChromeTrace(const storage::GpuActivities& activities, int64_t from_ns, int64_t to_ns,
+                              const storage::StackTimeline* cpu = nullptr);
 
 // "1.500": nanoseconds as microseconds with exactly three decimals.
 std::string MicrosecondsText(int64_t ns);

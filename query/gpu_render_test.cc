@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <map>
 #include <set>
 
 #include "query/chrome_trace.h"
@@ -235,6 +236,57 @@ TEST(ChromeTraceTest, LaunchCallsOnCpuThreadsWithFlowsToTheirKernels) {
   EXPECT_EQ(ids.size(), 3u);
   EXPECT_DOUBLE_EQ(ends[0]["ts"].get<double>(), 10.0);  // the kernel's start
   EXPECT_DOUBLE_EQ(ends[2]["ts"].get<double>(), 15.0);
+}
+
+// CPU samples: per lane and second, the stacks laid out from the second's
+// start by their CPU time, sorted by path, a shared prefix as one event,
+// squeezed into the second when they add up to more, clipped to the range.
+TEST(ChromeTraceTest, CpuSamplesAsNestedEventsPerThreadAndSecond) {
+  GpuActivities g;
+  g.names = {"", "gemm"};
+  g.label_sets = {{{"comm", "train"}, {"node", "n1"}, {"pid", "100"}}};
+  g.activities = {Kernel(kT0 + 1'000, 500, 1)};
+  storage::StackTimeline cpu;
+  cpu.profile.type = {"cpu", "samples", 10'000'000};  // 10 ms a sample
+  auto frame = [](const std::string& name) {
+    storage::ResolvedFrame f;
+    f.function_name = name;
+    f.mapping_file = "/bin/train";
+    return f;
+  };
+  cpu.profile.frames = {frame("main"), frame("step"), frame("load"), frame("spin")};
+  // Leaf first: main;step, main;load, spin (1,000 samples: 10 s in one second).
+  cpu.profile.stacks = {{{1, 0}, 30}, {{2, 0}, 20}, {{3}, 1000}};
+  cpu.lanes = {{{"comm", "train"}, {"node", "n1"}, {"pid", "100"}, {"thread", "main"}},
+               {{"comm", "train"}, {"node", "n1"}, {"pid", "100"}, {"thread", "spinner"}},
+               {{"comm", "other"}, {"node", "n1"}, {"pid", "999"}, {"thread", "x"}}};  // no GPU process: left out
+  cpu.points = {{0, kT0, 0, 30}, {0, kT0, 1, 20}, {1, kT0, 2, 1000}, {2, kT0, 2, 5}};
+  const json j = json::parse(RenderChromeTrace(g, kT0, kT0 + 400'000'000, &cpu));
+  std::map<int64_t, std::string> threads;
+  std::vector<json> samples;
+  for (const json& e : j["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "thread_name") threads[e["tid"].get<int64_t>()] = e["args"]["name"];
+    if (e["cat"] == "cpu_sample") samples.push_back(e);
+  }
+  EXPECT_EQ(threads[2000000000], "CPU samples · main");
+  EXPECT_EQ(threads[2000000001], "CPU samples · spinner");
+  EXPECT_EQ(threads.count(2000000002), 0u);
+  std::map<std::string, std::pair<double, double>> main_events;  // name -> (ts, dur) in us
+  int spin = 0;
+  for (const json& e : samples) {
+    EXPECT_EQ(e["pid"], 1);
+    if (e["tid"] == 2000000000) main_events[e["name"]] = {e["ts"].get<double>(), e["dur"].get<double>()};
+    if (e["tid"] == 2000000001) {
+      ++spin;
+      EXPECT_DOUBLE_EQ(e["ts"].get<double>(), 0.0);
+      EXPECT_DOUBLE_EQ(e["dur"].get<double>(), 400'000.0) << "squeezed into the second, clipped to 400 ms";
+    }
+  }
+  EXPECT_EQ(spin, 1);
+  ASSERT_EQ(main_events.size(), 3u) << "main once for both stacks";
+  EXPECT_EQ(main_events["main"], (std::pair<double, double>{0.0, 400'000.0}));  // 500 ms, clipped
+  EXPECT_EQ(main_events["load"], (std::pair<double, double>{0.0, 200'000.0}));  // "load" sorts before "step"
+  EXPECT_EQ(main_events["step"], (std::pair<double, double>{200'000.0, 200'000.0}));  // 300 ms clipped at 400 ms
 }
 
 TEST(ChromeTraceTest, EmptyTraceIsValidJson) {

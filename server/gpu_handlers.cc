@@ -1,8 +1,11 @@
 #include "server/gpu_handlers.h"
 
 #include <memory>
+#include <set>
 #include <string>
 
+#include "base/logging.h"
+#include "model/selector.h"
 #include "query/chrome_trace.h"
 #include "query/gpu_kernel_table.h"
 #include "query/gpu_stream_timeline.h"
@@ -47,13 +50,51 @@ class GpuHandlers {
     q->context = &context;
     auto activities = store_->SelectGpuActivities(*q);
     if (!activities.ok()) return ErrorFor(activities.status());
-    http::HttpResponse r = http::HttpResponse::Json(200, query::RenderChromeTrace(*activities, q->from_ns, q->to_ns));
+    // The CPU side: the traced processes' CPU samples per thread. A range
+    // whose samples the store cannot answer leaves the GPU side alone.
+    StatusOr<storage::StackTimeline> cpu = CpuSamplesOf(*activities, *q);
+    if (!cpu.ok()) LOG_WARNING_EVERY_N_SEC(60) << "GPU trace export without CPU samples: " << cpu.status().ToString();
+    http::HttpResponse r = http::HttpResponse::Json(
+        200, query::RenderChromeTrace(*activities, q->from_ns, q->to_ns, cpu.ok() ? &*cpu : nullptr));
     r.headers.emplace_back("Content-Disposition", "attachment; filename=\"warpscope-gpu-trace-" +
                                                       std::to_string(q->from_ns) + ".json\"");
     return WithCaveats(std::move(r), context);
   }
 
  private:
+  // The CPU samples (type cpu) of the processes in `activities`, per node,
+  // pid, comm and thread, over the trace's range widened to whole seconds
+  // (the agent's buckets).
+  StatusOr<storage::StackTimeline> CpuSamplesOf(const storage::GpuActivities& activities,
+                                                const GpuActivityQuery& q) const {
+    std::set<std::string> pids, nodes;
+    for (const storage::Labels& labels : activities.label_sets) {
+      for (const auto& [k, v] : labels) {
+        if (k == "pid" && !v.empty() && v.find_first_not_of("0123456789") == std::string::npos) pids.insert(v);
+        if (k == "node") nodes.insert(v);
+      }
+    }
+    if (pids.empty()) return storage::StackTimeline{};
+    std::string selector = "{pid=~\"";
+    for (const std::string& pid : pids) selector += (selector.back() == '"' ? "" : "|") + pid;
+    selector += "\"";
+    if (nodes.size() == 1 && nodes.begin()->find_first_of("\"\\") == std::string::npos) {
+      selector += ", node=\"" + *nodes.begin() + "\"";
+    }
+    selector += "}";
+    ASSIGN_OR_RETURN(Selector parsed, Selector::Parse(selector));
+    storage::TimelineQuery tq;
+    tq.profile.type = "cpu";
+    constexpr int64_t kSecond = 1'000'000'000;
+    tq.profile.from_ns = q.from_ns - ((q.from_ns % kSecond) + kSecond) % kSecond;
+    tq.profile.to_ns = q.to_ns;
+    tq.profile.selector = std::move(parsed);
+    tq.profile.context = q.context;
+    tq.group_by = {"node", "pid", "comm", "thread"};
+    tq.max_points = options_.max_flame_chart_points;
+    return store_->SelectStackTimeline(tq);
+  }
+
   // from/to/selector as every query takes them; the trace's range capped.
   StatusOr<GpuActivityQuery> Parse(const http::HttpRequest& req, bool trace) const {
     ASSIGN_OR_RETURN(storage::ProfileQuery p, ParseProfileQuery(req, options_.now_ns()));

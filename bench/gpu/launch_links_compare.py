@@ -39,6 +39,8 @@ for i, s in starts.items():
     inside = any(a <= float(s["ts"]) <= b for a, b in by_thread.get(s["tid"], []))
     if f is None or not inside or (f["tid"], f["ts"]) not in kernels or f["tid"] < 1e9:
         bad += 1
+ours["chrome_cpu_sample_events"] = sum(1 for e in chrome if e.get("cat") == "cpu_sample")
+ours["chrome_cpu_tracks"] = sorted(e["args"]["name"] for e in chrome if e["ph"] == "M" and e["args"].get("name", "").startswith("CPU samples"))
 ours["chrome_calls"] = len(calls)
 ours["chrome_flows"] = len(starts)
 ours["chrome_flows_bad"] = bad

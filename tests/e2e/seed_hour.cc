@@ -79,6 +79,14 @@ warpscope::v1::IngestBatch GpuSeconds(const std::string& node, int64_t gpu_from_
     }
     label_sets.push_back(f.batch().samples(f.batch().samples_size() - 1).label_set());
   }
+  // CPU samples of the two processes' main threads in the same seconds (the
+  // kernels view's CPU lanes): the trainer 60 a second, the loader 20.
+  for (int sec = 0; sec < kSeconds; ++sec) {
+    f.Add(train + "at::native::gemm@libtorch_cuda.so",
+          {{"comm", "trainer"}, {"node", node}, {"pid", "4343"}, {"thread", "trainer"}}, 60, gpu_from_ns + sec * kSec);
+    f.Add("py:load@loader.py:5;read@libc.so.6", {{"comm", "loader"}, {"node", node}, {"pid", "4344"}, {"thread", "loader"}},
+          20, gpu_from_ns + sec * kSec);
+  }
   warpscope::v1::IngestBatch batch = f.batch();
   const auto add_string = [&batch](const std::string& text) {
     batch.add_strings(text);

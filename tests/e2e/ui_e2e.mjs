@@ -500,7 +500,7 @@ try {
 
   // 5b. The flame chart: the workload's threads, their samples in time
   // order; the search (still in the URL) highlights in it too.
-  const chart = page.locator(".flamechart-panel");
+  const chart = page.locator(".view-flamechart .flamechart-panel");
   const chartNumber = async (name) => Number(await chart.getAttribute(`data-${name}`));
   await page.locator("button.tab", { hasText: "Flame chart" }).click();
   await waitFor("the flame chart", async () => (await chartNumber("lanes")) > 0 && (await chartNumber("boxes")) > 0, 10000);
@@ -513,7 +513,7 @@ try {
     let chartTip = "";
     for (let f = 0.02; f < 1 && !chartTip.includes("kept per"); f += 0.04) {
       await page.mouse.move(lb.x + lb.width * f, lb.y + 9);
-      const tip = page.locator(".flamechart-panel .tooltip");
+      const tip = page.locator(".view-flamechart .flamechart-panel .tooltip");
       chartTip = (await tip.isVisible()) ? await tip.innerText() : "";
     }
     if (!/samples are kept per 1(\.0+)? s/.test(chartTip)) fail(`the flame chart's tooltip should name its 1 s buckets: ${chartTip}`);
@@ -653,6 +653,14 @@ try {
     if (tl.bars !== "1391") fail(`1391 activities in the range expected in the timeline, found ${tl.bars}`);
     if (!(Number(tl.incomplete) >= 1)) fail("the loader's thinned second should be shaded");
     if (!/Based on 1,391 of 1,416 kernels/.test(summary)) fail(`the summary should say the trace is thinned: ${summary}`);
+    // Under it, on the same axis, the CPU lanes of the two processes' threads (seeded: trainer, loader).
+    const cpuLanes = page.locator(".kernels-cpu");
+    await waitFor("the CPU lanes under the stream timeline", async () => (await cpuLanes.getAttribute("data-lanes")) === "2", 10000);
+    const tlBox = await page.locator(".stream-canvas").boundingBox();
+    const cpuBox = await page.locator(".kernels-cpu canvas.flamechart-canvas").first().boundingBox();
+    if (Math.abs(cpuBox.x - (tlBox.x + 50)) > 1 || Math.abs(cpuBox.x + cpuBox.width - (tlBox.x + tlBox.width)) > 1) {
+      fail(`the CPU lanes should span the stream timeline's plot: ${JSON.stringify([tlBox, cpuBox])}`);
+    }
     const href = await page.locator("a.export-trace").getAttribute("href");
     const exportUrl = new URL(href, url);
     if (exportUrl.pathname !== "/api/v1/gpu/trace.json" || exportUrl.searchParams.get("from") !== String(gFrom) ||
@@ -662,6 +670,11 @@ try {
     const exported = await api(url, exportUrl.pathname + exportUrl.search);
     const events = Array.isArray(exported) ? exported : exported.traceEvents;
     if (!Array.isArray(events) || events.length < 1391) fail(`the exported trace should hold the activities (${events?.length})`);
+    // Its CPU side: the two processes' seeded CPU samples, a track per thread, train_step once a second.
+    const cpuTracks = events.filter((e) => e.ph === "M" && e.name === "thread_name" && /^CPU samples · /.test(e.args.name)).map((e) => e.args.name).sort();
+    if (cpuTracks.join() !== "CPU samples · loader,CPU samples · trainer") fail(`the export's CPU tracks: ${cpuTracks.join(", ")}`);
+    const steps = events.filter((e) => e.ph === "X" && e.cat === "cpu_sample" && e.name === "train_step");
+    if (steps.length !== 4) fail(`train_step should be one CPU event per seeded second, found ${steps.length}`);
     metrics.gpu_kernels = { rows: Number(tl.rows), bars: Number(tl.bars), incomplete: Number(tl.incomplete),
       draw_ms: Number((await page.evaluate(() => window.__warpscope.perf.kernelsDrawMs)).toFixed(1)) };
     await shot("gpu_kernels");

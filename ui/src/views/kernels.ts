@@ -1,17 +1,22 @@
 // The GPU kernels view (`view=kernels`): what ran on the GPUs in the range,
 // from the CUDA activity trace (libwarpscope_cuda.so through the agent):
 // the kernel table for any range, and for ranges up to 10 s the per-stream
-// timeline with its Chrome/Perfetto export. The range is resolved to unix
-// ms once per load, so the table, the timeline and the export link cover
-// the same [from, to).
+// timeline with its Chrome/Perfetto export and, under it on the same time
+// axis, the CPU flame chart lanes of the traced processes' threads
+// (/api/v1/flamechart; samples are kept per second, so each box spans its
+// second). The range is resolved to unix ms once per load, so the table,
+// the timeline, the lanes and the export link cover the same [from, to).
 //
 // State: `kernel` (the selected kernel: highlighted in the timeline),
 // `ksort` (the table's column), the search box (filters the table,
 // highlights in the timeline). For the end-to-end test the panel
 // (`.kernels-panel`) carries data-version (each render), data-kernels (the
-// answer's rows) and data-trace ("shown", "too-long", "error" or "none").
+// answer's rows) and data-trace ("shown", "too-long", "error" or "none");
+// the CPU lanes (`.kernels-cpu`) data-lanes (threads drawn).
 import { Params, apiBlob, apiGet, apiUrl, saveBlob } from "../api/client";
-import type { KernelsJson, TraceJson } from "../api/types";
+import type { FlameChartJson, KernelsJson, TraceJson } from "../api/types";
+import { buildChart } from "../flame/chartmodel";
+import { FlameChart } from "../flame/flamechart";
 import { nameMatcher } from "../flame/analysis";
 import { el, errorText, escapeHtml } from "../base/dom";
 import { MAX_TRACE_MS } from "../gpu/kernel_api";
@@ -20,7 +25,10 @@ import { TraceModel, buildTrace } from "../gpu/trace_model";
 import { ViewState } from "../state";
 import { formatNanos, formatTime, resolveTime } from "../time";
 import { KernelSortKey, describeKernel, renderKernelTable } from "./kernel_table";
-import { Shell, View } from "./view";
+import { Shell, View, openSandwich } from "./view";
+
+// The busiest threads shown under the stream timeline.
+const CPU_LANES = 16;
 
 interface Loaded {
   fromMs: number;
@@ -29,6 +37,7 @@ interface Loaded {
   kernels: KernelsJson;
   trace: TraceModel | null; // null: range over 10 s, or the trace failed
   traceError: string;
+  cpu: FlameChartJson | null; // the traced processes' CPU lanes; null: none asked or it failed
 }
 
 export class KernelsView implements View {
@@ -38,6 +47,9 @@ export class KernelsView implements View {
   private traceHead = el("div", "trace-head");
   private exportLink = el("a", "export-trace", "⤓ Export trace (Perfetto/Chrome JSON)");
   private timeline: StreamTimeline;
+  private cpuHead = el("div", "cpu-head muted small");
+  private cpuPanel = el("div", "flamechart-panel kernels-cpu");
+  private cpuChart: FlameChart;
   private loaded: Loaded | null = null;
   private version = 0;
 
@@ -55,7 +67,11 @@ export class KernelsView implements View {
       e.preventDefault();
       void this.exportTrace();
     });
-    this.root.append(this.summary, this.tableEl, this.traceHead, this.timeline.panel);
+    this.cpuChart = new FlameChart(this.cpuPanel, {
+      onSelectRange: (from, to) => shell.update({ from: String(from), to: String(to), live: false, kernel: "" }, true),
+      onContext: openSandwich(shell),
+    });
+    this.root.append(this.summary, this.tableEl, this.traceHead, this.timeline.panel, this.cpuHead, this.cpuPanel);
     section.append(this.root);
   }
 
@@ -96,8 +112,29 @@ export class KernelsView implements View {
     const t = await trace;
     if (signal.aborted) return;
     const model = t && typeof t !== "string" ? buildTrace(t) : null;
-    this.loaded = { fromMs, toMs, params, kernels, trace: model, traceError: typeof t === "string" ? t : "" };
+    const cpu = model ? await this.cpuLanes(model, fromMs, toMs, signal) : null;
+    if (signal.aborted) return;
+    this.loaded = { fromMs, toMs, params, kernels, trace: model, traceError: typeof t === "string" ? t : "", cpu };
     this.timeline.setData(model);
+    this.cpuChart.setData(cpu ? buildChart(cpu) : null, s.color);
+  }
+
+  // The CPU flame chart lanes of the processes in the trace (their node and
+  // pid labels), over the same range; null when there are none or the
+  // answer fails (the timeline stays).
+  private async cpuLanes(t: TraceModel, fromMs: number, toMs: number, signal: AbortSignal): Promise<FlameChartJson | null> {
+    const pids = [...new Set(t.rows.map((r) => r.labels.pid).filter((p): p is string => !!p))];
+    const nodes = [...new Set(t.rows.map((r) => r.labels.node).filter((n): n is string => !!n))];
+    if (pids.length === 0) return null;
+    // pids are digits (safe in a regex); one node is matched exactly, several not at all.
+    const node = nodes.length === 1 ? `, node="${nodes[0].replace(/["\\]/g, "\\$&")}"` : "";
+    const selector = `{pid=~"${pids.join("|")}"${node}}`;
+    const params: Params = { type: "cpu", from: fromMs, to: toMs, selector, group_by: "pid,comm,thread", max_lanes: CPU_LANES };
+    try {
+      return await apiGet<FlameChartJson>("/api/v1/flamechart", params, signal);
+    } catch {
+      return null;
+    }
   }
 
   // Nothing stale under an error message.
@@ -108,6 +145,8 @@ export class KernelsView implements View {
     this.tableEl.replaceChildren();
     this.traceHead.replaceChildren();
     this.timeline.panel.hidden = true;
+    this.cpuChart.setData(null, "binary");
+    this.cpuHead.hidden = this.cpuPanel.hidden = true;
   }
 
   render(s: ViewState): void {
@@ -149,7 +188,24 @@ export class KernelsView implements View {
       this.timeline.setMatch(s.kernel ? (n) => n === s.kernel : query);
       this.timeline.draw();
     }
+    this.renderCpu(s, l);
     this.shell.measurements.perf.kernelsDrawMs = performance.now() - t0;
+  }
+
+  private renderCpu(s: ViewState, l: Loaded): void {
+    const lanes = l.cpu?.lanes.filter((x) => x.total > 0).length ?? 0;
+    this.cpuPanel.dataset.lanes = String(lanes);
+    const shown = l.trace !== null && l.trace.rows.length > 0;
+    this.cpuHead.hidden = this.cpuPanel.hidden = !shown;
+    if (!shown) return;
+    this.cpuHead.textContent =
+      lanes > 0
+        ? `CPU samples of these processes' threads, on the same time axis (kept per second: each box spans its second). ` +
+          `Right-click a box for its sandwich.`
+        : "No CPU samples of these processes in this range.";
+    this.cpuChart.setColorMode(s.color);
+    this.cpuChart.setSearch(s.search);
+    this.cpuChart.draw();
   }
 
   private summaryHtml(k: KernelsJson, selector: string): string {

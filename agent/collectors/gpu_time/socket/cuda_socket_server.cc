@@ -27,6 +27,7 @@ struct CudaSocketServer::Connection {
   int32_t pid = 0;
   uint32_t uid = 0;
   bool hello_seen = false;
+  uint16_t version = 0;  // the library's protocol version (its HELLO's); CONFIG goes out in it
   // The connection's dictionary: its entries are charged to the name budget
   // (charged_bytes, given back at close); the names themselves are shared.
   std::unordered_map<uint32_t, std::shared_ptr<const InternedKernelName>> names;
@@ -327,12 +328,13 @@ Status CudaSocketServer::HandleMessage(Connection& c, CudaWireMessage&& message)
       return InvalidArgumentError(CudaMessageTypeName(message.type) + " before HELLO");
     }
     c.hello_seen = true;
+    c.version = message.version;
     ws_cuda_config config;
     {
       std::lock_guard<std::mutex> lock(config_mu_);
       config = config_;
     }
-    const std::vector<uint8_t> bytes = EncodeCudaConfig(config);
+    const std::vector<uint8_t> bytes = EncodeCudaConfig(config, c.version);
     if (send(c.fd, bytes.data(), bytes.size(), MSG_DONTWAIT | MSG_NOSIGNAL) != static_cast<ssize_t>(bytes.size())) {
       return UnavailableError(std::string("sending CONFIG: ") + std::strerror(errno));
     }
@@ -435,10 +437,10 @@ void CudaSocketServer::SendConfigToAll() {
     config_changed_ = false;
     config = config_;
   }
-  const std::vector<uint8_t> bytes = EncodeCudaConfig(config);
   std::vector<Connection*> failed;
   for (const auto& c : connections_) {
     if (!c->hello_seen) continue;
+    const std::vector<uint8_t> bytes = EncodeCudaConfig(config, c->version);
     if (send(c->fd, bytes.data(), bytes.size(), MSG_DONTWAIT | MSG_NOSIGNAL) != static_cast<ssize_t>(bytes.size())) {
       failed.push_back(c.get());
     }

@@ -1,6 +1,7 @@
 #include "agent/collectors/gpu_time/socket/cuda_wire_decoder.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 
 namespace warpscope {
@@ -208,8 +209,12 @@ ws_cuda_config DefaultCudaConfig() {
   return config;
 }
 
-std::vector<uint8_t> EncodeCudaConfig(const ws_cuda_config& config) {
-  return EncodeCudaMessage(WS_CUDA_MSG_CONFIG, &config, sizeof(config), 1);
+std::vector<uint8_t> EncodeCudaConfig(const ws_cuda_config& config, uint16_t peer_version) {
+  const uint16_t version = std::clamp<uint16_t>(peer_version, 1, WS_CUDA_WIRE_VERSION);
+  std::vector<uint8_t> out =
+      EncodeCudaMessage(WS_CUDA_MSG_CONFIG, &config, version == 1 ? WS_CUDA_CONFIG_V1_SIZE : sizeof(config), 1);
+  std::memcpy(out.data() + offsetof(ws_cuda_msg_header, version), &version, sizeof(version));
+  return out;
 }
 
 }  // namespace warpscope

@@ -52,7 +52,10 @@ StatusOr<CudaWireMessage> DecodeCudaMessage(const uint8_t* data, size_t size);
 ws_cuda_config DefaultCudaConfig();
 
 // The CONFIG message the agent sends.
-std::vector<uint8_t> EncodeCudaConfig(const ws_cuda_config& config);
+// A CONFIG in the protocol version of the peer (its HELLO's): a library
+// accepts only versions it knows, so an older library gets its own version
+// (a version 1 CONFIG is the first WS_CUDA_CONFIG_V1_SIZE bytes).
+std::vector<uint8_t> EncodeCudaConfig(const ws_cuda_config& config, uint16_t peer_version = WS_CUDA_WIRE_VERSION);
 
 // Any message with `count` fixed-size records laid end to end: the test side's
 // encoder for HELLO, STATS and the like (the library has its own, WireOutbox).

@@ -164,6 +164,24 @@ TEST(CudaWireDecoder, ReadsVersionTwoKernels) {
   EXPECT_EQ(Decode(v3).status().code(), StatusCode::kDataLoss);
 }
 
+// An older library reads only its own version: the agent answers in it.
+TEST(CudaWireDecoder, ConfigGoesOutInThePeersVersion) {
+  ws_cuda_config config{};
+  config.mode = WS_CUDA_MODE_ADAPTIVE;
+  config.overhead_budget_ppm = 777;
+  for (uint16_t peer : {1, 2, 3, 9}) {
+    const std::vector<uint8_t> bytes = EncodeCudaConfig(config, peer);
+    ws_cuda_msg_header header{};
+    std::memcpy(&header, bytes.data(), sizeof(header));
+    const uint16_t want = std::min<uint16_t>(peer, WS_CUDA_WIRE_VERSION);
+    EXPECT_EQ(header.version, want) << peer;
+    EXPECT_EQ(bytes.size(), sizeof(header) + (want == 1 ? WS_CUDA_CONFIG_V1_SIZE : sizeof(config))) << peer;
+    StatusOr<CudaWireMessage> decoded = Decode(bytes);
+    ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+    EXPECT_EQ(decoded->config.overhead_budget_ppm, want == 1 ? 0u : 777u);
+  }
+}
+
 TEST(CudaWireDecoder, RejectsMalformedHeaders) {
   ws_cuda_hello hello{};
   hello.pid = 42;
