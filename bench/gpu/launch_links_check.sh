@@ -15,20 +15,9 @@ OUT=${OUT:-/tmp}
 PY=${PY:-/opt/torch/.venv/bin/python3}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 LIB=$DIR/lib/libwarpscope_cuda.so
-WSLIB=LD_LIBRARY_PATH=$DIR/lib
 CUDA_LIBS=/usr/local/cuda/lib64
-SOCK=/tmp/ws-links/cuda.sock
-API=http://127.0.0.1:17071
-
-rm -rf /tmp/ws-links-data /tmp/ws-links-agent
-env $WSLIB "$DIR/bin/warpscope-server" --listen 127.0.0.1:17071 --data-dir /tmp/ws-links-data > "$OUT/server.log" 2>&1 &
-S=$!
-sleep 1
-env $WSLIB "$DIR/bin/warpscope-agent" run --server $API --state-dir /tmp/ws-links-agent --upload-interval 2s \
-  --cuda-socket $SOCK --gpu-time-mode exact --gpu-trace-per-sec 1000000 \
-  --metrics-listen 127.0.0.1:19401 > "$OUT/agent.log" 2>&1 &
-A=$!
-sleep 3
+. "$HERE/pipeline.sh"
+start_pipeline "$DIR" 17071 links --gpu-trace-per-sec 1000000 --metrics-listen 127.0.0.1:19401
 WARPSCOPE_AGENT_SOCKET=$SOCK CUDA_INJECTION64_PATH=$LIB LD_LIBRARY_PATH=$CUDA_LIBS:$DIR/lib \
   timeout 200 "$PY" "$HERE/train_sites.py" plain "$STEPS" "$OUT/run.json" 2>&1 | tail -3
 sleep 7  # the join's grace period, then an upload window
@@ -37,8 +26,7 @@ Q="from=$((MID - 1000))&to=$((MID + 1000))"
 curl -s -m 30 "$API/api/v1/gpu/trace?$Q" > "$OUT/trace.json"
 curl -s -m 30 "$API/api/v1/gpu/trace.json?$Q" > "$OUT/chrome_trace.json"
 curl -s -m 20 http://127.0.0.1:19401/metrics | grep -E 'gpu_trace|gpu_kernels|cuda_lib' > "$OUT/metrics.txt"
-kill -INT $A; timeout 30 tail --pid=$A -f /dev/null || kill -9 $A
-kill $S; timeout 30 tail --pid=$S -f /dev/null || kill -9 $S
+stop_pipeline
 LD_LIBRARY_PATH=$CUDA_LIBS timeout 200 "$PY" "$HERE/train_sites.py" torch_profiler "$STEPS" "$OUT/reference.json" 2>&1 | tail -3
 "$PY" "$HERE/launch_links_compare.py" "$OUT" | tee "$OUT/compare.txt"
 (cd "$OUT" && tar czf launch_links_check.tgz --exclude launch_links_check.tgz -- * && find . -type f ! -name '*.tgz' ! -name compare.txt -delete)

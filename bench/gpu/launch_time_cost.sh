@@ -21,19 +21,9 @@ done
 OUT=${OUT:-/tmp}
 PY=${PY:-/opt/torch/.venv/bin/python3}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-WSLIB=LD_LIBRARY_PATH=$DIR/lib
 CUDA_LIBS=/usr/local/cuda/lib64
-SOCK=/tmp/ws-cost/cuda.sock
-API=http://127.0.0.1:17072
-
-rm -rf /tmp/ws-cost-data /tmp/ws-cost-agent
-env $WSLIB "$DIR/bin/warpscope-server" --listen 127.0.0.1:17072 --data-dir /tmp/ws-cost-data > "$OUT/server.log" 2>&1 &
-S=$!
-sleep 1
-env $WSLIB "$DIR/bin/warpscope-agent" run --server $API --state-dir /tmp/ws-cost-agent --upload-interval 2s \
-  --cuda-socket $SOCK --gpu-time-mode exact > "$OUT/agent.log" 2>&1 &
-A=$!
-sleep 3
+. "$HERE/pipeline.sh"
+start_pipeline "$DIR" 17072 cost
 run() {  # config -> iterations/s
   if [ "$1" = none ]; then
     LD_LIBRARY_PATH=$CUDA_LIBS "$PY" "$HERE/launch_heavy.py" "$SECS"
@@ -49,8 +39,7 @@ for r in $(seq 1 "$ROUNDS"); do
     echo "$c $(run "$c")" | tee -a "$OUT/rounds.txt"
   done
 done
-kill -INT $A; timeout 30 tail --pid=$A -f /dev/null || kill -9 $A
-kill $S; timeout 30 tail --pid=$S -f /dev/null || kill -9 $S
+stop_pipeline
 "$PY" - "$OUT/rounds.txt" <<'PYEOF' | tee "$OUT/compare.txt"
 import statistics, sys
 by = {}
