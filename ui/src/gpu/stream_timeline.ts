@@ -388,6 +388,34 @@ export class StreamTimeline {
         <tr><td>launch → start</td><td>${formatNanos(row.start[i] - t.start[c])}</td></tr>`;
   }
 
+  // A stream row's tooltip at the mouse: its activity, else the idle or
+  // untraced span there; "" when none.
+  private streamTip(d: TraceModel, h: { row: number; activity: number; t: number }): string {
+    const row = d.rows[h.row];
+    if (h.activity >= 0) {
+      const i = h.activity;
+      const kind = ACTIVITY_KINDS[row.kind[i]] ?? "kernel";
+      const name = d.names[row.name[i]] || kind;
+      return `<b>${escapeHtml(name)}</b><div class="muted">${kind} · ${escapeHtml(row.title)}</div><table>
+        <tr><td>start</td><td>+${formatNanos(row.start[i])}</td></tr>
+        <tr><td>duration</td><td>${formatNanos(row.dur[i])}</td></tr>
+        ${kind === "kernel" ? this.options.describe(name) : ""}
+        ${this.launchLines(d, row, i)}
+        <tr><td>correlation</td><td>${row.correlation[i]}${row.graph[i] ? ` · graph ${row.graph[i]}` : ""}</td></tr></table>`;
+    }
+    const gap = row.incomplete.find((g) => h.t >= g.from && h.t < g.to);
+    if (gap) {
+      return `<b>Trace incomplete here</b><div class="muted">${escapeHtml(row.title)}</div>
+        <div>The agent kept ${gap.sent.toLocaleString("en-US")} of ${gap.recorded.toLocaleString("en-US")} activities of
+        this process in this second; the rest of the second is not idle, just not traced.</div>`;
+    }
+    const idle = row.idle.find((g) => h.t >= g.from && h.t < g.to);
+    if (!idle) return "";
+    return `<b>GPU idle for ${formatNanos(idle.to - idle.from)}</b><div class="muted">${escapeHtml(row.title)}</div>
+        <div>No traced stream ran a kernel, copy or set on this GPU from +${formatNanos(idle.from)} to
+        +${formatNanos(idle.to)}${d.threads.length ? "; the launching threads below show what the CPU launched before and after" : ""}.</div>`;
+  }
+
   private threadTip(d: TraceModel, h: { row: number; call: number }): string {
     const t = d.threads[h.row];
     const c = h.call;
@@ -420,43 +448,10 @@ export class StreamTimeline {
       this.tooltip.hidden = true;
       return;
     }
-    let html = "";
-    if (h.kind === "thread") {
-      if (h.call < 0) {
-        this.tooltip.hidden = true;
-        return;
-      }
-      html = this.threadTip(d, h);
-    }
-    const row = h.kind === "stream" ? d.rows[h.row] : null;
-    if (!row || h.kind !== "stream") {
-      // a thread's call: html is set
-    } else if (h.activity >= 0) {
-      const i = h.activity;
-      const kind = ACTIVITY_KINDS[row.kind[i]] ?? "kernel";
-      const name = d.names[row.name[i]] || kind;
-      html = `<b>${escapeHtml(name)}</b><div class="muted">${kind} · ${escapeHtml(row.title)}</div><table>
-        <tr><td>start</td><td>+${formatNanos(row.start[i])}</td></tr>
-        <tr><td>duration</td><td>${formatNanos(row.dur[i])}</td></tr>
-        ${kind === "kernel" ? this.options.describe(name) : ""}
-        ${this.launchLines(d, row, i)}
-        <tr><td>correlation</td><td>${row.correlation[i]}${row.graph[i] ? ` · graph ${row.graph[i]}` : ""}</td></tr></table>`;
-    } else {
-      const gap = row.incomplete.find((g) => h.t >= g.from && h.t < g.to);
-      const idle = gap ? undefined : row.idle.find((g) => h.t >= g.from && h.t < g.to);
-      if (!gap && !idle) {
-        this.tooltip.hidden = true;
-        return;
-      }
-      if (idle) {
-        html = `<b>GPU idle for ${formatNanos(idle.to - idle.from)}</b><div class="muted">${escapeHtml(row.title)}</div>
-        <div>No traced stream ran a kernel, copy or set on this GPU from +${formatNanos(idle.from)} to
-        +${formatNanos(idle.to)}${this.data!.threads.length ? "; the launching threads below show what the CPU launched before and after" : ""}.</div>`;
-      } else if (gap) {
-        html = `<b>Trace incomplete here</b><div class="muted">${escapeHtml(row.title)}</div>
-        <div>The agent kept ${gap.sent.toLocaleString("en-US")} of ${gap.recorded.toLocaleString("en-US")} activities of
-        this process in this second; the rest of the second is not idle, just not traced.</div>`;
-      }
+    const html = h.kind === "thread" ? (h.call >= 0 ? this.threadTip(d, h) : "") : this.streamTip(d, h);
+    if (!html) {
+      this.tooltip.hidden = true;
+      return;
     }
     this.tooltip.innerHTML = html;
     this.tooltip.hidden = false;
