@@ -70,6 +70,14 @@ void ProcessTable::OnExec(uint32_t pid) {
   if (!ReadMaps(entry)) entry.info.generation = next_generation_++;  // the old image's maps are gone either way
 }
 
+const ProcessInfo* ProcessTable::OnMapsChanged(uint32_t pid) {
+  auto it = processes_.find(pid);
+  if (it == processes_.end()) return OnProcessSeen(pid);
+  Entry& entry = it->second;
+  if (entry.info.exited || !ReadMaps(entry)) return nullptr;
+  return &entry.info;
+}
+
 void ProcessTable::OnExit(uint32_t pid) {
   if (auto it = processes_.find(pid); it != processes_.end()) it->second.info.exited = true;
 }

@@ -36,6 +36,11 @@ class ProcessTable {
   const ProcessInfo* OnProcessSeen(uint32_t pid);
   // Drops the old image's maps and reads the new ones.
   void OnExec(uint32_t pid);
+  // Reads the maps of a known, live process again (it has dlopen'ed
+  // libraries since: a CUDA process connecting after loading the injection
+  // library and CUPTI), or reads them first when the pid is unknown; a new
+  // generation either way. Null when the process is gone.
+  const ProcessInfo* OnMapsChanged(uint32_t pid);
   // Marks exited; maps are kept until CollectExited().
   void OnExit(uint32_t pid);
   // Binary search. On a miss while the process is alive, maps are re-read at

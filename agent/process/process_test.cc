@@ -193,6 +193,26 @@ TEST_F(FixtureProcTest, ExecReplacesMaps) {
   EXPECT_EQ(table.FindMapping(9, 0x1500), nullptr);
 }
 
+// A process seen before it dlopen'ed libraries: OnMapsChanged reads them now,
+// whatever the epoch, and unknown or vanished pids are handled.
+TEST_F(FixtureProcTest, MapsChangedRereadsNow) {
+  WriteMaps(6, "1000-2000 r-xp 0 08:01 1 /bin/app\n");
+  ProcessTable table{ProcFs(root_)};
+  const uint64_t gen = table.OnProcessSeen(6)->generation;
+  EXPECT_EQ(table.FindMapping(6, 0x3500), nullptr);  // this epoch's miss re-read spent
+  WriteMaps(6, "1000-2000 r-xp 0 08:01 1 /bin/app\n3000-4000 r-xp 0 08:01 2 /lib/libwarpscope_cuda.so\n");
+  const ProcessInfo* info = table.OnMapsChanged(6);
+  ASSERT_NE(info, nullptr);
+  ASSERT_EQ(info->mappings.size(), 2u);
+  EXPECT_EQ(info->mappings[1].path, "/lib/libwarpscope_cuda.so");
+  EXPECT_GT(info->generation, gen);
+  WriteMaps(8, "1000-2000 r-xp 0 08:01 1 /bin/other\n");
+  EXPECT_NE(table.OnMapsChanged(8), nullptr) << "an unknown pid is read";
+  RemoveProcess(6);
+  EXPECT_EQ(table.OnMapsChanged(6), nullptr);
+  EXPECT_TRUE(table.Find(6)->exited);
+}
+
 TEST(ProcSelfTest, RealMaps) {
   ProcFs procfs;
   const uint32_t pid = static_cast<uint32_t>(getpid());

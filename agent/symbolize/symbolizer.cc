@@ -52,6 +52,11 @@ void Symbolizer::OnProcessSeen(uint32_t pid) {
   if (info != nullptr) Warm(*info);
 }
 
+void Symbolizer::OnMapsChanged(uint32_t pid) {
+  const ProcessInfo* info = processes_.OnMapsChanged(pid);
+  if (info != nullptr) Warm(*info);
+}
+
 void Symbolizer::OnExec(uint32_t pid) {
   process_state_.erase(pid);
   processes_.OnExec(pid);

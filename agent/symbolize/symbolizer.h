@@ -81,6 +81,8 @@ class Symbolizer {
   // file mapping now, while the process is alive, so that samples of processes
   // that exit later still get symbols. Cheap when nothing changed.
   void OnProcessSeen(uint32_t pid);
+  // The process's maps read again (libraries dlopen'ed since it was seen).
+  void OnMapsChanged(uint32_t pid);
   void OnExec(uint32_t pid);
   void OnExit(uint32_t pid);
   void BeginEpoch();  // forwards to ProcessTable

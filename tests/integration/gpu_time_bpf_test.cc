@@ -66,7 +66,10 @@ class GpuTimeTest : public ::testing::Test {
   std::pair<int64_t, int64_t> RunApplication(int iterations, uint64_t* finalized = nullptr) {
     const ProcessResult r = RunProcess(
         {"/usr/bin/env", "WARPSCOPE_CUPTI_PATH=" WS_FAKE_CUPTI_PATH, "WARPSCOPE_AGENT_SOCKET=" + Socket(),
-         std::string(WS_TESTPROGS_DIR) + "/cuda_launch_sites", WS_CUDA_LIBRARY_PATH, std::to_string(iterations)},
+         // The agent samples the process, and reads its maps, before CUPTI is
+         // loaded: it must read them again when the process connects.
+         "WS_SPIN_BEFORE_CUPTI_MS=400", std::string(WS_TESTPROGS_DIR) + "/cuda_launch_sites", WS_CUDA_LIBRARY_PATH,
+         std::to_string(iterations)},
         120);
     EXPECT_EQ(r.exit_code, 0) << r.err;
     std::istringstream out(r.out);

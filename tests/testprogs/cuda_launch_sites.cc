@@ -4,7 +4,7 @@
 // the driver would; the fake CUPTI (WARPSCOPE_CUPTI_PATH) turns each launch
 // into the library's launch callback and a kernel record of a chosen duration.
 //
-//   cuda_launch_sites LIBRARY ITERATIONS [WAIT_SECONDS]
+//   cuda_launch_sites LIBRARY ITERATIONS [WAIT_SECONDS]   (env WS_SPIN_BEFORE_CUPTI_MS: see main)
 // Each iteration launches alphaKernel (300 us) from SiteAlpha and betaKernel
 // (100 us) from SiteBeta, so alpha holds 75% of the GPU time. Prints
 // "recorded ALPHA BETA": the launches whose kernel record was queued, and
@@ -61,6 +61,14 @@ int main(int argc, char** argv) {
     return 1;
   }
   auto init = reinterpret_cast<int (*)()>(dlsym(library, "InitializeInjection"));
+  // WS_SPIN_BEFORE_CUPTI_MS: burn CPU between loading the injection library
+  // and CUPTI, so that the agent samples this process, and reads its maps,
+  // while CUPTI is not mapped yet (it must read them again at the connect).
+  if (const char* spin = std::getenv("WS_SPIN_BEFORE_CUPTI_MS")) {
+    const uint64_t until = NowNs() + static_cast<uint64_t>(std::atoi(spin)) * 1'000'000ull;
+    while (NowNs() < until) {
+    }
+  }
   void* fake = dlopen(cupti, RTLD_NOW | RTLD_LOCAL);
   if (init == nullptr || fake == nullptr || init() != 1) {
     std::fprintf(stderr, "InitializeInjection failed\n");

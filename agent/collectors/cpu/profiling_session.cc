@@ -50,6 +50,14 @@ void ProfilingSession::Describe(uint32_t pid) {
   }
 }
 
+void ProfilingSession::DescribeProcess(uint32_t pid) {
+  symbolizer_.OnMapsChanged(pid);
+  if (options_.frame_pointers_only) return;
+  const ProcessInfo* info = symbolizer_.processes().Find(pid);
+  if (info == nullptr || info->exited) return;
+  if (Status s = Publish(*info); !s.ok()) LOG_WARNING() << "unwinder: " << s.message();
+}
+
 Status ProfilingSession::Start() {
   RETURN_IF_ERROR(sampler_->Start());
   drain_interval_ = sampler_->map_sizes().drain_interval;

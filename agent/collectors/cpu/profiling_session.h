@@ -79,7 +79,11 @@ class ProfilingSession {
   // (the CUDA launch probe) to unwind from the same tables.
   UnwindMapFds unwind_map_fds() const { return sampler_->unwind_map_fds(); }
   // Describes `pid` to the symbolizer and unwinder now, before it is sampled.
-  void DescribeProcess(uint32_t pid) { Describe(pid); }
+  // Reads the process's maps again and publishes them to the unwinder: a
+  // process that dlopen'ed libraries since it was first seen (a CUDA process
+  // connecting: libwarpscope_cuda.so and CUPTI), whose launch stacks would
+  // otherwise stop in those libraries until a CPU sample there re-reads them.
+  void DescribeProcess(uint32_t pid);
   const AssemblerStats& assembler_stats() const { return assembler_.stats(); }
   CpuSamplerStats sampler_stats() const { return sampler_->ReadStats(); }
   size_t num_cpus() const { return sampler_->num_cpus(); }

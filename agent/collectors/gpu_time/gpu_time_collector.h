@@ -82,8 +82,9 @@ struct GpuTimeSessionParts {
   Symbolizer* symbolizer = nullptr;
   PythonProcesses* python = nullptr;  // may be null
   UnwindMapFds unwind_maps;
-  // Describes a process to the symbolizer and the unwinder now (a CUDA
-  // process connecting may not have been sampled yet).
+  // Reads a process's maps again and describes it to the symbolizer and the
+  // unwinder now (a CUDA process connecting may not have been sampled yet,
+  // or only before it loaded the injection library and CUPTI).
   std::function<void(uint32_t pid)> describe;
   ProcFs procfs;  // process names and maps of connecting processes
 };
