@@ -79,4 +79,14 @@ std::string ProcFs::MapFilesPath(uint32_t pid, uint64_t start, uint64_t end) con
   return PidPath(pid) + "/map_files/" + range;
 }
 
+bool ProcFs::StatMappedFile(uint32_t pid, const MemoryMapping& m, uint64_t* size, int64_t* mtime_ns) const {
+  struct stat st;
+  bool ok = ::stat(MapFilesPath(pid, m.start, m.end).c_str(), &st) == 0;
+  if (!ok && !m.deleted) ok = ::stat(RootPath(pid, m.path).c_str(), &st) == 0 && st.st_ino == m.inode;
+  if (!ok) return false;
+  *size = static_cast<uint64_t>(st.st_size);
+  *mtime_ns = int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec;
+  return true;
+}
+
 }  // namespace warpscope

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "agent/process/proc_maps.h"
 #include "base/status.h"
 
 namespace warpscope {
@@ -40,6 +41,12 @@ class ProcFs {
   // root + "/PID/map_files/<start>-<end>" in lowercase hex without 0x, as the
   // kernel names them; opens the mapped file even after it was deleted.
   std::string MapFilesPath(uint32_t pid, uint64_t start, uint64_t end) const;
+
+  // Size and modification time of the file behind a file-backed mapping:
+  // through map_files (deleted files, other mount namespaces), else through
+  // the process's root when that file still has the mapping's inode. False
+  // when neither can be read (the process exited).
+  bool StatMappedFile(uint32_t pid, const MemoryMapping& m, uint64_t* size, int64_t* mtime_ns) const;
 
   const std::string& root() const { return root_; }
 

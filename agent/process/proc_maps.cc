@@ -70,4 +70,9 @@ std::vector<MemoryMapping> ParseProcMaps(std::string_view text) {
   return out;
 }
 
+std::string FileIdentity::ToString() const {
+  return std::to_string(dev_major) + ":" + std::to_string(dev_minor) + ":" + std::to_string(inode) + ":" +
+         std::to_string(size) + ":" + std::to_string(mtime_ns);
+}
+
 }  // namespace warpscope

@@ -27,7 +27,21 @@ bool ProcessTable::ReadMaps(Entry& entry) {
   std::vector<MemoryMapping> all = ParseProcMaps(*text);
   std::vector<MemoryMapping> exec;
   for (MemoryMapping& m : all) {
-    if (m.executable && m.end > m.start) exec.push_back(std::move(m));
+    if (!m.executable || m.end <= m.start) continue;
+    // The file's identity for the caches of what was read from it; a second
+    // mapping of the same file takes the first one's.
+    if (m.IsFileBacked()) {
+      auto same = std::find_if(exec.begin(), exec.end(), [&](const MemoryMapping& e) {
+        return e.inode == m.inode && e.dev_major == m.dev_major && e.dev_minor == m.dev_minor;
+      });
+      if (same != exec.end()) {
+        m.file_size = same->file_size;
+        m.file_mtime_ns = same->file_mtime_ns;
+      } else {
+        procfs_.StatMappedFile(pid, m, &m.file_size, &m.file_mtime_ns);
+      }
+    }
+    exec.push_back(std::move(m));
   }
   std::sort(exec.begin(), exec.end(),
             [](const MemoryMapping& a, const MemoryMapping& b) { return a.start < b.start; });

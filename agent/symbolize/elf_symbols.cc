@@ -12,108 +12,11 @@
 #include <cstring>
 #include <limits>
 
+#include "agent/elf/elf_file.h"
 #include "base/file_util.h"
 
 namespace warpscope {
 namespace {
-
-Status ElfError(const std::string& what) { return DataLossError(what + ": " + elf_errmsg(-1)); }
-
-// Owns an Elf* and the fd (or memory) under it. libelf itself keeps no
-// per-file global state; elf_version() is set once per process.
-class ElfHandle {
- public:
-  static StatusOr<ElfHandle> Open(const std::string& path) {
-    RETURN_IF_ERROR(InitLibelf());
-    ElfHandle h;
-    h.fd_ = ScopedFd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!h.fd_.valid()) return ErrnoError(errno, "open " + path);
-    RETURN_IF_ERROR(h.Begin(elf_begin(h.fd_.get(), ELF_C_READ_MMAP, nullptr), path));
-    return h;
-  }
-  // `image` must outlive the handle.
-  static StatusOr<ElfHandle> FromMemory(std::string& image) {
-    RETURN_IF_ERROR(InitLibelf());
-    ElfHandle h;
-    RETURN_IF_ERROR(h.Begin(elf_memory(image.data(), image.size()), "in-memory image"));
-    return h;
-  }
-  ElfHandle(ElfHandle&& o) noexcept : fd_(std::move(o.fd_)), elf_(std::exchange(o.elf_, nullptr)) {}
-  ElfHandle& operator=(ElfHandle&&) = delete;
-  ~ElfHandle() {
-    if (elf_ != nullptr) elf_end(elf_);
-  }
-  Elf* get() const { return elf_; }
-
- private:
-  ElfHandle() = default;
-  // Must precede the first elf_begin(); a function-local static makes it once
-  // per process and thread-safe.
-  static Status InitLibelf() {
-    static const bool version_ok = elf_version(EV_CURRENT) != EV_NONE;
-    return version_ok ? Status::Ok() : InternalError("libelf version mismatch");
-  }
-  Status Begin(Elf* elf, const std::string& what) {
-    elf_ = elf;
-    if (elf_ == nullptr) return ElfError("elf_begin " + what);
-    if (elf_kind(elf_) != ELF_K_ELF) return InvalidArgumentError(what + " is not an ELF file");
-    GElf_Ehdr ehdr;
-    if (gelf_getehdr(elf_, &ehdr) == nullptr) return ElfError("ELF header of " + what);
-    return Status::Ok();
-  }
-
-  ScopedFd fd_;
-  Elf* elf_ = nullptr;
-};
-
-std::string Hex(const unsigned char* p, size_t n) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(n * 2);
-  for (size_t i = 0; i < n; ++i) {
-    out.push_back(kDigits[p[i] >> 4]);
-    out.push_back(kDigits[p[i] & 0xf]);
-  }
-  return out;
-}
-
-std::string BuildIdFromNotes(Elf_Data* data) {
-  if (data == nullptr || data->d_buf == nullptr) return "";
-  size_t offset = 0;
-  GElf_Nhdr nhdr;
-  size_t name_off = 0;
-  size_t desc_off = 0;
-  while ((offset = gelf_getnote(data, offset, &nhdr, &name_off, &desc_off)) > 0) {
-    const char* base = static_cast<const char*>(data->d_buf);
-    if (nhdr.n_type == NT_GNU_BUILD_ID && nhdr.n_namesz == 4 && std::memcmp(base + name_off, "GNU", 4) == 0 &&
-        nhdr.n_descsz > 0) {
-      return Hex(reinterpret_cast<const unsigned char*>(base + desc_off), nhdr.n_descsz);
-    }
-  }
-  return "";
-}
-
-// Program headers first: they survive `strip --strip-all` of section headers.
-std::string ReadBuildIdFrom(Elf* elf) {
-  size_t phnum = 0;
-  if (elf_getphdrnum(elf, &phnum) == 0) {
-    for (size_t i = 0; i < phnum; ++i) {
-      GElf_Phdr phdr;
-      if (gelf_getphdr(elf, static_cast<int>(i), &phdr) == nullptr || phdr.p_type != PT_NOTE) continue;
-      Elf_Data* data =
-          elf_getdata_rawchunk(elf, phdr.p_offset, phdr.p_filesz, phdr.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR);
-      std::string id = BuildIdFromNotes(data);
-      if (!id.empty()) return id;
-    }
-  }
-  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn != nullptr; scn = elf_nextscn(elf, scn)) {
-    GElf_Shdr shdr;
-    if (gelf_getshdr(scn, &shdr) == nullptr || shdr.sh_type != SHT_NOTE) continue;
-    std::string id = BuildIdFromNotes(elf_getdata(scn, nullptr));
-    if (!id.empty()) return id;
-  }
-  return "";
-}
 
 struct DebugLink {
   std::string name;
@@ -309,8 +212,8 @@ class ElfSymbolsBuilder {
 };
 
 StatusOr<std::string> ElfSymbols::ReadBuildId(const std::string& path) {
-  ASSIGN_OR_RETURN(ElfHandle elf, ElfHandle::Open(path));
-  return ReadBuildIdFrom(elf.get());
+  ASSIGN_OR_RETURN(std::shared_ptr<ElfFile> file, ElfFile::Open(path));
+  return file->BuildId();
 }
 
 namespace {
@@ -338,37 +241,42 @@ std::vector<std::string> DebugFileCandidates(const std::string& build_id, const 
 }  // namespace
 
 StatusOr<std::unique_ptr<ElfSymbols>> ElfSymbols::Load(const std::string& path, const ElfLoadOptions& options) {
-  ASSIGN_OR_RETURN(ElfHandle elf, ElfHandle::Open(path));
-  std::string build_id = ReadBuildIdFrom(elf.get());
+  ASSIGN_OR_RETURN(std::shared_ptr<ElfFile> file, ElfFile::Open(path));
+  return Load(*file, options);
+}
+
+StatusOr<std::unique_ptr<ElfSymbols>> ElfSymbols::Load(ElfFile& file, const ElfLoadOptions& options) {
+  std::string build_id = file.BuildId();
   std::vector<Candidate> candidates;
-  const bool has_symtab = CollectSymbols(elf.get(), &candidates);
+  const bool has_symtab = CollectSymbols(file.elf(), &candidates);
   // Declared here: the debug file's names are referenced by `candidates` until Build().
-  std::optional<ElfHandle> debug_elf;
+  std::shared_ptr<ElfFile> debug_elf;
   std::string debug_path;
   if (!has_symtab && options.search_debug_files) {
-    const std::optional<DebugLink> link = ReadDebugLink(elf.get());
-    const std::string dir = DirName(options.logical_path.empty() ? path : options.logical_path);
+    const std::optional<DebugLink> link = ReadDebugLink(file.elf());
+    const std::string dir = DirName(options.logical_path.empty() ? file.path() : options.logical_path);
     for (const std::string& candidate : DebugFileCandidates(build_id, link, dir, options)) {
       if (!FileExists(candidate)) continue;
-      StatusOr<ElfHandle> debug = ElfHandle::Open(candidate);
+      StatusOr<std::shared_ptr<ElfFile>> debug = ElfFile::Open(candidate);
       if (!debug.ok()) continue;
       // A stale debug file would name the wrong functions: insist on a match.
-      const std::string debug_id = ReadBuildIdFrom(debug->get());
+      const std::string& debug_id = (*debug)->BuildId();
       if (!build_id.empty() ? debug_id != build_id : (!link || FileCrc32(candidate) != link->crc)) continue;
-      debug_elf.emplace(std::move(*debug));
+      debug_elf = std::move(*debug);
       debug_path = candidate;
       break;
     }
-    if (debug_elf) CollectSymbols(debug_elf->get(), &candidates);
+    if (debug_elf) CollectSymbols(debug_elf->elf(), &candidates);
   }
-  return ElfSymbolsBuilder::Build(elf.get(), std::move(candidates), std::move(build_id), std::move(debug_path));
+  return ElfSymbolsBuilder::Build(file.elf(), std::move(candidates), std::move(build_id), std::move(debug_path));
 }
 
 StatusOr<std::unique_ptr<ElfSymbols>> ElfSymbols::LoadFromMemory(std::string image) {
-  ASSIGN_OR_RETURN(ElfHandle elf, ElfHandle::FromMemory(image));
+  ASSIGN_OR_RETURN(std::shared_ptr<ElfFile> file, ElfFile::FromMemory(std::move(image)));
   std::vector<Candidate> candidates;
-  CollectSymbols(elf.get(), &candidates);
-  return ElfSymbolsBuilder::Build(elf.get(), std::move(candidates), ReadBuildIdFrom(elf.get()), "");
+  CollectSymbols(file->elf(), &candidates);
+  std::string build_id = file->BuildId();
+  return ElfSymbolsBuilder::Build(file->elf(), std::move(candidates), std::move(build_id), "");
 }
 
 std::optional<ElfSymbol> ElfSymbols::Lookup(uint64_t vaddr) const {

@@ -18,6 +18,8 @@
 
 namespace warpscope {
 
+class ElfFile;
+
 struct ElfSymbol {
   std::string_view name;  // raw (mangled, maybe versioned); points into the ElfSymbols
   uint64_t start = 0;     // ELF virtual address
@@ -43,6 +45,8 @@ class ElfSymbols {
   // <dir>/.debug/<debuglink>, <debug_dir>/<dir>/<debuglink>; it is accepted
   // only if its build id (or, lacking one, the debuglink CRC) matches.
   static StatusOr<std::unique_ptr<ElfSymbols>> Load(const std::string& path, const ElfLoadOptions& options = {});
+  // The same from a file already open (its other readers share the open).
+  static StatusOr<std::unique_ptr<ElfSymbols>> Load(ElfFile& file, const ElfLoadOptions& options = {});
   // An ELF image already in memory (the [vdso] read out of a process).
   static StatusOr<std::unique_ptr<ElfSymbols>> LoadFromMemory(std::string image);
   // Only the build id (lowercase hex, "" when absent): cheap, lets callers

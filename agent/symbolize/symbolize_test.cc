@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include <functional>
 
 #include "agent/process/process_table.h"
+#include "agent/symbolize/binary_files.h"
 #include "agent/symbolize/symbolizer.h"
 #include "base/file_util.h"
 
@@ -398,6 +400,42 @@ TEST_F(SymbolizerTest, UnmappedTablesAreDroppedOverTheBudget) {
     stop(s, 74);
   }
   fs::remove_all(root);
+}
+
+// Every reader of one binary shares one open of it while a scope is alive;
+// the file's identity carries its size and modification time.
+TEST(BinaryFilesTest, ReadersInAScopeShareOneOpen) {
+  ProcessTable table{ProcFs()};
+  const ProcessInfo* self = table.OnProcessSeen(static_cast<uint32_t>(getpid()));
+  ASSERT_NE(self, nullptr);
+  const MemoryMapping* exe = nullptr;
+  for (const MemoryMapping& m : self->mappings) {
+    if (m.IsFileBacked() && m.path == self->exe_path) exe = &m;
+  }
+  ASSERT_NE(exe, nullptr);
+  struct stat st;
+  ASSERT_EQ(stat(exe->path.c_str(), &st), 0);
+  EXPECT_EQ(exe->file_size, static_cast<uint64_t>(st.st_size));
+  EXPECT_EQ(exe->file_mtime_ns, int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec);
+
+  BinaryFiles files{ProcFs()};
+  const uint64_t before = ElfFilesOpened();
+  {
+    BinaryFiles::Scope scope(&files);
+    auto a = files.Open(self->pid, *exe);
+    auto b = files.Open(self->pid, *exe);
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_EQ(a->get(), b->get());
+    EXPECT_FALSE((*a)->BuildId().empty());
+    files.CountKnown(self->mappings);
+  }
+  EXPECT_EQ(ElfFilesOpened() - before, 1u);
+  EXPECT_EQ(files.stats().opened, 1u);
+  EXPECT_EQ(files.stats().shared, 1u);
+  EXPECT_GT(files.stats().known, 0u);  // the other libraries: no reader asked for them
+  // Outside a scope every open is its own.
+  ASSERT_TRUE(files.Open(self->pid, *exe).ok());
+  EXPECT_EQ(ElfFilesOpened() - before, 2u);
 }
 
 TEST(SymbolizerKernelTest, RealKallsyms) {

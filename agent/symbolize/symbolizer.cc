@@ -30,7 +30,7 @@ void SetSynthesizedName(SymbolizedFrame& frame, std::string name) {
 }  // namespace
 
 Symbolizer::Symbolizer(ProcFs procfs, std::string kallsyms_path, size_t cache_bytes)
-    : processes_(std::move(procfs)), kallsyms_path_(std::move(kallsyms_path)), cache_bytes_(cache_bytes) {}
+    : processes_(procfs), files_(procfs), kallsyms_path_(std::move(kallsyms_path)), cache_bytes_(cache_bytes) {}
 
 void Symbolizer::SetSymbolName(SymbolizedFrame& frame, std::string_view raw) {
   auto [it, inserted] = demangled_.try_emplace(raw.data());
@@ -82,13 +82,13 @@ void Symbolizer::EvictUnmapped() {
   processes_.ForEach([this](const ProcessInfo& info) {
     for (const MemoryMapping& m : info.mappings) {
       if (!m.IsFileBacked()) continue;
-      if (auto it = by_file_.find(FileKey{m.dev_major, m.dev_minor, m.inode}); it != by_file_.end()) {
+      if (auto it = by_file_.find(IdentityOf(m)); it != by_file_.end()) {
         it->second.mapped_in_sweep = sweeps_;
       }
     }
   });
   // Unmapped binaries, least recently used first; unreadable ones simply go.
-  std::vector<std::pair<uint64_t, FileKey>> unmapped;
+  std::vector<std::pair<uint64_t, FileIdentity>> unmapped;
   std::erase_if(by_file_, [&](const auto& kv) {
     if (kv.second.mapped_in_sweep == sweeps_) return false;
     if (kv.second.table == nullptr) return true;
@@ -133,7 +133,7 @@ void Symbolizer::AddTable(const std::shared_ptr<const ElfSymbols>& table) {
 }
 
 const ElfSymbols* Symbolizer::BinaryFor(uint32_t pid, const MemoryMapping& m) {
-  const FileKey key{m.dev_major, m.dev_minor, m.inode};
+  const FileIdentity key = IdentityOf(m);
   if (auto it = by_file_.find(key); it != by_file_.end()) {
     it->second.last_used_epoch = epoch_;
     return it->second.table.get();
@@ -145,44 +145,31 @@ const ElfSymbols* Symbolizer::BinaryFor(uint32_t pid, const MemoryMapping& m) {
 }
 
 std::shared_ptr<const ElfSymbols> Symbolizer::LoadBinary(uint32_t pid, const MemoryMapping& m) {
-  const ProcFs& procfs = processes_.procfs();
-  // map_files reaches deleted files and other mount namespaces; the other two
-  // are fallbacks for when it is not accessible. A deleted file's path may
-  // now name a different file, so only map_files is trusted for it.
-  std::vector<std::string> paths = {procfs.MapFilesPath(pid, m.start, m.end)};
-  if (!m.deleted) {
-    paths.push_back(procfs.RootPath(pid, m.path));
-    paths.push_back(m.path);
-  }
-  ElfLoadOptions options;
-  options.logical_path = m.path;
-  options.root_prefix = procfs.RootPath(pid, "");
-  Status last_error;
-  for (const std::string& path : paths) {
-    StatusOr<std::string> build_id = ElfSymbols::ReadBuildId(path);
-    if (!build_id.ok()) {
-      last_error = build_id.status();
-      continue;
-    }
-    if (!build_id->empty()) {
-      if (auto it = by_build_id_.find(*build_id); it != by_build_id_.end()) {
+  StatusOr<std::shared_ptr<ElfFile>> file = files_.Open(pid, m);
+  Status error = file.status();
+  if (file.ok()) {
+    const std::string& build_id = (*file)->BuildId();
+    if (!build_id.empty()) {
+      if (auto it = by_build_id_.find(build_id); it != by_build_id_.end()) {
         if (std::shared_ptr<const ElfSymbols> shared = it->second.lock()) return shared;
       }
     }
-    StatusOr<std::unique_ptr<ElfSymbols>> loaded = ElfSymbols::Load(path, options);
-    if (!loaded.ok()) {
-      last_error = loaded.status();
-      continue;
+    ElfLoadOptions options;
+    options.logical_path = m.path;
+    options.root_prefix = files_.procfs().RootPath(pid, "");
+    StatusOr<std::unique_ptr<ElfSymbols>> loaded = ElfSymbols::Load(**file, options);
+    if (loaded.ok()) {
+      std::shared_ptr<const ElfSymbols> table = std::move(*loaded);
+      AddTable(table);
+      file_table_bytes_ += table->MemoryBytes();
+      loaded_since_sweep_ = true;
+      if (!table->build_id().empty()) by_build_id_[table->build_id()] = table;
+      return table;
     }
-    std::shared_ptr<const ElfSymbols> table = std::move(*loaded);
-    AddTable(table);
-    file_table_bytes_ += table->MemoryBytes();
-    loaded_since_sweep_ = true;
-    if (!table->build_id().empty()) by_build_id_[table->build_id()] = table;
-    return table;
+    error = loaded.status();
   }
   ++stats_.elf_load_errors;
-  LOG_DEBUG() << "no symbols for " << m.path << " (pid " << pid << "): " << last_error.ToString();
+  LOG_DEBUG() << "no symbols for " << m.path << " (pid " << pid << "): " << error.ToString();
   return nullptr;
 }
 

@@ -25,6 +25,7 @@
 #include "model/profile.h"
 #include "agent/process/proc_fs.h"
 #include "agent/process/process_table.h"
+#include "agent/symbolize/binary_files.h"
 #include "agent/symbolize/elf_symbols.h"
 #include "agent/symbolize/kernel_symbols.h"
 #include "base/status.h"
@@ -102,19 +103,12 @@ class Symbolizer {
 
   SymbolizerStats stats() const { return stats_; }
   const ProcessTable& processes() const { return processes_; }
+  // Opens binaries for the symbolizer and, shared, for the other readers of a
+  // process's files (unwind tables, CPython detection).
+  BinaryFiles& files() { return files_; }
+  const BinaryFiles& files() const { return files_; }
 
  private:
-  struct FileKey {
-    uint32_t dev_major;
-    uint32_t dev_minor;
-    uint64_t inode;
-    bool operator==(const FileKey&) const = default;
-  };
-  struct FileKeyHash {
-    size_t operator()(const FileKey& k) const {
-      return std::hash<uint64_t>()(k.inode * 0x9e3779b97f4a7c15ull ^ (uint64_t{k.dev_major} << 32 | k.dev_minor));
-    }
-  };
   struct FileEntry {
     std::shared_ptr<const ElfSymbols> table;  // null: the binary could not be read
     uint64_t last_used_epoch = 0;
@@ -137,12 +131,13 @@ class Symbolizer {
   void SetSymbolName(SymbolizedFrame& frame, std::string_view raw);
 
   ProcessTable processes_;
+  BinaryFiles files_;
   std::string kallsyms_path_;
   KernelSymbols kernel_;
   // A table lives while a file entry holds it (see kDefaultSymbolCacheBytes);
   // a null entry remembers a binary that could not be read. by_build_id_
   // finds a table already read for another file of the same build.
-  std::unordered_map<FileKey, FileEntry, FileKeyHash> by_file_;
+  std::unordered_map<FileIdentity, FileEntry, FileIdentityHash> by_file_;
   std::unordered_map<std::string, std::weak_ptr<const ElfSymbols>> by_build_id_;
   size_t cache_bytes_;
   size_t file_table_bytes_ = 0;  // tables held by by_file_, each counted once

@@ -10,55 +10,31 @@
 #include <cstring>
 #include <utility>
 
+#include "agent/elf/elf_file.h"
+
 namespace warpscope {
-namespace {
-
-Status ElfError(const std::string& what) { return DataLossError(what + ": " + elf_errmsg(-1)); }
-
-// Must precede the first elf_begin(); once per process, thread-safe.
-Status InitLibelf() {
-  static const bool version_ok = elf_version(EV_CURRENT) != EV_NONE;
-  return version_ok ? Status::Ok() : InternalError("libelf version mismatch");
-}
-
-}  // namespace
 
 StatusOr<ElfCfiImage> ElfCfiImage::Open(const std::string& path) {
-  RETURN_IF_ERROR(InitLibelf());
-  ElfCfiImage image;
-  image.fd_ = ScopedFd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!image.fd_.valid()) return ErrnoError(errno, "open " + path);
-  RETURN_IF_ERROR(image.Begin(elf_begin(image.fd_.get(), ELF_C_READ_MMAP, nullptr), path));
-  return image;
+  ASSIGN_OR_RETURN(std::shared_ptr<ElfFile> file, ElfFile::Open(path));
+  return FromFile(std::move(file));
 }
 
 StatusOr<ElfCfiImage> ElfCfiImage::FromMemory(std::string bytes) {
-  RETURN_IF_ERROR(InitLibelf());
+  ASSIGN_OR_RETURN(std::shared_ptr<ElfFile> file, ElfFile::FromMemory(std::move(bytes)));
+  return FromFile(std::move(file));
+}
+
+StatusOr<ElfCfiImage> ElfCfiImage::FromFile(std::shared_ptr<ElfFile> file) {
   ElfCfiImage image;
-  image.image_ = std::make_unique<std::string>(std::move(bytes));
-  RETURN_IF_ERROR(image.Begin(elf_memory(image.image_->data(), image.image_->size()), "in-memory image"));
+  image.file_ = std::move(file);
+  image.elf_ = image.file_->elf();
+  RETURN_IF_ERROR(image.Begin(image.file_->path()));
   return image;
 }
 
-ElfCfiImage::ElfCfiImage(ElfCfiImage&& other) noexcept
-    : image_(std::move(other.image_)),
-      fd_(std::move(other.fd_)),
-      elf_(std::exchange(other.elf_, nullptr)),
-      sections_(std::move(other.sections_)),
-      code_ranges_(std::move(other.code_ranges_)),
-      load_segments_(std::move(other.load_segments_)),
-      unreadable_sections_(other.unreadable_sections_) {}
-
-ElfCfiImage::~ElfCfiImage() {
-  if (elf_ != nullptr) elf_end(elf_);
-}
-
-Status ElfCfiImage::Begin(Elf* elf, const std::string& what) {
-  elf_ = elf;
-  if (elf_ == nullptr) return ElfError("elf_begin " + what);
-  if (elf_kind(elf_) != ELF_K_ELF) return InvalidArgumentError(what + " is not an ELF file");
+Status ElfCfiImage::Begin(const std::string& what) {
   GElf_Ehdr ehdr;
-  if (gelf_getehdr(elf_, &ehdr) == nullptr) return ElfError("ELF header of " + what);
+  if (gelf_getehdr(elf_, &ehdr) == nullptr) return DataLossError("ELF header of " + what + ": " + elf_errmsg(-1));
   if (ehdr.e_ident[EI_CLASS] != ELFCLASS64 || ehdr.e_ident[EI_DATA] != ELFDATA2LSB || ehdr.e_machine != EM_X86_64) {
     return InvalidArgumentError(what + " is not a little-endian x86-64 ELF64 file");
   }

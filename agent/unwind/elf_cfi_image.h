@@ -1,6 +1,6 @@
 // ElfCfiImage: the call-frame sections (.eh_frame, then .debug_frame) of one
 // x86-64 ELF file or in-memory image, read through libelf on an mmap of the
-// file, plus the address ranges that hold code (executable PT_LOAD segments,
+// file (an ElfFile), plus the address ranges that hold code (executable PT_LOAD segments,
 // or SHF_EXECINSTR sections when there are no program headers).
 //
 // The CfiSection views point into the mapping (or into a decompressed copy
@@ -13,12 +13,13 @@
 #include <vector>
 
 #include "agent/unwind/cfi_parser.h"
-#include "base/file_util.h"
 #include "base/status.h"
 
 typedef struct Elf Elf;  // libelf's opaque handle; <libelf.h> stays out of this header
 
 namespace warpscope {
+
+class ElfFile;
 
 struct CodeRange {
   uint64_t begin;  // ELF virtual addresses, [begin, end)
@@ -39,10 +40,11 @@ class ElfCfiImage {
   // little-endian 64-bit x86-64 executables and shared objects.
   static StatusOr<ElfCfiImage> Open(const std::string& path);
   static StatusOr<ElfCfiImage> FromMemory(std::string image);
+  // A file already open (its other readers share the open); the image keeps it open.
+  static StatusOr<ElfCfiImage> FromFile(std::shared_ptr<ElfFile> file);
 
-  ElfCfiImage(ElfCfiImage&& other) noexcept;
+  ElfCfiImage(ElfCfiImage&& other) noexcept = default;
   ElfCfiImage& operator=(ElfCfiImage&&) = delete;
-  ~ElfCfiImage();
 
   const std::vector<CfiSection>& sections() const { return sections_; }
   const std::vector<CodeRange>& code_ranges() const { return code_ranges_; }  // sorted by begin
@@ -52,13 +54,12 @@ class ElfCfiImage {
 
  private:
   ElfCfiImage() = default;
-  Status Begin(Elf* elf, const std::string& what);
+  Status Begin(const std::string& what);
   void CollectSections();
   void CollectCodeRanges();
 
-  std::unique_ptr<std::string> image_;  // FromMemory: pinned, libelf points into it
-  ScopedFd fd_;
-  Elf* elf_ = nullptr;
+  std::shared_ptr<ElfFile> file_;
+  Elf* elf_ = nullptr;  // file_'s
   std::vector<CfiSection> sections_;
   std::vector<CodeRange> code_ranges_;
   std::vector<LoadSegment> load_segments_;

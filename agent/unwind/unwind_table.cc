@@ -4,6 +4,8 @@
 #include <cinttypes>
 #include <cstdio>
 
+#include "agent/elf/elf_file.h"
+
 namespace warpscope {
 namespace {
 
@@ -134,9 +136,15 @@ StatusOr<UnwindTable> BuildUnwindTableFromSections(std::span<const CfiSection> s
 }
 
 StatusOr<UnwindTable> BuildUnwindTable(const std::string& elf_path, const UnwindTableOptions& options) {
-  ASSIGN_OR_RETURN(ElfCfiImage image, ElfCfiImage::Open(elf_path));
+  ASSIGN_OR_RETURN(std::shared_ptr<ElfFile> file, ElfFile::Open(elf_path));
+  return BuildUnwindTable(std::move(file), options);
+}
+
+StatusOr<UnwindTable> BuildUnwindTable(std::shared_ptr<ElfFile> file, const UnwindTableOptions& options) {
+  const std::string path = file->path();
+  ASSIGN_OR_RETURN(ElfCfiImage image, ElfCfiImage::FromFile(std::move(file)));
   StatusOr<UnwindTable> table = BuildUnwindTableFromSections(image.sections(), image.code_ranges(), options);
-  if (!table.ok()) return table.status().WithContext(elf_path);
+  if (!table.ok()) return table.status().WithContext(path);
   table->stats.unreadable_sections = image.unreadable_sections();
   table->load_segments = image.load_segments();
   return table;

@@ -77,6 +77,8 @@ struct UnwindTableOptions {
 
 // The table of an ELF file. A file without CFI gives an empty table.
 StatusOr<UnwindTable> BuildUnwindTable(const std::string& elf_path, const UnwindTableOptions& options = {});
+// The same from a file already open (its other readers share the open).
+StatusOr<UnwindTable> BuildUnwindTable(std::shared_ptr<ElfFile> file, const UnwindTableOptions& options = {});
 // The same for an ELF image in memory (tests, [vdso]).
 StatusOr<UnwindTable> BuildUnwindTableFromMemory(std::string image, const UnwindTableOptions& options = {});
 // The core, for callers that already hold the sections. An empty

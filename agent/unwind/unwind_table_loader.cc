@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 
-#include "agent/symbolize/elf_symbols.h"
+#include "agent/elf/elf_file.h"
 #include "agent/unwind/unwind_table.h"
 #include "base/logging.h"
 
@@ -14,6 +14,8 @@ namespace warpscope {
 namespace {
 
 constexpr uint32_t kUploadChunk = 1u << 16;
+// Files remembered without a table (no usable CFI), and keys of freed tables.
+constexpr size_t kMaxRememberedFiles = 1 << 16;
 
 }  // namespace
 
@@ -29,11 +31,6 @@ UnwindTableOptions AgentUnwindTableOptions() {
 }
 
 namespace {
-
-std::string FileKeyOf(const MemoryMapping& m) {
-  return std::to_string(m.dev_major) + ":" + std::to_string(m.dev_minor) + ":" + std::to_string(m.inode);
-}
-
 
 // Array maps take batch updates keyed by index.
 template <typename V>
@@ -55,16 +52,22 @@ Status UploadArray(int fd, uint32_t first, const V* values, uint32_t count) {
 
 }  // namespace
 
-UnwindTableLoader::UnwindTableLoader(UnwindMapFds fds, const UnwindMapSizes& sizes, ProcFs procfs)
-    : fds_(fds), sizes_(sizes), procfs_(std::move(procfs)), rows_(sizes.entries), mapping_slots_(sizes.exec_mappings) {
+UnwindTableLoader::UnwindTableLoader(UnwindMapFds fds, const UnwindMapSizes& sizes, ProcFs procfs,
+                                     BinaryFiles* files)
+    : fds_(fds),
+      sizes_(sizes),
+      procfs_(std::move(procfs)),
+      own_files_(files == nullptr ? std::make_unique<BinaryFiles>(procfs_) : nullptr),
+      files_(files == nullptr ? own_files_.get() : files),
+      rows_(sizes.entries),
+      mapping_slots_(sizes.exec_mappings) {
   stats_.rows_capacity = sizes.entries;
 }
 
-StatusOr<uint32_t> UnwindTableLoader::Upload(const std::string& key, const std::string& path, std::string image) {
+StatusOr<uint32_t> UnwindTableLoader::Upload(const std::string& key, std::shared_ptr<ElfFile> file,
+                                             const std::string& name) {
   const auto t0 = std::chrono::steady_clock::now();
-  StatusOr<UnwindTable> built =
-      !image.empty() ? BuildUnwindTableFromMemory(std::move(image), AgentUnwindTableOptions())
-                     : BuildUnwindTable(path, AgentUnwindTableOptions());
+  StatusOr<UnwindTable> built = BuildUnwindTable(std::move(file), AgentUnwindTableOptions());
   if (!built.ok()) return built.status();
   StatusOr<std::vector<std::pair<uint32_t, ws_unwind_page>>> index = BuildPageIndex(*built);
   if (!index.ok()) return index.status();
@@ -72,21 +75,26 @@ StatusOr<uint32_t> UnwindTableLoader::Upload(const std::string& key, const std::
   stats_.build_ms_total += ms;
   if (ms > stats_.build_ms_max) {
     stats_.build_ms_max = ms;
-    stats_.slowest_binary = path;
+    stats_.slowest_binary = name;
   }
-  if (ms > 1000) LOG_INFO() << "unwind table for " << path << " took " << static_cast<int>(ms) << " ms";
+  if (ms > 1000) LOG_INFO() << "unwind table for " << name << " took " << static_cast<int>(ms) << " ms";
 
   const auto& entries = built->entries;
-  if (entries.empty()) return FailedPreconditionError("no CFI rows in " + path);
-  if (stats_.pages_used + index->size() > sizes_.pages) {
-    ++stats_.tables_no_space;
-    return ResourceExhaustedError("unwind page index full");
+  if (entries.empty()) return FailedPreconditionError("no CFI rows in " + name);
+  // Idle tables give way, oldest first, to a table that needs their space.
+  while (stats_.pages_used + index->size() > sizes_.pages) {
+    if (!FreeOldestIdle()) {
+      ++stats_.tables_no_space;
+      return ResourceExhaustedError("unwind page index full");
+    }
   }
-  std::optional<uint32_t> first = rows_.Allocate(static_cast<uint32_t>(entries.size()));
-  if (!first) {
-    ++stats_.tables_no_space;
-    return ResourceExhaustedError("unwind row budget full (" + std::to_string(entries.size()) + " rows for " + path +
-                                  ")");
+  std::optional<uint32_t> first;
+  while (!(first = rows_.Allocate(static_cast<uint32_t>(entries.size())))) {
+    if (!FreeOldestIdle()) {
+      ++stats_.tables_no_space;
+      return ResourceExhaustedError("unwind row budget full (" + std::to_string(entries.size()) + " rows for " +
+                                    name + ")");
+    }
   }
   auto table = std::make_unique<Table>();
   table->first = *first;
@@ -119,6 +127,8 @@ StatusOr<uint32_t> UnwindTableLoader::Upload(const std::string& key, const std::
   stats_.rows_used = rows_.used();
   ++stats_.tables_built;
   ++stats_.tables_live;
+  if (freed_keys_.contains(key)) ++stats_.tables_rebuilt;
+  LOG_DEBUG() << "unwinder: built the table of " << name << " (" << table->count << " rows, " << ms << " ms)";
   const uint32_t id = table->id;
   if (free_slot == tables_.end()) {
     tables_.push_back(std::move(table));
@@ -130,29 +140,30 @@ StatusOr<uint32_t> UnwindTableLoader::Upload(const std::string& key, const std::
 }
 
 uint32_t UnwindTableLoader::TableFor(uint32_t pid, const MemoryMapping& m, uint64_t* table_base) {
-  const std::string file_key = FileKeyOf(m);
-  auto known = key_by_file_.find(file_key);
-  std::string path;
+  const FileIdentity identity = IdentityOf(m);
+  auto known = key_by_file_.find(identity);
   if (known == key_by_file_.end()) {
-    // Prefer map_files: it works for deleted files and other mount namespaces.
-    path = procfs_.MapFilesPath(pid, m.start, m.end);
-    if (access(path.c_str(), R_OK) != 0) path = procfs_.RootPath(pid, m.path);
     // A process that exits meanwhile takes its paths with it: that says
     // nothing about the file, so nothing is remembered and the next process
     // mapping it tries again.
-    if (access(path.c_str(), R_OK) != 0) return WS_TABLE_NONE;
-    StatusOr<std::string> build_id = ElfSymbols::ReadBuildId(path);
-    std::string key = build_id.ok() && !build_id->empty() ? "b:" + *build_id : "f:" + file_key;
+    StatusOr<std::shared_ptr<ElfFile>> file = files_->Open(pid, m);
+    if (!file.ok()) return WS_TABLE_NONE;
+    const std::string& build_id = (*file)->BuildId();
+    std::string key = !build_id.empty() ? "b:" + build_id : "f:" + identity.ToString();
     if (!table_by_key_.count(key)) {
-      StatusOr<uint32_t> id = Upload(key, path);
+      StatusOr<uint32_t> id = Upload(key, std::move(*file), m.path);
       if (!id.ok()) {
-        if (access(path.c_str(), R_OK) != 0) return WS_TABLE_NONE;  // vanished during the build
         if (id.status().code() != StatusCode::kResourceExhausted) ++stats_.tables_failed;
         LOG_DEBUG() << "no unwind table for " << m.path << ": " << id.status().ToString();
         key.clear();  // remembered as unusable: frame pointers for this file
       }
     }
-    known = key_by_file_.emplace(file_key, key).first;
+    // Unusable files are remembered for as long as the tables; a host that
+    // keeps running new binaries without CFI must not grow this without end.
+    if (key_by_file_.size() >= kMaxRememberedFiles) {
+      std::erase_if(key_by_file_, [](const auto& kv) { return kv.second.empty(); });
+    }
+    known = key_by_file_.emplace(identity, key).first;
   }
   if (known->second.empty()) return WS_TABLE_NONE;
   auto it = table_by_key_.find(known->second);
@@ -169,7 +180,8 @@ uint32_t UnwindTableLoader::VdsoTableFor(uint32_t pid, const MemoryMapping& m, u
     const std::string key = "vdso:" + std::to_string(vdso_key_by_image_.size());
     known = vdso_key_by_image_.emplace(*image, key).first;
     if (!table_by_key_.count(key)) {
-      StatusOr<uint32_t> id = Upload(key, "[vdso]", *image);
+      StatusOr<std::shared_ptr<ElfFile>> file = ElfFile::FromMemory(*image);
+      StatusOr<uint32_t> id = file.ok() ? Upload(key, std::move(*file), "[vdso]") : file.status();
       if (!id.ok()) {
         LOG_DEBUG() << "no unwind table for [vdso]: " << id.status().ToString();
         known->second.clear();
@@ -191,7 +203,10 @@ uint32_t UnwindTableLoader::Ref(Table& table, const MemoryMapping& m, uint64_t* 
     if (m.offset >= seg.file_offset && m.offset < seg.file_offset + std::max<uint64_t>(seg.file_size, 1)) {
       const uint64_t vaddr_at_start = m.offset - seg.file_offset + seg.vaddr;
       *table_base = m.start - vaddr_at_start + table.base_vaddr;
-      ++table.refs;
+      if (table.refs++ == 0 && idle_.erase({table.idle_since, table.id}) > 0) {
+        --stats_.tables_idle;
+        ++stats_.tables_reused;
+      }
       return table.id;
     }
   }
@@ -210,6 +225,7 @@ Status UnwindTableLoader::Describe(const ProcessInfo& info, uint32_t flags) {
     return Status::Ok();
   }
 
+  ExpireIdle(Clock::now());
   Process next;
   next.generation = info.generation;
   next.flags = flags;
@@ -274,6 +290,7 @@ void UnwindTableLoader::Forget(uint32_t pid) {
   auto it = processes_.find(pid);
   if (it == processes_.end()) return;
   LOG_DEBUG() << "unwinder: forgetting pid " << pid;
+  ExpireIdle(Clock::now());
   bpf_map_delete_elem(fds_.proc_info, &pid);
   mapping_slots_.Free(it->second.first, it->second.count);
   for (uint32_t id : it->second.tables) Unref(id);
@@ -284,6 +301,24 @@ void UnwindTableLoader::Unref(uint32_t id) {
   if (id >= tables_.size() || !tables_[id]) return;
   Table& table = *tables_[id];
   if (--table.refs > 0) return;
+  table.idle_since = Clock::now();
+  idle_.emplace(std::make_pair(table.idle_since, table.id), table.id);
+  ++stats_.tables_idle;
+}
+
+bool UnwindTableLoader::FreeOldestIdle() {
+  if (idle_.empty()) return false;
+  Free(idle_.begin()->second);
+  return true;
+}
+
+void UnwindTableLoader::ExpireIdle(Clock::time_point now) {
+  while (!idle_.empty() && now - idle_.begin()->first.first >= kIdleTableGrace) FreeOldestIdle();
+}
+
+void UnwindTableLoader::Free(uint32_t id) {
+  Table& table = *tables_[id];
+  if (idle_.erase({table.idle_since, table.id}) > 0) --stats_.tables_idle;
   for (uint32_t page : table.pages) {
     ws_unwind_page_key key{table.id, page};
     bpf_map_delete_elem(fds_.pages, &key);
@@ -293,9 +328,9 @@ void UnwindTableLoader::Unref(uint32_t id) {
   stats_.rows_used = rows_.used();
   table_by_key_.erase(table.key);
   // Files that led to this key must be looked up again if they come back.
-  for (auto f = key_by_file_.begin(); f != key_by_file_.end();) {
-    f = f->second == table.key ? key_by_file_.erase(f) : std::next(f);
-  }
+  std::erase_if(key_by_file_, [&](const auto& kv) { return kv.second == table.key; });
+  if (freed_keys_.size() >= kMaxRememberedFiles) freed_keys_.clear();
+  freed_keys_.insert(table.key);
   tables_[id].reset();
   --stats_.tables_live;
   ++stats_.tables_freed;

@@ -1,8 +1,11 @@
 // UnwindTableLoader describes processes to the BPF unwinder: it builds (or
 // reuses) the unwind table of every executable mapping, uploads rows and page
 // index into the shared BPF maps, and publishes each process's sorted mapping
-// slice. Tables are shared by build id (or, without one, by device and inode)
-// across processes and freed when the last process using them goes away.
+// slice. Tables are shared by build id (or, without one, by file identity)
+// across processes. A table whose last process went away stays loaded, idle,
+// for kIdleTableGrace: the next process of the same binary (a probe, a cron
+// job, a shell command) takes it back without reading the file. Idle tables
+// give way, oldest first, when a new table needs their rows or pages.
 //
 // Threading: single-thread owned (the agent loop, the same thread that owns
 // the Symbolizer). Table builds run on that thread; a very large binary
@@ -19,11 +22,14 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <map>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "agent/process/proc_fs.h"
 #include "agent/process/process_table.h"
+#include "agent/symbolize/binary_files.h"
 #include "agent/unwind/range_allocator.h"
 #include "agent/unwind/unwind_table.h"
 #include "agent/unwind/unwind_map_sizing.h"
@@ -43,13 +49,19 @@ struct UnwindMapFds {
   int py_procs = -1;  // ws_python.h: written by PythonProcesses
 };
 
+// How long a table no process uses stays loaded (unless its space is needed).
+inline constexpr std::chrono::seconds kIdleTableGrace{600};
+
 struct UnwindLoaderStats {
   uint64_t processes_described = 0;
   uint64_t tables_built = 0;
+  uint64_t tables_rebuilt = 0;    // built again after being freed (counted in tables_built too)
+  uint64_t tables_reused = 0;     // idle tables a new process took back
+  uint64_t tables_idle = 0;       // loaded, used by no process (counted in tables_live too)
   uint64_t tables_failed = 0;     // binaries whose CFI could not be read (frame-pointer fallback)
   uint64_t tables_no_space = 0;   // tables that did not fit in the row budget
   uint64_t tables_live = 0;
-  uint64_t tables_freed = 0;
+  uint64_t tables_freed = 0;      // idle tables unloaded: their grace ran out or their space was needed
   uint64_t rows_used = 0;
   uint64_t rows_capacity = 0;
   uint64_t pages_used = 0;
@@ -60,15 +72,22 @@ struct UnwindLoaderStats {
 
 class UnwindTableLoader {
  public:
-  UnwindTableLoader(UnwindMapFds fds, const UnwindMapSizes& sizes, ProcFs procfs);
+  using Clock = std::chrono::steady_clock;
+
+  // Binaries are opened through `files` (shared with the other readers of a
+  // process's files), or through a BinaryFiles of its own when null.
+  UnwindTableLoader(UnwindMapFds fds, const UnwindMapSizes& sizes, ProcFs procfs, BinaryFiles* files = nullptr);
 
   // Publishes the process's executable mappings; a no-op when this generation
   // of its maps was already published. Errors are about the BPF maps; a
   // binary without usable CFI is not an error (its frames use frame pointers).
   // `flags` (WS_PROC_*) go into the process's proc_info entry.
   Status Describe(const ProcessInfo& info, uint32_t flags = 0);
-  // Removes the process (it exited or exec'ed) and frees tables no longer used.
+  // Removes the process (it exited or exec'ed); tables no longer used go idle.
   void Forget(uint32_t pid);
+  // Unloads idle tables older than kIdleTableGrace (the loader also does so
+  // on each Describe and Forget).
+  void ExpireIdle(Clock::time_point now);
 
   const UnwindLoaderStats& stats() const { return stats_; }
 
@@ -82,6 +101,7 @@ class UnwindTableLoader {
     std::vector<uint32_t> pages;
     std::string key;
     int refs = 0;
+    Clock::time_point idle_since{};  // refs == 0 since then
   };
   struct Process {
     uint64_t generation = 0;
@@ -95,19 +115,26 @@ class UnwindTableLoader {
   uint32_t TableFor(uint32_t pid, const MemoryMapping& m, uint64_t* table_base);
   // Builds and uploads a table from a file (`path`) or, when `image` is not
   // empty, from an in-memory ELF image (the [vdso]).
-  StatusOr<uint32_t> Upload(const std::string& key, const std::string& path, std::string image = "");
+  StatusOr<uint32_t> Upload(const std::string& key, std::shared_ptr<ElfFile> file, const std::string& name);
   uint32_t VdsoTableFor(uint32_t pid, const MemoryMapping& m, uint64_t* table_base);
   uint32_t Ref(Table& table, const MemoryMapping& m, uint64_t* table_base);
   void Unref(uint32_t id);
+  // Unloads the oldest idle table; false when none is idle.
+  bool FreeOldestIdle();
+  void Free(uint32_t id);
 
   UnwindMapFds fds_;
   UnwindMapSizes sizes_;
   ProcFs procfs_;
+  std::unique_ptr<BinaryFiles> own_files_;
+  BinaryFiles* files_;
   RangeAllocator rows_;
   RangeAllocator mapping_slots_;
   std::vector<std::unique_ptr<Table>> tables_;  // index = table id; null = free id
   std::unordered_map<std::string, uint32_t> table_by_key_;  // build id or dev:inode
-  std::unordered_map<std::string, std::string> key_by_file_;  // "dev:inode" -> table key ("" = unusable)
+  std::unordered_map<FileIdentity, std::string, FileIdentityHash> key_by_file_;  // -> table key ("" = unusable)
+  std::map<std::pair<Clock::time_point, uint32_t>, uint32_t> idle_;  // (idle since, id) -> id, oldest first
+  std::unordered_set<std::string> freed_keys_;  // keys of tables freed so far (bounded), to count rebuilds
   std::unordered_map<std::string, std::string> vdso_key_by_image_;  // one or two distinct vdsos per host
   std::unordered_map<uint32_t, Process> processes_;
   UnwindLoaderStats stats_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "agent/elf/elf_file.h"
 #include "base/unix_time.h"
 #include "base/logging.h"
 
@@ -29,8 +30,8 @@ ProfilingSession::ProfilingSession(const ProfilingSessionOptions& options, std::
       python_frames_(sampler_options.python_frames),
       symbolizer_(ProcFs(), "/proc/kallsyms", options.symbol_cache_bytes),
       sampler_(std::move(sampler)),
-      unwinder_(sampler_->unwind_map_fds(), sampler_options.unwind_maps, ProcFs()),
-      python_(sampler_->unwind_map_fds().py_procs, ProcFs()),
+      unwinder_(sampler_->unwind_map_fds(), sampler_options.unwind_maps, ProcFs(), &symbolizer_.files()),
+      python_(sampler_->unwind_map_fds().py_procs, ProcFs(), 4096, &symbolizer_.files()),
       assembler_(&symbolizer_, &python_, nullptr, period_nanos_) {
   if (Status s = symbolizer_.Init(); !s.ok()) {
     LOG_WARNING() << "kernel frames will not be symbolized: " << s.message();
@@ -42,21 +43,24 @@ Status ProfilingSession::Publish(const ProcessInfo& info) {
   return unwinder_.Describe(info, flags);
 }
 
-void ProfilingSession::Describe(uint32_t pid) {
-  symbolizer_.OnProcessSeen(pid);
-  if (options_.frame_pointers_only) return;
-  if (const ProcessInfo* info = symbolizer_.processes().Find(pid)) {
-    if (Status s = Publish(*info); !s.ok()) LOG_WARNING() << "unwinder: " << s.message();
+void ProfilingSession::Describe(uint32_t pid, bool maps_changed) {
+  // Every reader of the process's binaries (symbols, unwind tables, CPython
+  // detection) shares one open of each file it has not seen yet.
+  BinaryFiles::Scope scope(&symbolizer_.files());
+  if (maps_changed) {
+    symbolizer_.OnMapsChanged(pid);
+  } else {
+    symbolizer_.OnProcessSeen(pid);
   }
-}
-
-void ProfilingSession::DescribeProcess(uint32_t pid) {
-  symbolizer_.OnMapsChanged(pid);
-  if (options_.frame_pointers_only) return;
   const ProcessInfo* info = symbolizer_.processes().Find(pid);
   if (info == nullptr || info->exited) return;
-  if (Status s = Publish(*info); !s.ok()) LOG_WARNING() << "unwinder: " << s.message();
+  if (!options_.frame_pointers_only) {
+    if (Status s = Publish(*info); !s.ok()) LOG_WARNING() << "unwinder: " << s.message();
+  }
+  symbolizer_.files().CountKnown(info->mappings);
 }
+
+void ProfilingSession::DescribeProcess(uint32_t pid) { Describe(pid, /*maps_changed=*/true); }
 
 Status ProfilingSession::Start() {
   RETURN_IF_ERROR(sampler_->Start());
@@ -77,12 +81,14 @@ Status ProfilingSession::Start() {
 void ProfilingSession::OnEvent(const ws_proc_event& event) {
   switch (event.type) {
     case WS_PROC_SEEN: Describe(event.pid); break;
-    case WS_PROC_EXEC:
-      symbolizer_.OnExec(event.pid);
+    case WS_PROC_EXEC: {
+      BinaryFiles::Scope scope(&symbolizer_.files());
+      symbolizer_.OnExec(event.pid);  // reads the new image's maps
       unwinder_.Forget(event.pid);
       python_.OnExec(event.pid);
       Describe(event.pid);
       break;
+    }
     case WS_PROC_EXIT:
       symbolizer_.OnExit(event.pid);
       unwinder_.Forget(event.pid);
@@ -117,6 +123,7 @@ Status ProfilingSession::Drain(bool final_drain) {
   missing_stacks_ += batch.missing_stacks;
   // Maps re-read during symbolization (dlopen) get a new generation: publish it.
   if (!options_.frame_pointers_only) {
+    BinaryFiles::Scope scope(&symbolizer_.files());
     uint32_t last_pid = 0;
     for (const RawSample& sample : batch.samples) {
       if (sample.pid == last_pid) continue;
@@ -179,6 +186,13 @@ void ProfilingSession::AddCounters(std::vector<ProfileCounter>* counters) const 
   SetCounter(counters, "symbol_tables_loaded", sym.binaries_loaded);
   SetCounter(counters, "symbol_tables_evicted", sym.binaries_evicted);
   SetCounter(counters, "symbol_table_bytes", sym.symbol_bytes);
+  // What the agent read from binaries: each file opened once for all its
+  // readers, and not at all when they already knew it.
+  const BinaryFilesStats& files = symbolizer_.files().stats();
+  SetCounter(counters, "elf_opens", ElfFilesOpened());
+  SetCounter(counters, "binary_cache_hits", files.known);
+  SetCounter(counters, "binary_cache_misses", files.opened);
+  SetCounter(counters, "binary_opens_shared", files.shared);
   if (options_.frame_pointers_only) return;
   const UnwindLoaderStats& u = unwinder_.stats();
   SetCounter(counters, "unwind_tables_built", u.tables_built);
@@ -187,6 +201,9 @@ void ProfilingSession::AddCounters(std::vector<ProfileCounter>* counters) const 
   SetCounter(counters, "unwind_rows_used", u.rows_used);
   SetCounter(counters, "unwind_tables_live", u.tables_live);
   SetCounter(counters, "unwind_tables_freed", u.tables_freed);
+  SetCounter(counters, "unwind_tables_rebuilt", u.tables_rebuilt);
+  SetCounter(counters, "unwind_tables_reused", u.tables_reused);
+  SetCounter(counters, "unwind_tables_idle", u.tables_idle);
   SetCounter(counters, "unwind_processes_described", u.processes_described);
   SetCounter(counters, "unwind_table_build_ms_total", static_cast<uint64_t>(u.build_ms_total));
   const PythonStats& py = python_.stats();

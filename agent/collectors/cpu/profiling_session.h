@@ -93,7 +93,9 @@ class ProfilingSession {
   ProfilingSession(const ProfilingSessionOptions& options, std::unique_ptr<CpuSampler> sampler,
                    const CpuSamplerOptions& sampler_options);
   Status Publish(const ProcessInfo& info);
-  void Describe(uint32_t pid);
+  // Reads the process's maps (again when `maps_changed`) and describes it to
+  // the symbolizer, the CPython detector and the unwinder.
+  void Describe(uint32_t pid, bool maps_changed = false);
   void OnEvent(const ws_proc_event& event);
   Status Drain(bool final_drain);
 

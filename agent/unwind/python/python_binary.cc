@@ -1,6 +1,5 @@
 #include "agent/unwind/python/python_binary.h"
 
-#include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <unistd.h>
@@ -8,24 +7,9 @@
 #include <cstring>
 #include <regex>
 
-#include "base/file_util.h"
+#include "agent/elf/elf_file.h"
 
 namespace warpscope {
-namespace {
-
-struct ElfHandle {
-  Elf* elf = nullptr;
-  ~ElfHandle() {
-    if (elf) elf_end(elf);
-  }
-};
-
-bool LibelfReady() {
-  static const bool ok = elf_version(EV_CURRENT) != EV_NONE;  // once per process, thread-safe
-  return ok;
-}
-
-}  // namespace
 
 std::optional<uint64_t> PythonBinary::LoadBias(uint64_t map_start, uint64_t map_offset) const {
   for (const Segment& s : segments) {
@@ -48,19 +32,19 @@ std::optional<PythonVersion> PythonVersionFromFileName(const std::string& path) 
 }
 
 StatusOr<PythonBinary> ReadPythonBinary(const std::string& path, const std::string& name_hint) {
-  if (!LibelfReady()) return InternalError("libelf: " + std::string(elf_errmsg(-1)));
-  ScopedFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) return ErrnoError(errno, "opening " + path);
-  ElfHandle h;
-  h.elf = elf_begin(fd.get(), ELF_C_READ_MMAP, nullptr);
-  if (h.elf == nullptr || elf_kind(h.elf) != ELF_K_ELF) return InvalidArgumentError(path + " is not an ELF file");
+  ASSIGN_OR_RETURN(std::shared_ptr<ElfFile> file, ElfFile::Open(path));
+  return ReadPythonBinary(*file, name_hint);
+}
 
+StatusOr<PythonBinary> ReadPythonBinary(ElfFile& file, const std::string& name_hint) {
+  Elf* elf = file.elf();
+  const std::string& path = file.path();
   PythonBinary bin;
   size_t phnum = 0;
-  if (elf_getphdrnum(h.elf, &phnum) == 0) {
+  if (elf_getphdrnum(elf, &phnum) == 0) {
     for (size_t i = 0; i < phnum; ++i) {
       GElf_Phdr ph;
-      if (gelf_getphdr(h.elf, static_cast<int>(i), &ph) && ph.p_type == PT_LOAD) {
+      if (gelf_getphdr(elf, static_cast<int>(i), &ph) && ph.p_type == PT_LOAD) {
         bin.segments.push_back({ph.p_offset, ph.p_vaddr, ph.p_filesz});
       }
     }
@@ -69,7 +53,7 @@ StatusOr<PythonBinary> ReadPythonBinary(const std::string& path, const std::stri
   uint64_t py_version_vaddr = 0;
   bool have_runtime = false;
   Elf_Scn* scn = nullptr;
-  while ((scn = elf_nextscn(h.elf, scn)) != nullptr) {
+  while ((scn = elf_nextscn(elf, scn)) != nullptr) {
     GElf_Shdr sh;
     if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_DYNSYM && sh.sh_type != SHT_SYMTAB) || sh.sh_entsize == 0) {
       continue;
@@ -80,7 +64,7 @@ StatusOr<PythonBinary> ReadPythonBinary(const std::string& path, const std::stri
     for (size_t i = 0; i < count; ++i) {
       GElf_Sym sym;
       if (!gelf_getsym(data, static_cast<int>(i), &sym) || sym.st_shndx == SHN_UNDEF || sym.st_value == 0) continue;
-      const char* name = elf_strptr(h.elf, sh.sh_link, sym.st_name);
+      const char* name = elf_strptr(elf, sh.sh_link, sym.st_name);
       if (!name || name[0] == '\0') continue;
       if (std::strcmp(name, "_PyRuntime") == 0) {
         bin.runtime_vaddr = sym.st_value;
@@ -102,7 +86,7 @@ StatusOr<PythonBinary> ReadPythonBinary(const std::string& path, const std::stri
     for (const PythonBinary::Segment& s : bin.segments) {
       if (py_version_vaddr >= s.vaddr && py_version_vaddr + 4 <= s.vaddr + s.file_size) {
         uint32_t hex = 0;
-        if (pread(fd.get(), &hex, sizeof(hex), static_cast<off_t>(s.file_offset + (py_version_vaddr - s.vaddr))) ==
+        if (pread(file.fd(), &hex, sizeof(hex), static_cast<off_t>(s.file_offset + (py_version_vaddr - s.vaddr))) ==
             sizeof(hex)) {
           PythonVersion v;
           v.major = static_cast<int>((hex >> 24) & 0xff);

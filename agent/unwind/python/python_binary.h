@@ -17,6 +17,8 @@
 
 namespace warpscope {
 
+class ElfFile;
+
 struct PythonBinary {
   struct Range {
     uint64_t vaddr = 0;  // ELF virtual address
@@ -42,6 +44,8 @@ struct PythonBinary {
 // any non-Python executable), other errors for unreadable or non-ELF files.
 // `name_hint`: the path the process saw, for the version-from-name fallback.
 StatusOr<PythonBinary> ReadPythonBinary(const std::string& path, const std::string& name_hint);
+// The same from a file already open (its other readers share the open).
+StatusOr<PythonBinary> ReadPythonBinary(ElfFile& file, const std::string& name_hint);
 
 // "python3.12", "libpython3.10.so.1.0", "libpython3.13t.so" -> 3.x (micro unknown: -1).
 std::optional<PythonVersion> PythonVersionFromFileName(const std::string& path);

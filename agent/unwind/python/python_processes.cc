@@ -20,15 +20,19 @@ bool IsPythonCandidate(const ProcessInfo& info, const MemoryMapping& m) {
 
 }  // namespace
 
-PythonProcesses::PythonProcesses(int py_procs_fd, ProcFs procfs, size_t max_binaries)
-    : py_procs_fd_(py_procs_fd), procfs_(std::move(procfs)), max_binaries_(max_binaries) {}
+PythonProcesses::PythonProcesses(int py_procs_fd, ProcFs procfs, size_t max_binaries, BinaryFiles* files)
+    : py_procs_fd_(py_procs_fd),
+      procfs_(std::move(procfs)),
+      own_files_(files == nullptr ? std::make_unique<BinaryFiles>(procfs_) : nullptr),
+      files_(files == nullptr ? own_files_.get() : files),
+      max_binaries_(max_binaries) {}
 
-const PythonBinary* PythonProcesses::BinaryFor(uint32_t pid, const MemoryMapping& m, std::string* key_out) {
-  std::string& key = *key_out;
-  key = std::to_string(m.dev_major) + ":" + std::to_string(m.dev_minor) + ":" + std::to_string(m.inode);
+const PythonBinary* PythonProcesses::BinaryFor(uint32_t pid, const MemoryMapping& m) {
+  const FileIdentity key = IdentityOf(m);
   auto it = binaries_.find(key);
   if (it != binaries_.end()) return it->second.get();
-  StatusOr<PythonBinary> bin = ReadPythonBinary(procfs_.MapFilesPath(pid, m.start, m.end), m.path);
+  StatusOr<std::shared_ptr<ElfFile>> file = files_->Open(pid, m);
+  StatusOr<PythonBinary> bin = file.ok() ? ReadPythonBinary(**file, m.path) : file.status();
   std::unique_ptr<PythonBinary> value;
   if (bin.ok()) {
     value = std::make_unique<PythonBinary>(std::move(bin).value());
@@ -45,10 +49,9 @@ uint32_t PythonProcesses::Describe(const ProcessInfo& info) {
   }
   const PythonBinary* found = nullptr;
   const MemoryMapping* found_mapping = nullptr;
-  std::string key;
   for (const MemoryMapping& m : info.mappings) {
     if (!IsPythonCandidate(info, m)) continue;
-    if (const PythonBinary* bin = BinaryFor(info.pid, m, &key)) {
+    if (const PythonBinary* bin = BinaryFor(info.pid, m)) {
       found = bin;
       found_mapping = &m;
       break;
@@ -104,7 +107,7 @@ uint32_t PythonProcesses::Describe(const ProcessInfo& info) {
   it->second.layout = layout;
   it->second.generation = info.generation;
   it->second.version = *found->version;
-  it->second.binary_key = std::move(key);
+  it->second.binary_key = IdentityOf(*found_mapping);
   exited_.erase(info.pid);
   return WS_PROC_PYTHON;
 }
@@ -124,7 +127,7 @@ void PythonProcesses::EndEpoch() {
   for (uint32_t pid : exited_) processes_.erase(pid);
   exited_.clear();
   if (binaries_.size() <= max_binaries_) return;
-  std::unordered_set<std::string> in_use;
+  std::unordered_set<FileIdentity, FileIdentityHash> in_use;
   for (const auto& [pid, p] : processes_) in_use.insert(p.binary_key);
   std::erase_if(binaries_, [&](const auto& kv) { return !in_use.contains(kv.first); });
   if (warned_.size() > max_binaries_) warned_.clear();

@@ -26,6 +26,7 @@
 
 #include "agent/process/proc_fs.h"
 #include "agent/process/process_table.h"
+#include "agent/symbolize/binary_files.h"
 #include "agent/unwind/python/code_object.h"
 #include "agent/unwind/python/python_binary.h"
 #include "agent/unwind/python/python_layouts.h"
@@ -54,7 +55,9 @@ class PythonProcesses {
   // Detection results are cached per binary file; past `max_binaries` files,
   // EndEpoch forgets those no described process runs (a host that keeps
   // running new executables, such as a build machine, would grow otherwise).
-  PythonProcesses(int py_procs_fd, ProcFs procfs, size_t max_binaries = 4096);
+  // Binaries are opened through `files` (shared with the other readers of a
+  // process's files), or through a BinaryFiles of its own when null.
+  PythonProcesses(int py_procs_fd, ProcFs procfs, size_t max_binaries = 4096, BinaryFiles* files = nullptr);
 
   // Detects CPython in `info` (once per binary file) and publishes or
   // withdraws the process's entry. Returns the WS_PROC_* flags for proc_info.
@@ -84,17 +87,19 @@ class PythonProcesses {
     uint64_t generation = 0;  // of the maps last described
     const PythonLayout* layout = nullptr;
     PythonVersion version;
-    std::string binary_key;  // its entry in binaries_
+    FileIdentity binary_key;  // its entry in binaries_
     std::map<std::pair<uint64_t, uint32_t>, std::shared_ptr<const PythonCodeInfo>> code;  // (addr, fingerprint)
   };
-  // Per file ("dev:inode"): the binary when it holds CPython; null when it does not.
-  const PythonBinary* BinaryFor(uint32_t pid, const MemoryMapping& m, std::string* key);
+  // Per file: the binary when it holds CPython; null when it does not.
+  const PythonBinary* BinaryFor(uint32_t pid, const MemoryMapping& m);
   std::shared_ptr<const PythonCodeInfo> Lookup(uint32_t pid, Process& p, uint64_t code_addr, uint32_t fingerprint);
 
   int py_procs_fd_;
   ProcFs procfs_;
+  std::unique_ptr<BinaryFiles> own_files_;
+  BinaryFiles* files_;
   size_t max_binaries_;
-  std::unordered_map<std::string, std::unique_ptr<PythonBinary>> binaries_;
+  std::unordered_map<FileIdentity, std::unique_ptr<PythonBinary>, FileIdentityHash> binaries_;
   std::unordered_set<std::string> warned_;  // binaries whose version was reported unsupported
   std::unordered_map<uint32_t, Process> processes_;
   std::unordered_set<uint32_t> exited_;

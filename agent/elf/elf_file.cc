@@ -1,0 +1,119 @@
+#include "agent/elf/elf_file.h"
+
+#include <elf.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+
+namespace warpscope {
+namespace {
+
+std::atomic<uint64_t> g_files_opened{0};
+
+// Must precede the first elf_begin(); a function-local static makes it once
+// per process and thread-safe.
+Status InitLibelf() {
+  static const bool version_ok = elf_version(EV_CURRENT) != EV_NONE;
+  return version_ok ? Status::Ok() : InternalError("libelf version mismatch");
+}
+
+std::string Hex(const unsigned char* p, size_t n) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(n * 2);
+  for (size_t i = 0; i < n; ++i) {
+    out.push_back(kDigits[p[i] >> 4]);
+    out.push_back(kDigits[p[i] & 0xf]);
+  }
+  return out;
+}
+
+std::string BuildIdFromNotes(Elf_Data* data) {
+  if (data == nullptr || data->d_buf == nullptr) return "";
+  size_t offset = 0;
+  GElf_Nhdr nhdr;
+  size_t name_off = 0;
+  size_t desc_off = 0;
+  while ((offset = gelf_getnote(data, offset, &nhdr, &name_off, &desc_off)) > 0) {
+    const char* base = static_cast<const char*>(data->d_buf);
+    if (nhdr.n_type == NT_GNU_BUILD_ID && nhdr.n_namesz == 4 && std::memcmp(base + name_off, "GNU", 4) == 0 &&
+        nhdr.n_descsz > 0) {
+      return Hex(reinterpret_cast<const unsigned char*>(base + desc_off), nhdr.n_descsz);
+    }
+  }
+  return "";
+}
+
+std::string ReadBuildIdFrom(Elf* elf) {
+  size_t phnum = 0;
+  if (elf_getphdrnum(elf, &phnum) == 0) {
+    for (size_t i = 0; i < phnum; ++i) {
+      GElf_Phdr phdr;
+      if (gelf_getphdr(elf, static_cast<int>(i), &phdr) == nullptr || phdr.p_type != PT_NOTE) continue;
+      Elf_Data* data =
+          elf_getdata_rawchunk(elf, phdr.p_offset, phdr.p_filesz, phdr.p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR);
+      std::string id = BuildIdFromNotes(data);
+      if (!id.empty()) return id;
+    }
+  }
+  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn != nullptr; scn = elf_nextscn(elf, scn)) {
+    GElf_Shdr shdr;
+    if (gelf_getshdr(scn, &shdr) == nullptr || shdr.sh_type != SHT_NOTE) continue;
+    std::string id = BuildIdFromNotes(elf_getdata(scn, nullptr));
+    if (!id.empty()) return id;
+  }
+  return "";
+}
+
+}  // namespace
+
+StatusOr<std::shared_ptr<ElfFile>> ElfFile::Open(const std::string& path) {
+  RETURN_IF_ERROR(InitLibelf());
+  std::shared_ptr<ElfFile> file(new ElfFile());
+  file->path_ = path;
+  file->fd_ = ScopedFd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!file->fd_.valid()) return ErrnoError(errno, "open " + path);
+  g_files_opened.fetch_add(1, std::memory_order_relaxed);
+  if (::fstat(file->fd_.get(), &file->stat_) != 0) return ErrnoError(errno, "fstat " + path);
+  if (!S_ISREG(file->stat_.st_mode)) return InvalidArgumentError(path + " is not a regular file");
+  RETURN_IF_ERROR(file->Begin(elf_begin(file->fd_.get(), ELF_C_READ_MMAP, nullptr)));
+  return file;
+}
+
+StatusOr<std::shared_ptr<ElfFile>> ElfFile::FromMemory(std::string image) {
+  RETURN_IF_ERROR(InitLibelf());
+  std::shared_ptr<ElfFile> file(new ElfFile());
+  file->path_ = "in-memory image";
+  file->image_ = std::make_unique<std::string>(std::move(image));
+  RETURN_IF_ERROR(file->Begin(elf_memory(file->image_->data(), file->image_->size())));
+  return file;
+}
+
+ElfFile::~ElfFile() {
+  if (elf_ != nullptr) elf_end(elf_);
+}
+
+Status ElfFile::Begin(Elf* elf) {
+  elf_ = elf;
+  if (elf_ == nullptr) return DataLossError("elf_begin " + path_ + ": " + elf_errmsg(-1));
+  if (elf_kind(elf_) != ELF_K_ELF) return InvalidArgumentError(path_ + " is not an ELF file");
+  GElf_Ehdr ehdr;
+  if (gelf_getehdr(elf_, &ehdr) == nullptr) return DataLossError("ELF header of " + path_ + ": " + elf_errmsg(-1));
+  return Status::Ok();
+}
+
+const std::string& ElfFile::BuildId() {
+  if (!build_id_read_) {
+    build_id_ = ReadBuildIdFrom(elf_);
+    build_id_read_ = true;
+  }
+  return build_id_;
+}
+
+uint64_t ElfFilesOpened() { return g_files_opened.load(std::memory_order_relaxed); }
+
+}  // namespace warpscope

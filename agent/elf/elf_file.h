@@ -1,0 +1,64 @@
+// ElfFile: one ELF file opened once (its fd and a libelf handle on an mmap of
+// it), so that everything the agent reads from a binary (build id, symbols,
+// call-frame information, CPython detection) is read in one pass instead of
+// opening and mapping the file once per reader. Unmapping a file costs the
+// agent a TLB shootdown on every CPU its threads ran on, so opens are counted
+// (ElfFilesOpened) and kept to one per binary.
+//
+// Not thread-safe: libelf loads section data lazily into the handle. One
+// thread uses a file at a time; different files may be used on different
+// threads.
+#pragma once
+
+#include <sys/stat.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "base/file_util.h"
+#include "base/status.h"
+
+typedef struct Elf Elf;  // libelf's opaque handle; <libelf.h> stays out of this header
+
+namespace warpscope {
+
+class ElfFile {
+ public:
+  // InvalidArgument for files that are not ELF; errno errors for unreadable ones.
+  static StatusOr<std::shared_ptr<ElfFile>> Open(const std::string& path);
+  // An image already in memory (the [vdso] read out of a process).
+  static StatusOr<std::shared_ptr<ElfFile>> FromMemory(std::string image);
+
+  ElfFile(const ElfFile&) = delete;
+  ElfFile& operator=(const ElfFile&) = delete;
+  ~ElfFile();
+
+  Elf* elf() const { return elf_; }
+  int fd() const { return fd_.get(); }  // -1 for an in-memory image
+  const std::string& path() const { return path_; }  // "in-memory image" for FromMemory
+  // fstat of the open file (zeros for an in-memory image).
+  const struct stat& file_stat() const { return stat_; }
+  // The GNU build id in lowercase hex, "" when the file has none; read from
+  // the PT_NOTE segments first (they survive `strip` of section headers),
+  // then SHT_NOTE sections. Read once.
+  const std::string& BuildId();
+
+ private:
+  ElfFile() = default;
+  Status Begin(Elf* elf);
+
+  std::string path_;
+  std::unique_ptr<std::string> image_;  // FromMemory: pinned, libelf points into it
+  ScopedFd fd_;
+  Elf* elf_ = nullptr;
+  struct stat stat_ {};
+  bool build_id_read_ = false;
+  std::string build_id_;
+};
+
+// ELF files opened from disk by this process so far (ElfFile::Open calls that
+// reached open(2)), across all threads.
+uint64_t ElfFilesOpened();
+
+}  // namespace warpscope
