@@ -1,7 +1,5 @@
 #include "agent/symbolize/binary_files.h"
 
-#include <unordered_set>
-
 namespace warpscope {
 
 void BinaryFiles::CountKnown(const std::vector<MemoryMapping>& mappings) {
@@ -9,13 +7,13 @@ void BinaryFiles::CountKnown(const std::vector<MemoryMapping>& mappings) {
   for (const MemoryMapping& m : mappings) {
     if (!m.IsFileBacked()) continue;
     const FileIdentity id = IdentityOf(m);
-    if (seen.insert(id).second && !open_.contains(id)) ++stats_.known;
+    if (seen.insert(id).second && !opened_in_scope_.contains(id)) ++stats_.known;
   }
 }
 
-StatusOr<std::shared_ptr<ElfFile>> BinaryFiles::Open(uint32_t pid, const MemoryMapping& m) {
+StatusOr<std::shared_ptr<ElfFile>> BinaryFiles::Open(uint32_t pid, const MemoryMapping& m, bool share) {
   const FileIdentity id = IdentityOf(m);
-  if (depth_ > 0) {
+  if (share && depth_ > 0) {
     if (auto it = open_.find(id); it != open_.end()) {
       ++stats_.shared;
       return it->second;
@@ -34,7 +32,10 @@ StatusOr<std::shared_ptr<ElfFile>> BinaryFiles::Open(uint32_t pid, const MemoryM
       continue;
     }
     ++stats_.opened;
-    if (depth_ > 0) open_.emplace(id, *file);
+    if (depth_ > 0) {
+      opened_in_scope_.insert(id);
+      if (share) open_.emplace(id, *file);
+    }
     return file;
   }
   return last_error;

@@ -16,6 +16,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "agent/elf/elf_file.h"
@@ -41,7 +42,10 @@ class BinaryFiles {
    public:
     explicit Scope(BinaryFiles* files) : files_(files) { ++files_->depth_; }
     ~Scope() {
-      if (--files_->depth_ == 0) files_->open_.clear();
+      if (--files_->depth_ == 0) {
+        files_->open_.clear();
+        files_->opened_in_scope_.clear();
+      }
     }
     Scope(const Scope&) = delete;
     Scope& operator=(const Scope&) = delete;
@@ -51,7 +55,10 @@ class BinaryFiles {
   };
 
   // The mapping's file, opened (or handed over from the current scope).
-  StatusOr<std::shared_ptr<ElfFile>> Open(uint32_t pid, const MemoryMapping& m);
+  StatusOr<std::shared_ptr<ElfFile>> Open(uint32_t pid, const MemoryMapping& m) { return Open(pid, m, true); }
+  // Opened for one reader alone (one that hands it to another thread): never
+  // shared through the scope.
+  StatusOr<std::shared_ptr<ElfFile>> OpenUnshared(uint32_t pid, const MemoryMapping& m) { return Open(pid, m, false); }
 
   // Called in a scope after every reader has seen a described process's
   // mappings: its files that none of them had to open count as known.
@@ -61,9 +68,12 @@ class BinaryFiles {
   const ProcFs& procfs() const { return procfs_; }
 
  private:
+  StatusOr<std::shared_ptr<ElfFile>> Open(uint32_t pid, const MemoryMapping& m, bool share);
+
   ProcFs procfs_;
   int depth_ = 0;
   std::unordered_map<FileIdentity, std::shared_ptr<ElfFile>, FileIdentityHash> open_;  // in the current scope
+  std::unordered_set<FileIdentity, FileIdentityHash> opened_in_scope_;  // shared or not
   BinaryFilesStats stats_;
 };
 

@@ -120,6 +120,7 @@ void Symbolizer::Warm(const ProcessInfo& info) {
   state.warmed_generation = info.generation;
   for (const MemoryMapping& m : info.mappings) {
     if (m.IsFileBacked()) {
+      if (fetch_ && !Knows(m)) continue;  // comes through Adopt
       BinaryFor(info.pid, m);
     } else if (m.path == "[vdso]") {
       VdsoFor(info.pid, m);
@@ -138,39 +139,61 @@ const ElfSymbols* Symbolizer::BinaryFor(uint32_t pid, const MemoryMapping& m) {
     it->second.last_used_epoch = epoch_;
     return it->second.table.get();
   }
-  std::shared_ptr<const ElfSymbols> table = LoadBinary(pid, m);
+  std::shared_ptr<const ElfSymbols> table;
+  std::optional<StatusOr<std::shared_ptr<const ElfSymbols>>> fetched;
+  if (fetch_) fetched = fetch_(pid, m);
+  table = fetched ? Install(pid, m, std::move(*fetched)) : LoadBinary(pid, m);
   const ElfSymbols* raw = table.get();
   by_file_.emplace(key, FileEntry{std::move(table), epoch_, 0});
   return raw;
 }
 
+StatusOr<std::shared_ptr<const ElfSymbols>> ReadSymbolsFor(ElfFile& file, uint32_t pid, const MemoryMapping& m,
+                                                           const ProcFs& procfs) {
+  ElfLoadOptions options;
+  options.logical_path = m.path;
+  options.root_prefix = procfs.RootPath(pid, "");
+  ASSIGN_OR_RETURN(std::unique_ptr<ElfSymbols> loaded, ElfSymbols::Load(file, options));
+  return std::shared_ptr<const ElfSymbols>(std::move(loaded));
+}
+
 std::shared_ptr<const ElfSymbols> Symbolizer::LoadBinary(uint32_t pid, const MemoryMapping& m) {
   StatusOr<std::shared_ptr<ElfFile>> file = files_.Open(pid, m);
-  Status error = file.status();
-  if (file.ok()) {
-    const std::string& build_id = (*file)->BuildId();
-    if (!build_id.empty()) {
-      if (auto it = by_build_id_.find(build_id); it != by_build_id_.end()) {
-        if (std::shared_ptr<const ElfSymbols> shared = it->second.lock()) return shared;
-      }
+  if (!file.ok()) return Install(pid, m, file.status());
+  const std::string& build_id = (*file)->BuildId();
+  if (!build_id.empty()) {
+    if (auto it = by_build_id_.find(build_id); it != by_build_id_.end()) {
+      if (std::shared_ptr<const ElfSymbols> shared = it->second.lock()) return shared;
     }
-    ElfLoadOptions options;
-    options.logical_path = m.path;
-    options.root_prefix = files_.procfs().RootPath(pid, "");
-    StatusOr<std::unique_ptr<ElfSymbols>> loaded = ElfSymbols::Load(**file, options);
-    if (loaded.ok()) {
-      std::shared_ptr<const ElfSymbols> table = std::move(*loaded);
-      AddTable(table);
-      file_table_bytes_ += table->MemoryBytes();
-      loaded_since_sweep_ = true;
-      if (!table->build_id().empty()) by_build_id_[table->build_id()] = table;
-      return table;
-    }
-    error = loaded.status();
   }
-  ++stats_.elf_load_errors;
-  LOG_DEBUG() << "no symbols for " << m.path << " (pid " << pid << "): " << error.ToString();
-  return nullptr;
+  return Install(pid, m, ReadSymbolsFor(**file, pid, m, files_.procfs()));
+}
+
+std::shared_ptr<const ElfSymbols> Symbolizer::Install(uint32_t pid, const MemoryMapping& m,
+                                                      StatusOr<std::shared_ptr<const ElfSymbols>> read) {
+  if (!read.ok()) {
+    ++stats_.elf_load_errors;
+    LOG_DEBUG() << "no symbols for " << m.path << " (pid " << pid << "): " << read.status().ToString();
+    return nullptr;
+  }
+  std::shared_ptr<const ElfSymbols> table = std::move(*read);
+  if (!table->build_id().empty()) {
+    auto [it, inserted] = by_build_id_.try_emplace(table->build_id(), table);
+    if (!inserted) {
+      if (std::shared_ptr<const ElfSymbols> shared = it->second.lock()) return shared;  // another path, same build
+      it->second = table;
+    }
+  }
+  AddTable(table);
+  file_table_bytes_ += table->MemoryBytes();
+  loaded_since_sweep_ = true;
+  return table;
+}
+
+void Symbolizer::Adopt(uint32_t pid, const MemoryMapping& m, StatusOr<std::shared_ptr<const ElfSymbols>> symbols) {
+  const FileIdentity key = IdentityOf(m);
+  if (by_file_.contains(key)) return;
+  by_file_.emplace(key, FileEntry{Install(pid, m, std::move(symbols)), epoch_, 0});
 }
 
 const ElfSymbols* Symbolizer::VdsoFor(uint32_t pid, const MemoryMapping& m) {

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -101,6 +102,18 @@ class Symbolizer {
   // a profile can list it first (pprof tools treat mapping 1 as the main binary).
   std::optional<ProfileMapping> MainExecutableMapping(uint32_t pid);
 
+  // Deferred loading: OnProcessSeen, OnMapsChanged and OnExec no longer read
+  // the symbols of files they do not know; the caller reads them elsewhere
+  // (ReadSymbolsFor, on a worker) and hands them over with Adopt. A lookup
+  // that needs a file not handed over yet asks `fetch`, which may wait for
+  // that read, and reads the file itself when `fetch` has nothing.
+  using SymbolFetch =
+      std::function<std::optional<StatusOr<std::shared_ptr<const ElfSymbols>>>(uint32_t pid, const MemoryMapping& m)>;
+  void DeferLoads(SymbolFetch fetch) { fetch_ = std::move(fetch); }
+  bool Knows(const MemoryMapping& m) const { return by_file_.contains(IdentityOf(m)); }
+  // The symbols read for the file behind `m`, or why they could not be.
+  void Adopt(uint32_t pid, const MemoryMapping& m, StatusOr<std::shared_ptr<const ElfSymbols>> symbols);
+
   SymbolizerStats stats() const { return stats_; }
   const ProcessTable& processes() const { return processes_; }
   // Opens binaries for the symbolizer and, shared, for the other readers of a
@@ -123,6 +136,10 @@ class Symbolizer {
   void Warm(const ProcessInfo& info);
   const ElfSymbols* BinaryFor(uint32_t pid, const MemoryMapping& m);
   std::shared_ptr<const ElfSymbols> LoadBinary(uint32_t pid, const MemoryMapping& m);
+  // Registers what was read for `m`'s file (sharing a table of the same build
+  // already held); null when it could not be read.
+  std::shared_ptr<const ElfSymbols> Install(uint32_t pid, const MemoryMapping& m,
+                                            StatusOr<std::shared_ptr<const ElfSymbols>> read);
   const ElfSymbols* VdsoFor(uint32_t pid, const MemoryMapping& m);
   void AddTable(const std::shared_ptr<const ElfSymbols>& table);
   // EndEpoch's budget check: drops least recently used tables of binaries no
@@ -150,8 +167,14 @@ class Symbolizer {
   // Demangling costs microseconds per call; names are keyed by their address
   // in the symbol tables' string pools (cleared when a table is dropped).
   std::unordered_map<const char*, std::string> demangled_;
+  SymbolFetch fetch_;  // set: loads are deferred
   SymbolizerStats stats_;
 };
+
+// The symbols of `file`, the file behind `m` in process `pid` (for debug
+// files looked up in the process's root). Any thread.
+StatusOr<std::shared_ptr<const ElfSymbols>> ReadSymbolsFor(ElfFile& file, uint32_t pid, const MemoryMapping& m,
+                                                           const ProcFs& procfs);
 
 // `frame` as a location of `builder` (its mapping and lines interned too).
 uint64_t InternSymbolizedFrame(ProfileBuilder* builder, const SymbolizedFrame& frame, FrameKind kind);

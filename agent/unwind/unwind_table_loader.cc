@@ -64,14 +64,20 @@ UnwindTableLoader::UnwindTableLoader(UnwindMapFds fds, const UnwindMapSizes& siz
   stats_.rows_capacity = sizes.entries;
 }
 
-StatusOr<uint32_t> UnwindTableLoader::Upload(const std::string& key, std::shared_ptr<ElfFile> file,
-                                             const std::string& name) {
+StatusOr<BuiltLoaderTable> BuildLoaderTable(std::shared_ptr<ElfFile> file) {
   const auto t0 = std::chrono::steady_clock::now();
-  StatusOr<UnwindTable> built = BuildUnwindTable(std::move(file), AgentUnwindTableOptions());
-  if (!built.ok()) return built.status();
-  StatusOr<std::vector<std::pair<uint32_t, ws_unwind_page>>> index = BuildPageIndex(*built);
-  if (!index.ok()) return index.status();
-  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  BuiltLoaderTable out;
+  ASSIGN_OR_RETURN(out.table, BuildUnwindTable(std::move(file), AgentUnwindTableOptions()));
+  ASSIGN_OR_RETURN(out.index, BuildPageIndex(out.table));
+  out.build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return out;
+}
+
+StatusOr<uint32_t> UnwindTableLoader::Upload(const std::string& key, BuiltLoaderTable built_table,
+                                             const std::string& name) {
+  UnwindTable* built = &built_table.table;
+  const UnwindPageIndex* index = &built_table.index;
+  const double ms = built_table.build_ms;
   stats_.build_ms_total += ms;
   if (ms > stats_.build_ms_max) {
     stats_.build_ms_max = ms;
@@ -143,6 +149,7 @@ uint32_t UnwindTableLoader::TableFor(uint32_t pid, const MemoryMapping& m, uint6
   const FileIdentity identity = IdentityOf(m);
   auto known = key_by_file_.find(identity);
   if (known == key_by_file_.end()) {
+    if (defer_builds_) return WS_TABLE_NONE;  // comes through AdoptTable
     // A process that exits meanwhile takes its paths with it: that says
     // nothing about the file, so nothing is remembered and the next process
     // mapping it tries again.
@@ -150,25 +157,47 @@ uint32_t UnwindTableLoader::TableFor(uint32_t pid, const MemoryMapping& m, uint6
     if (!file.ok()) return WS_TABLE_NONE;
     const std::string& build_id = (*file)->BuildId();
     std::string key = !build_id.empty() ? "b:" + build_id : "f:" + identity.ToString();
-    if (!table_by_key_.count(key)) {
-      StatusOr<uint32_t> id = Upload(key, std::move(*file), m.path);
-      if (!id.ok()) {
-        if (id.status().code() != StatusCode::kResourceExhausted) ++stats_.tables_failed;
-        LOG_DEBUG() << "no unwind table for " << m.path << ": " << id.status().ToString();
-        key.clear();  // remembered as unusable: frame pointers for this file
-      }
+    if (table_by_key_.count(key)) {
+      Settle(identity, std::move(key), FailedPreconditionError("unused"), m.path);
+    } else {
+      Settle(identity, std::move(key), BuildLoaderTable(std::move(*file)), m.path);
     }
-    // Unusable files are remembered for as long as the tables; a host that
-    // keeps running new binaries without CFI must not grow this without end.
-    if (key_by_file_.size() >= kMaxRememberedFiles) {
-      std::erase_if(key_by_file_, [](const auto& kv) { return kv.second.empty(); });
-    }
-    known = key_by_file_.emplace(identity, key).first;
+    known = key_by_file_.find(identity);
   }
   if (known->second.empty()) return WS_TABLE_NONE;
   auto it = table_by_key_.find(known->second);
   if (it == table_by_key_.end()) return WS_TABLE_NONE;
   return Ref(*tables_[it->second], m, table_base);
+}
+
+void UnwindTableLoader::Settle(const FileIdentity& identity, std::string key, StatusOr<BuiltLoaderTable> built,
+                               const std::string& name) {
+  if (!table_by_key_.count(key)) {
+    StatusOr<uint32_t> id = built.ok() ? Upload(key, std::move(*built), name) : built.status();
+    if (!id.ok()) {
+      if (id.status().code() != StatusCode::kResourceExhausted) ++stats_.tables_failed;
+      LOG_DEBUG() << "no unwind table for " << name << ": " << id.status().ToString();
+      key.clear();  // remembered as unusable: frame pointers for this file
+    }
+  }
+  // Unusable files are remembered for as long as the tables; a host that
+  // keeps running new binaries without CFI must not grow this without end.
+  if (key_by_file_.size() >= kMaxRememberedFiles) {
+    std::erase_if(key_by_file_, [](const auto& kv) { return kv.second.empty(); });
+  }
+  key_by_file_[identity] = std::move(key);
+}
+
+void UnwindTableLoader::AdoptTable(const MemoryMapping& m, const std::string& build_id,
+                                   StatusOr<BuiltLoaderTable> built) {
+  const FileIdentity identity = IdentityOf(m);
+  if (key_by_file_.contains(identity)) return;
+  Settle(identity, !build_id.empty() ? "b:" + build_id : "f:" + identity.ToString(), std::move(built), m.path);
+}
+
+bool UnwindTableLoader::Incomplete(uint32_t pid) const {
+  auto it = processes_.find(pid);
+  return it != processes_.end() && it->second.incomplete;
 }
 
 uint32_t UnwindTableLoader::VdsoTableFor(uint32_t pid, const MemoryMapping& m, uint64_t* table_base) {
@@ -181,7 +210,8 @@ uint32_t UnwindTableLoader::VdsoTableFor(uint32_t pid, const MemoryMapping& m, u
     known = vdso_key_by_image_.emplace(*image, key).first;
     if (!table_by_key_.count(key)) {
       StatusOr<std::shared_ptr<ElfFile>> file = ElfFile::FromMemory(*image);
-      StatusOr<uint32_t> id = file.ok() ? Upload(key, std::move(*file), "[vdso]") : file.status();
+      StatusOr<BuiltLoaderTable> built = file.ok() ? BuildLoaderTable(std::move(*file)) : file.status();
+      StatusOr<uint32_t> id = built.ok() ? Upload(key, std::move(*built), "[vdso]") : built.status();
       if (!id.ok()) {
         LOG_DEBUG() << "no unwind table for [vdso]: " << id.status().ToString();
         known->second.clear();
@@ -215,7 +245,8 @@ uint32_t UnwindTableLoader::Ref(Table& table, const MemoryMapping& m, uint64_t* 
 
 Status UnwindTableLoader::Describe(const ProcessInfo& info, uint32_t flags) {
   auto existing = processes_.find(info.pid);
-  if (existing != processes_.end() && existing->second.generation == info.generation) {
+  if (existing != processes_.end() && existing->second.generation == info.generation &&
+      !existing->second.incomplete) {
     if (existing->second.flags == flags) return Status::Ok();
     ws_proc_info value{existing->second.first, existing->second.count, flags, 0};
     if (bpf_map_update_elem(fds_.proc_info, &info.pid, &value, BPF_ANY) != 0) {
@@ -240,6 +271,7 @@ Status UnwindTableLoader::Describe(const ProcessInfo& info, uint32_t flags) {
       e.table_id = TableFor(info.pid, m, &table_base);
       e.table_base = table_base;
       if (e.table_id != WS_TABLE_NONE) next.tables.push_back(e.table_id);
+      if (e.table_id == WS_TABLE_NONE && defer_builds_ && !Knows(m)) next.incomplete = true;
     } else if (m.path == "[vdso]") {
       uint64_t table_base = 0;
       e.table_id = VdsoTableFor(info.pid, m, &table_base);

@@ -8,8 +8,11 @@
 // give way, oldest first, when a new table needs their rows or pages.
 //
 // Threading: single-thread owned (the agent loop, the same thread that owns
-// the Symbolizer). Table builds run on that thread; a very large binary
-// delays the loop by its build time (measured in bench/, logged).
+// the Symbolizer). Tables are built on that thread, unless builds are
+// deferred (DeferBuilds): then a file without a table yet is left out of the
+// process's description (its frames use frame pointers), the caller builds
+// the table elsewhere (BuildLoaderTable, on a worker) and hands it over with
+// AdoptTable, and the next Describe of the process publishes it whole.
 //
 // Ordering with the BPF readers: rows and pages are written before the slice
 // that references them, and a process's proc_info entry is switched to its new
@@ -40,6 +43,14 @@ namespace warpscope {
 
 // The table options the agent builds with (also used by `warpscope-agent unwind-table`).
 UnwindTableOptions AgentUnwindTableOptions();
+
+// A table built off the loop thread, ready for AdoptTable.
+struct BuiltLoaderTable {
+  UnwindTable table;
+  UnwindPageIndex index;
+  double build_ms = 0;
+};
+StatusOr<BuiltLoaderTable> BuildLoaderTable(std::shared_ptr<ElfFile> file);
 
 struct UnwindMapFds {
   int entries = -1;
@@ -83,6 +94,16 @@ class UnwindTableLoader {
   // binary without usable CFI is not an error (its frames use frame pointers).
   // `flags` (WS_PROC_*) go into the process's proc_info entry.
   Status Describe(const ProcessInfo& info, uint32_t flags = 0);
+  // From now on, files without a table are not read by Describe (see above).
+  void DeferBuilds() { defer_builds_ = true; }
+  // Whether the file has a table (or is known to have none usable).
+  bool Knows(const MemoryMapping& m) const { return key_by_file_.contains(IdentityOf(m)); }
+  // A table built elsewhere for the file behind `m` (whose build id is
+  // `build_id`, "" when none), or why it could not be built.
+  void AdoptTable(const MemoryMapping& m, const std::string& build_id, StatusOr<BuiltLoaderTable> built);
+  // Whether the process was described without some of its tables (deferred).
+  bool Incomplete(uint32_t pid) const;
+
   // Removes the process (it exited or exec'ed); tables no longer used go idle.
   void Forget(uint32_t pid);
   // Unloads idle tables older than kIdleTableGrace (the loader also does so
@@ -108,6 +129,7 @@ class UnwindTableLoader {
     uint32_t flags = 0;
     uint32_t first = 0;
     uint32_t count = 0;
+    bool incomplete = false;  // some files were left out for their deferred tables
     std::vector<uint32_t> tables;  // ids referenced (with repetition: one ref each)
   };
 
@@ -115,7 +137,11 @@ class UnwindTableLoader {
   uint32_t TableFor(uint32_t pid, const MemoryMapping& m, uint64_t* table_base);
   // Builds and uploads a table from a file (`path`) or, when `image` is not
   // empty, from an in-memory ELF image (the [vdso]).
-  StatusOr<uint32_t> Upload(const std::string& key, std::shared_ptr<ElfFile> file, const std::string& name);
+  StatusOr<uint32_t> Upload(const std::string& key, BuiltLoaderTable built, const std::string& name);
+  // Remembers which table `identity` uses (key "" = none usable), uploading
+  // `built` under `key` when no table has that key yet.
+  void Settle(const FileIdentity& identity, std::string key, StatusOr<BuiltLoaderTable> built,
+              const std::string& name);
   uint32_t VdsoTableFor(uint32_t pid, const MemoryMapping& m, uint64_t* table_base);
   uint32_t Ref(Table& table, const MemoryMapping& m, uint64_t* table_base);
   void Unref(uint32_t id);
@@ -137,6 +163,7 @@ class UnwindTableLoader {
   std::unordered_set<std::string> freed_keys_;  // keys of tables freed so far (bounded), to count rebuilds
   std::unordered_map<std::string, std::string> vdso_key_by_image_;  // one or two distinct vdsos per host
   std::unordered_map<uint32_t, Process> processes_;
+  bool defer_builds_ = false;
   UnwindLoaderStats stats_;
 };
 

@@ -20,6 +20,10 @@ StatusOr<std::unique_ptr<ProfilingSession>> ProfilingSession::Create(const Profi
   // first seen; targets of --pid before sampling starts, so that every sample
   // of theirs gets a whole stack.
   for (uint32_t pid : options.pids) session->Describe(pid);
+  if (!options.pids.empty()) {
+    session->learner_->WaitIdle(std::chrono::seconds(30));
+    session->ApplyLearned();
+  }
   return session;
 }
 
@@ -36,9 +40,74 @@ ProfilingSession::ProfilingSession(const ProfilingSessionOptions& options, std::
   if (Status s = symbolizer_.Init(); !s.ok()) {
     LOG_WARNING() << "kernel frames will not be symbolized: " << s.message();
   }
+  // New binaries are read on the learner's worker; a drain that needs a
+  // file's symbols before they came back waits for that file.
+  learner_ = std::make_unique<BinaryLearner>(ProcFs());
+  symbolizer_.DeferLoads([this](uint32_t, const MemoryMapping& m) {
+    return learner_->AwaitSymbols(IdentityOf(m), std::chrono::seconds(2));
+  });
+  unwinder_.DeferBuilds();
+  python_.DeferReads();
+}
+
+void ProfilingSession::RequestUnknown(const ProcessInfo& info) {
+  std::vector<FileIdentity> seen;
+  for (const MemoryMapping& m : info.mappings) {
+    if (!m.IsFileBacked()) continue;
+    const FileIdentity id = IdentityOf(m);
+    if (std::find(seen.begin(), seen.end(), id) != seen.end()) continue;
+    seen.push_back(id);
+    LearnRequest request;
+    request.symbols = !symbolizer_.Knows(m);
+    request.table = !options_.frame_pointers_only && !unwinder_.Knows(m);
+    request.python = python_frames_ && PythonProcesses::IsCandidate(info, m) && !python_.Knows(m);
+    if (!request.symbols && !request.table && !request.python) continue;
+    if (auto w = waiting_.find(id); w != waiting_.end()) {
+      w->second.push_back(info.pid);
+      ++pending_[info.pid];
+      continue;
+    }
+    // Opened now, while the process lives; read on the worker.
+    StatusOr<std::shared_ptr<ElfFile>> file = symbolizer_.files().OpenUnshared(info.pid, m);
+    if (!file.ok()) continue;  // the process is gone
+    request.pid = info.pid;
+    request.mapping = m;
+    request.file = std::move(*file);
+    if (!learner_->Submit(std::move(request))) continue;  // queue full: counted; readers fall back
+    waiting_[id].push_back(info.pid);
+    ++pending_[info.pid];
+  }
+}
+
+void ProfilingSession::ApplyLearned() {
+  std::vector<LearnedBinary> done = learner_->TakeDone();
+  if (done.empty()) return;
+  std::vector<uint32_t> ready;
+  for (LearnedBinary& d : done) {
+    if (d.symbols) symbolizer_.Adopt(d.pid, d.mapping, std::move(*d.symbols));
+    if (d.table) unwinder_.AdoptTable(d.mapping, d.build_id, std::move(*d.table));
+    if (d.python) python_.Adopt(d.mapping, std::move(*d.python));
+    auto w = waiting_.find(IdentityOf(d.mapping));
+    if (w == waiting_.end()) continue;
+    for (uint32_t pid : w->second) {
+      auto p = pending_.find(pid);
+      if (p != pending_.end() && --p->second == 0) {
+        pending_.erase(p);
+        ready.push_back(pid);
+      }
+    }
+    waiting_.erase(w);
+  }
+  for (uint32_t pid : ready) {
+    const ProcessInfo* info = symbolizer_.processes().Find(pid);
+    if (info == nullptr || info->exited) continue;
+    if (Status s = Publish(*info); !s.ok()) LOG_WARNING() << "unwinder: " << s.message();
+  }
 }
 
 Status ProfilingSession::Publish(const ProcessInfo& info) {
+  RequestUnknown(info);
+  if (options_.frame_pointers_only) return Status::Ok();
   const uint32_t flags = python_frames_ ? python_.Describe(info) : 0;
   return unwinder_.Describe(info, flags);
 }
@@ -54,9 +123,7 @@ void ProfilingSession::Describe(uint32_t pid, bool maps_changed) {
   }
   const ProcessInfo* info = symbolizer_.processes().Find(pid);
   if (info == nullptr || info->exited) return;
-  if (!options_.frame_pointers_only) {
-    if (Status s = Publish(*info); !s.ok()) LOG_WARNING() << "unwinder: " << s.message();
-  }
+  if (Status s = Publish(*info); !s.ok()) LOG_WARNING() << "unwinder: " << s.message();
   symbolizer_.files().CountKnown(info->mappings);
 }
 
@@ -90,6 +157,7 @@ void ProfilingSession::OnEvent(const ws_proc_event& event) {
       break;
     }
     case WS_PROC_EXIT:
+      pending_.erase(event.pid);
       symbolizer_.OnExit(event.pid);
       unwinder_.Forget(event.pid);
       python_.OnExit(event.pid);
@@ -107,6 +175,7 @@ void ProfilingSession::OnEvent(const ws_proc_event& event) {
 }
 
 Status ProfilingSession::Drain(bool final_drain) {
+  ApplyLearned();
   CpuSampleBatch batch;
   symbolizer_.BeginEpoch();
   RETURN_IF_ERROR(final_drain ? sampler_->DrainAll(&batch) : sampler_->Drain(&batch));
@@ -122,7 +191,7 @@ Status ProfilingSession::Drain(bool final_drain) {
   assembler_.AddBatch(batch);
   missing_stacks_ += batch.missing_stacks;
   // Maps re-read during symbolization (dlopen) get a new generation: publish it.
-  if (!options_.frame_pointers_only) {
+  {
     BinaryFiles::Scope scope(&symbolizer_.files());
     uint32_t last_pid = 0;
     for (const RawSample& sample : batch.samples) {
@@ -147,6 +216,7 @@ Status ProfilingSession::Poll(Clock::time_point until) {
                              std::min({until, next_drain_, now + std::chrono::milliseconds(100)}) - now);
   RETURN_IF_ERROR(sampler_->PollProcessEvents(std::chrono::duration_cast<std::chrono::milliseconds>(wait),
                                               [this](const ws_proc_event& e) { OnEvent(e); }));
+  ApplyLearned();
   if (Clock::now() >= next_drain_) {
     RETURN_IF_ERROR(Drain(false));
     next_drain_ += drain_interval_;
@@ -193,6 +263,14 @@ void ProfilingSession::AddCounters(std::vector<ProfileCounter>* counters) const 
   SetCounter(counters, "binary_cache_hits", files.known);
   SetCounter(counters, "binary_cache_misses", files.opened);
   SetCounter(counters, "binary_opens_shared", files.shared);
+  // The worker that reads new binaries, and what waited for it.
+  const BinaryLearnerStats learn = learner_->stats();
+  SetCounter(counters, "binary_learn_files", learn.files_done);
+  SetCounter(counters, "binary_learn_queue_full", learn.queue_full);
+  SetCounter(counters, "binary_learn_queue_peak", learn.queue_peak);
+  SetCounter(counters, "binary_learn_wait_ms_max", static_cast<uint64_t>(learn.wait_ms_max));
+  SetCounter(counters, "binary_learn_work_ms", static_cast<uint64_t>(learn.work_ms_total));
+  SetCounter(counters, "binary_learn_drain_wait_ms", static_cast<uint64_t>(learn.await_ms_total));
   if (options_.frame_pointers_only) return;
   const UnwindLoaderStats& u = unwinder_.stats();
   SetCounter(counters, "unwind_tables_built", u.tables_built);

@@ -4,15 +4,18 @@
 // (one profile per upload window; symbols, unwind tables and Python state
 // persist across windows).
 //
-// Threading: owned by and used only from the sampling (main) thread.
+// Threading: owned by and used only from the sampling (main) thread; what it
+// reads from new binaries is read on the BinaryLearner's worker.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
+#include "agent/collectors/cpu/binary_learner.h"
 #include "agent/collectors/cpu/cpu_sampler.h"
 #include "agent/collectors/cpu/profile_assembler.h"
 #include "model/profile.h"
@@ -92,7 +95,14 @@ class ProfilingSession {
  private:
   ProfilingSession(const ProfilingSessionOptions& options, std::unique_ptr<CpuSampler> sampler,
                    const CpuSamplerOptions& sampler_options);
+  // Queues the process's files that a reader does not know yet for the
+  // learner, then publishes it to the CPython detector and the unwinder with
+  // what is known now; the rest is published as it arrives (ApplyLearned).
   Status Publish(const ProcessInfo& info);
+  void RequestUnknown(const ProcessInfo& info);
+  // Hands what the learner finished to the readers and publishes again the
+  // processes that waited for it.
+  void ApplyLearned();
   // Reads the process's maps (again when `maps_changed`) and describes it to
   // the symbolizer, the CPython detector and the unwinder.
   void Describe(uint32_t pid, bool maps_changed = false);
@@ -110,6 +120,11 @@ class ProfilingSession {
   PythonProcesses python_;
   ProfileAssembler assembler_;
   ProcessEventObserver observer_;
+  std::unique_ptr<BinaryLearner> learner_;
+  // Files queued in the learner -> the processes waiting for them, and how
+  // many files each process still waits for.
+  std::unordered_map<FileIdentity, std::vector<uint32_t>, FileIdentityHash> waiting_;
+  std::unordered_map<uint32_t, uint32_t> pending_;
   Clock::duration drain_interval_{};
   Clock::time_point next_drain_{};
   int64_t last_drain_unix_ = 0;  // stamp_sample_times: when the previous drain took its samples

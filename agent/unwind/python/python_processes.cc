@@ -10,15 +10,15 @@ namespace {
 
 constexpr size_t kMaxCodeObjectsPerProcess = 1 << 16;
 
-bool IsPythonCandidate(const ProcessInfo& info, const MemoryMapping& m) {
+}  // namespace
+
+bool PythonProcesses::IsCandidate(const ProcessInfo& info, const MemoryMapping& m) {
   if (!m.IsFileBacked()) return false;
   if (m.path == info.exe_path) return true;
   const size_t slash = m.path.rfind('/');
   const std::string base = slash == std::string::npos ? m.path : m.path.substr(slash + 1);
   return base.starts_with("libpython");
 }
-
-}  // namespace
 
 PythonProcesses::PythonProcesses(int py_procs_fd, ProcFs procfs, size_t max_binaries, BinaryFiles* files)
     : py_procs_fd_(py_procs_fd),
@@ -31,16 +31,26 @@ const PythonBinary* PythonProcesses::BinaryFor(uint32_t pid, const MemoryMapping
   const FileIdentity key = IdentityOf(m);
   auto it = binaries_.find(key);
   if (it != binaries_.end()) return it->second.get();
+  if (defer_reads_) return nullptr;  // comes through Adopt
+  // Not remembered when the file cannot be opened: the process is gone, and
+  // the next one mapping the file tries again.
   StatusOr<std::shared_ptr<ElfFile>> file = files_->Open(pid, m);
-  StatusOr<PythonBinary> bin = file.ok() ? ReadPythonBinary(**file, m.path) : file.status();
-  std::unique_ptr<PythonBinary> value;
+  if (!file.ok()) return nullptr;
+  Adopt(m, ReadPythonBinary(**file, m.path));
+  it = binaries_.find(key);
+  return it == binaries_.end() ? nullptr : it->second.get();
+}
+
+void PythonProcesses::Adopt(const MemoryMapping& m, StatusOr<PythonBinary> bin) {
+  const FileIdentity key = IdentityOf(m);
+  if (binaries_.contains(key)) return;
+  std::unique_ptr<PythonBinary> value;  // null: no (readable) CPython in this file
   if (bin.ok()) {
     value = std::make_unique<PythonBinary>(std::move(bin).value());
   } else if (bin.status().code() != StatusCode::kNotFound) {
     LOG_DEBUG() << "python: " << bin.status().message();
-    return nullptr;  // not cached: the file may be readable next time (process gone, transient)
   }
-  return binaries_.emplace(key, std::move(value)).first->second.get();
+  binaries_.emplace(key, std::move(value));
 }
 
 uint32_t PythonProcesses::Describe(const ProcessInfo& info) {
@@ -50,7 +60,7 @@ uint32_t PythonProcesses::Describe(const ProcessInfo& info) {
   const PythonBinary* found = nullptr;
   const MemoryMapping* found_mapping = nullptr;
   for (const MemoryMapping& m : info.mappings) {
-    if (!IsPythonCandidate(info, m)) continue;
+    if (!IsCandidate(info, m)) continue;
     if (const PythonBinary* bin = BinaryFor(info.pid, m)) {
       found = bin;
       found_mapping = &m;

@@ -62,6 +62,17 @@ class PythonProcesses {
   // Detects CPython in `info` (once per binary file) and publishes or
   // withdraws the process's entry. Returns the WS_PROC_* flags for proc_info.
   uint32_t Describe(const ProcessInfo& info);
+  // Deferred reads: Describe no longer reads files it has not checked for
+  // CPython; the caller checks them elsewhere (ReadPythonBinary, on a worker),
+  // hands the answer over with Adopt and describes the process again.
+  void DeferReads() { defer_reads_ = true; }
+  // Whether Describe would read `m`'s file (the executable or a libpython).
+  static bool IsCandidate(const ProcessInfo& info, const MemoryMapping& m);
+  bool Knows(const MemoryMapping& m) const { return binaries_.contains(IdentityOf(m)); }
+  // The answer for `m`'s file, read from the open file: remembered either way
+  // (an error means no usable CPython in it).
+  void Adopt(const MemoryMapping& m, StatusOr<PythonBinary> binary);
+
   // The process exec'ed: its old code objects mean nothing now.
   void OnExec(uint32_t pid);
   // The process exited: its entry goes now, its cache after EndEpoch().
@@ -103,6 +114,7 @@ class PythonProcesses {
   std::unordered_set<std::string> warned_;  // binaries whose version was reported unsupported
   std::unordered_map<uint32_t, Process> processes_;
   std::unordered_set<uint32_t> exited_;
+  bool defer_reads_ = false;
   PythonStats stats_;
 };
 
