@@ -36,29 +36,28 @@ int OpenCpuClock(uint32_t cpu, uint64_t period_ns) {
   return static_cast<int>(syscall(__NR_perf_event_open, &attr, -1, static_cast<int>(cpu), -1, PERF_FLAG_FD_CLOEXEC));
 }
 
-// Reads every (key, value) of a hash map and deletes them, in batches.
+// Reads every (key, value) of a hash map into `keys` and `values` (room for
+// max_entries each) and deletes them, in batches; returns how many.
 template <typename K, typename V>
-Status DrainHashMap(int fd, uint32_t max_entries, std::vector<K>* keys, std::vector<V>* values) {
-  keys->clear();
-  values->clear();
-  std::vector<K> kbuf(max_entries);
-  std::vector<V> vbuf(max_entries);
+StatusOr<uint32_t> DrainHashMap(int fd, uint32_t max_entries, K* keys, V* values) {
+  uint32_t done = 0;
   uint64_t in_batch = 0, out_batch = 0;
   bool first = true;
-  for (;;) {
-    __u32 count = max_entries;
+  // The map never holds more than max_entries, so the room left always fits
+  // what is left (and so every bucket).
+  while (done < max_entries) {
+    __u32 count = max_entries - done;
     LIBBPF_OPTS(bpf_map_batch_opts, opts);
-    int err = bpf_map_lookup_and_delete_batch(fd, first ? nullptr : &in_batch, &out_batch, kbuf.data(),
-                                              vbuf.data(), &count, &opts);
+    int err = bpf_map_lookup_and_delete_batch(fd, first ? nullptr : &in_batch, &out_batch, keys + done,
+                                              values + done, &count, &opts);
     const int e = err ? errno : 0;
     if (err && e != ENOENT) return ErrnoError(e, "draining BPF map");
-    keys->insert(keys->end(), kbuf.begin(), kbuf.begin() + count);
-    values->insert(values->end(), vbuf.begin(), vbuf.begin() + count);
+    done += count;
     if (e == ENOENT) break;
     in_batch = out_batch;
     first = false;
   }
-  return Status::Ok();
+  return done;
 }
 
 int HandleProcEvent(void* ctx, void* data, size_t size) {
@@ -200,25 +199,31 @@ bool CpuSampler::LookupStack(uint32_t buffer, uint64_t hash, RawStack* out) cons
 Status CpuSampler::DrainBuffer(uint32_t buffer, CpuSampleBatch* batch) {
   bpf_map* counts = buffer ? skel_->maps.counts_1 : skel_->maps.counts_0;
   bpf_map* stacks = buffer ? skel_->maps.stacks_1 : skel_->maps.stacks_0;
-  std::vector<ws_sample_key> keys;
-  std::vector<uint64_t> values;
-  RETURN_IF_ERROR(DrainHashMap(bpf_map__fd(counts), sizes_.counts_entries, &keys, &values));
-  std::vector<uint64_t> hashes;
-  std::vector<ws_stack> stack_values;
-  RETURN_IF_ERROR(DrainHashMap(bpf_map__fd(stacks), sizes_.stacks_entries, &hashes, &stack_values));
+  // Allocated once and not cleared: the stacks buffer alone is 1 KiB per
+  // entry, and zeroing it every drain was most of the agent's steady CPU.
+  if (!count_keys_) {
+    count_keys_.reset(new ws_sample_key[sizes_.counts_entries]);
+    count_values_.reset(new uint64_t[sizes_.counts_entries]);
+    stack_hashes_.reset(new uint64_t[sizes_.stacks_entries]);
+    stack_values_.reset(new ws_stack[sizes_.stacks_entries]);
+  }
+  ASSIGN_OR_RETURN(const uint32_t num_counts,
+                   DrainHashMap(bpf_map__fd(counts), sizes_.counts_entries, count_keys_.get(), count_values_.get()));
+  ASSIGN_OR_RETURN(const uint32_t num_stacks,
+                   DrainHashMap(bpf_map__fd(stacks), sizes_.stacks_entries, stack_hashes_.get(), stack_values_.get()));
 
-  for (size_t i = 0; i < hashes.size(); ++i) {
-    const ws_stack& s = stack_values[i];
+  for (uint32_t i = 0; i < num_stacks; ++i) {
+    const ws_stack& s = stack_values_[i];
     RawStack raw;
     const uint32_t len = std::min<uint32_t>(s.len, WS_MAX_STACK_FRAMES);
     raw.frames.assign(s.frames, s.frames + len);
     raw.truncated = s.flags & WS_STACK_TRUNCATED;
     raw.python = s.flags & WS_STACK_PYTHON;
     raw.end = ws_stack_end(s.flags);
-    batch->stacks.emplace(hashes[i], std::move(raw));
+    batch->stacks.emplace(stack_hashes_[i], std::move(raw));
   }
-  for (size_t i = 0; i < keys.size(); ++i) {
-    const ws_sample_key& k = keys[i];
+  for (uint32_t i = 0; i < num_counts; ++i) {
+    const ws_sample_key& k = count_keys_[i];
     RawSample sample;
     sample.pid = k.pid;
     sample.tid = k.tid;
@@ -226,7 +231,7 @@ Status CpuSampler::DrainBuffer(uint32_t buffer, CpuSampleBatch* batch) {
     sample.process_comm = CString(k.process_comm, sizeof(k.process_comm));
     sample.user_stack_hash = k.user_stack_hash;
     sample.kernel_stack_hash = k.kernel_stack_hash;
-    sample.count = values[i];
+    sample.count = count_values_[i];
     for (uint64_t h : {k.user_stack_hash, k.kernel_stack_hash}) {
       if (h && !batch->stacks.count(h)) ++batch->missing_stacks;
     }

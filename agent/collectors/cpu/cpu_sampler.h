@@ -113,6 +113,11 @@ class CpuSampler {
   std::vector<int> perf_fds_;
   std::vector<bpf_link*> links_;
   std::function<void(const ws_proc_event&)> on_event_;  // valid during PollProcessEvents only
+  // Drain buffers, one entry per map entry (DrainBuffer).
+  std::unique_ptr<ws_sample_key[]> count_keys_;
+  std::unique_ptr<uint64_t[]> count_values_;
+  std::unique_ptr<uint64_t[]> stack_hashes_;
+  std::unique_ptr<ws_stack[]> stack_values_;
 };
 
 }  // namespace warpscope
