@@ -272,7 +272,7 @@ TEST_F(UnwindTest, ShortLivedProcessesOfOneBinaryBuildItsTableOnce) {
   ASSERT_EQ(RunProcess({"/bin/cp", kProgs + "/short_lived", binary}).exit_code, 0);
   const std::string out = dir_ + "/once.pb.gz";
   const std::string log = dir_ + "/once.log";
-  pid_t agent = StartProcess({kAgent, "record", "--all", "--frequency", "199", "--duration", "9", "--output", out,
+  pid_t agent = StartProcess({kAgent, "record", "--all", "--frequency", "199", "--duration", "7", "--output", out,
                               "--top", "0", "--verbose"},
                              log);
   // Sampling has started once the agent says it records.
