@@ -75,8 +75,8 @@ StatusOr<BuiltLoaderTable> BuildLoaderTable(std::shared_ptr<ElfFile> file) {
 
 StatusOr<uint32_t> UnwindTableLoader::Upload(const std::string& key, BuiltLoaderTable built_table,
                                              const std::string& name) {
-  UnwindTable* built = &built_table.table;
-  const UnwindPageIndex* index = &built_table.index;
+  UnwindTable& built = built_table.table;
+  const UnwindPageIndex& index = built_table.index;
   const double ms = built_table.build_ms;
   stats_.build_ms_total += ms;
   if (ms > stats_.build_ms_max) {
@@ -85,10 +85,10 @@ StatusOr<uint32_t> UnwindTableLoader::Upload(const std::string& key, BuiltLoader
   }
   if (ms > 1000) LOG_INFO() << "unwind table for " << name << " took " << static_cast<int>(ms) << " ms";
 
-  const auto& entries = built->entries;
+  const auto& entries = built.entries;
   if (entries.empty()) return FailedPreconditionError("no CFI rows in " + name);
   // Idle tables give way, oldest first, to a table that needs their space.
-  while (stats_.pages_used + index->size() > sizes_.pages) {
+  while (stats_.pages_used + index.size() > sizes_.pages) {
     if (!FreeOldestIdle()) {
       ++stats_.tables_no_space;
       return ResourceExhaustedError("unwind page index full");
@@ -105,8 +105,8 @@ StatusOr<uint32_t> UnwindTableLoader::Upload(const std::string& key, BuiltLoader
   auto table = std::make_unique<Table>();
   table->first = *first;
   table->count = static_cast<uint32_t>(entries.size());
-  table->base_vaddr = built->base_vaddr;
-  table->segments = std::move(built->load_segments);
+  table->base_vaddr = built.base_vaddr;
+  table->segments = std::move(built.load_segments);
   table->key = key;
   auto free_slot = std::find(tables_.begin(), tables_.end(), nullptr);
   table->id = static_cast<uint32_t>(free_slot - tables_.begin());
@@ -116,7 +116,7 @@ StatusOr<uint32_t> UnwindTableLoader::Upload(const std::string& key, BuiltLoader
   }
   std::vector<ws_unwind_page_key> keys;
   std::vector<ws_unwind_page> values;
-  for (const auto& [page, value] : *index) {
+  for (const auto& [page, value] : index) {
     keys.push_back({table->id, page});
     values.push_back({value.first + table->first, value.count});
     table->pages.push_back(page);
@@ -157,12 +157,8 @@ uint32_t UnwindTableLoader::TableFor(uint32_t pid, const MemoryMapping& m, uint6
     if (!file.ok()) return WS_TABLE_NONE;
     const std::string& build_id = (*file)->BuildId();
     std::string key = !build_id.empty() ? "b:" + build_id : "f:" + identity.ToString();
-    if (table_by_key_.count(key)) {
-      Settle(identity, std::move(key), FailedPreconditionError("unused"), m.path);
-    } else {
-      Settle(identity, std::move(key), BuildLoaderTable(std::move(*file)), m.path);
-    }
-    known = key_by_file_.find(identity);
+    if (!table_by_key_.count(key)) key = UploadOrUnusable(std::move(key), BuildLoaderTable(std::move(*file)), m.path);
+    known = Remember(identity, std::move(key));
   }
   if (known->second.empty()) return WS_TABLE_NONE;
   auto it = table_by_key_.find(known->second);
@@ -170,29 +166,31 @@ uint32_t UnwindTableLoader::TableFor(uint32_t pid, const MemoryMapping& m, uint6
   return Ref(*tables_[it->second], m, table_base);
 }
 
-void UnwindTableLoader::Settle(const FileIdentity& identity, std::string key, StatusOr<BuiltLoaderTable> built,
-                               const std::string& name) {
-  if (!table_by_key_.count(key)) {
-    StatusOr<uint32_t> id = built.ok() ? Upload(key, std::move(*built), name) : built.status();
-    if (!id.ok()) {
-      if (id.status().code() != StatusCode::kResourceExhausted) ++stats_.tables_failed;
-      LOG_DEBUG() << "no unwind table for " << name << ": " << id.status().ToString();
-      key.clear();  // remembered as unusable: frame pointers for this file
-    }
-  }
+std::string UnwindTableLoader::UploadOrUnusable(std::string key, StatusOr<BuiltLoaderTable> built,
+                                                const std::string& name) {
+  StatusOr<uint32_t> id = built.ok() ? Upload(key, std::move(*built), name) : built.status();
+  if (id.ok()) return key;
+  if (id.status().code() != StatusCode::kResourceExhausted) ++stats_.tables_failed;
+  LOG_DEBUG() << "no unwind table for " << name << ": " << id.status().ToString();
+  return "";  // remembered as unusable: frame pointers for this file
+}
+
+UnwindTableLoader::KeyByFile::iterator UnwindTableLoader::Remember(const FileIdentity& identity, std::string key) {
   // Unusable files are remembered for as long as the tables; a host that
   // keeps running new binaries without CFI must not grow this without end.
   if (key_by_file_.size() >= kMaxRememberedFiles) {
     std::erase_if(key_by_file_, [](const auto& kv) { return kv.second.empty(); });
   }
-  key_by_file_[identity] = std::move(key);
+  return key_by_file_.insert_or_assign(identity, std::move(key)).first;
 }
 
 void UnwindTableLoader::AdoptTable(const MemoryMapping& m, const std::string& build_id,
                                    StatusOr<BuiltLoaderTable> built) {
   const FileIdentity identity = IdentityOf(m);
   if (key_by_file_.contains(identity)) return;
-  Settle(identity, !build_id.empty() ? "b:" + build_id : "f:" + identity.ToString(), std::move(built), m.path);
+  std::string key = !build_id.empty() ? "b:" + build_id : "f:" + identity.ToString();
+  if (!table_by_key_.count(key)) key = UploadOrUnusable(std::move(key), std::move(built), m.path);
+  Remember(identity, std::move(key));
 }
 
 bool UnwindTableLoader::Incomplete(uint32_t pid) const {

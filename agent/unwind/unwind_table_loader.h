@@ -138,10 +138,12 @@ class UnwindTableLoader {
   // Builds and uploads a table from a file (`path`) or, when `image` is not
   // empty, from an in-memory ELF image (the [vdso]).
   StatusOr<uint32_t> Upload(const std::string& key, BuiltLoaderTable built, const std::string& name);
-  // Remembers which table `identity` uses (key "" = none usable), uploading
-  // `built` under `key` when no table has that key yet.
-  void Settle(const FileIdentity& identity, std::string key, StatusOr<BuiltLoaderTable> built,
-              const std::string& name);
+  using KeyByFile = std::unordered_map<FileIdentity, std::string, FileIdentityHash>;
+  // Uploads `built` under `key`; returns the key, or "" (none usable) when
+  // it could not be built or uploaded.
+  std::string UploadOrUnusable(std::string key, StatusOr<BuiltLoaderTable> built, const std::string& name);
+  // Remembers which table the file uses (key "" = none usable).
+  KeyByFile::iterator Remember(const FileIdentity& identity, std::string key);
   uint32_t VdsoTableFor(uint32_t pid, const MemoryMapping& m, uint64_t* table_base);
   uint32_t Ref(Table& table, const MemoryMapping& m, uint64_t* table_base);
   void Unref(uint32_t id);
@@ -158,7 +160,7 @@ class UnwindTableLoader {
   RangeAllocator mapping_slots_;
   std::vector<std::unique_ptr<Table>> tables_;  // index = table id; null = free id
   std::unordered_map<std::string, uint32_t> table_by_key_;  // build id or dev:inode
-  std::unordered_map<FileIdentity, std::string, FileIdentityHash> key_by_file_;  // -> table key ("" = unusable)
+  KeyByFile key_by_file_;  // -> table key ("" = unusable)
   std::map<std::pair<Clock::time_point, uint32_t>, uint32_t> idle_;  // (idle since, id) -> id, oldest first
   std::unordered_set<std::string> freed_keys_;  // keys of tables freed so far (bounded), to count rebuilds
   std::unordered_map<std::string, std::string> vdso_key_by_image_;  // one or two distinct vdsos per host
