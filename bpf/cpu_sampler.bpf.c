@@ -103,7 +103,13 @@ static __always_inline void stat_inc(__u32 index) {
   if (value) *value += 1; /* per-CPU: no atomics needed */
 }
 
+/* Events that need user space while the process lives (its maps, its code
+ * objects) wake the agent at once; an exit can wait for the next poll (at most
+ * 100 ms), which saves a wakeup per process. The wakeup is forced: the
+ * ring buffer's own heuristic wakes only a consumer that has caught up, and
+ * one still holding an unannounced exit has not. */
 static __always_inline void emit_proc_event(__u32 type, __u32 pid, __u64 stack_hash, __u32 buffer) {
+  const __u64 wakeup = type == WS_PROC_EXIT ? BPF_RB_NO_WAKEUP : BPF_RB_FORCE_WAKEUP;
   struct ws_proc_event *event = bpf_ringbuf_reserve(&proc_events, sizeof(*event), 0);
   if (!event) {
     stat_inc(WS_STAT_DROP_PROC_EVENTS);
@@ -114,7 +120,7 @@ static __always_inline void emit_proc_event(__u32 type, __u32 pid, __u64 stack_h
   event->stack_hash = stack_hash;
   event->buffer = buffer;
   event->pad = 0;
-  bpf_ringbuf_submit(event, 0);
+  bpf_ringbuf_submit(event, wakeup);
 }
 
 static __always_inline void note_process(__u32 pid) {

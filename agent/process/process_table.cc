@@ -38,7 +38,7 @@ bool ProcessTable::ReadMaps(Entry& entry) {
         m.file_size = same->file_size;
         m.file_mtime_ns = same->file_mtime_ns;
       } else {
-        procfs_.StatMappedFile(pid, m, &m.file_size, &m.file_mtime_ns);
+        StatFile(pid, m);
       }
     }
     exec.push_back(std::move(m));
@@ -50,6 +50,27 @@ bool ProcessTable::ReadMaps(Entry& entry) {
   StatusOr<std::string> exe = procfs_.ReadExeLink(pid);
   if (exe.ok()) entry.info.exe_path = std::move(*exe);
   return true;
+}
+
+void ProcessTable::StatFile(uint32_t pid, MemoryMapping& m) {
+  // A stat seen this recently stands for the file: a file rewritten in place
+  // (same inode) within this window keeps its old identity for processes
+  // started in it. Replacing a binary by rename, as installers and linkers do,
+  // gives a new inode and is seen at once.
+  constexpr auto kReuse = std::chrono::seconds(1);
+  constexpr size_t kMaxFiles = 1 << 14;
+  const auto now = std::chrono::steady_clock::now();
+  const FileKey key{m.dev_major, m.dev_minor, m.inode};
+  if (auto it = file_stats_.find(key); it != file_stats_.end() && now - it->second.at < kReuse) {
+    m.file_size = it->second.size;
+    m.file_mtime_ns = it->second.mtime_ns;
+    return;
+  }
+  if (!procfs_.StatMappedFile(pid, m, &m.file_size, &m.file_mtime_ns)) return;
+  if (file_stats_.size() >= kMaxFiles) {
+    std::erase_if(file_stats_, [&](const auto& kv) { return now - kv.second.at >= kReuse; });
+  }
+  if (file_stats_.size() < kMaxFiles) file_stats_[key] = FileStat{m.file_size, m.file_mtime_ns, now};
 }
 
 ProcessTable::Entry* ProcessTable::Load(uint32_t pid) {

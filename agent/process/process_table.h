@@ -7,6 +7,7 @@
 // Pointers returned by any method stay valid until the next non-const call.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <unordered_map>
@@ -71,12 +72,33 @@ class ProcessTable {
   // keeps what it had. Returns whether the read worked.
   bool ReadMaps(Entry& entry);
   Entry* Load(uint32_t pid);
+  // The size and mtime of the file `m` maps, through a short-lived cache: a
+  // node that keeps starting processes of the same binaries would otherwise
+  // stat each of their files for every process.
+  void StatFile(uint32_t pid, MemoryMapping& m);
+
+  struct FileKey {
+    uint32_t dev_major, dev_minor;
+    uint64_t inode;
+    bool operator==(const FileKey&) const = default;
+  };
+  struct FileKeyHash {
+    size_t operator()(const FileKey& k) const {
+      return std::hash<uint64_t>()(k.inode) ^ (size_t{k.dev_major} << 40) ^ (size_t{k.dev_minor} << 20);
+    }
+  };
+  struct FileStat {
+    uint64_t size = 0;
+    int64_t mtime_ns = 0;
+    std::chrono::steady_clock::time_point at;
+  };
 
   ProcFs procfs_;
   std::unordered_map<uint32_t, Entry> processes_;
   std::unordered_map<uint32_t, uint64_t> gone_;  // pid -> epoch in which its maps could not be read
   uint64_t epoch_ = 1;
   uint64_t next_generation_ = 1;
+  std::unordered_map<FileKey, FileStat, FileKeyHash> file_stats_;
 };
 
 }  // namespace warpscope

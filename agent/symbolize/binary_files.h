@@ -30,6 +30,7 @@ struct BinaryFilesStats {
   uint64_t opened = 0;  // files opened for a reader (the cache misses)
   uint64_t shared = 0;  // opens saved: a file already open in the scope handed to another reader
   uint64_t known = 0;   // file mappings of described processes that no reader had to open (the hits)
+  uint64_t vdso_reads = 0;  // whole [vdso] images read (once per distinct image, unless the set overflowed)
 };
 
 class BinaryFiles {
@@ -60,6 +61,13 @@ class BinaryFiles {
   // shared through the scope.
   StatusOr<std::shared_ptr<ElfFile>> OpenUnshared(uint32_t pid, const MemoryMapping& m) { return Open(pid, m, false); }
 
+  // The [vdso] image that process `pid` maps at `m`; null when it cannot be
+  // read (the process is gone). Every process of one ABI on a running kernel
+  // maps the same image, and the ELF headers of the images of different ABIs
+  // differ (class, machine): an image whose header (64 bytes) and size match
+  // one read before is handed back after reading the header alone.
+  std::shared_ptr<const std::string> VdsoImage(uint32_t pid, const MemoryMapping& m);
+
   // Called in a scope after every reader has seen a described process's
   // mappings: its files that none of them had to open count as known.
   void CountKnown(const std::vector<MemoryMapping>& mappings);
@@ -74,6 +82,8 @@ class BinaryFiles {
   int depth_ = 0;
   std::unordered_map<FileIdentity, std::shared_ptr<ElfFile>, FileIdentityHash> open_;  // in the current scope
   std::unordered_set<FileIdentity, FileIdentityHash> opened_in_scope_;  // shared or not
+  // By ELF header and size; one or two per host (bounded all the same).
+  std::unordered_map<std::string, std::shared_ptr<const std::string>> vdso_by_header_;
   BinaryFilesStats stats_;
 };
 

@@ -438,6 +438,43 @@ TEST(BinaryFilesTest, ReadersInAScopeShareOneOpen) {
   EXPECT_EQ(ElfFilesOpened() - before, 2u);
 }
 
+// The [vdso] is read whole once per distinct image: another process mapping
+// the same image (at another address) costs a read of its ELF header.
+TEST(BinaryFilesTest, VdsoImageIsReadOncePerImage) {
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    execl("/bin/sleep", "sleep", "30", nullptr);
+    _exit(127);
+  }
+  ProcessTable table{ProcFs()};
+  BinaryFiles files{ProcFs()};
+  std::shared_ptr<const std::string> images[2];
+  const uint32_t pids[2] = {static_cast<uint32_t>(getpid()), static_cast<uint32_t>(child)};
+  for (int i = 0; i < 2; ++i) {
+    const ProcessInfo* info = nullptr;
+    for (int tries = 0; tries < 200; ++tries) {  // until the child has exec'd
+      info = table.OnMapsChanged(pids[i]);
+      if (info != nullptr && (i == 0 || info->exe_path == "/usr/bin/sleep" || info->exe_path == "/bin/sleep")) break;
+      usleep(10000);
+    }
+    ASSERT_NE(info, nullptr);
+    const MemoryMapping* vdso = nullptr;
+    for (const MemoryMapping& m : info->mappings) {
+      if (m.path == "[vdso]") vdso = &m;
+    }
+    ASSERT_NE(vdso, nullptr);
+    images[i] = files.VdsoImage(pids[i], *vdso);
+    ASSERT_NE(images[i], nullptr);
+    EXPECT_EQ(images[i]->size(), vdso->end - vdso->start);
+    EXPECT_EQ(images[i]->compare(0, 4, "\x7f" "ELF"), 0);
+  }
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  EXPECT_EQ(images[0], images[1]);  // the same image, handed back
+  EXPECT_EQ(files.stats().vdso_reads, 1u);
+}
+
 TEST(SymbolizerKernelTest, RealKallsyms) {
   Symbolizer s{ProcFs()};
   Status init = s.Init();

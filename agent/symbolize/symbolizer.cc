@@ -200,8 +200,8 @@ const ElfSymbols* Symbolizer::VdsoFor(uint32_t pid, const MemoryMapping& m) {
   ProcessState& state = process_state_[pid];
   if (state.vdso_read) return state.vdso.get();
   state.vdso_read = true;
-  StatusOr<std::string> image = processes_.procfs().ReadMemory(pid, m.start, m.end - m.start);
-  if (!image.ok()) return nullptr;
+  std::shared_ptr<const std::string> image = files_.VdsoImage(pid, m);
+  if (!image) return nullptr;
   if (auto it = vdso_by_image_.find(*image); it != vdso_by_image_.end()) {
     state.vdso = it->second;
     return state.vdso.get();
@@ -210,7 +210,7 @@ const ElfSymbols* Symbolizer::VdsoFor(uint32_t pid, const MemoryMapping& m) {
   if (!loaded.ok()) return nullptr;
   state.vdso = std::move(*loaded);
   AddTable(state.vdso);
-  vdso_by_image_.emplace(std::move(*image), state.vdso);
+  vdso_by_image_.emplace(*image, state.vdso);
   return state.vdso.get();
 }
 

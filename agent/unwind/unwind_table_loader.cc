@@ -200,8 +200,8 @@ bool UnwindTableLoader::Incomplete(uint32_t pid) const {
 
 uint32_t UnwindTableLoader::VdsoTableFor(uint32_t pid, const MemoryMapping& m, uint64_t* table_base) {
   // The vdso exists only in memory; every process of one kernel maps the same image.
-  StatusOr<std::string> image = procfs_.ReadMemory(pid, m.start, m.end - m.start);
-  if (!image.ok() || image->empty()) return WS_TABLE_NONE;
+  std::shared_ptr<const std::string> image = files_->VdsoImage(pid, m);
+  if (!image || image->empty()) return WS_TABLE_NONE;
   auto known = vdso_key_by_image_.find(*image);
   if (known == vdso_key_by_image_.end()) {
     const std::string key = "vdso:" + std::to_string(vdso_key_by_image_.size());

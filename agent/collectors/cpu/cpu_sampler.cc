@@ -179,6 +179,9 @@ Status CpuSampler::PollProcessEvents(std::chrono::milliseconds timeout,
                                      const std::function<void(const ws_proc_event&)>& on_event) {
   on_event_ = on_event;
   int n = ring_buffer__poll(proc_events_, static_cast<int>(timeout.count()));
+  // Exit events do not wake the poll (see emit_proc_event): take what a
+  // timeout left in the ring as well.
+  if (n >= 0) n = ring_buffer__consume(proc_events_);
   on_event_ = nullptr;
   if (n < 0 && n != -EINTR) return ErrnoError(-n, "polling process events");
   return Status::Ok();

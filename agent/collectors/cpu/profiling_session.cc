@@ -263,6 +263,7 @@ void ProfilingSession::AddCounters(std::vector<ProfileCounter>* counters) const 
   SetCounter(counters, "binary_cache_hits", files.known);
   SetCounter(counters, "binary_cache_misses", files.opened);
   SetCounter(counters, "binary_opens_shared", files.shared);
+  SetCounter(counters, "vdso_images_read", files.vdso_reads);
   // The worker that reads new binaries, and what waited for it.
   const BinaryLearnerStats learn = learner_->stats();
   SetCounter(counters, "binary_learn_files", learn.files_done);
@@ -288,6 +289,7 @@ void ProfilingSession::AddCounters(std::vector<ProfileCounter>* counters) const 
   SetCounter(counters, "python_processes", py.processes);
   SetCounter(counters, "python_unsupported_processes", py.unsupported_processes);
   SetCounter(counters, "python_code_objects_read", py.code_objects_read);
+  SetCounter(counters, "python_code_objects_shared", py.code_objects_shared);
   SetCounter(counters, "python_code_object_errors", py.code_object_errors);
   SetCounter(counters, "python_frames_resolved", py.frames_resolved);
   SetCounter(counters, "python_frames_unresolved", py.frames_unresolved);

@@ -22,6 +22,8 @@ namespace {
 constexpr size_t kMaxNameChars = 4096;
 // Header offsets above this mean a broken layout, not a bigger object.
 constexpr uint32_t kMaxHeaderSpan = 512;
+// Bytes read past a str or bytes header in the same read, for its payload.
+constexpr size_t kReadAhead = 192;
 
 std::string Hex(uint64_t v) {
   char buf[24];
@@ -235,8 +237,14 @@ StatusOr<std::string> ReadPythonString(const ReadMemoryFn& read, const PythonObj
   }
   const uint32_t span = std::max(layout.str_length + 8, layout.str_state + 4);
   if (span > kMaxHeaderSpan) return FailedPreconditionError("str header offsets are out of range");
-  std::string header(span, '\0');
-  RETURN_IF_ERROR(read(addr, header.data(), header.size()).WithContext("str at " + Hex(addr)));
+  // Names are short and follow their header: one read usually brings both. A
+  // read past the object that reaches an unmapped page fails, and the header
+  // is then read alone.
+  std::string header(std::max<size_t>(span, std::max(layout.ascii_data, layout.compact_data) + kReadAhead), '\0');
+  if (!read(addr, header.data(), header.size()).ok()) {
+    header.resize(span);
+    RETURN_IF_ERROR(read(addr, header.data(), header.size()).WithContext("str at " + Hex(addr)));
+  }
   const int64_t length = Load<int64_t>(header, layout.str_length);
   const uint32_t state = Load<uint32_t>(header, layout.str_state);
   if (length < 0) return DataLossError("str at " + Hex(addr) + " has negative length " + std::to_string(length));
@@ -252,9 +260,18 @@ StatusOr<std::string> ReadPythonString(const ReadMemoryFn& read, const PythonObj
     return DataLossError("str at " + Hex(addr) + " has invalid kind " + std::to_string(kind));
   }
   if (ascii && kind != 1) return DataLossError("ASCII str at " + Hex(addr) + " has kind " + std::to_string(kind));
-  std::string raw(static_cast<size_t>(length) * kind, '\0');
-  const uint64_t data = addr + (ascii ? layout.ascii_data : layout.compact_data);
-  if (!raw.empty()) RETURN_IF_ERROR(read(data, raw.data(), raw.size()).WithContext("str data at " + Hex(data)));
+  const uint32_t data_offset = ascii ? layout.ascii_data : layout.compact_data;
+  const size_t raw_size = static_cast<size_t>(length) * kind;
+  std::string raw;
+  if (raw_size == 0) {
+    // the empty str: nothing to read
+  } else if (data_offset + raw_size <= header.size()) {
+    raw = header.substr(data_offset, raw_size);
+  } else {
+    raw.assign(raw_size, '\0');
+    const uint64_t data = addr + data_offset;
+    RETURN_IF_ERROR(read(data, raw.data(), raw.size()).WithContext("str data at " + Hex(data)));
+  }
   if (ascii) {
     const bool clean = std::all_of(raw.begin(), raw.end(), [](char c) { return (c & 0x80) == 0; });
     if (!clean) return DataLossError("ASCII str at " + Hex(addr) + " holds non-ASCII bytes");
@@ -266,17 +283,24 @@ StatusOr<std::string> ReadPythonString(const ReadMemoryFn& read, const PythonObj
 StatusOr<std::string> ReadPythonBytes(const ReadMemoryFn& read, const PythonObjectLayout& layout, uint64_t addr,
                                       size_t max_len) {
   if (addr == 0) return InvalidArgumentError("null bytes pointer");
-  int64_t size = 0;
-  RETURN_IF_ERROR(read(addr + layout.bytes_size, &size, sizeof(size)).WithContext("bytes at " + Hex(addr)));
+  // As for str: the size and a short payload in one read when it can be.
+  std::string head(std::max<size_t>(layout.bytes_size + sizeof(int64_t), layout.bytes_data + kReadAhead), '\0');
+  if (!read(addr, head.data(), head.size()).ok()) {
+    head.resize(layout.bytes_size + sizeof(int64_t));
+    RETURN_IF_ERROR(read(addr, head.data(), head.size()).WithContext("bytes at " + Hex(addr)));
+  }
+  const int64_t size = Load<int64_t>(head, layout.bytes_size);
   if (size < 0) return DataLossError("bytes at " + Hex(addr) + " has negative size " + std::to_string(size));
   if (static_cast<uint64_t>(size) > max_len) {
     return ResourceExhaustedError("bytes at " + Hex(addr) + " has " + std::to_string(size) +
                                   " bytes, over the limit of " + std::to_string(max_len));
   }
-  std::string out(static_cast<size_t>(size), '\0');
-  if (!out.empty()) {
-    RETURN_IF_ERROR(read(addr + layout.bytes_data, out.data(), out.size()).WithContext("bytes data at " + Hex(addr)));
+  if (size == 0) return std::string();
+  if (layout.bytes_data + static_cast<size_t>(size) <= head.size()) {
+    return head.substr(layout.bytes_data, static_cast<size_t>(size));
   }
+  std::string out(static_cast<size_t>(size), '\0');
+  RETURN_IF_ERROR(read(addr + layout.bytes_data, out.data(), out.size()).WithContext("bytes data at " + Hex(addr)));
   return out;
 }
 

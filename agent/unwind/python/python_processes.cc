@@ -2,6 +2,8 @@
 
 #include <bpf/bpf.h>
 
+#include <algorithm>
+
 #include "base/logging.h"
 #include "bpf/intf/unwind.h"
 
@@ -9,6 +11,7 @@ namespace warpscope {
 namespace {
 
 constexpr size_t kMaxCodeObjectsPerProcess = 1 << 16;
+constexpr size_t kMaxStaticCodeObjects = 1 << 14;
 
 }  // namespace
 
@@ -118,6 +121,11 @@ uint32_t PythonProcesses::Describe(const ProcessInfo& info) {
   it->second.generation = info.generation;
   it->second.version = *found->version;
   it->second.binary_key = IdentityOf(*found_mapping);
+  it->second.bias = *bias;
+  it->second.static_ranges.clear();
+  for (const PythonBinary::Segment& seg : found->segments) {
+    if (seg.file_size > 0) it->second.static_ranges.emplace_back(seg.vaddr + *bias, seg.vaddr + *bias + seg.file_size);
+  }
   exited_.erase(info.pid);
   return WS_PROC_PYTHON;
 }
@@ -153,11 +161,27 @@ std::shared_ptr<const PythonCodeInfo> PythonProcesses::Lookup(uint32_t pid, Proc
   const auto key = std::make_pair(code_addr, fingerprint);
   auto it = p.code.find(key);
   if (it != p.code.end()) return it->second;
+  const bool in_image = std::any_of(p.static_ranges.begin(), p.static_ranges.end(), [&](const auto& r) {
+    return code_addr >= r.first && code_addr < r.second;
+  });
+  const StaticCodeKey static_key{p.binary_key, code_addr - p.bias, fingerprint};
+  if (in_image) {
+    if (auto s = static_code_.find(static_key); s != static_code_.end()) {
+      ++stats_.code_objects_shared;
+      if (p.code.size() >= kMaxCodeObjectsPerProcess) p.code.clear();
+      p.code.emplace(key, s->second);
+      return s->second;
+    }
+  }
   std::shared_ptr<const PythonCodeInfo> info;
   StatusOr<PythonCodeInfo> read = ReadCodeObject(ProcessMemoryReader(pid), *p.layout, code_addr);
   ++stats_.code_objects_read;
   if (read.ok() && read->fingerprint == fingerprint) {
     info = std::make_shared<const PythonCodeInfo>(std::move(read).value());
+    if (in_image) {
+      if (static_code_.size() >= kMaxStaticCodeObjects) static_code_.clear();
+      static_code_.emplace(static_key, info);
+    }
   } else {
     ++stats_.code_object_errors;
     if (!read.ok()) LOG_DEBUG() << "python: pid " << pid << " code object: " << read.status().message();

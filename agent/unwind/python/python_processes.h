@@ -44,6 +44,7 @@ struct PythonStats {
   uint64_t processes = 0;              // processes with a supported CPython
   uint64_t unsupported_processes = 0;  // CPython found, version not supported
   uint64_t code_objects_read = 0;
+  uint64_t code_objects_shared = 0;    // taken from another process of the same binary (static code objects)
   uint64_t code_object_errors = 0;     // unreadable, or its fingerprint no longer matched
   uint64_t frames_resolved = 0;
   uint64_t frames_unresolved = 0;
@@ -99,6 +100,11 @@ class PythonProcesses {
     const PythonLayout* layout = nullptr;
     PythonVersion version;
     FileIdentity binary_key;  // its entry in binaries_
+    uint64_t bias = 0;        // the load bias of that binary
+    // Where the binary's initialized data lies in the process: code objects
+    // there (CPython's deep-frozen modules) are the same in every process of
+    // the binary.
+    std::vector<std::pair<uint64_t, uint64_t>> static_ranges;
     std::map<std::pair<uint64_t, uint32_t>, std::shared_ptr<const PythonCodeInfo>> code;  // (addr, fingerprint)
   };
   // Per file: the binary when it holds CPython; null when it does not.
@@ -113,6 +119,19 @@ class PythonProcesses {
   std::unordered_map<FileIdentity, std::unique_ptr<PythonBinary>, FileIdentityHash> binaries_;
   std::unordered_set<std::string> warned_;  // binaries whose version was reported unsupported
   std::unordered_map<uint32_t, Process> processes_;
+  // Static code objects by (binary, address less the load bias, fingerprint).
+  struct StaticCodeKey {
+    FileIdentity binary;
+    uint64_t vaddr;
+    uint32_t fingerprint;
+    bool operator==(const StaticCodeKey&) const = default;
+  };
+  struct StaticCodeKeyHash {
+    size_t operator()(const StaticCodeKey& k) const {
+      return FileIdentityHash()(k.binary) ^ std::hash<uint64_t>()(k.vaddr * 31 + k.fingerprint);
+    }
+  };
+  std::unordered_map<StaticCodeKey, std::shared_ptr<const PythonCodeInfo>, StaticCodeKeyHash> static_code_;
   std::unordered_set<uint32_t> exited_;
   bool defer_reads_ = false;
   PythonStats stats_;

@@ -170,5 +170,60 @@ TEST(PythonProcessesTest, ResolvesByAddressAndFingerprint) {
   }
 }
 
+// A code object inside the interpreter's image (3.11 and 3.12 deep-freeze
+// the bootstrap modules into its data) is the same in every process of that
+// binary: the second process takes it without a read. Code objects on the
+// heap are read for each process.
+TEST(PythonProcessesTest, StaticCodeObjectsAreSharedAcrossProcesses) {
+  auto pythons = testing::FindTestPythons();
+  ASSERT_TRUE(pythons.ok());
+  const char* script =
+      "import sys, importlib._bootstrap as b\n"
+      "def f(): pass\n"
+      "for c in (b._find_and_load.__code__, f.__code__):\n"
+      "    print(id(c), c.co_argcount, c.co_flags, c.co_firstlineno, end=' ')\n"
+      "print(flush=True)\n"
+      "sys.stdin.read()\n";
+  for (const auto& py : *pythons) {
+    SCOPED_TRACE(testing::Describe(py));
+    PythonProcesses python(-1, ProcFs());
+    ProcessTable table{ProcFs()};
+    std::unique_ptr<ChildProcess> children[2];
+    for (int i = 0; i < 2; ++i) {
+      auto child = ChildProcess::Start({py.path, "-c", script});
+      ASSERT_TRUE(child.ok());
+      children[i] = std::move(child).value();
+      auto line = children[i]->ReadLine(10000);
+      ASSERT_TRUE(line.ok());
+      unsigned long long addr[2] = {};
+      unsigned argcount[2] = {}, flags[2] = {}, first[2] = {};
+      ASSERT_EQ(sscanf(line->c_str(), "%llu %u %u %u %llu %u %u %u", &addr[0], &argcount[0], &flags[0], &first[0],
+                       &addr[1], &argcount[1], &flags[1], &first[1]),
+                8);
+      const ProcessInfo* info = table.OnProcessSeen(children[i]->pid());
+      ASSERT_NE(info, nullptr);
+      ASSERT_EQ(python.Describe(*info), WS_PROC_PYTHON);
+      const uint64_t read_before = python.stats().code_objects_read;
+      const uint64_t shared_before = python.stats().code_objects_shared;
+      PythonFrame boot = python.Resolve(children[i]->pid(), addr[0], ws_py_fingerprint(argcount[0], flags[0], first[0]), 0);
+      EXPECT_TRUE(boot.resolved);
+      EXPECT_EQ(boot.name, "_find_and_load");
+      PythonFrame heap = python.Resolve(children[i]->pid(), addr[1], ws_py_fingerprint(argcount[1], flags[1], first[1]), 0);
+      EXPECT_TRUE(heap.resolved);
+      EXPECT_EQ(heap.name, "f");
+      EXPECT_EQ(heap.filename, "<string>");
+      const bool deep_frozen = py.version.minor == 11 || py.version.minor == 12;
+      const uint64_t shared = python.stats().code_objects_shared - shared_before;
+      const uint64_t read = python.stats().code_objects_read - read_before;
+      EXPECT_EQ(shared + read, 2u);
+      if (i == 0 || !deep_frozen) {
+        EXPECT_EQ(shared, 0u) << "only code objects in the image are shared";
+      } else {
+        EXPECT_EQ(shared, 1u);  // _find_and_load, from the first process; f is read
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace warpscope
