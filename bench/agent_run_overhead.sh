@@ -102,7 +102,6 @@ PORT=${WS_BENCH_PORT:-17081}
 MPORT=${WS_BENCH_METRICS_PORT:-19491}
 IDLE=${WS_BENCH_IDLE:-500}
 PY_WORK='import json, zlib; zlib.compress(json.dumps([{"n": i, "s": str(i)} for i in range(1000)]).encode())'
-CLK_TCK=$(getconf CLK_TCK)
 ncpu=$(nproc)
 for f in "$AGENT" "$SERVER" "$PROGS/cpu_split" "$PROGS/short_lived" "$PERF" "$PY"; do
   [[ -x $f ]] || { echo "missing $f" >&2; exit 1; }
@@ -116,7 +115,7 @@ for p in "$PORT" "$MPORT"; do
 done
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/ws_run_bench.XXXXXX")
-declare -A LIVE  # every process started here and not stopped yet (cleanup stops them)
+source bench/lib/agent_bench.sh  # LIVE: every process started here and not stopped yet (cleanup stops them)
 IPT_RULE=()      # the iptables counting rule, once inserted
 cleanup() {
   local rc=$?
@@ -130,104 +129,10 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
+bench_init
 
-# Sleeps without starting a process: a read with a timeout on a FIFO that no
-# one writes.
-mkfifo "$work/snooze"
-exec {SNOOZE}<>"$work/snooze"
-snooze() { read -r -t "$1" -u "$SNOOZE" _ || true; }
-now_us() { REPLY=${EPOCHREALTIME//[!0-9]/}; }
-wait_until() {  # $1 = time in µs since the epoch
-  local d
-  now_us
-  d=$(($1 - REPLY))
-  if ((d > 0)); then
-    printf -v d '%d.%06d' $((d / 1000000)) $((d % 1000000))
-    snooze "$d"
-  fi
-}
-
-stop_pids() {  # SIGTERM the live ones among the pids and their children; SIGKILL what is left after 15 s
-  local p live=() kids=() i
-  for p; do
-    unset "LIVE[$p]"
-    kill -0 "$p" 2>/dev/null && live+=("$p")
-  done
-  ((${#live[@]})) || return 0
-  mapfile -t kids < <(pgrep -P "$(IFS=,; echo "${live[*]}")" || true)
-  kill -TERM "${live[@]}" "${kids[@]}" 2>/dev/null || true
-  for ((i = 0; i < 75; i++)); do
-    local left=()
-    for p in "${live[@]}" "${kids[@]}"; do kill -0 "$p" 2>/dev/null && left+=("$p"); done
-    ((${#left[@]})) || break
-    snooze 0.2
-  done
-  for p in "${live[@]}" "${kids[@]}"; do kill -0 "$p" 2>/dev/null && kill -KILL "$p" 2>/dev/null; done
-  for p in "${live[@]}"; do wait "$p" 2>/dev/null || true; done
-}
-
-wait_gone() {  # $1 = pid, $2 = seconds: 0 once it has exited (and is reaped), 1 if still there
-  local i
-  for ((i = 0; i < $2 * 5; i++)); do
-    kill -0 "$1" 2>/dev/null || { wait "$1" 2>/dev/null || true; unset "LIVE[$1]"; return 0; }
-    snooze 0.2
-  done
-  return 1
-}
-
-die() {  # $1 = message, then log files whose tails help
-  echo "error: $1" >&2
-  shift
-  for f; do [[ -f $f ]] && { echo "--- $f" >&2; tail -n 20 "$f" >&2; }; done
-  exit 1
-}
-
-oncpu_ns() {  # $1 = pid; REPLY: on-CPU ns summed over its live threads
-  local f a s=0
-  for f in /proc/"$1"/task/*/schedstat; do
-    { read -r a _ <"$f"; } 2>/dev/null && s=$((s + a))
-  done
-  REPLY=$s
-}
-
-cputime_ns() {  # $1 = pid; REPLY: user+system ns of the whole process, exited threads included
-  local line f
-  { read -r line <"/proc/$1/stat"; } 2>/dev/null || { REPLY=0; return; }
-  read -r -a f <<<"${line##*) }"
-  REPLY=$(((f[11] + f[12]) * 1000000000 / CLK_TCK))
-}
-
-status_kb() {  # $1 = pid, $2 = field of /proc/PID/status (VmRSS, VmHWM); REPLY in KB, 0 if gone
-  local k v
-  REPLY=0
-  { while read -r k v _; do
-      if [[ $k == "$2:" ]]; then REPLY=$v; break; fi
-    done <"/proc/$1/status"; } 2>/dev/null || true
-}
-
-# BPF run time of this agent's own ws_cpu_sample (other agents or tests on the
-# machine load programs of the same name): bpftool names the programs, the
-# agent's /proc/PID/fdinfo says which it holds and their run_time_ns, run_cnt.
-bpf_stats() {  # $1 = agent pid; REPLY: "run_time_ns run_cnt" of the ws_cpu_sample programs it holds
-  local ids f k v id t T=0 C=0 seen=" "
-  ids=" $(bpftool prog show -j 2>/dev/null | tr '}' '\n' |
-    awk '/"name":"ws_cpu_sample"/ && match($0, /"id":[0-9]+/) { printf "%s ", substr($0, RSTART + 5, RLENGTH - 5) }' || true)"
-  for f in /proc/"$1"/fdinfo/*; do
-    id='' t=''
-    { while read -r k v; do
-        case $k in
-          prog_id:) id=$v ;;
-          run_time_ns:) t=$v ;;
-          run_cnt:)
-            if [[ -n $id && -n $t && $ids == *" $id "* && $seen != *" $id "* ]]; then
-              seen+="$id "; T=$((T + t)); C=$((C + v))
-            fi
-            break ;;
-        esac
-      done <"$f"; } 2>/dev/null || true
-  done
-  REPLY="$T $C"
-}
+# BPF run time of this agent's own ws_cpu_sample programs.
+bpf_stats() { bpf_prog_stats "$1" ws_cpu_sample; }  # REPLY: "run_time_ns run_cnt"
 
 # Upload bytes: an iptables rule without a target counts the packets to the
 # server's port on lo and lets them through.
@@ -247,28 +152,6 @@ upload_bytes() {  # $1 = server data dir; REPLY: the upload measure now (bytes)
     REPLY=$(du -sb "$1" 2>/dev/null | awk '{print $1}' || true)
   fi
   REPLY=${REPLY:-0}
-}
-
-http_get() {  # $1 = port, $2 = path; the answer's body in HTTP_BODY; 1 if nothing listens
-  local fd line body='' in_body=''
-  { exec {fd}<>"/dev/tcp/127.0.0.1/$1"; } 2>/dev/null || return 1
-  printf 'GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n' "$2" >&"$fd"
-  while IFS= read -r -t 5 -u "$fd" line || [[ -n $line ]]; do
-    line=${line%$'\r'}
-    if [[ -n $in_body ]]; then body+=$line$'\n'; elif [[ -z $line ]]; then in_body=1; fi
-  done
-  exec {fd}>&-
-  HTTP_BODY=$body
-}
-
-declare -A CNT
-read_counters() {  # the agent's event counters into CNT (empty if /metrics does not answer)
-  local line re='^warpscope_agent_events_total\{.*event="([A-Za-z0-9_:.]+)".*\} ([0-9.eE+]+)$'
-  CNT=()
-  http_get "$MPORT" /metrics || return 0
-  while IFS= read -r line; do
-    if [[ $line =~ $re ]]; then CNT[${BASH_REMATCH[1]}]=${BASH_REMATCH[2]}; fi
-  done <<<"$HTTP_BODY"
 }
 
 cc -O2 -o "$work/churn" bench/agent_run_overhead/churn.c
@@ -331,7 +214,7 @@ run_config() {
     # its counters once per upload window anyway), so the scrapes cost the
     # steady window next to nothing.
     if [[ $mode == startup ]] && ((k < WARM || (k - WARM) % 10 == 0)); then
-      read_counters
+      read_counters "$MPORT"
       d=${CNT[unwind_processes_described]:-}
       if [[ -n $d && $d != "$described" ]]; then described=$d; last_rise=$k; fi
     fi
@@ -348,7 +231,7 @@ run_config() {
   status_kb "$agent" VmHWM; R_HWM=$REPLY
   R_PERF_HWM=0
   [[ -z $perf ]] || { status_kb "$perf" VmHWM; R_PERF_HWM=$REPLY; }
-  read_counters
+  read_counters "$MPORT"
 
   kill -TERM "$agent" 2>/dev/null || true
   wait_gone "$agent" 60 || { echo "the agent did not stop within 60 s: killed" >&2; stop_pids "$agent"; }
@@ -379,8 +262,6 @@ run_config() {
   R_LAST_RISE=$last_rise
 }
 
-median() { sort -g | awk '{a[NR]=$1} END {if (NR == 0) print "n/a"; else print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
-median_of() { tr ' ' '\n' <<<"$1" | { grep -v '^$' || true; } | median; }
 
 # The counters of the second table.
 COUNTERS=(elf_opens binary_cache unwind_tables_built unwind_tables_rebuilt unwind_tables_freed symbol_tables_loaded
