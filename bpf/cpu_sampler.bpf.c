@@ -17,7 +17,16 @@
  *
  * Every place that can lose data increments a per-CPU counter in `stats`.
  * Process lifecycle events (first sample of a pid, exec, exit) go to user space
- * through `proc_events` so /proc/PID/maps is read while the process lives. */
+ * through `proc_events` so /proc/PID/maps is read while the process lives.
+ *
+ * Off-CPU time (off_cpu): ws_sched_switch sees a thread block (switched out
+ * and not runnable) and, for one blocking in off_cpu_sample_every, notes the
+ * time and the kernel stack in off_cpu_pending; when the thread is switched
+ * back in it notes the end. ws_off_cpu_end runs when the thread leaves the
+ * system call it blocked in (sys_exit, in its own context: the user stack is
+ * still that of the wait): it unwinds the user stack like a CPU sample and
+ * adds the blocked nanoseconds times the weight to off_cpu_counts_N, which
+ * share stacks_N. Only tracepoints: no kprobe or trampoline is needed. */
 #include "vmlinux.h"
 
 #include <bpf/bpf_core_read.h>
@@ -39,8 +48,19 @@ const volatile bool filter_pids = false;
 /* Interleave CPython frames into user stacks (ws_python.h). */
 const volatile bool python_frames = true;
 
+/* Off-CPU time: the programs below are loaded only with it on. Waits shorter
+ * than off_cpu_min_ns are not counted; at most off_cpu_max_per_bucket waits
+ * are timed per CPU per 2^27 ns (134 ms). */
+const volatile bool off_cpu = false;
+const volatile __u64 off_cpu_min_ns = 0;
+const volatile __u32 off_cpu_max_per_bucket = 100;
+
 /* Written by user space through the mmaped .bss: which buffer samples go to. */
 __u32 active_buffer = 0;
+/* Written by user space (.bss): one blocking switch in this many is timed (0
+ * and 1: every one). User space raises it when switches come faster than its
+ * target rate of timed waits; each timed wait then stands for this many. */
+__u32 off_cpu_sample_every = 0;
 
 /* max_entries of every map below is set by user space from ComputeCpuSamplerMapSizes()
  * (agent/collectors/cpu/map_sizing.h); the values here are placeholders. */
@@ -52,6 +72,9 @@ struct counts_map {
 };
 struct counts_map counts_0 SEC(".maps");
 struct counts_map counts_1 SEC(".maps");
+
+struct counts_map off_cpu_counts_0 SEC(".maps"); /* value: blocked nanoseconds, re-weighted */
+struct counts_map off_cpu_counts_1 SEC(".maps");
 
 struct stacks_map {
   __uint(type, BPF_MAP_TYPE_HASH);
@@ -90,10 +113,41 @@ struct {
   __type(value, __u64);
 } stats SEC(".maps");
 
-/* Scratch space for the two stacks of one sample (too big for the BPF stack). */
+/* Timed waits in progress by thread id (ws_sched_switch -> ws_off_cpu_end). A
+ * thread that exits while one is noted is removed by ws_process_exit. */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 1024);
+  __type(key, __u32);
+  __type(value, struct ws_off_cpu_pending);
+} off_cpu_pending SEC(".maps");
+
+/* Per CPU: a wait being noted (too big for the BPF stack). */
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-  __uint(max_entries, 2);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct ws_off_cpu_pending);
+} off_cpu_scratch SEC(".maps");
+
+/* Per CPU: the current 2^27 ns bucket and the waits timed in it. */
+struct ws_off_cpu_budget {
+  __u64 bucket;
+  __u64 used;
+};
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct ws_off_cpu_budget);
+} off_cpu_budget SEC(".maps");
+
+/* Scratch space for the two stacks of one sample (too big for the BPF stack):
+ * slots 0 and 1 for CPU samples, 2 and 3 for off-CPU time (ws_off_cpu_end
+ * runs with interrupts on, so a CPU sample can come in the middle of it). */
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 4);
   __type(key, __u32);
   __type(value, struct ws_stack);
 } stack_scratch SEC(".maps");
@@ -148,9 +202,14 @@ static __always_inline __u64 store_stack(void *stacks, struct ws_stack *stack, _
   return hash;
 }
 
-static __always_inline int record_sample(struct bpf_perf_event_data *ctx, __u32 pid, __u32 tid,
-                                         struct task_struct *task, void *counts, void *stacks, __u32 buffer) {
-  __u32 user_slot = 0, kernel_slot = 1;
+/* Captures the current task's stacks and adds `value` to its key in `counts`
+ * (CPU samples: 1; off-CPU: nanoseconds). `recorded` and `counts_full` are the
+ * stats to count the outcome in. ctx: the program's context (perf event or
+ * tracepoint), for the kernel stack. */
+static __always_inline int record_sample(void *ctx, __u32 pid, __u32 tid, struct task_struct *task, void *counts,
+                                         void *stacks, __u32 buffer, __u64 value, __u32 recorded,
+                                         __u32 counts_full, __u32 user_slot, bool kernel_given) {
+  __u32 kernel_slot = user_slot + 1;
   struct ws_stack *user_stack = bpf_map_lookup_elem(&stack_scratch, &user_slot);
   struct ws_stack *kernel_stack = bpf_map_lookup_elem(&stack_scratch, &kernel_slot);
   if (!user_stack || !kernel_stack) return 0;
@@ -171,7 +230,8 @@ static __always_inline int record_sample(struct bpf_perf_event_data *ctx, __u32 
       key.user_stack_hash = store_stack(stacks, user_stack, WS_USER_STACK_SEED, pid, buffer);
     }
   }
-  if (ws_capture_kernel_stack(ctx, kernel_stack) < 0) {
+  /* kernel_given: the caller filled the kernel slot. */
+  if (!kernel_given && ws_capture_kernel_stack(ctx, kernel_stack) < 0) {
     stat_inc(WS_STAT_KERNEL_STACK_ERROR);
   } else if (kernel_stack->len > 0) {
     key.kernel_stack_hash = store_stack(stacks, kernel_stack, WS_KERNEL_STACK_SEED, pid, buffer);
@@ -179,19 +239,18 @@ static __always_inline int record_sample(struct bpf_perf_event_data *ctx, __u32 
 
   __u64 *count = bpf_map_lookup_elem(counts, &key);
   if (count) {
-    __sync_fetch_and_add(count, 1);
+    __sync_fetch_and_add(count, value);
   } else {
-    __u64 one = 1;
-    long err = bpf_map_update_elem(counts, &key, &one, BPF_NOEXIST);
+    long err = bpf_map_update_elem(counts, &key, &value, BPF_NOEXIST);
     if (err == -17 /* EEXIST: inserted by another CPU meanwhile */) {
       count = bpf_map_lookup_elem(counts, &key);
-      if (count) __sync_fetch_and_add(count, 1);
+      if (count) __sync_fetch_and_add(count, value);
     } else if (err != 0) {
-      stat_inc(WS_STAT_DROP_COUNTS_FULL);
+      stat_inc(counts_full);
       return 0;
     }
   }
-  stat_inc(WS_STAT_RECORDED);
+  stat_inc(recorded);
   return 0;
 }
 
@@ -214,8 +273,138 @@ int ws_cpu_sample(struct bpf_perf_event_data *ctx) {
    * sent, and a late "seen" would make user space describe a dead process. */
   if (!(BPF_CORE_READ(task, flags) & (WS_PF_KTHREAD | WS_PF_EXITING))) note_process(pid);
 
-  if (*(volatile __u32 *)&active_buffer & 1) return record_sample(ctx, pid, tid, task, &counts_1, &stacks_1, 1);
-  return record_sample(ctx, pid, tid, task, &counts_0, &stacks_0, 0);
+  if (*(volatile __u32 *)&active_buffer & 1) {
+    return record_sample(ctx, pid, tid, task, &counts_1, &stacks_1, 1, 1, WS_STAT_RECORDED, WS_STAT_DROP_COUNTS_FULL,
+                         0, false);
+  }
+  return record_sample(ctx, pid, tid, task, &counts_0, &stacks_0, 0, 1, WS_STAT_RECORDED, WS_STAT_DROP_COUNTS_FULL, 0,
+                       false);
+}
+
+/* task_struct.state became __state in 5.14. */
+struct task_struct___pre514 {
+  long state;
+} __attribute__((preserve_access_index));
+
+static __always_inline long task_state(struct task_struct *t) {
+  if (bpf_core_field_exists(t->__state)) return BPF_CORE_READ(t, __state);
+  return BPF_CORE_READ((struct task_struct___pre514 *)t, state);
+}
+
+/* Whether this CPU may time one more wait in the current bucket. */
+static __always_inline bool off_cpu_budget_allows(__u64 now) {
+  __u32 zero = 0;
+  struct ws_off_cpu_budget *b = bpf_map_lookup_elem(&off_cpu_budget, &zero);
+  if (!b) return false;
+  const __u64 bucket = now >> 27;
+  if (b->bucket != bucket) {
+    b->bucket = bucket;
+    b->used = 0;
+  }
+  if (b->used >= off_cpu_max_per_bucket) return false;
+  b->used += 1;
+  return true;
+}
+
+/* A thread is switched out. Runs in the scheduler with interrupts off, for
+ * every context switch on the node: it must stay cheap. Only a thread that
+ * blocks (not preempted, not runnable) of a profiled process, and only one in
+ * off_cpu_sample_every of those, costs more than a few reads. */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(ws_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next) {
+  /* The end of a timed wait: its thread runs again. */
+  const __u32 next_tid = BPF_CORE_READ(next, pid);
+  if (next_tid != 0) {
+    struct ws_off_cpu_pending *ended = bpf_map_lookup_elem(&off_cpu_pending, &next_tid);
+    if (ended && ended->end_ns == 0) ended->end_ns = bpf_ktime_get_ns();
+  }
+  if (preempt || task_state(prev) == 0 /* TASK_RUNNING: it yields, it does not wait */) return 0;
+  /* Kernel threads are not profiled off-CPU; an exiting task's last switch is
+   * not a wait. */
+  if (BPF_CORE_READ(prev, flags) & (WS_PF_KTHREAD | WS_PF_EXITING)) return 0;
+  const __u32 tid = BPF_CORE_READ(prev, pid);
+  if (tid == 0) return 0;
+  if (filter_pids) {
+    __u32 pid = BPF_CORE_READ(prev, tgid);
+    if (!bpf_map_lookup_elem(&target_pids, &pid)) return 0;
+  }
+  stat_inc(WS_STAT_OFFCPU_SWITCHES);
+  const __u32 every = *(volatile __u32 *)&off_cpu_sample_every;
+  /* Random, not every n-th: two threads that take turns on a CPU would
+   * otherwise always be the one chosen, or never. */
+  if (every > 1 && bpf_get_prandom_u32() % every != 0) return 0;
+  stat_inc(WS_STAT_OFFCPU_TIMED);
+  const __u64 now = bpf_ktime_get_ns();
+  if (!off_cpu_budget_allows(now)) {
+    stat_inc(WS_STAT_OFFCPU_RATE_LIMITED);
+    return 0;
+  }
+  /* A wait of this thread that ended without a system call exit (it blocked
+   * in a page fault) is replaced, and counted. */
+  struct ws_off_cpu_pending *earlier = bpf_map_lookup_elem(&off_cpu_pending, &tid);
+  if (earlier && earlier->end_ns != 0) stat_inc(WS_STAT_OFFCPU_NOT_SYSCALL);
+  __u32 zero = 0;
+  struct ws_off_cpu_pending *pending = bpf_map_lookup_elem(&off_cpu_scratch, &zero);
+  if (!pending) return 0;
+  pending->start_ns = now;
+  pending->end_ns = 0;
+  pending->weight = every > 1 ? every : 1;
+  struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);
+  pending->user_ip = regs ? BPF_CORE_READ(regs, ip) : 0;
+  /* prev is the current task here: this is the stack it blocks in. */
+  long bytes = bpf_get_stack(ctx, pending->kernel_frames, sizeof(pending->kernel_frames), 0);
+  pending->kernel_len = bytes > 0 ? (__u32)(bytes / sizeof(__u64)) : 0;
+  if (bpf_map_update_elem(&off_cpu_pending, &tid, pending, BPF_ANY) != 0) stat_inc(WS_STAT_OFFCPU_PENDING_FULL);
+  return 0;
+}
+
+/* A thread leaves a system call. When it blocked in that call with a timed
+ * wait, the wait is recorded: its user stack is unwound now, in the thread's
+ * own context, from the same registers it blocked with. */
+SEC("tp_btf/sys_exit")
+int BPF_PROG(ws_off_cpu_end, struct pt_regs *regs, long ret) {
+  const __u64 pid_tgid = bpf_get_current_pid_tgid();
+  const __u32 tid = (__u32)pid_tgid;
+  struct ws_off_cpu_pending *pending = bpf_map_lookup_elem(&off_cpu_pending, &tid);
+  if (!pending) return 0;
+  const __u64 start = pending->start_ns, end = pending->end_ns, weight = pending->weight;
+  const __u64 user_ip = pending->user_ip;
+  __u32 kernel_slot = 3;
+  struct ws_stack *kernel_stack = bpf_map_lookup_elem(&stack_scratch, &kernel_slot);
+  if (!kernel_stack) return 0;
+  __u32 len = pending->kernel_len;
+  if (len > WS_OFFCPU_KERNEL_FRAMES) len = WS_OFFCPU_KERNEL_FRAMES;
+  for (int i = 0; i < WS_OFFCPU_KERNEL_FRAMES; i++) {
+    if (i >= len) break;
+    kernel_stack->frames[i] = pending->kernel_frames[i];
+  }
+  kernel_stack->len = len;
+  kernel_stack->flags = WS_STACK_KERNEL | (len >= WS_OFFCPU_KERNEL_FRAMES ? WS_STACK_TRUNCATED : 0);
+  bpf_map_delete_elem(&off_cpu_pending, &tid);
+  /* Not the call it blocked in (it blocked in a page fault and made this call
+   * later): its stack now is not the wait's. */
+  if (end == 0 || end <= start || BPF_CORE_READ(regs, ip) != user_ip) {
+    stat_inc(WS_STAT_OFFCPU_NOT_SYSCALL);
+    return 0;
+  }
+  const __u64 blocked = end - start;
+  if (blocked < off_cpu_min_ns) {
+    stat_inc(WS_STAT_OFFCPU_SHORT);
+    return 0;
+  }
+  const __u32 pid = pid_tgid >> 32;
+  struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+  note_process(pid);
+  /* Capped at 2^50 ns (13 days) so a long wait times a large weight cannot
+   * overflow; the server takes no larger value anyway. */
+  const __u64 cap = 1ULL << 50;
+  const __u64 value = blocked > cap / weight ? cap : blocked * weight;
+  if (*(volatile __u32 *)&active_buffer & 1) {
+    return record_sample(ctx, pid, tid, task, &off_cpu_counts_1, &stacks_1, 1, value, WS_STAT_OFFCPU_RECORDED,
+                         WS_STAT_OFFCPU_DROP_COUNTS_FULL, 2, true);
+  }
+  return record_sample(ctx, pid, tid, task, &off_cpu_counts_0, &stacks_0, 0, value, WS_STAT_OFFCPU_RECORDED,
+                       WS_STAT_OFFCPU_DROP_COUNTS_FULL, 2, true);
 }
 
 /* tp_btf programs attach without tracefs, which is often not mounted. */
@@ -230,7 +419,9 @@ int BPF_PROG(ws_process_exec, struct task_struct *p) {
 
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(ws_process_exit, struct task_struct *p) {
-  ws_py_forget_thread(BPF_CORE_READ(p, pid)); /* every thread: its cached Python thread state dies with it */
+  const __u32 tid = BPF_CORE_READ(p, pid);
+  ws_py_forget_thread(tid); /* every thread: its cached Python thread state dies with it */
+  if (off_cpu) bpf_map_delete_elem(&off_cpu_pending, &tid);
   /* signal->live reaches 0 when the last thread of the group exits (it is
    * decremented before this tracepoint on every kernel we support). */
   if (BPF_CORE_READ(p, signal, live.counter) != 0) return 0;

@@ -66,10 +66,35 @@ void ProfileBuilder::AddSample(const std::vector<uint64_t>& location_ids_leaf_fi
                                const SampleLabels& labels) {
   DCHECK(count >= 0) << "negative sample count " << count;
   if (count <= 0) return;
+  AddValues(location_ids_leaf_first, count, count * profile_.period_nanos, labels);
+}
+
+std::vector<uint64_t> ProfileBuilder::InternStack(const Profile& from, const std::vector<uint64_t>& location_ids) {
+  std::vector<uint64_t> out;
+  out.reserve(location_ids.size());
+  for (uint64_t id : location_ids) {
+    const ProfileLocation& loc = from.location(id);
+    std::vector<ProfileLine> lines;
+    for (const ProfileLine& line : loc.lines) {
+      const ProfileFunction& f = from.function(line.function_id);
+      lines.push_back({InternFunction(f.name, f.system_name, f.filename), line.line});
+    }
+    if ((loc.kind == FrameKind::kPython || loc.kind == FrameKind::kCudaKernel) && !lines.empty()) {
+      out.push_back(InternSourceLocation(lines.front().function_id, lines.front().line, loc.kind));
+      continue;
+    }
+    const uint64_t mapping = loc.mapping_id == 0 ? 0 : InternMapping(from.mapping(loc.mapping_id));
+    out.push_back(InternLocation(mapping, loc.address, loc.kind, lines));
+  }
+  return out;
+}
+
+void ProfileBuilder::AddValues(const std::vector<uint64_t>& location_ids_leaf_first, int64_t count,
+                               int64_t cpu_nanos, const SampleLabels& labels) {
+  if (count <= 0 && cpu_nanos <= 0) return;
   for (uint64_t id : location_ids_leaf_first) {
     DCHECK(id >= 1 && id <= profile_.locations.size()) << "unknown location id " << id;
   }
-  const int64_t cpu_nanos = count * profile_.period_nanos;
   auto [it, inserted] = sample_index_.try_emplace(std::make_tuple(location_ids_leaf_first, labels, sample_time_nanos_),
                                                   profile_.samples.size());
   if (!inserted) {

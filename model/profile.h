@@ -138,6 +138,13 @@ class ProfileBuilder {
   // Samples with equal stack, labels and sample time are merged.
   void AddSample(const std::vector<uint64_t>& location_ids_leaf_first, int64_t count,
                  const SampleLabels& labels);
+  // Like AddSample, with both values given (ProfileSample::count and
+  // ::cpu_nanos): a profile of two sample types other than the CPU's.
+  void AddValues(const std::vector<uint64_t>& location_ids_leaf_first, int64_t first, int64_t second,
+                 const SampleLabels& labels);
+  // The locations of `from`'s stack `location_ids` (leaf first), interned
+  // here with their mappings and functions.
+  std::vector<uint64_t> InternStack(const Profile& from, const std::vector<uint64_t>& location_ids);
   // The ProfileSample::time_nanos of samples added from now on (0: none).
   void SetSampleTime(int64_t unix_nanos) { sample_time_nanos_ = unix_nanos; }
   void SetCounter(const std::string& name, uint64_t value);

@@ -74,6 +74,41 @@ TEST(ProfileBuilderTest, MergesIdenticalSamplesOnly) {
   EXPECT_EQ(p.samples[2].labels.tid, 2u);
 }
 
+// A stack of one profile interned into another keeps its frames (mapping,
+// functions, Python and kernel frames); two values go where they are given.
+TEST(ProfileBuilderTest, InternStackCopiesFramesAndAddValuesKeepsBoth) {
+  ProfileBuilder from(0, 10'000'000, 100);
+  const uint64_t m = from.InternMapping({0, 0x1000, 0x2000, 0, "/bin/app", "ab12", false});
+  const uint64_t native = from.InternLocation(m, 0x1234, FrameKind::kNative, {{from.InternFunction("g", "_Z1gv"), 7}});
+  const uint64_t py = from.InternSourceLocation(from.InternFunction("nap", "nap", "t.py"), 3, FrameKind::kPython);
+  const uint64_t kernel = from.InternLocation(0, 0xffffffff81000000, FrameKind::kKernel,
+                                              {{from.InternFunction("do_nanosleep", "do_nanosleep"), 0}});
+  const Profile src = from.Finish(0);
+
+  ProfileBuilder to(0, 0, 0);
+  to.InternFunction("unrelated", "unrelated");  // ids differ from the source's
+  const std::vector<uint64_t> ids = to.InternStack(src, {kernel, py, native});
+  to.AddValues(ids, 5, 0, SampleLabels{1, 1, "p", "t"});
+  to.AddValues(ids, 0, 7, SampleLabels{1, 1, "p", "t"});  // merged: both values kept
+  to.AddValues(ids, 0, 0, SampleLabels{1, 1, "p", "t"});  // nothing to add
+  const Profile p = to.Finish(0);
+  ASSERT_EQ(p.samples.size(), 1u);
+  EXPECT_EQ(p.samples[0].count, 5);
+  EXPECT_EQ(p.samples[0].cpu_nanos, 7);
+  ASSERT_EQ(p.samples[0].location_ids.size(), 3u);
+  const ProfileLocation& k = p.location(p.samples[0].location_ids[0]);
+  EXPECT_EQ(k.kind, FrameKind::kKernel);
+  EXPECT_EQ(p.function(k.lines[0].function_id).name, "do_nanosleep");
+  const ProfileLocation& y = p.location(p.samples[0].location_ids[1]);
+  EXPECT_EQ(y.kind, FrameKind::kPython);
+  EXPECT_EQ(p.function(y.lines[0].function_id).filename, "t.py");
+  EXPECT_EQ(y.lines[0].line, 3);
+  const ProfileLocation& n = p.location(p.samples[0].location_ids[2]);
+  EXPECT_EQ(n.address, 0x1234u);
+  EXPECT_EQ(p.mapping(n.mapping_id).filename, "/bin/app");
+  EXPECT_EQ(p.function(n.lines[0].function_id).system_name, "_Z1gv");
+}
+
 TEST(ProfileBuilderTest, CountersOverwriteInPlaceAndCommentsAppend) {
   const Profile p = testing::MakeTestProfile();
   ASSERT_EQ(p.counters.size(), 2u);

@@ -1,5 +1,6 @@
 #include "agent/core/cli.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 
@@ -97,6 +98,14 @@ StatusOr<RunOptions> ParseRunArgs(const std::vector<std::string>& args) {
       o.verbose = true;
     } else if (flag == "--no-python") {
       o.python_frames = false;
+    } else if (flag == "--off-cpu") {
+      o.off_cpu = true;
+    } else if (flag == "--off-cpu-min") {
+      ASSIGN_OR_RETURN(std::string v, c.TakeValue());
+      auto d = ParseDuration(v);
+      if (!d.ok()) return d.status().WithContext("--off-cpu-min");
+      if (d->count() < 0) return InvalidArgumentError("--off-cpu-min must not be negative");
+      o.off_cpu_min_wait = *d;
     } else if (flag == "--server") {
       ASSIGN_OR_RETURN(std::string value, c.TakeValue());
       ASSIGN_OR_RETURN(o.server_url, ParseServerUrl(value));
@@ -296,6 +305,24 @@ StatusOr<RunOptions> ParseRunArgs(const std::vector<std::string>& args) {
   return o;
 }
 
+Status ParseProfileTypes(const std::string& value, bool* cpu, bool* off_cpu) {
+  *cpu = *off_cpu = false;
+  size_t begin = 0;
+  while (begin <= value.size()) {
+    const size_t comma = std::min(value.find(',', begin), value.size());
+    const std::string type = value.substr(begin, comma - begin);
+    if (type == "cpu") {
+      *cpu = true;
+    } else if (type == "off_cpu") {
+      *off_cpu = true;
+    } else {
+      return InvalidArgumentError("--type takes cpu, off_cpu or cpu,off_cpu, got '" + value + "'");
+    }
+    begin = comma + 1;
+  }
+  return Status::Ok();
+}
+
 StatusOr<RecordOptions> ParseRecordArgs(const std::vector<std::string>& args) {
   RecordOptions o;
   bool format_given = false;
@@ -353,16 +380,33 @@ StatusOr<RecordOptions> ParseRecordArgs(const std::vector<std::string>& args) {
       auto d = ParseDuration(v);
       if (!d.ok()) return d.status().WithContext("--drain-interval");
       o.drain_interval = std::chrono::duration_cast<std::chrono::milliseconds>(*d);
+    } else if (flag == "--type" || flag == "-t") {
+      ASSIGN_OR_RETURN(std::string v, take_value());
+      RETURN_IF_ERROR(ParseProfileTypes(v, &o.cpu, &o.off_cpu));
+    } else if (flag == "--off-cpu-min") {
+      ASSIGN_OR_RETURN(std::string v, take_value());
+      auto d = ParseDuration(v);
+      if (!d.ok()) return d.status().WithContext("--off-cpu-min");
+      if (d->count() < 0) return InvalidArgumentError("--off-cpu-min must not be negative");
+      o.off_cpu_min_wait = *d;
     } else {
       return InvalidArgumentError("unknown flag '" + args[i] + "' (see: warpscope-agent record --help)");
     }
+  }
+  if (o.off_cpu && o.frame_pointers_only) {
+    return InvalidArgumentError("--type off_cpu needs the .eh_frame unwinder: leave out --frame-pointers");
+  }
+  if (o.cpu && o.off_cpu && o.format == OutputFormat::kCollapsed) {
+    return InvalidArgumentError("collapsed stacks hold one value per stack: choose one --type, or --format pprof");
   }
   if (o.all && !o.pids.empty()) return InvalidArgumentError("choose either --pid or --all, not both");
   if (!o.all && o.pids.empty()) return InvalidArgumentError("choose what to record: --pid PID or --all");
   if (!format_given && (EndsWith(o.output, ".folded") || EndsWith(o.output, ".collapsed"))) {
     o.format = OutputFormat::kCollapsed;
   }
-  if (o.output.empty()) o.output = o.format == OutputFormat::kPprof ? "cpu.pb.gz" : "cpu.folded";
+  if (o.output.empty()) {
+    o.output = std::string(o.cpu ? "cpu" : "off_cpu") + (o.format == OutputFormat::kPprof ? ".pb.gz" : ".folded");
+  }
   return o;
 }
 
@@ -375,11 +419,18 @@ Samples CPU stacks (user and kernel) with eBPF and writes a profile.
   -a, --all                record every process on the machine
   -d, --duration D         how long to record: 10, 10s, 500ms, 2m (default 10s)
   -F, --frequency HZ       samples per second per CPU (default 99)
-  -o, --output PATH        output file (default cpu.pb.gz, or cpu.folded for collapsed)
+  -o, --output PATH        output file (default cpu.pb.gz, or cpu.folded for collapsed;
+                           off_cpu.* for --type off_cpu)
   -f, --format FMT         pprof (gzipped protobuf) or collapsed (folded stacks);
                            default: from the output name (.folded/.collapsed), else pprof
-      --top N              print the N hottest functions when done (default 10, 0 = none)
+      --top N              print the N hottest functions when done (default 10, 0 = none;
+                           --type cpu only)
       --drain-interval D   how often samples are read from the kernel (default 1s)
+  -t, --type TYPES         cpu (default), off_cpu, or cpu,off_cpu: off_cpu is the
+                           time threads spend blocked (sleep, locks, I/O, poll), in
+                           nanoseconds, under the stacks they blocked in; both
+                           types go in one pprof (sample types off_cpu and cpu)
+      --off-cpu-min D      off_cpu: leave out waits shorter than D (default 0)
       --frame-pointers     walk user stacks with frame pointers only, not .eh_frame
                            (no Python frames either)
       --no-python          no CPython frames: show the interpreter's native frames
@@ -425,6 +476,10 @@ until every --pid has exited.
       --node-name N         the "node" label (default $WARPSCOPE_NODE_NAME, else the host name)
   -p, --pid PID[,PID...]    only these processes (default: every process)
       --no-python           no CPython frames: show the interpreter's native frames
+      --off-cpu             upload off-CPU time too (profile type off_cpu: how long
+                            threads stay blocked, under the stacks they block in);
+                            off by default
+      --off-cpu-min D       leave out waits shorter than D (default 0)
       --drain-interval D    how often samples are read from the kernel (default 1s)
       --gpu-metrics-interval D
                             how often NVIDIA GPU metrics are read through NVML

@@ -35,7 +35,15 @@ struct RecordOptions {
   bool verbose = false;
   bool frame_pointers_only = false;  // skip .eh_frame unwinding (for comparisons)
   bool python_frames = true;         // walk CPython interpreter frames (--no-python turns it off)
+  // --type: which profiles the file holds (cpu, off_cpu, or both: then one
+  // pprof with the sample types off_cpu and cpu).
+  bool cpu = true;
+  bool off_cpu = false;
+  std::chrono::nanoseconds off_cpu_min_wait{0};  // --off-cpu-min
 };
+
+// --type's value: "cpu", "off_cpu" or both, comma-separated.
+Status ParseProfileTypes(const std::string& value, bool* cpu, bool* off_cpu);
 
 // argv excludes the program name and the "record" subcommand.
 StatusOr<RecordOptions> ParseRecordArgs(const std::vector<std::string>& args);
@@ -57,6 +65,8 @@ struct RunOptions {
   std::vector<uint32_t> pids;  // empty: every process
   std::chrono::milliseconds drain_interval{1000};
   bool python_frames = true;
+  bool off_cpu = false;  // --off-cpu: upload off-CPU time too
+  std::chrono::nanoseconds off_cpu_min_wait{0};
   bool verbose = false;
   bool gpu_metrics = true;                             // --no-gpu-metrics turns NVML off
   std::string nvml_library;                            // empty: libnvidia-ml.so.1

@@ -58,7 +58,48 @@ TEST(CliTest, ClearErrors) {
   expect_error({"--all", "--output"}, "needs a value");
 }
 
+TEST(CliTest, ProfileTypes) {
+  auto a = Parse({"--all"});
+  ASSERT_TRUE(a.ok());
+  EXPECT_TRUE(a->cpu);
+  EXPECT_FALSE(a->off_cpu);
+  auto b = Parse({"--all", "--type", "off_cpu", "--off-cpu-min", "1ms"});
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_FALSE(b->cpu);
+  EXPECT_TRUE(b->off_cpu);
+  EXPECT_EQ(b->off_cpu_min_wait, std::chrono::milliseconds(1));
+  EXPECT_EQ(b->output, "off_cpu.pb.gz");
+  auto c = Parse({"--all", "-t", "cpu,off_cpu"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE(c->cpu && c->off_cpu);
+  EXPECT_EQ(c->output, "cpu.pb.gz");
+  auto d = Parse({"--all", "--type=off_cpu", "--format", "collapsed"});
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->output, "off_cpu.folded");
+
+  auto expect_error = [](std::vector<std::string> args, const std::string& needle) {
+    auto r = ParseRecordArgs(args);
+    ASSERT_FALSE(r.ok()) << "accepted bad args";
+    EXPECT_NE(r.status().message().find(needle), std::string::npos) << r.status().message();
+  };
+  expect_error({"--all", "--type", "wall"}, "cpu, off_cpu or cpu,off_cpu");
+  expect_error({"--all", "--type", "cpu,"}, "cpu, off_cpu or cpu,off_cpu");
+  expect_error({"--all", "--type", "cpu,off_cpu", "-f", "collapsed"}, "choose one --type");
+  expect_error({"--all", "--type", "off_cpu", "--frame-pointers"}, "leave out --frame-pointers");
+  expect_error({"--all", "--off-cpu-min", "soon"}, "--off-cpu-min");
+}
+
 StatusOr<RunOptions> ParseRun(std::vector<std::string> args) { return ParseRunArgs(args); }
+
+TEST(RunCliTest, OffCpuFlags) {
+  auto a = ParseRun({"--server", "http://127.0.0.1:7070"});
+  ASSERT_TRUE(a.ok());
+  EXPECT_FALSE(a->off_cpu) << "off by default";
+  auto b = ParseRun({"--server", "http://127.0.0.1:7070", "--off-cpu", "--off-cpu-min=100us"});
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_TRUE(b->off_cpu);
+  EXPECT_EQ(b->off_cpu_min_wait, std::chrono::microseconds(100));
+}
 
 TEST(RunCliTest, DefaultsAndTheIssueExample) {
   auto a = ParseRun({"--server", "http://127.0.0.1:7070"});

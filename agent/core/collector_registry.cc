@@ -18,6 +18,8 @@ StatusOr<std::unique_ptr<Collector>> MakeCpu(const RunOptions& options, Collecto
   o.python_frames = options.python_frames;
   o.stamp_sample_times = true;
   o.symbol_cache_bytes = options.symbol_cache_bytes;
+  o.off_cpu.enabled = options.off_cpu;
+  o.off_cpu.min_wait = options.off_cpu_min_wait;
   ASSIGN_OR_RETURN(std::unique_ptr<CpuCollector> cpu, CpuCollector::Create(o));
   wiring->cpu = cpu.get();
   return std::unique_ptr<Collector>(std::move(cpu));

@@ -77,6 +77,8 @@ int RunRecord(const RecordOptions& options) {
   session_options.drain_interval = options.drain_interval;
   session_options.frame_pointers_only = options.frame_pointers_only;
   session_options.python_frames = options.python_frames;
+  session_options.off_cpu.enabled = options.off_cpu;
+  session_options.off_cpu.min_wait = options.off_cpu_min_wait;
   auto cpu_or = CpuCollector::Create(session_options);
   if (!cpu_or.ok()) return ReportFailure(ExitCodeForStartFailure(cpu_or.status(), kExitError), cpu_or.status());
   CpuCollector* cpu = cpu_or->get();
@@ -84,7 +86,10 @@ int RunRecord(const RecordOptions& options) {
   StopSignals stop_signals;
 
   // One window, the whole recording, into the file.
-  FileSink sink(options.output, options.format);
+  const FileSink::Types types = !options.off_cpu ? FileSink::Types::kCpu
+                                : options.cpu    ? FileSink::Types::kCpuAndOffCpu
+                                                 : FileSink::Types::kOffCpu;
+  FileSink sink(options.output, options.format, types);
   AgentLoopOptions loop_options;
   loop_options.window_length = options.duration;
   loop_options.single_window = true;
@@ -127,8 +132,26 @@ int RunRecord(const RecordOptions& options) {
               << stats[WS_STAT_DROP_STACKS_FULL] << ", process events " << stats[WS_STAT_DROP_PROC_EVENTS];
   }
   std::cerr << ")\n";
+  if (options.off_cpu) {
+    int64_t blocked_ns = 0;
+    for (const ProfileSample& s : profile.samples) blocked_ns += s.count;  // off_cpu is the first value
+    const uint64_t lost = stats[WS_STAT_OFFCPU_RATE_LIMITED] + stats[WS_STAT_OFFCPU_PENDING_FULL] +
+                          stats[WS_STAT_OFFCPU_DROP_COUNTS_FULL];
+    std::cerr << "warpscope-agent: off-CPU " << FormatDuration(std::chrono::nanoseconds(blocked_ns))
+              << " blocked, from " << stats[WS_STAT_OFFCPU_RECORDED] << " timed waits of "
+              << stats[WS_STAT_OFFCPU_SWITCHES] << " (" << lost << " lost";
+    if (lost) {
+      std::cerr << ": rate bound " << stats[WS_STAT_OFFCPU_RATE_LIMITED] << ", waits map full "
+                << stats[WS_STAT_OFFCPU_PENDING_FULL] << ", counts map full "
+                << stats[WS_STAT_OFFCPU_DROP_COUNTS_FULL];
+    }
+    std::cerr << ")\n";
+  }
   if (!unwind_summary.empty()) std::cerr << unwind_summary;
-  if (options.top > 0 && !profile.samples.empty()) std::cout << FormatTopFunctions(profile, options.top);
+  // The summary counts samples: CPU profiles only.
+  if (options.top > 0 && !options.off_cpu && !profile.samples.empty()) {
+    std::cout << FormatTopFunctions(profile, options.top);
+  }
   return kExitOk;
 }
 

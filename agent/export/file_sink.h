@@ -1,7 +1,9 @@
-// FileSink: `record`'s sink. Keeps the CPU profile of the window it gets
-// (record has one) so the command can add its comments, then writes it as
-// pprof (gzip) or collapsed stacks, atomically: a reader never sees half a
-// file.
+// FileSink: `record`'s sink. Keeps the profile of the window it gets (record
+// has one) so the command can add its comments, then writes it as pprof
+// (gzip) or collapsed stacks, atomically: a reader never sees half a file.
+// The profile is the window's CPU profile, its off-CPU profile, or both in
+// one: sample types off_cpu/nanoseconds (ProfileSample::count) and
+// cpu/nanoseconds (::cpu_nanos, the default type).
 //
 // Threading: sampling thread only.
 #pragma once
@@ -18,9 +20,13 @@ enum class OutputFormat { kPprof, kCollapsed };
 
 class FileSink : public WindowSink {
  public:
-  FileSink(std::string path, OutputFormat format) : path_(std::move(path)), format_(format) {}
+  enum class Types { kCpu, kOffCpu, kCpuAndOffCpu };
 
-  // Keeps the window's CPU profile, its counters and length (a later window replaces it).
+  FileSink(std::string path, OutputFormat format, Types types = Types::kCpu)
+      : path_(std::move(path)), format_(format), types_(types) {}
+
+  // Keeps the window's profile (by `types`), its counters and length (a later
+  // window replaces it).
   void Consume(Window window) override;
 
   // The kept profile, null before the first window.
@@ -31,6 +37,7 @@ class FileSink : public WindowSink {
  private:
   const std::string path_;
   const OutputFormat format_;
+  const Types types_;
   std::optional<Profile> profile_;
 };
 

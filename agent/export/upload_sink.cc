@@ -66,6 +66,9 @@ ProcessLabelMap UploadSink::LabelsOf(const Window& window) {
   for (const MetricReading& m : window.metrics) {
     if (const std::optional<uint32_t> pid = ReadingPid(m)) add(*pid);
   }
+  if (window.off_cpu) {
+    for (const ProfileSample& sample : window.off_cpu->samples) add(sample.labels.pid);
+  }
   if (window.gpu_time) {
     for (const ProfileSample& sample : window.gpu_time->samples) add(sample.labels.pid);
     for (const auto& [pid, comm] : window.gpu_trace.comms) add(pid);
@@ -85,13 +88,14 @@ void UploadSink::Consume(Window window) {
   profile.duration_nanos = window.duration_nanos;
   profile.counters = std::move(window.counters);
   health_.Update(profile.counters);
-  if (window.gpu_time) {
-    window.gpu_time->time_nanos = window.start_unix_nanos;
-    window.gpu_time->duration_nanos = window.duration_nanos;
+  for (std::optional<Profile>* typed : {&window.off_cpu, &window.gpu_time}) {
+    if (!*typed) continue;
+    (*typed)->time_nanos = window.start_unix_nanos;
+    (*typed)->duration_nanos = window.duration_nanos;
   }
   const ProcessLabelMap labels = LabelsOf(window);
   const WindowSources sources{&profile, window.gpu_time ? &*window.gpu_time : nullptr, &window.gpu_trace,
-                              &window.metrics};
+                              &window.metrics, window.off_cpu ? &*window.off_cpu : nullptr};
   auto batches = EncodeWindowBatches(sources, {agent_id_, 0, node_}, labels, max_batch_bytes_, &batch_stats_);
   if (!batches.ok()) {
     ++encode_errors_;

@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <functional>
+#include <utility>
 
 namespace warpscope {
 
 const char* WindowSourceName(WindowSource source) {
   switch (source) {
     case WindowSource::kCpu: return "cpu";
+    case WindowSource::kOffCpu: return "off_cpu";
     case WindowSource::kGpuTime: return "gpu_time";
     case WindowSource::kGpuTrace: return "gpu_trace";
     case WindowSource::kGpuMetrics: return "gpu_metrics";
@@ -90,12 +92,14 @@ StatusOr<std::vector<WindowBatch>> EncodeWindowBatches(const WindowSources& sour
                         return EncodeIngestBatch(c, header, labels);
                       }));
 
-  if (sources.gpu_time != nullptr && !sources.gpu_time->samples.empty()) {
-    const Profile& gpu = *sources.gpu_time;
-    RETURN_IF_ERROR(SourceSplitter(WindowSource::kGpuTime, max_batch_bytes, &out, stats)
-                        .Add(0, gpu.samples.size(), true, [&](size_t begin, size_t end, bool) {
+  // Profiles of one sample type each (off-CPU time, GPU time): their rows only.
+  for (const auto& [source, profile] : {std::pair{WindowSource::kOffCpu, sources.off_cpu},
+                                        std::pair{WindowSource::kGpuTime, sources.gpu_time}}) {
+    if (profile == nullptr || profile->samples.empty()) continue;
+    RETURN_IF_ERROR(SourceSplitter(source, max_batch_bytes, &out, stats)
+                        .Add(0, profile->samples.size(), true, [&](size_t begin, size_t end, bool) {
                           IngestBatchContent c = window();
-                          c.profiles.push_back({&gpu, begin, end});
+                          c.profiles.push_back({profile, begin, end});
                           return EncodeIngestBatch(c, header, labels);
                         }));
   }

@@ -1,7 +1,7 @@
 // One upload window as the batches it is sent in.
 //
 // Each source of the window goes in batches of its own: the CPU profile
-// (with the agent's counters), the GPU-time profile, the GPU activity trace
+// (with the agent's counters), the off-CPU profile, the GPU-time profile, the GPU activity trace
 // and the GPU metrics. So one source's size, or the server's refusal of one
 // batch (400 for a bad record, 413 for size), never costs another source its
 // data: the node's CPU samples never ride with what a local user can inflate
@@ -35,7 +35,7 @@ namespace warpscope {
 // decompressed.
 inline constexpr size_t kDefaultMaxBatchBytes = 12u << 20;
 
-enum class WindowSource { kCpu, kGpuTime, kGpuTrace, kGpuMetrics };
+enum class WindowSource { kCpu, kOffCpu, kGpuTime, kGpuTrace, kGpuMetrics };
 const char* WindowSourceName(WindowSource source);
 
 struct WindowSources {
@@ -43,6 +43,7 @@ struct WindowSources {
   const Profile* gpu_time = nullptr;  // may be null; no batch without samples
   const GpuTrace* trace = nullptr;    // may be null; no batch when empty
   const std::vector<MetricReading>* metrics = nullptr;  // may be null; no batch when empty
+  const Profile* off_cpu = nullptr;  // may be null; no batch without samples
 };
 
 struct WindowBatch {

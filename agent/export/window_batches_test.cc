@@ -166,6 +166,39 @@ TEST(WindowBatchesTest, ARefusedBatchCostsOnlyItsOwnSource) {
   EXPECT_EQ(up->StatsFromAnyThread().batches_rejected, 2u);
 }
 
+// Off-CPU time goes in a batch of its own, as its own profile type with its
+// wait_reason label, after the CPU profile.
+TEST(WindowBatchesTest, OffCpuTimeIsItsOwnSourceAndType) {
+  const Profile cpu = testing::MakeTestProfile();
+  ProfileBuilder b(cpu.time_nanos, 0, 0);
+  const uint64_t loc = b.InternSourceLocation(b.InternFunction("nap", "nap", "t.py"), 3, FrameKind::kPython);
+  b.AddSample({loc}, 30'000'000, SampleLabels{kFloodPid, kFloodPid, "flood", "flood", {{"wait_reason", "sleep"}}});
+  Profile off = b.Finish(cpu.duration_nanos);
+  off.sample_types = {{"off_cpu", "nanoseconds"}};
+  WindowSources sources{&cpu, nullptr, nullptr, nullptr};
+  sources.off_cpu = &off;
+  WindowBatchStats stats;
+  auto batches = EncodeWindowBatches(sources, {kAgentId, 0, "node-a"}, {}, kDefaultMaxBatchBytes, &stats);
+  ASSERT_TRUE(batches.ok()) << batches.status().ToString();
+  ASSERT_EQ(batches->size(), 2u);
+  EXPECT_EQ((*batches)[0].source, WindowSource::kCpu);
+  EXPECT_EQ((*batches)[1].source, WindowSource::kOffCpu);
+  const v1::IngestBatch& batch = (*batches)[1].batch;
+  ASSERT_EQ(batch.types_size(), 1);
+  EXPECT_EQ(batch.strings(static_cast<int>(batch.types(0).name())), "off_cpu");
+  EXPECT_EQ(batch.strings(static_cast<int>(batch.types(0).sample_unit())), "nanoseconds");
+  ASSERT_EQ(batch.samples_size(), 1);
+  EXPECT_EQ(batch.samples(0).value(), 30'000'000);
+  bool labelled = false;
+  for (const auto& set : batch.label_sets()) {
+    for (const auto& l : set.labels()) {
+      labelled |= batch.strings(static_cast<int>(l.key())) == "wait_reason" &&
+                  batch.strings(static_cast<int>(l.value())) == "sleep";
+    }
+  }
+  EXPECT_TRUE(labelled);
+}
+
 // Over the limit, a source is cut by rows: nothing lost, nothing twice,
 // counters and coverage once, every batch under the limit.
 TEST(WindowBatchesTest, ASourceOverTheLimitIsCutByRows) {

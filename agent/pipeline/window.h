@@ -21,6 +21,7 @@ struct Window {
   bool final = false;
 
   Profile cpu;                      // the CPU sampler's profile of the window
+  std::optional<Profile> off_cpu;   // blocked time under the stacks threads blocked in (when on)
   std::optional<Profile> gpu_time;  // CUDA kernels' GPU time under their launch stacks
   GpuTrace gpu_trace;               // the kernels, copies and sets as they ran
   std::vector<MetricReading> metrics;

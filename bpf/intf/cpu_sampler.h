@@ -67,6 +67,16 @@ enum ws_cpu_sampler_stat {
   WS_STAT_USER_TRUNCATED,     /* user stack deeper than WS_MAX_STACK_FRAMES */
   WS_STAT_DROP_PROC_EVENTS,   /* process-event ring buffer full */
   WS_STAT_NEW_PROCESSES,      /* process-seen events emitted */
+  /* Off-CPU time (off_cpu = true). Every blocking switch is counted; one in
+   * off_cpu_sample_every is timed, re-weighted by that number. */
+  WS_STAT_OFFCPU_SWITCHES,      /* a thread of a profiled process blocked (switched out, not runnable) */
+  WS_STAT_OFFCPU_TIMED,         /* of those, chosen to be timed */
+  WS_STAT_OFFCPU_RATE_LIMITED,  /* chosen, but over the per-CPU bound on timed waits: not counted */
+  WS_STAT_OFFCPU_PENDING_FULL,  /* chosen, but the map of waits in progress was full: not counted */
+  WS_STAT_OFFCPU_SHORT,         /* timed, shorter than off_cpu_min_ns: not counted (by design) */
+  WS_STAT_OFFCPU_RECORDED,      /* timed waits added to the off-CPU counts */
+  WS_STAT_OFFCPU_DROP_COUNTS_FULL, /* off-CPU counts map full: the wait is lost */
+  WS_STAT_OFFCPU_NOT_SYSCALL,   /* the thread ran on without leaving a system call it blocked in (a page fault): not counted */
   WS_STAT_MAX,
 };
 
@@ -77,6 +87,19 @@ enum ws_proc_event_type {
   WS_PROC_EXEC = 2, /* the process replaced its image */
   WS_PROC_EXIT = 3, /* the last thread of the process exited */
   WS_PROC_PY_STACK = 4, /* a new stack with Python frames: read its code objects while the process lives */
+};
+
+/* A timed wait in progress, per thread id: from the switch-out (its start
+ * and kernel stack) through the switch-in (its end) to the exit of the
+ * system call it blocked in (its user stack, unwound then). */
+#define WS_OFFCPU_KERNEL_FRAMES 32
+struct ws_off_cpu_pending {
+  __u64 start_ns; /* bpf_ktime_get_ns() at the switch-out */
+  __u64 end_ns;   /* at the switch-in; 0 while blocked */
+  __u64 user_ip;  /* the user instruction pointer at the switch-out */
+  __u32 weight;   /* off_cpu_sample_every then: the wait stands for this many */
+  __u32 kernel_len;
+  __u64 kernel_frames[WS_OFFCPU_KERNEL_FRAMES];
 };
 
 struct ws_proc_event {
@@ -91,10 +114,12 @@ struct ws_proc_event {
 static_assert(sizeof(struct ws_sample_key) == 56, "ws_sample_key layout");
 static_assert(sizeof(struct ws_stack) == 8 + 8 * WS_MAX_STACK_FRAMES, "ws_stack layout");
 static_assert(sizeof(struct ws_proc_event) == 24, "ws_proc_event layout");
+static_assert(sizeof(struct ws_off_cpu_pending) == 32 + 8 * WS_OFFCPU_KERNEL_FRAMES, "ws_off_cpu_pending layout");
 #else
 _Static_assert(sizeof(struct ws_sample_key) == 56, "ws_sample_key layout");
 _Static_assert(sizeof(struct ws_stack) == 8 + 8 * WS_MAX_STACK_FRAMES, "ws_stack layout");
 _Static_assert(sizeof(struct ws_proc_event) == 24, "ws_proc_event layout");
+_Static_assert(sizeof(struct ws_off_cpu_pending) == 32 + 8 * WS_OFFCPU_KERNEL_FRAMES, "ws_off_cpu_pending layout");
 #endif
 
 #endif /* WARPSCOPE_BPF_INTF_CPU_SAMPLER_H_ */

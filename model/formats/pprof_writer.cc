@@ -179,6 +179,7 @@ void FillSamples(const Profile& profile, StringTable& strings, pb::Profile* out)
     }
     if (!sample.labels.comm.empty()) AddStringLabel(s, strings, "comm", sample.labels.comm);
     if (!sample.labels.thread_name.empty()) AddStringLabel(s, strings, "thread_name", sample.labels.thread_name);
+    for (const auto& [key, value] : sample.labels.extra) AddStringLabel(s, strings, key, value);
   }
 }
 

@@ -56,13 +56,12 @@ class AgentServerTest : public ::testing::Test {
     ASSERT_TRUE(s.ok()) << s.status().message();
     server_ = std::move(s).value();
   }
-  void StartAgent() {
-    agent_ = std::make_unique<AgentProcess>(
-        WS_AGENT_BIN,
-        std::vector<std::string>{"--server", server_->url(), "--token", kToken, "--frequency", "99",
-                                 "--upload-interval", std::to_string(kUploadSeconds) + "s", "--state-dir",
-                                 dir_ + "/agent", "--node-name", "test-node"},
-        dir_ + "/agent.log");
+  void StartAgent(const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> args{"--server", server_->url(), "--token", kToken, "--frequency", "99",
+                                  "--upload-interval", std::to_string(kUploadSeconds) + "s", "--state-dir",
+                                  dir_ + "/agent", "--node-name", "test-node"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    agent_ = std::make_unique<AgentProcess>(WS_AGENT_BIN, args, dir_ + "/agent.log");
     ASSERT_TRUE(agent_->started());
   }
   // SIGTERM: the agent uploads (or spools) its last window and exits 0.
@@ -163,6 +162,51 @@ TEST_F(AgentServerTest, KnownWorkloadHasItsSharesThroughPprof) {
     }
   }
   EXPECT_TRUE(found) << targets.dump();
+}
+
+// `run --off-cpu`: the blocked time of a program that blocks 3:1 in two
+// functions is stored as the off_cpu type and comes back split 3:1, with
+// its wait_reason labels as series labels.
+TEST_F(AgentServerTest, OffCpuTimeIsStoredAndServedAsItsOwnType) {
+  workload_ = StartProcess({kProgs + "/off_cpu_split", "14"});
+  const int64_t start_ms = NowMs();
+  StartAgent({"--off-cpu"});
+  std::this_thread::sleep_for(10s);
+  EXPECT_EQ(StopAgent(), 0);
+  const int64_t end_ms = NowMs();
+  const std::string range = "from=" + std::to_string(start_ms - 1000) + "&to=" + std::to_string(end_ms + 1000);
+  HttpResult r = HttpGet(server_->port(), "/api/v1/profile?type=off_cpu&format=pprof&" + range + "&selector=" +
+                                              PidSelector(), kToken);
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto raw = Gunzip(r.body);
+  ASSERT_TRUE(raw.ok());
+  perftools::profiles::Profile p;
+  ASSERT_TRUE(p.ParseFromString(*raw));
+  ASSERT_GE(p.sample_type_size(), 1);
+  EXPECT_EQ(p.string_table(p.sample_type(0).type()), "off_cpu");
+  EXPECT_EQ(p.string_table(p.sample_type(0).unit()), "nanoseconds");
+  int64_t total = 0, sleep = 0, pipe = 0;
+  for (const auto& s : p.sample()) {
+    total += s.value(0);
+    bool a = false, b = false;
+    for (uint64_t id : s.location_id()) {
+      for (const auto& line : p.location(id - 1).line()) {
+        const std::string& name = p.string_table(p.function(line.function_id() - 1).name());
+        a |= name == "sleep_a_while";
+        b |= name == "wait_on_pipe";
+      }
+    }
+    if (a) sleep += s.value(0);
+    if (b) pipe += s.value(0);
+  }
+  printf("off_cpu through the server: %.3f s blocked over %.3f s, sleep %lld ns, pipe %lld ns\n", total / 1e9,
+         (end_ms - start_ms) / 1e3, static_cast<long long>(sleep), static_cast<long long>(pipe));
+  ASSERT_GT(total, 5'000'000'000) << "the program blocked for nearly all of the agent's 10 s";
+  EXPECT_NEAR(static_cast<double>(sleep) / static_cast<double>(sleep + pipe), 0.75, 0.05);
+  json labels = GetJson("/api/v1/label_values?name=wait_reason");
+  printf("wait_reason values: %s\n", labels.dump().c_str());
+  EXPECT_NE(labels.dump().find("sleep"), std::string::npos);
+  EXPECT_NE(labels.dump().find("poll"), std::string::npos);
 }
 
 TEST_F(AgentServerTest, ServerKilledMidStreamGetsTheSpooledBatchesAfterRestart) {

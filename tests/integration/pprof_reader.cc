@@ -73,10 +73,8 @@ StatusOr<DecodedProfile> ReadPprofFile(const std::string& path) {
 
   for (const auto& s : p.raw.sample()) {
     DecodedSample d;
-    if (s.value_size() >= 2) {
-      d.count = s.value(0);
-      d.cpu_nanos = s.value(1);
-    }
+    if (s.value_size() >= 1) d.count = s.value(0);
+    if (s.value_size() >= 2) d.cpu_nanos = s.value(1);
     for (const auto& label : s.label()) d.labels[str(label.key())] = str(label.str());
     for (uint64_t loc_id : s.location_id()) {
       auto lit = locations.find(loc_id);

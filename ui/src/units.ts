@@ -1,5 +1,5 @@
 // How a profile's values read: `cpu` counts samples (each period_nanos of
-// CPU time), `gpu_time` and any other type in nanoseconds is time. One place
+// CPU time), `gpu_time`, `off_cpu` and any other type in nanoseconds is time. One place
 // so the flame graph's tooltips, the top table, the sandwich, the diff and
 // the timeline's axis agree.
 import { formatNanos } from "./time";
@@ -22,8 +22,14 @@ export function formatValue(v: number, u: ValueUnit): string {
   return n;
 }
 
-// What a total is called: "samples", "GPU time", "CPU time".
+// What time of a profile type is called: "CPU time", "GPU time", "off-CPU
+// time", else "time".
+export function timeNoun(type: string): string {
+  return type === "cpu" ? "CPU time" : type === "gpu_time" ? "GPU time" : type === "off_cpu" ? "off-CPU time" : "time";
+}
+
+// What a total is called: "samples", "GPU time", "off-CPU time".
 export function valueNoun(u: ValueUnit): string {
-  if (isTimeUnit(u)) return u.type === "gpu_time" ? "GPU time" : "time";
+  if (isTimeUnit(u)) return u.type === "cpu" ? "time" : timeNoun(u.type);
   return u.unit || "samples";
 }

@@ -9,12 +9,17 @@ StatusOr<std::unique_ptr<CpuCollector>> CpuCollector::Create(const ProfilingSess
 
 void CpuCollector::BeginWindow(int64_t start_unix_nanos) {
   builder_ = std::make_unique<ProfileBuilder>(start_unix_nanos, session_->period_nanos(), frequency_hz_);
+  session_->SetBuilder(builder_.get());
+  if (session_->off_cpu()) {
+    off_cpu_builder_ = std::make_unique<ProfileBuilder>(start_unix_nanos, 0, 0);
+    session_->SetOffCpuBuilder(off_cpu_builder_.get());
+  }
   if (lead_pid_) {
     if (auto main_binary = session_->symbolizer().MainExecutableMapping(*lead_pid_)) {
       builder_->InternMapping(*main_binary);
+      if (off_cpu_builder_) off_cpu_builder_->InternMapping(*main_binary);
     }
   }
-  session_->SetBuilder(builder_.get());
 }
 
 Status CpuCollector::FinishWindow(Window* window) {
@@ -23,6 +28,11 @@ Status CpuCollector::FinishWindow(Window* window) {
   session_->AddCounters(&window->counters);
   window->cpu = builder_->Finish(0);
   builder_.reset();
+  if (off_cpu_builder_) {
+    window->off_cpu = off_cpu_builder_->Finish(0);
+    window->off_cpu->sample_types = {{kOffCpuTypeName, kOffCpuUnit}};
+    off_cpu_builder_.reset();
+  }
   return drained;
 }
 

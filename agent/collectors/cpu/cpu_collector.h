@@ -1,5 +1,5 @@
 // CpuCollector: the CPU sampler as a collector of the agent loop. Each
-// window gets a profile of its own; the ProfilingSession underneath (BPF
+// window gets a profile of its own (and one of off-CPU time when it is on); the ProfilingSession underneath (BPF
 // program, symbols, unwind tables, Python state) lives across windows.
 //
 // Threading: sampling thread only, like the session.
@@ -13,6 +13,10 @@
 #include "agent/pipeline/collector.h"
 
 namespace warpscope {
+
+// The off-CPU profile's one sample type.
+inline constexpr char kOffCpuTypeName[] = "off_cpu";
+inline constexpr char kOffCpuUnit[] = "nanoseconds";
 
 class CpuCollector : public Collector {
  public:
@@ -43,6 +47,7 @@ class CpuCollector : public Collector {
   const uint32_t frequency_hz_;
   std::optional<uint32_t> lead_pid_;
   std::unique_ptr<ProfileBuilder> builder_;  // the window's
+  std::unique_ptr<ProfileBuilder> off_cpu_builder_;  // the window's, with off-CPU time on
 };
 
 }  // namespace warpscope

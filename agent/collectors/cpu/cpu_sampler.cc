@@ -6,7 +6,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <thread>
 
@@ -82,6 +84,14 @@ const char* CpuSamplerStatName(ws_cpu_sampler_stat stat) {
     case WS_STAT_USER_TRUNCATED: return "user_stacks_truncated";
     case WS_STAT_DROP_PROC_EVENTS: return "drop_process_events";
     case WS_STAT_NEW_PROCESSES: return "processes_seen";
+    case WS_STAT_OFFCPU_SWITCHES: return "off_cpu_blocking_switches";
+    case WS_STAT_OFFCPU_TIMED: return "off_cpu_waits_chosen";
+    case WS_STAT_OFFCPU_RATE_LIMITED: return "off_cpu_waits_rate_limited";
+    case WS_STAT_OFFCPU_PENDING_FULL: return "off_cpu_waits_pending_map_full";
+    case WS_STAT_OFFCPU_SHORT: return "off_cpu_waits_below_minimum";
+    case WS_STAT_OFFCPU_RECORDED: return "off_cpu_waits_recorded";
+    case WS_STAT_OFFCPU_DROP_COUNTS_FULL: return "off_cpu_drop_counts_map_full";
+    case WS_STAT_OFFCPU_NOT_SYSCALL: return "off_cpu_waits_outside_syscalls";
     case WS_STAT_MAX: break;
   }
   return "unknown";
@@ -100,10 +110,14 @@ StatusOr<std::unique_ptr<CpuSampler>> CpuSampler::Create(const CpuSamplerOptions
     return InvalidArgumentError("frequency must be between 1 and 10000 Hz, got " +
                                 std::to_string(options.frequency_hz));
   }
+  if (options.off_cpu.enabled && (options.off_cpu.target_per_cpu == 0 || options.off_cpu.max_per_cpu == 0)) {
+    return InvalidArgumentError("off-CPU time needs a target and a bound of at least one wait per CPU per second");
+  }
   ASSIGN_OR_RETURN(std::vector<uint32_t> cpus, OnlineCpus());
   std::unique_ptr<CpuSampler> sampler(new CpuSampler(options));
   sampler->sizes_ = ComputeCpuSamplerMapSizes(options.frequency_hz, static_cast<uint32_t>(cpus.size()),
-                                              options.drain_interval, static_cast<uint32_t>(options.pids.size()));
+                                              options.drain_interval, static_cast<uint32_t>(options.pids.size()),
+                                              options.off_cpu.enabled ? options.off_cpu.target_per_cpu : 0);
   const CpuSamplerMapSizes& sizes = sampler->sizes_;
 
   cpu_sampler_bpf* skel = cpu_sampler_bpf__open();
@@ -113,6 +127,18 @@ StatusOr<std::unique_ptr<CpuSampler>> CpuSampler::Create(const CpuSamplerOptions
   skel->rodata->python_frames = options.python_frames;
   for (bpf_map* map : {skel->maps.counts_0, skel->maps.counts_1}) bpf_map__set_max_entries(map, sizes.counts_entries);
   for (bpf_map* map : {skel->maps.stacks_0, skel->maps.stacks_1}) bpf_map__set_max_entries(map, sizes.stacks_entries);
+  const OffCpuOptions& off = options.off_cpu;
+  skel->rodata->off_cpu = off.enabled;
+  skel->rodata->off_cpu_min_ns = static_cast<uint64_t>(std::max<int64_t>(0, off.min_wait.count()));
+  // Per 2^27 ns bucket (ws_sched_switch), at least one.
+  skel->rodata->off_cpu_max_per_bucket =
+      static_cast<uint32_t>(std::max<uint64_t>(1, (uint64_t{off.max_per_cpu} << 27) / 1'000'000'000ull));
+  for (bpf_map* map : {skel->maps.off_cpu_counts_0, skel->maps.off_cpu_counts_1}) {
+    bpf_map__set_max_entries(map, off.enabled ? sizes.off_cpu_counts_entries : 1);
+  }
+  bpf_map__set_max_entries(skel->maps.off_cpu_pending, off.enabled ? std::max<uint32_t>(1, off.pending_entries) : 1);
+  bpf_program__set_autoload(skel->progs.ws_sched_switch, off.enabled);
+  bpf_program__set_autoload(skel->progs.ws_off_cpu_end, off.enabled);
   bpf_map__set_max_entries(skel->maps.seen_pids, sizes.seen_pids_entries);
   bpf_map__set_max_entries(skel->maps.target_pids, sizes.target_pids_entries);
   UnwindMapsOf(skel).SetSizes(options.unwind_maps);
@@ -165,7 +191,40 @@ Status CpuSampler::Start() {
     if (!link) return ErrnoError(errno, std::string("attaching ") + bpf_program__name(prog));
     links_.push_back(link);
   }
+  if (options_.off_cpu.enabled) RETURN_IF_ERROR(AttachOffCpu());
   return Status::Ok();
+}
+
+Status CpuSampler::AttachOffCpu() {
+  // The end first: a wait noted before it is attached would never end.
+  bpf_link* end = bpf_program__attach(skel_->progs.ws_off_cpu_end);
+  if (!end) return ErrnoError(errno, "attaching the off-CPU program to sys_exit");
+  links_.push_back(end);
+  bpf_link* start = bpf_program__attach(skel_->progs.ws_sched_switch);
+  if (!start) return ErrnoError(errno, "attaching the off-CPU program to sched_switch");
+  links_.push_back(start);
+  off_cpu_adjusted_ = std::chrono::steady_clock::now();
+  return Status::Ok();
+}
+
+uint32_t CpuSampler::off_cpu_sample_every() const {
+  return std::max<uint32_t>(1, __atomic_load_n(&skel_->bss->off_cpu_sample_every, __ATOMIC_RELAXED));
+}
+
+void CpuSampler::AdjustOffCpuSampling() {
+  if (!options_.off_cpu.enabled) return;
+  const auto now = std::chrono::steady_clock::now();
+  const uint64_t switches = ReadStats()[WS_STAT_OFFCPU_SWITCHES];
+  const double seconds = std::chrono::duration<double>(now - off_cpu_adjusted_).count();
+  if (seconds < 0.05) return;  // too short to tell a rate
+  const double rate = static_cast<double>(switches - off_cpu_switches_) / seconds;
+  off_cpu_switches_ = switches;
+  off_cpu_adjusted_ = now;
+  const double target =
+      std::max(1.0, static_cast<double>(options_.off_cpu.target_per_cpu) * static_cast<double>(num_cpus()));
+  // The smallest N that brings the timed waits to the target; 1 below it.
+  const uint32_t every = static_cast<uint32_t>(std::clamp(std::ceil(rate / target), 1.0, double{1u << 20}));
+  __atomic_store_n(&skel_->bss->off_cpu_sample_every, every, __ATOMIC_RELAXED);
 }
 
 void CpuSampler::Stop() {
@@ -199,19 +258,42 @@ bool CpuSampler::LookupStack(uint32_t buffer, uint64_t hash, RawStack* out) cons
   return true;
 }
 
+Status CpuSampler::DrainCounts(bpf_map* counts, uint32_t entries, const CpuSampleBatch& batch,
+                               std::vector<RawSample>* out, uint64_t* missing_stacks) {
+  ASSIGN_OR_RETURN(const uint32_t num_counts,
+                   DrainHashMap(bpf_map__fd(counts), entries, count_keys_.get(), count_values_.get()));
+  for (uint32_t i = 0; i < num_counts; ++i) {
+    const ws_sample_key& k = count_keys_[i];
+    RawSample sample;
+    sample.pid = k.pid;
+    sample.tid = k.tid;
+    sample.comm = CString(k.comm, sizeof(k.comm));
+    sample.process_comm = CString(k.process_comm, sizeof(k.process_comm));
+    sample.user_stack_hash = k.user_stack_hash;
+    sample.kernel_stack_hash = k.kernel_stack_hash;
+    sample.count = count_values_[i];
+    for (uint64_t h : {k.user_stack_hash, k.kernel_stack_hash}) {
+      if (h && !batch.stacks.count(h)) ++*missing_stacks;
+    }
+    out->push_back(std::move(sample));
+  }
+  return Status::Ok();
+}
+
 Status CpuSampler::DrainBuffer(uint32_t buffer, CpuSampleBatch* batch) {
   bpf_map* counts = buffer ? skel_->maps.counts_1 : skel_->maps.counts_0;
+  bpf_map* off_cpu_counts = buffer ? skel_->maps.off_cpu_counts_1 : skel_->maps.off_cpu_counts_0;
   bpf_map* stacks = buffer ? skel_->maps.stacks_1 : skel_->maps.stacks_0;
   // Allocated once and not cleared: the stacks buffer alone is 1 KiB per
   // entry, and zeroing it every drain was most of the agent's steady CPU.
   if (!count_keys_) {
-    count_keys_.reset(new ws_sample_key[sizes_.counts_entries]);
-    count_values_.reset(new uint64_t[sizes_.counts_entries]);
+    const uint32_t keys = std::max(sizes_.counts_entries, sizes_.off_cpu_counts_entries);
+    count_keys_.reset(new ws_sample_key[keys]);
+    count_values_.reset(new uint64_t[keys]);
     stack_hashes_.reset(new uint64_t[sizes_.stacks_entries]);
     stack_values_.reset(new ws_stack[sizes_.stacks_entries]);
   }
-  ASSIGN_OR_RETURN(const uint32_t num_counts,
-                   DrainHashMap(bpf_map__fd(counts), sizes_.counts_entries, count_keys_.get(), count_values_.get()));
+  // The stacks first: the counts are checked against them.
   ASSIGN_OR_RETURN(const uint32_t num_stacks,
                    DrainHashMap(bpf_map__fd(stacks), sizes_.stacks_entries, stack_hashes_.get(), stack_values_.get()));
 
@@ -225,20 +307,10 @@ Status CpuSampler::DrainBuffer(uint32_t buffer, CpuSampleBatch* batch) {
     raw.end = ws_stack_end(s.flags);
     batch->stacks.emplace(stack_hashes_[i], std::move(raw));
   }
-  for (uint32_t i = 0; i < num_counts; ++i) {
-    const ws_sample_key& k = count_keys_[i];
-    RawSample sample;
-    sample.pid = k.pid;
-    sample.tid = k.tid;
-    sample.comm = CString(k.comm, sizeof(k.comm));
-    sample.process_comm = CString(k.process_comm, sizeof(k.process_comm));
-    sample.user_stack_hash = k.user_stack_hash;
-    sample.kernel_stack_hash = k.kernel_stack_hash;
-    sample.count = count_values_[i];
-    for (uint64_t h : {k.user_stack_hash, k.kernel_stack_hash}) {
-      if (h && !batch->stacks.count(h)) ++batch->missing_stacks;
-    }
-    batch->samples.push_back(std::move(sample));
+  RETURN_IF_ERROR(DrainCounts(counts, sizes_.counts_entries, *batch, &batch->samples, &batch->missing_stacks));
+  if (options_.off_cpu.enabled) {
+    RETURN_IF_ERROR(DrainCounts(off_cpu_counts, sizes_.off_cpu_counts_entries, *batch, &batch->off_cpu,
+                                &batch->missing_stacks));
   }
   return Status::Ok();
 }
@@ -246,6 +318,7 @@ Status CpuSampler::DrainBuffer(uint32_t buffer, CpuSampleBatch* batch) {
 Status CpuSampler::Drain(CpuSampleBatch* batch) {
   const uint32_t old = __atomic_load_n(&skel_->bss->active_buffer, __ATOMIC_SEQ_CST) & 1;
   __atomic_store_n(&skel_->bss->active_buffer, old ^ 1, __ATOMIC_SEQ_CST);
+  AdjustOffCpuSampling();
   std::this_thread::sleep_for(kFlipGrace);
   return DrainBuffer(old, batch);
 }

@@ -24,8 +24,24 @@
 struct cpu_sampler_bpf;
 struct ring_buffer;
 struct bpf_link;
+struct bpf_map;
 
 namespace warpscope {
+
+// Off-CPU time: how long threads stay blocked, under the stacks they block in
+// (docs/design/off_cpu.md).
+struct OffCpuOptions {
+  bool enabled = false;
+  // Waits shorter than this are not counted (WS_STAT_OFFCPU_SHORT).
+  std::chrono::nanoseconds min_wait{0};
+  // Timed waits per CPU per second the sampling aims at: when threads block
+  // faster, one blocking in N is timed and stands for N.
+  uint32_t target_per_cpu = 250;
+  // The hard bound in the kernel, per CPU per second, for the second before
+  // the sampling rate catches up with a burst (WS_STAT_OFFCPU_RATE_LIMITED).
+  uint32_t max_per_cpu = 2000;
+  uint32_t pending_entries = 1u << 13;  // waits in progress at once, node-wide (296 B each)
+};
 
 struct CpuSamplerOptions {
   uint32_t frequency_hz = 99;
@@ -33,6 +49,7 @@ struct CpuSamplerOptions {
   std::chrono::milliseconds drain_interval{1000};
   UnwindMapSizes unwind_maps = ComputeUnwindMapSizes();
   bool python_frames = true;  // interleave CPython frames (bpf/include/ws_python.h)
+  OffCpuOptions off_cpu;
 };
 
 struct RawStack {
@@ -55,6 +72,9 @@ struct RawSample {
 // One drained buffer: samples reference stacks by hash.
 struct CpuSampleBatch {
   std::vector<RawSample> samples;
+  // Off-CPU time: RawSample::count is blocked nanoseconds (re-weighted), on
+  // the stacks the thread blocked in; the wait ended in this buffer.
+  std::vector<RawSample> off_cpu;
   std::unordered_map<uint64_t, RawStack> stacks;
   uint64_t missing_stacks = 0;  // a sample's stack hash with no entry (should stay 0)
 };
@@ -81,6 +101,9 @@ class CpuSampler {
   // Detaches from the perf events (samples stop); the maps stay readable.
   void Stop();
 
+  // The off-CPU share now timed: one blocking switch in this many (1: all).
+  uint32_t off_cpu_sample_every() const;
+
   // Waits up to `timeout` for process events and delivers each to `on_event`.
   Status PollProcessEvents(std::chrono::milliseconds timeout,
                            const std::function<void(const ws_proc_event&)>& on_event);
@@ -105,6 +128,14 @@ class CpuSampler {
  private:
   explicit CpuSampler(const CpuSamplerOptions& options);
   Status DrainBuffer(uint32_t buffer, CpuSampleBatch* batch);
+  // Reads and deletes every entry of a counts map (`entries` at most) into
+  // `out`; a stack hash not in `batch` counts in `missing_stacks`.
+  Status DrainCounts(bpf_map* counts, uint32_t entries, const CpuSampleBatch& batch, std::vector<RawSample>* out,
+                     uint64_t* missing_stacks);
+  // Sets the share of blocking switches that are timed from the rate they
+  // came at since the previous drain.
+  void AdjustOffCpuSampling();
+  Status AttachOffCpu();
 
   CpuSamplerOptions options_;
   CpuSamplerMapSizes sizes_;
@@ -118,6 +149,9 @@ class CpuSampler {
   std::unique_ptr<uint64_t[]> count_values_;
   std::unique_ptr<uint64_t[]> stack_hashes_;
   std::unique_ptr<ws_stack[]> stack_values_;
+  // AdjustOffCpuSampling: the blocking switches counted at the previous drain.
+  uint64_t off_cpu_switches_ = 0;
+  std::chrono::steady_clock::time_point off_cpu_adjusted_{};
 };
 
 }  // namespace warpscope

@@ -11,6 +11,7 @@ namespace warpscope {
 
 struct CpuSamplerMapSizes {
   uint32_t counts_entries = 0;       // per buffer (there are two)
+  uint32_t off_cpu_counts_entries = 0;  // per buffer; 0 without off-CPU time
   uint32_t stacks_entries = 0;       // per buffer (there are two)
   uint32_t seen_pids_entries = 0;
   uint32_t target_pids_entries = 0;
@@ -30,8 +31,12 @@ inline constexpr std::chrono::milliseconds kMinDrainInterval{100};
 // drain), both rounded up to a power of two and clamped to
 // [kMinMapEntries, kMax*Entries]. If 2 * samples exceeds kMaxStacksEntries the
 // drain interval is shortened (not below kMinDrainInterval) to fit.
+// With off-CPU time (`off_cpu_per_cpu`: the timed waits per CPU per second
+// that its sampling aims at, 0 without it), each timed wait counts as a
+// sample too: its counts map holds 2 * waits, and the stacks map, which both
+// share, 2 * (samples + waits).
 CpuSamplerMapSizes ComputeCpuSamplerMapSizes(uint32_t frequency_hz, uint32_t num_cpus,
                                              std::chrono::milliseconds requested_drain_interval,
-                                             uint32_t num_target_pids);
+                                             uint32_t num_target_pids, uint32_t off_cpu_per_cpu = 0);
 
 }  // namespace warpscope

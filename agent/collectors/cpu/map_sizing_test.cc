@@ -37,6 +37,23 @@ TEST(MapSizingTest, HugeMachineShortensDrainInsteadOfGrowingMaps) {
   EXPECT_EQ(t.stacks_entries, kMaxStacksEntries);
 }
 
+TEST(MapSizingTest, OffCpuWaitsGetTheirCountsAndShareTheStacks) {
+  auto none = ComputeCpuSamplerMapSizes(19, 8, milliseconds(1000), 0);
+  EXPECT_EQ(none.off_cpu_counts_entries, 0u) << "no off-CPU map without off-CPU time";
+  auto s = ComputeCpuSamplerMapSizes(19, 8, milliseconds(1000), 0, 250);
+  // 152 samples and 2000 waits per second: counts 304 -> 1024, off-CPU counts
+  // 4000 -> 4096, stacks 2 * 2152 -> 8192.
+  EXPECT_EQ(s.counts_entries, 1024u);
+  EXPECT_EQ(s.off_cpu_counts_entries, 4096u);
+  EXPECT_EQ(s.stacks_entries, 8192u);
+  EXPECT_GT(s.approx_kernel_bytes, none.approx_kernel_bytes);
+  // Many CPUs: the shared stacks map keeps its cap and the drain shortens.
+  auto big = ComputeCpuSamplerMapSizes(19, 128, milliseconds(1000), 0, 250);
+  EXPECT_EQ(big.stacks_entries, kMaxStacksEntries);
+  EXPECT_LT(big.drain_interval, milliseconds(1000));
+  EXPECT_LE(big.off_cpu_counts_entries, kMaxCountsEntries);
+}
+
 TEST(MapSizingTest, NeverBelowMinimumDrainInterval) {
   auto s = ComputeCpuSamplerMapSizes(19, 1, milliseconds(1), 0);
   EXPECT_EQ(s.drain_interval, kMinDrainInterval);

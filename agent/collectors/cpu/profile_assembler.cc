@@ -1,5 +1,7 @@
 #include "agent/collectors/cpu/profile_assembler.h"
 
+#include "agent/collectors/cpu/wait_reason.h"
+
 namespace warpscope {
 
 const char* StackEndName(uint32_t end) {
@@ -16,8 +18,24 @@ const char* StackEndName(uint32_t end) {
 }
 
 ProfileAssembler::ProfileAssembler(Symbolizer* symbolizer, PythonProcesses* python, ProfileBuilder* builder,
-                                   int64_t period_nanos)
-    : symbolizer_(symbolizer), python_(python), builder_(builder), period_nanos_(period_nanos) {}
+                                   int64_t period_nanos, Kind kind)
+    : symbolizer_(symbolizer), python_(python), builder_(builder), period_nanos_(period_nanos), kind_(kind) {}
+
+std::string_view ProfileAssembler::WaitReason(const RawStack& kernel_stack) {
+  constexpr size_t kMaxMemo = 1 << 16;  // kernel text is finite; bounded all the same
+  for (size_t i = 0; i < kernel_stack.frames.size(); ++i) {
+    const uint64_t address = kernel_stack.frames[i];
+    auto it = wait_reason_memo_.find(address);
+    if (it == wait_reason_memo_.end()) {
+      if (wait_reason_memo_.size() >= kMaxMemo) wait_reason_memo_.clear();
+      const SymbolizedFrame frame = symbolizer_->SymbolizeKernel(address, i > 0);
+      // The outermost function at the address: an inlined callee is not the wait.
+      it = wait_reason_memo_.emplace(address, WaitReasonOfFunction(frame.functions.back().name)).first;
+    }
+    if (!it->second.empty()) return it->second;
+  }
+  return {};
+}
 
 void ProfileAssembler::SetBuilder(ProfileBuilder* builder) {
   builder_ = builder;
@@ -64,8 +82,10 @@ void ProfileAssembler::AddBatch(const CpuSampleBatch& batch) {
   user_memo_.clear();
   python_memo_.clear();
   std::vector<uint64_t> locations;
-  for (const RawSample& sample : batch.samples) {
+  const std::vector<RawSample>& samples = kind_ == Kind::kOffCpu ? batch.off_cpu : batch.samples;
+  for (const RawSample& sample : samples) {
     locations.clear();
+    std::string_view wait_reason;
     // pprof wants leaf first: the kernel part of the stack sits below the user part.
     if (sample.kernel_stack_hash) {
       auto it = batch.stacks.find(sample.kernel_stack_hash);
@@ -74,6 +94,7 @@ void ProfileAssembler::AddBatch(const CpuSampleBatch& batch) {
       } else {
         const auto& frames = it->second.frames;
         for (size_t i = 0; i < frames.size(); ++i) locations.push_back(KernelLocation(frames[i], i > 0));
+        if (kind_ == Kind::kOffCpu) wait_reason = WaitReason(it->second);
       }
     }
     if (sample.user_stack_hash) {
@@ -110,6 +131,7 @@ void ProfileAssembler::AddBatch(const CpuSampleBatch& batch) {
     labels.tid = sample.tid;
     labels.comm = sample.process_comm;
     labels.thread_name = sample.comm;
+    if (!wait_reason.empty()) labels.extra.emplace_back("wait_reason", std::string(wait_reason));
     builder_->AddSample(locations, static_cast<int64_t>(sample.count), labels);
     stats_.samples += sample.count;
   }

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 
@@ -35,8 +36,14 @@ struct AssemblerStats {
 
 class ProfileAssembler {
  public:
+  // kCpu: a batch's CPU samples (counts). kOffCpu: its off-CPU time (blocked
+  // nanoseconds), each sample labelled with its wait_reason where the kernel
+  // stack tells it (wait_reason.h).
+  enum class Kind { kCpu, kOffCpu };
+
   // `python` may be null (Python frames then show as unresolved).
-  ProfileAssembler(Symbolizer* symbolizer, PythonProcesses* python, ProfileBuilder* builder, int64_t period_nanos);
+  ProfileAssembler(Symbolizer* symbolizer, PythonProcesses* python, ProfileBuilder* builder, int64_t period_nanos,
+                   Kind kind = Kind::kCpu);
 
   void AddBatch(const CpuSampleBatch& batch);
   // Continues into another profile (the next upload window of `run`). Location
@@ -50,16 +57,20 @@ class ProfileAssembler {
   uint64_t UserLocation(uint32_t pid, uint64_t address, bool is_return_address);
   uint64_t KernelLocation(uint64_t address, bool is_return_address);
   uint64_t PythonLocation(uint32_t pid, uint64_t slot0, uint64_t slot1);
+  // The first decisive reason along a kernel stack, leaf first; "" if none.
+  std::string_view WaitReason(const RawStack& kernel_stack);
 
   Symbolizer* symbolizer_;
   PythonProcesses* python_;
   ProfileBuilder* builder_;
   int64_t period_nanos_;
+  Kind kind_;
   AssemblerStats stats_;
   // User addresses are memoised per batch only: a pid can exec or be reused
   // between batches. Kernel text does not move, so its memo lives for the run.
   std::map<std::tuple<uint32_t, uint64_t, bool>, uint64_t> user_memo_;
   std::map<std::pair<uint64_t, bool>, uint64_t> kernel_memo_;
+  std::unordered_map<uint64_t, std::string_view> wait_reason_memo_;  // kernel address -> reason, for the run
   std::map<std::tuple<uint32_t, uint64_t, uint64_t>, uint64_t> python_memo_;  // per batch, like user_memo_
 };
 

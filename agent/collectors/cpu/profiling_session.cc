@@ -14,6 +14,7 @@ StatusOr<std::unique_ptr<ProfilingSession>> ProfilingSession::Create(const Profi
   sampler_options.pids = options.pids;
   sampler_options.drain_interval = options.drain_interval;
   sampler_options.python_frames = options.python_frames && !options.frame_pointers_only;
+  sampler_options.off_cpu = options.off_cpu;
   ASSIGN_OR_RETURN(std::unique_ptr<CpuSampler> sampler, CpuSampler::Create(sampler_options));
   std::unique_ptr<ProfilingSession> session(new ProfilingSession(options, std::move(sampler), sampler_options));
   // Processes are described to the symbolizer and to the BPF unwinder when
@@ -36,7 +37,8 @@ ProfilingSession::ProfilingSession(const ProfilingSessionOptions& options, std::
       sampler_(std::move(sampler)),
       unwinder_(sampler_->unwind_map_fds(), sampler_options.unwind_maps, ProcFs(), &symbolizer_.files()),
       python_(sampler_->unwind_map_fds().py_procs, ProcFs(), 4096, &symbolizer_.files()),
-      assembler_(&symbolizer_, &python_, nullptr, period_nanos_) {
+      assembler_(&symbolizer_, &python_, nullptr, period_nanos_),
+      off_cpu_assembler_(&symbolizer_, &python_, nullptr, 0, ProfileAssembler::Kind::kOffCpu) {
   if (Status s = symbolizer_.Init(); !s.ok()) {
     LOG_WARNING() << "kernel frames will not be symbolized: " << s.message();
   }
@@ -186,21 +188,27 @@ Status ProfilingSession::Drain(bool final_drain) {
     const int64_t now = UnixNanosNow();
     const int64_t middle = last_drain_unix_ + (now - last_drain_unix_) / 2;
     assembler_.SetSampleTime(middle - middle % kSampleTimeResolutionNanos);
+    // A wait counts in the second it ended in, like a sample in the second
+    // it was taken in.
+    if (options_.off_cpu.enabled) off_cpu_assembler_.SetSampleTime(middle - middle % kSampleTimeResolutionNanos);
     last_drain_unix_ = now;
   }
   assembler_.AddBatch(batch);
+  if (options_.off_cpu.enabled) off_cpu_assembler_.AddBatch(batch);
   missing_stacks_ += batch.missing_stacks;
   // Maps re-read during symbolization (dlopen) get a new generation: publish it.
   {
     BinaryFiles::Scope scope(&symbolizer_.files());
-    uint32_t last_pid = 0;
-    for (const RawSample& sample : batch.samples) {
-      if (sample.pid == last_pid) continue;
-      last_pid = sample.pid;
-      // Exited processes stay in the symbolizer until EndEpoch; the unwinder
-      // has already forgotten them and must not take them back.
-      const ProcessInfo* info = symbolizer_.processes().Find(sample.pid);
-      if (info != nullptr && !info->exited) (void)Publish(*info);
+    for (const std::vector<RawSample>* samples : {&batch.samples, &batch.off_cpu}) {
+      uint32_t last_pid = 0;
+      for (const RawSample& sample : *samples) {
+        if (sample.pid == last_pid) continue;
+        last_pid = sample.pid;
+        // Exited processes stay in the symbolizer until EndEpoch; the unwinder
+        // has already forgotten them and must not take them back.
+        const ProcessInfo* info = symbolizer_.processes().Find(sample.pid);
+        if (info != nullptr && !info->exited) (void)Publish(*info);
+      }
     }
   }
   // Processes that exited before this drain's flip have no samples left in
@@ -245,7 +253,9 @@ void ProfilingSession::AddCounters(std::vector<ProfileCounter>* counters) const 
     SetCounter(counters, CpuSamplerStatName(static_cast<ws_cpu_sampler_stat>(i)), stats.values[i]);
   }
   const SymbolizerStats sym = symbolizer_.stats();
-  SetCounter(counters, "missing_stack_refs", missing_stacks_ + assembler_.stats().missing_stack_refs);
+  SetCounter(counters, "missing_stack_refs", missing_stacks_ + assembler_.stats().missing_stack_refs +
+                                                 off_cpu_assembler_.stats().missing_stack_refs);
+  if (options_.off_cpu.enabled) SetCounter(counters, "off_cpu_sample_every", sampler_->off_cpu_sample_every());
   SetCounter(counters, "user_frames", sym.user_frames);
   SetCounter(counters, "user_frames_symbolized", sym.user_symbolized);
   SetCounter(counters, "user_frames_no_mapping", sym.user_no_mapping);

@@ -41,6 +41,7 @@ struct ProfilingSessionOptions {
   // the Unix clock. Off: samples carry no time (`record`).
   bool stamp_sample_times = false;
   size_t symbol_cache_bytes = kDefaultSymbolCacheBytes;  // see Symbolizer
+  OffCpuOptions off_cpu;  // off: no off-CPU programs are loaded
 };
 
 class ProfilingSession {
@@ -60,6 +61,10 @@ class ProfilingSession {
   void SetProcessEventObserver(ProcessEventObserver observer) { observer_ = std::move(observer); }
   // Where drained samples go from now on. Must be set before the first drain.
   void SetBuilder(ProfileBuilder* builder) { assembler_.SetBuilder(builder); }
+  // Where drained off-CPU time goes (options.off_cpu.enabled): set before the
+  // first drain, like SetBuilder.
+  void SetOffCpuBuilder(ProfileBuilder* builder) { off_cpu_assembler_.SetBuilder(builder); }
+  bool off_cpu() const { return options_.off_cpu.enabled; }
 
   // Attaches to the perf events: sampling starts.
   Status Start();
@@ -119,6 +124,7 @@ class ProfilingSession {
   UnwindTableLoader unwinder_;
   PythonProcesses python_;
   ProfileAssembler assembler_;
+  ProfileAssembler off_cpu_assembler_;
   ProcessEventObserver observer_;
   std::unique_ptr<BinaryLearner> learner_;
   // Files queued in the learner -> the processes waiting for them, and how

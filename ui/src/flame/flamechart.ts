@@ -13,6 +13,7 @@ import { nameMatcher } from "./analysis";
 import { escapeHtml, onSchemeChange, placeTooltip } from "../base/dom";
 import { ChartData, boxAt, spanRange, bucketSpan } from "./chartmodel";
 import { formatTime } from "../time";
+import { timeNoun } from "../units";
 
 const ROW = 14;
 const AXIS = 18;
@@ -160,7 +161,7 @@ export class FlameChart {
   private amount(v: number, cpu: boolean): string {
     const d = this.data;
     if (!d) return String(v);
-    const what = d.type === "cpu" ? " CPU" : d.type === "gpu_time" ? " GPU" : "";
+    const what = d.type === "cpu" ? " CPU" : d.type === "gpu_time" ? " GPU" : d.type === "off_cpu" ? " off-CPU" : "";
     if (d.nsPerValue > 0) return `${formatSpan((v * d.nsPerValue) / 1e6)}${cpu ? what : ""}`;
     return `${v.toLocaleString("en-US")} ${d.unit}`;
   }
@@ -299,7 +300,7 @@ export class FlameChart {
     if (d.unit === "samples") {
       html += `<tr><td>samples</td><td>${v.toLocaleString("en-US")}${d.nsPerValue > 0 ? ` (${this.amount(v, true)})` : ""}</td></tr>`;
     } else {
-      const label = d.nsPerValue === 0 ? escapeHtml(d.unit) : d.type === "cpu" ? "CPU time" : d.type === "gpu_time" ? "GPU time" : "time";
+      const label = d.nsPerValue === 0 ? escapeHtml(d.unit) : timeNoun(d.type);
       html += `<tr><td>${label}</td><td>${this.amount(v, false)}</td></tr>`;
     }
     html += `</table>`;

@@ -38,12 +38,12 @@ export function maxNodesOf(s: ViewState): number {
   return s.nodes === "all" ? ALL_NODES : DEFAULT_MAX_NODES;
 }
 
-// gpu_time is stored per second (the agent's windows): an absolute range
+// gpu_time and off_cpu are stored per second (the agent's windows): an absolute range
 // that is not whole seconds asks for the seconds it touches, or a
 // sub-second range (a drag across a few kernels) would find nothing.
 // Empty when the range is relative or already whole.
 export function perSecondRange(s: ViewState): { from?: string; to?: string } {
-  if (s.type !== "gpu_time" || isRelative(s.from) || isRelative(s.to)) return {};
+  if ((s.type !== "gpu_time" && s.type !== "off_cpu") || isRelative(s.from) || isRelative(s.to)) return {};
   const from = resolveTime(s.from, Date.now());
   const to = resolveTime(s.to, Date.now());
   if (from === null || to === null) return {};
