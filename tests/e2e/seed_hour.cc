@@ -2,9 +2,11 @@
 // CPU samples (a 10 s step, a few hundred distinct stacks whose mix drifts
 // over the hour) for the web UI's "select a range of 1 h of data" measurement
 // (tests/e2e/ui_e2e.mjs), and four seconds of GPU work with known numbers
-// (SeedGpuSeconds) for the GPU kernels view, and 15 minutes of a node whose
-// graph has 25,073 nodes. Prints `gpu_from_ms=<ms>`, the
-// first of those seconds. Usage: e2e_seed_hour PORT TOKEN NODE
+// (GpuSeconds) for the GPU kernels view, 15 minutes of a node whose
+// graph has 25,073 nodes, and four seconds of two threads' on-CPU, off-CPU
+// and GPU-wait time (ThreadSeconds) for the threads view. Prints
+// `gpu_from_ms=<ms>` and `threads_from_ms=<ms>`, the first of those seconds.
+// Usage: e2e_seed_hour PORT TOKEN NODE
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -155,6 +157,54 @@ warpscope::v1::IngestBatch GpuSeconds(const std::string& node, int64_t gpu_from_
   return batch;
 }
 
+// Four seconds from from_ns on node `node` of process "trainer" (pid 4646)
+// and two of its threads, for the threads view (numbers per second; cpu
+// samples are 1/19 s each, BatchFactory's period):
+//   "trainer"      on CPU 15 samples, off CPU 50 ms poll, GPU wait 120 ms
+//                  (cudaStreamSynchronize, gemm_kernel ran meanwhile);
+//   "data-loader"  on CPU 2 samples, off CPU 800 ms futex and 100 ms disk_io.
+// Over the four seconds: trainer 60 samples (3,157,894,680 ns) + 200 ms off
+// = 3,357,894,680 ns wall; data-loader 8 samples (421,052,624 ns) + 3.6 s
+// off = 4,021,052,624 ns wall, so it comes first.
+warpscope::v1::IngestBatch ThreadSeconds(const std::string& node, int64_t from_ns) {
+  constexpr int kSeconds = 4;
+  BatchFactory f("e2e-seed-threads-" + node, 1, from_ns, from_ns + kSeconds * kSec);
+  const Labels trainer = {{"node", node}, {"comm", "trainer"}, {"pid", "4646"}, {"thread", "trainer"}};
+  const Labels loader = {{"node", node}, {"comm", "trainer"}, {"pid", "4646"}, {"thread", "data-loader"}};
+  const auto with_label = [](Labels labels, const std::string& name, const std::string& value) {
+    labels.emplace_back(name, value);
+    return labels;
+  };
+  const auto with_reason = [&with_label](const Labels& labels, const std::string& reason) {
+    return with_label(labels, "wait_reason", reason);
+  };
+  const std::string step = "py:train_step@train.py:10;";
+  const std::string load = "py:load_batch@loader.py:12;";
+  for (int sec = 0; sec < kSeconds; ++sec) {
+    const int64_t t = from_ns + sec * kSec;
+    f.Add(step + "py:forward@model.py:20;at::native::gemm@libtorch_cuda.so", trainer, 15, t);
+    f.Add(step + "py:poll_workers@train.py:40;poll@libc.so.6;k:do_sys_poll", with_reason(trainer, "poll"), 50 * kMs, t,
+          "off_cpu");
+    f.Add(step + "cudaStreamSynchronize@libcudart.so.12;void gemm_kernel<float>(float*, int)",
+          with_label(trainer, "wait_api", "cudaStreamSynchronize"), 120 * kMs, t, "gpu_wait");
+    f.Add(load + "py:decode@loader.py:30;decode_jpeg@libjpeg.so.62", loader, 2, t);
+    f.Add(load + "py:get@queue.py:180;pthread_cond_wait@libc.so.6;k:futex_wait_queue", with_reason(loader, "futex"),
+          800 * kMs, t, "off_cpu");
+    f.Add(load + "py:read@loader.py:22;read@libc.so.6;k:io_schedule", with_reason(loader, "disk_io"), 100 * kMs, t,
+          "off_cpu");
+  }
+  warpscope::v1::IngestBatch batch = f.batch();
+  // The gpu_wait leaf is the kernel that ran during the wait: a CUDA-kernel frame.
+  for (auto& loc : *batch.mutable_locations()) {
+    const auto& fn = batch.functions(static_cast<int>(loc.lines(0).function()));
+    if (batch.strings(static_cast<int>(fn.name())) != "void gemm_kernel<float>(float*, int)") continue;
+    loc.set_kind(warpscope::v1::FRAME_KIND_CUDA_KERNEL);
+    loc.set_mapping(0);
+    loc.set_address(0);
+  }
+  return batch;
+}
+
 // Sends one batch; false, with what failed on stderr, unless the server stored it.
 bool Post(int port, const std::string& token, const warpscope::v1::IngestBatch& batch, const std::string& what) {
   auto r = warpscope::testing::PostBatch(port, batch, token);
@@ -251,6 +301,10 @@ int main(int argc, char** argv) {
     }
     if (!Post(port, token, f.batch(), "GPU metrics batch")) return 1;
   }
+  // The threads view's four seconds, ending 36 s ago.
+  const int64_t threads_from_ns = (now_ns / kSec - 40) * kSec;
+  if (!Post(port, token, ThreadSeconds(node + "-threads", threads_from_ns), "threads batch")) return 1;
   std::printf("gpu_from_ms=%lld\n", static_cast<long long>(gpu_from_ns / kMs));
+  std::printf("threads_from_ms=%lld\n", static_cast<long long>(threads_from_ns / kMs));
   return 0;
 }

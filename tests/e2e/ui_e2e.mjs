@@ -1,7 +1,8 @@
 // The web UI end to end: a real warpscope-server fed by a real
 // agent profiling tests/testprogs/cpu_split, driven in Debian's headless
 // Chromium through playwright-core. Checks the workflow (load without
-// console errors, drag on the timeline, search, table, sandwich; the GPU
+// console errors, drag on the timeline, search, table, sandwich; the
+// threads view's on- and off-CPU time on e2e_seed_hour's seeded threads; the GPU
 // kernels view and the gpu_time flame graph on e2e_seed_hour's seeded GPU
 // seconds; the combined GPU timeline and the Chrome trace's CPU side on a
 // CUDA application driven by the fake CUPTI through the real injection
@@ -562,6 +563,92 @@ try {
   }
   await shot("targets");
   if (consoleErrors.length) fail(`console errors: ${consoleErrors.join(" | ")}`);
+
+  // 6a. The threads view (e2e_seed_hour's ThreadSeconds on node
+  // e2e-synthetic-threads, numbers in seed_hour.cc): one row per thread with
+  // its on-CPU (samples × 1/19 s) and off-CPU time by wait reason, busiest
+  // wall time first; a click on a bar's part opens that thread's flame graph
+  // of that type, a click elsewhere on the row the type picker's. Then the
+  // workload's threads (no off-CPU data in its range) and a server that never
+  // stored off_cpu: the view says to start the agent with --off-cpu.
+  {
+    const threadsFromMs = Number(/threads_from_ms=(\d+)/.exec(seed.output)?.[1]);
+    if (!(threadsFromMs > 0)) fail(`e2e_seed_hour should print threads_from_ms: ${seed.output}`);
+    const threadsNode = '{node="e2e-synthetic-threads"}';
+    const threadsUrl = `${url}/?view=threads&from=${threadsFromMs}&to=${threadsFromMs + 4000}&selector=${q(threadsNode)}`;
+    const panel = page.locator(".view-threads .threads-panel");
+    await page.goto(threadsUrl);
+    await waitFor("the threads view", async () => (await panel.getAttribute("data-rows")) === "2", 10000);
+    const rows = await panel.locator("tr[data-key]").evaluateAll((trs) => trs.map((tr) => ({
+      ...tr.dataset, cells: [...tr.querySelectorAll("td")].slice(2, 5).map((td) => td.innerText.trim()) })));
+    log(`threads view: ${JSON.stringify(rows.map(({ key, ...r }) => r))}`);
+    const want = [
+      { thread: "data-loader", onNs: "421052624", offNs: "3600000000", wallNs: "4021052624", reasons: "futex=3200000000,disk_io=400000000", cells: ["421 ms", "3.60 s", "4.02 s"] },
+      { thread: "trainer", onNs: "3157894680", offNs: "200000000", wallNs: "3357894680", reasons: "poll=200000000", cells: ["3.16 s", "200 ms", "3.36 s"] },
+    ];
+    want.forEach((w, i) => {
+      const r = rows[i];
+      if (r.thread !== w.thread || r.comm !== "trainer" || r.pid !== "4646" || r.onNs !== w.onNs || r.offNs !== w.offNs ||
+          r.wallNs !== w.wallNs || r.reasons !== w.reasons || r.cells.join("|") !== w.cells.join("|")) {
+        fail(`threads row ${i} should be ${JSON.stringify(w)}, found ${JSON.stringify(r)}`);
+      }
+    });
+    if ((await panel.getAttribute("data-off-cpu")) !== "shown") fail("the threads view should show off-CPU time");
+    const head = await page.locator(".view-threads .threads-head").innerText();
+    if (!/2 threads/.test(head) || !/on CPU 3\.58 s, off CPU 3\.80 s/.test(head)) fail(`the threads view's summary: ${head}`);
+    if (await page.locator(".view-threads .threads-note").isVisible()) fail("with off-CPU data the --off-cpu note should be hidden");
+    // The type picker names every stored type plainly.
+    const options = await page.locator("header select option").evaluateAll((os) => os.map((o) => `${o.value}=${o.textContent}`));
+    for (const o of ["cpu=CPU time", "off_cpu=off-CPU time", "gpu_time=GPU time", "gpu_wait=GPU wait"]) {
+      if (!options.includes(o)) fail(`the type picker should offer ${o}: ${options.join(", ")}`);
+    }
+    await shot("threads");
+    // The data loader's futex part of the bar: its off-CPU flame graph of those waits.
+    const loaderSel = '{node="e2e-synthetic-threads", pid="4646", comm="trainer", thread="data-loader"}';
+    await panel.locator('tr[data-thread="data-loader"] .seg[data-reason="futex"]').click();
+    await waitFor("the loader's futex flame graph", async () => (await flameTotal()) === 3_200_000_000, 10000);
+    const futexUrl = new URL(page.url()).searchParams;
+    if (futexUrl.get("type") !== "off_cpu" || futexUrl.get("selector") !== loaderSel.replace("}", ', wait_reason="futex"}')) {
+      fail(`the futex part should open the loader's off_cpu graph of futex waits: ${page.url()}`);
+    }
+    if (await page.locator("header select").inputValue() !== "off_cpu") fail("the type picker should show off_cpu");
+    await shot("threads_flame_futex");
+    // The off-CPU number: all the loader's waits.
+    await page.goBack();
+    await waitFor("the threads view again", async () => (await panel.getAttribute("data-rows")) === "2", 10000);
+    await panel.locator('tr[data-thread="data-loader"] td[data-type="off_cpu"]').click();
+    await waitFor("the loader's off-CPU flame graph", async () => (await flameTotal()) === 3_600_000_000, 10000);
+    if (new URL(page.url()).searchParams.get("selector") !== loaderSel) fail(`the loader's selector: ${page.url()}`);
+    // Elsewhere on the trainer's row: the picker's type (cpu), 60 samples.
+    await page.goto(threadsUrl);
+    await waitFor("the threads view again", async () => (await panel.getAttribute("data-rows")) === "2", 10000);
+    await panel.locator('tr[data-thread="trainer"] td.thread-name').click();
+    await waitFor("the trainer's CPU flame graph", async () => (await flameTotal()) === 60, 10000);
+    const trainerUrl = new URL(page.url()).searchParams;
+    if (trainerUrl.get("type") !== null || trainerUrl.get("selector") !== loaderSel.replace("data-loader", "trainer")) {
+      fail(`the trainer's row should open its cpu flame graph: ${page.url()}`);
+    }
+    // Its GPU waits: 4 × 120 ms, the kernel under cudaStreamSynchronize.
+    await page.locator("header select").selectOption("gpu_wait");
+    await waitFor("the trainer's GPU-wait flame graph", async () => (await flameTotal()) === 480_000_000, 10000);
+    log(`threads view: futex -> ${futexUrl.get("selector")}; trainer -> ${trainerUrl.get("selector")}; gpu_wait total 480 ms`);
+    // The workload's threads: CPU samples only (the agent runs without --off-cpu).
+    await page.goto(`${url}/?view=threads&from=${from}&to=${to}&selector=${q(pidSelector)}`);
+    await waitFor("the workload's threads", async () => Number(await panel.getAttribute("data-rows")) > 0 && (await panel.getAttribute("data-off-cpu")) === "none", 10000);
+    const none = await page.locator(".view-threads .threads-note").innerText();
+    if (!/No off-CPU time in this range for this selector/.test(none) || !/--off-cpu/.test(none)) fail(`the note without off-CPU time: ${none}`);
+    // A server that never stored off_cpu (its type list without it): say how to get it.
+    await page.route(/\/api\/v1\/types$/, (route) => route.fulfill({ status: 200, contentType: "application/json",
+      body: JSON.stringify({ types: [{ name: "cpu", unit: "samples", period_nanos: 10101010 }] }) }));
+    await page.reload();
+    await waitFor("the view without off_cpu", async () => (await panel.getAttribute("data-off-cpu")) === "absent", 10000);
+    const absent = await page.locator(".view-threads .threads-note").innerText();
+    if (!/No off-CPU data/.test(absent) || !/start the agent with --off-cpu/.test(absent)) fail(`the note without off_cpu: ${absent}`);
+    log(`threads view of the workload: ${await panel.getAttribute("data-rows")} threads; ${absent.replace(/\s+/g, " ")}`);
+    await shot("threads_no_off_cpu");
+    await page.unroute(/\/api\/v1\/types$/);
+    if (consoleErrors.length) fail(`console errors in the threads view: ${consoleErrors.join(" | ")}`);
+  }
 
   // 6b. GPU time (e2e_seed_hour's four seconds on node e2e-synthetic-gpu,
   // numbers in seed_hour.cc): the gpu_time flame graph ends in the CUDA

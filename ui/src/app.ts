@@ -1,6 +1,6 @@
 // The app shell: the header (tabs, range buttons, the profile type), the
 // toolbar (selector, search, orientation, colours, exports), the timeline
-// and the message line, around the eight views. One ViewState, mirrored in
+// and the message line, around the nine views. One ViewState, mirrored in
 // the URL, drives all of it; `views` maps each view's name to its module
 // (views/view.ts says what a view does and what the shell does for it).
 // Everything runs on the page's one thread; a newer refresh aborts the
@@ -16,7 +16,7 @@ import { RangePicker } from "./range_picker";
 import { isRelative, resolveTime } from "./time";
 import { Timeline } from "./timeline";
 import { Frame, binariesByTotal, parseFrame, parseFrames } from "./flame/transforms";
-import { ValueUnit } from "./units";
+import { ValueUnit, isPerSecondType, typeLabel } from "./units";
 import { DiffView } from "./views/diff";
 import { FlameView } from "./views/flame";
 import { FlameChartView } from "./views/flamechart";
@@ -26,6 +26,7 @@ import { ProfileGraph } from "./views/profile_graph";
 import { SandwichView } from "./views/sandwich";
 import { TableView } from "./views/table";
 import { TargetsView } from "./views/targets";
+import { ThreadsView } from "./views/threads";
 import { Shell, View } from "./views/view";
 
 const LIVE_REFRESH_MS = 10_000;
@@ -34,6 +35,7 @@ const LIVE_REFRESH_MS = 10_000;
 const VIEW_TITLES: [ViewName, string][] = [
   ["flame", "Flame graph"],
   ["flamechart", "Flame chart"],
+  ["threads", "Threads"],
   ["table", "Top functions"],
   ["sandwich", "Sandwich"],
   ["diff", "Diff"],
@@ -41,6 +43,11 @@ const VIEW_TITLES: [ViewName, string][] = [
   ["kernels", "GPU kernels"],
   ["targets", "Targets"],
 ];
+
+// The type picker's entry: the plain name shown, the API's name as the value and tooltip.
+function typeOption(type: string): string {
+  return `<option value="${escapeHtml(type)}" title="profile type ${escapeHtml(type)}">${escapeHtml(typeLabel(type))}</option>`;
+}
 
 export class App implements Shell {
   private state: ViewState = readState(location.search);
@@ -86,6 +93,7 @@ export class App implements Shell {
     this.views = {
       flame: new FlameView(section("flame"), this.profile, this),
       flamechart: new FlameChartView(section("flamechart"), this),
+      threads: new ThreadsView(section("threads"), this),
       table: new TableView(section("table"), this.profile, this),
       sandwich: new SandwichView(section("sandwich"), this.profile, this),
       diff: new DiffView(section("diff"), this),
@@ -272,7 +280,7 @@ export class App implements Shell {
     this.groupSelect.value = s.group;
     this.linesButton.textContent = s.lines === "1" ? "≡ lines" : "≡ functions";
     // A type from a link (the kernel table's "flame graph") may not be listed yet.
-    if (![...this.typeSelect.options].some((o) => o.value === s.type)) this.typeSelect.append(new Option(s.type, s.type));
+    if (![...this.typeSelect.options].some((o) => o.value === s.type)) this.typeSelect.append(new Option(typeLabel(s.type), s.type));
     this.typeSelect.value = s.type;
     this.rangeText.textContent = rangeLabel(s, Date.now());
     clearInterval(this.liveTimer);
@@ -297,10 +305,10 @@ export class App implements Shell {
       for (const x of t.types) this.typeUnits.set(x.name, { type: x.name, unit: x.unit, periodNanos: x.period_nanos });
       const names = t.types.map((x) => x.name);
       if (!names.includes(this.state.type)) names.unshift(this.state.type);
-      this.typeSelect.innerHTML = names.map((n) => `<option>${escapeHtml(n)}</option>`).join("");
+      this.typeSelect.innerHTML = names.map(typeOption).join("");
       this.typeSelect.value = this.state.type;
     } catch {
-      this.typeSelect.innerHTML = `<option>${escapeHtml(this.state.type)}</option>`;
+      this.typeSelect.innerHTML = typeOption(this.state.type);
     }
   }
 
@@ -317,7 +325,7 @@ export class App implements Shell {
       const type = view.timelineType?.(s) ?? s.type;
       const series = apiGet<SeriesJson>("/api/v1/series", { ...commonParams(s), type, max_points: 300 }, signal).then((x) => {
         const u = this.typeUnits.get(type);
-        this.timeline.setSeries(x, u ?? { type, unit: type === "gpu_time" ? "nanoseconds" : "samples", periodNanos: 0 });
+        this.timeline.setSeries(x, u ?? { type, unit: isPerSecondType(type) ? "nanoseconds" : "samples", periodNanos: 0 });
       });
       await Promise.all([series, view.load(s, signal)]);
       if (signal.aborted) return;

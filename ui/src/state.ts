@@ -2,7 +2,7 @@
 // the same view (the server answers every non-API path with the app).
 // Pure (no DOM): the unit tests run it in Node.
 
-export type ViewName = "flame" | "flamechart" | "table" | "sandwich" | "diff" | "gpu" | "kernels" | "targets";
+export type ViewName = "flame" | "flamechart" | "threads" | "table" | "sandwich" | "diff" | "gpu" | "kernels" | "targets";
 export type Orientation = "icicle" | "flame";
 export type ColorMode = "binary" | "kind";
 export type SortKey = "name" | "binary" | "self" | "total";
@@ -74,7 +74,7 @@ export const DEFAULTS: ViewState = {
 // The flame graph's `group` as the API's group_by (docs/api.md, /api/v1/profile).
 export const GROUPS: Record<string, string> = { process: "comm,pid", thread: "comm,pid,thread" };
 
-const VIEWS: ViewName[] = ["flame", "flamechart", "table", "sandwich", "diff", "gpu", "kernels", "targets"];
+const VIEWS: ViewName[] = ["flame", "flamechart", "threads", "table", "sandwich", "diff", "gpu", "kernels", "targets"];
 const KERNEL_SORTS = ["name", "launches", "total", "mean", "p50", "p95", "max"];
 
 // A query string (with or without its "?") as a state: unknown keys are

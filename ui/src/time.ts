@@ -57,7 +57,7 @@ export function apiDuration(ms: number): string {
 }
 
 // The range [from, to) widened to whole seconds of the Unix clock: what
-// per-second data (gpu_time) can answer. Unchanged when already whole.
+// per-second data (gpu_time, off_cpu, gpu_wait) can answer. Unchanged when already whole.
 export function wholeSeconds(fromMs: number, toMs: number): [number, number] {
   return [Math.floor(fromMs / 1e3) * 1e3, Math.ceil(toMs / 1e3) * 1e3];
 }

@@ -16,6 +16,7 @@ test("readState: defaults, known keys, and fallbacks for values it does not know
   const s = readState("?view=table&live=1&search=x&orient=flame&color=kind&sort=total&ksort=p95&gpu=0&selector=%7Bpid%3D%2212%22%7D");
   assert.deepEqual(s, { ...DEFAULTS, view: "table", live: true, search: "x", orient: "flame", color: "kind", sort: "total", ksort: "p95", gpu: "0", selector: '{pid="12"}' });
   assert.equal(readState("?group=thread").group, "thread");
+  assert.equal(readState("?view=threads&type=off_cpu").view, "threads");
   const bad = readState("view=nope&orient=up&color=red&sort=x&ksort=y&live=yes&group=cpu");
   assert.deepEqual(bad, DEFAULTS);
 });

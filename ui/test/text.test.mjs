@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { apiDuration, compactNanos, formatDuration, formatNanos, formatTime, isRelative, parseDurationMs, resolveTime, wholeSeconds } from "../src/time.ts";
-import { formatValue, isTimeUnit, valueNoun } from "../src/units.ts";
+import { blankMeaning, formatValue, isPerSecondType, isTimeUnit, laneNoun, timeNoun, typeLabel, valueNoun } from "../src/units.ts";
 import { errorText, escapeHtml } from "../src/base/dom.ts";
 
 test("parseDurationMs: units ms s m h d w, concatenated, nothing else", () => {
@@ -85,6 +85,18 @@ test("formatValue and valueNoun per unit", () => {
   assert.equal(valueNoun({ ...gpu, type: "cpu" }), "time");
   assert.equal(valueNoun(cpu), "samples");
   assert.equal(valueNoun({ ...cpu, unit: "" }), "samples");
+});
+
+test("every stored type has a plain name; gpu_wait is time per second like off_cpu", () => {
+  assert.deepEqual(["cpu", "off_cpu", "gpu_time", "gpu_wait", "heap"].map(typeLabel), ["CPU time", "off-CPU time", "GPU time", "GPU wait", "heap"]);
+  assert.deepEqual(["cpu", "off_cpu", "gpu_time", "gpu_wait", "heap"].map(timeNoun), ["CPU time", "off-CPU time", "GPU time", "GPU wait time", "time"]);
+  assert.deepEqual(["cpu", "off_cpu", "gpu_time", "gpu_wait"].map(isPerSecondType), [false, true, true, true]);
+  assert.equal(valueNoun({ type: "gpu_wait", unit: "nanoseconds", periodNanos: 0 }), "GPU wait time");
+  assert.equal(formatValue(2.5e9, { type: "gpu_wait", unit: "nanoseconds", periodNanos: 0 }), "2.50 s");
+  assert.equal(blankMeaning("gpu_wait"), "not waiting on the GPU");
+  assert.equal(blankMeaning("off_cpu"), "not blocked");
+  assert.equal(blankMeaning("cpu"), "off CPU");
+  assert.deepEqual(["cpu", "off_cpu", "gpu_time", "gpu_wait", "heap"].map(laneNoun), ["CPU", "off-CPU", "GPU", "GPU wait", ""]);
 });
 
 test("escapeHtml and errorText", () => {

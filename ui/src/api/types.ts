@@ -45,6 +45,7 @@ export interface DiffJson {
 
 // GET /api/v1/top
 export interface TopJson {
+  unit: string; // "samples" (period_nanos each) or "nanoseconds"
   total: number;
   function_count: number;
   period_nanos: number;

@@ -134,7 +134,7 @@ export function toSpeedscope(d: FlameData, focus: number, title: string): object
     }
     frameIndex[i] = f;
   }
-  // Samples of a known period become time; gpu_time (nanoseconds) already is.
+  // Samples of a known period become time; nanoseconds (gpu_time, off_cpu, gpu_wait) already are.
   const perSample = d.unit === "samples" && d.periodNanos > 0 ? d.periodNanos : d.unit === "nanoseconds" ? 1 : 0;
   const nanos = perSample > 0;
   const prefix: number[] = [];

@@ -13,7 +13,7 @@ import { nameMatcher } from "./analysis";
 import { escapeHtml, onSchemeChange, placeTooltip } from "../base/dom";
 import { ChartData, boxAt, spanRange, bucketSpan } from "./chartmodel";
 import { formatTime } from "../time";
-import { timeNoun } from "../units";
+import { laneNoun, timeNoun } from "../units";
 
 const ROW = 14;
 const AXIS = 18;
@@ -161,7 +161,8 @@ export class FlameChart {
   private amount(v: number, cpu: boolean): string {
     const d = this.data;
     if (!d) return String(v);
-    const what = d.type === "cpu" ? " CPU" : d.type === "gpu_time" ? " GPU" : d.type === "off_cpu" ? " off-CPU" : "";
+    const noun = laneNoun(d.type);
+    const what = noun ? ` ${noun}` : "";
     if (d.nsPerValue > 0) return `${formatSpan((v * d.nsPerValue) / 1e6)}${cpu ? what : ""}`;
     return `${v.toLocaleString("en-US")} ${d.unit}`;
   }

@@ -11,7 +11,7 @@ import { FlameChart, formatSpan } from "../flame/flamechart";
 import { transformChart } from "../flame/transforms";
 import { ViewState, commonParams } from "../state";
 import { isRelative, resolveTime } from "../time";
-import { valueNoun } from "../units";
+import { blankMeaning, valueNoun } from "../units";
 import { emptyMessage, noSamplesHtml } from "./empty";
 import { Shell, View, openSandwich } from "./view";
 
@@ -106,7 +106,7 @@ export class FlameChartView implements View {
     const d = this.chart.getData();
     this.head.innerHTML = `<span class="muted small">Each thread's stacks in time order, root on top${
       d && d.lanes.length ? `, in ${escapeHtml(formatSpan(d.bucketMs))} buckets` : ""
-    }; blank: ${s.type === "gpu_time" ? "no kernel of the thread's running" : s.type === "off_cpu" ? "not blocked" : "off CPU"}. Click a box to select its time span; right-click for its callers and callees (sandwich).</span>`;
+    }; blank: ${blankMeaning(s.type)}. Click a box to select its time span; right-click for its callers and callees (sandwich).</span>`;
   }
 
   searchInfo(s: ViewState): string {

@@ -23,7 +23,7 @@ import { FlameGraph } from "../flame/flamegraph";
 import { FlameData, findPath, foldedAway, fromProfile, pathOf } from "../flame/model";
 import { GROUPS, ViewState, commonParams } from "../state";
 import { formatTime, isRelative, resolveTime, wholeSeconds } from "../time";
-import { formatValue } from "../units";
+import { formatValue, isPerSecondType, timeNoun } from "../units";
 import { emptyMessage, noSamplesHtml } from "./empty";
 import { Shell, openSandwich } from "./view";
 import { legendItems } from "../flame/colors";
@@ -38,17 +38,22 @@ export function maxNodesOf(s: ViewState): number {
   return s.nodes === "all" ? ALL_NODES : DEFAULT_MAX_NODES;
 }
 
-// gpu_time and off_cpu are stored per second (the agent's windows): an absolute range
-// that is not whole seconds asks for the seconds it touches, or a
-// sub-second range (a drag across a few kernels) would find nothing.
-// Empty when the range is relative or already whole.
+// gpu_time, off_cpu and gpu_wait are stored per second (the agent's
+// windows): an absolute range that is not whole seconds asks for the
+// seconds it touches, or a sub-second range (a drag across a few kernels)
+// would find nothing. Empty when the range is relative or already whole.
 export function perSecondRange(s: ViewState): { from?: string; to?: string } {
-  if ((s.type !== "gpu_time" && s.type !== "off_cpu") || isRelative(s.from) || isRelative(s.to)) return {};
+  if (!isPerSecondType(s.type) || isRelative(s.from) || isRelative(s.to)) return {};
   const from = resolveTime(s.from, Date.now());
   const to = resolveTime(s.to, Date.now());
   if (from === null || to === null) return {};
   const [wf, wt] = wholeSeconds(from, to);
   return wf === from && wt === to ? {} : { from: String(wf), to: String(wt) };
+}
+
+// "off-CPU time" → "Off-CPU time".
+function capitalized(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1);
 }
 
 export class ProfileGraph {
@@ -107,7 +112,7 @@ export class ProfileGraph {
   }
 
   // Values as the profile's unit reads: CPU samples with their time,
-  // nanoseconds (gpu_time, or CPU profiles of agents at different
+  // nanoseconds (gpu_time, off_cpu, gpu_wait, or CPU profiles of agents at different
   // frequencies) as time.
   format(v: number): string {
     return formatValue(v, this.shell.valueUnit(this.data));
@@ -200,7 +205,7 @@ export class ProfileGraph {
     const d = this.data;
     const widened = perSecondRange(s);
     const secondsNote = widened.from
-      ? `<span class="folded-note">GPU time is counted per second: this graph covers ${formatTime(Number(widened.from))} – ${formatTime(Number(widened.to))}, the whole seconds around the range.</span> `
+      ? `<span class="folded-note">${capitalized(timeNoun(s.type))} is counted per second: this graph covers ${formatTime(Number(widened.from))} – ${formatTime(Number(widened.to))}, the whole seconds around the range.</span> `
       : "";
     if (!d || d.truncated === 0) return secondsNote;
     const { nodes, value } = foldedAway(d);
