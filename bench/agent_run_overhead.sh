@@ -117,18 +117,9 @@ done
 work=$(mktemp -d "${TMPDIR:-/tmp}/ws_run_bench.XXXXXX")
 source bench/lib/agent_bench.sh  # LIVE: every process started here and not stopped yet (cleanup stops them)
 IPT_RULE=()      # the iptables counting rule, once inserted
-cleanup() {
-  local rc=$?
-  trap - EXIT INT TERM
-  stop_pids "${!LIVE[@]}"
+bench_cleanup_extra() {
   if ((${#IPT_RULE[@]})); then iptables -w -D INPUT "${IPT_RULE[@]}" 2>/dev/null || true; fi
-  echo 0 >/proc/sys/kernel/bpf_stats_enabled || true
-  rm -rf "$work"
-  exit "$rc"
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
 bench_init
 
 # BPF run time of this agent's own ws_cpu_sample programs.

@@ -44,17 +44,6 @@ for f in "$AGENT" "$SERVER"; do [[ -x $f ]] || { echo "missing $f" >&2; exit 1; 
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/ws_offcpu_bench.XXXXXX")
 source bench/lib/agent_bench.sh
-cleanup() {
-  local rc=$?
-  trap - EXIT INT TERM
-  stop_pids "${!LIVE[@]}"
-  echo 0 >/proc/sys/kernel/bpf_stats_enabled || true
-  rm -rf "$work"
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
 bench_init
 cc -O2 -o "$work/pingpong" bench/off_cpu_overhead/pingpong.c
 

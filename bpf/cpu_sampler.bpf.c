@@ -202,14 +202,14 @@ static __always_inline __u64 store_stack(void *stacks, struct ws_stack *stack, _
   return hash;
 }
 
-/* Captures the current task's stacks and adds `value` to its key in `counts`
- * (CPU samples: 1; off-CPU: nanoseconds). `recorded` and `counts_full` are the
- * stats to count the outcome in. ctx: the program's context (perf event or
- * tracepoint), for the kernel stack. */
+/* Captures the current task's stacks and adds `value` to its key in `counts`.
+ * A CPU sample (off_cpu_time false) adds 1 and captures both stacks here, in
+ * scratch slots 0 and 1. Off-CPU time adds nanoseconds, uses slots 2 and 3,
+ * and finds the kernel stack of the wait already in slot 3. ctx: the
+ * program's context (perf event or tracepoint), for the stacks. */
 static __always_inline int record_sample(void *ctx, __u32 pid, __u32 tid, struct task_struct *task, void *counts,
-                                         void *stacks, __u32 buffer, __u64 value, __u32 recorded,
-                                         __u32 counts_full, __u32 user_slot, bool kernel_given) {
-  __u32 kernel_slot = user_slot + 1;
+                                         void *stacks, __u32 buffer, __u64 value, bool off_cpu_time) {
+  __u32 user_slot = off_cpu_time ? 2 : 0, kernel_slot = user_slot + 1;
   struct ws_stack *user_stack = bpf_map_lookup_elem(&stack_scratch, &user_slot);
   struct ws_stack *kernel_stack = bpf_map_lookup_elem(&stack_scratch, &kernel_slot);
   if (!user_stack || !kernel_stack) return 0;
@@ -230,8 +230,7 @@ static __always_inline int record_sample(void *ctx, __u32 pid, __u32 tid, struct
       key.user_stack_hash = store_stack(stacks, user_stack, WS_USER_STACK_SEED, pid, buffer);
     }
   }
-  /* kernel_given: the caller filled the kernel slot. */
-  if (!kernel_given && ws_capture_kernel_stack(ctx, kernel_stack) < 0) {
+  if (!off_cpu_time && ws_capture_kernel_stack(ctx, kernel_stack) < 0) {
     stat_inc(WS_STAT_KERNEL_STACK_ERROR);
   } else if (kernel_stack->len > 0) {
     key.kernel_stack_hash = store_stack(stacks, kernel_stack, WS_KERNEL_STACK_SEED, pid, buffer);
@@ -246,12 +245,24 @@ static __always_inline int record_sample(void *ctx, __u32 pid, __u32 tid, struct
       count = bpf_map_lookup_elem(counts, &key);
       if (count) __sync_fetch_and_add(count, value);
     } else if (err != 0) {
-      stat_inc(counts_full);
+      stat_inc(off_cpu_time ? WS_STAT_OFFCPU_DROP_COUNTS_FULL : WS_STAT_DROP_COUNTS_FULL);
       return 0;
     }
   }
-  stat_inc(recorded);
+  stat_inc(off_cpu_time ? WS_STAT_OFFCPU_RECORDED : WS_STAT_RECORDED);
   return 0;
+}
+
+/* record_sample into the buffer samples go to now. Each buffer's maps are
+ * named at a call site of their own, as the verifier wants map pointers. */
+static __always_inline int record_in_active_buffer(void *ctx, __u32 pid, __u32 tid, struct task_struct *task,
+                                                   __u64 value, bool off_cpu_time) {
+  if (*(volatile __u32 *)&active_buffer & 1) {
+    return record_sample(ctx, pid, tid, task, off_cpu_time ? (void *)&off_cpu_counts_1 : (void *)&counts_1,
+                         &stacks_1, 1, value, off_cpu_time);
+  }
+  return record_sample(ctx, pid, tid, task, off_cpu_time ? (void *)&off_cpu_counts_0 : (void *)&counts_0, &stacks_0,
+                       0, value, off_cpu_time);
 }
 
 SEC("perf_event")
@@ -273,12 +284,7 @@ int ws_cpu_sample(struct bpf_perf_event_data *ctx) {
    * sent, and a late "seen" would make user space describe a dead process. */
   if (!(BPF_CORE_READ(task, flags) & (WS_PF_KTHREAD | WS_PF_EXITING))) note_process(pid);
 
-  if (*(volatile __u32 *)&active_buffer & 1) {
-    return record_sample(ctx, pid, tid, task, &counts_1, &stacks_1, 1, 1, WS_STAT_RECORDED, WS_STAT_DROP_COUNTS_FULL,
-                         0, false);
-  }
-  return record_sample(ctx, pid, tid, task, &counts_0, &stacks_0, 0, 1, WS_STAT_RECORDED, WS_STAT_DROP_COUNTS_FULL, 0,
-                       false);
+  return record_in_active_buffer(ctx, pid, tid, task, 1, false);
 }
 
 /* task_struct.state became __state in 5.14. */
@@ -368,7 +374,20 @@ int BPF_PROG(ws_off_cpu_end, struct pt_regs *regs, long ret) {
   struct ws_off_cpu_pending *pending = bpf_map_lookup_elem(&off_cpu_pending, &tid);
   if (!pending) return 0;
   const __u64 start = pending->start_ns, end = pending->end_ns, weight = pending->weight;
-  const __u64 user_ip = pending->user_ip;
+  /* Not the call it blocked in (it blocked in a page fault and made this call
+   * later): its stack now is not the wait's. */
+  if (end == 0 || end <= start || BPF_CORE_READ(regs, ip) != pending->user_ip) {
+    bpf_map_delete_elem(&off_cpu_pending, &tid);
+    stat_inc(WS_STAT_OFFCPU_NOT_SYSCALL);
+    return 0;
+  }
+  const __u64 blocked = end - start;
+  if (blocked < off_cpu_min_ns) {
+    bpf_map_delete_elem(&off_cpu_pending, &tid);
+    stat_inc(WS_STAT_OFFCPU_SHORT);
+    return 0;
+  }
+  /* The wait's kernel stack into the slot record_sample takes it from. */
   __u32 kernel_slot = 3;
   struct ws_stack *kernel_stack = bpf_map_lookup_elem(&stack_scratch, &kernel_slot);
   if (!kernel_stack) return 0;
@@ -381,17 +400,6 @@ int BPF_PROG(ws_off_cpu_end, struct pt_regs *regs, long ret) {
   kernel_stack->len = len;
   kernel_stack->flags = WS_STACK_KERNEL | (len >= WS_OFFCPU_KERNEL_FRAMES ? WS_STACK_TRUNCATED : 0);
   bpf_map_delete_elem(&off_cpu_pending, &tid);
-  /* Not the call it blocked in (it blocked in a page fault and made this call
-   * later): its stack now is not the wait's. */
-  if (end == 0 || end <= start || BPF_CORE_READ(regs, ip) != user_ip) {
-    stat_inc(WS_STAT_OFFCPU_NOT_SYSCALL);
-    return 0;
-  }
-  const __u64 blocked = end - start;
-  if (blocked < off_cpu_min_ns) {
-    stat_inc(WS_STAT_OFFCPU_SHORT);
-    return 0;
-  }
   const __u32 pid = pid_tgid >> 32;
   struct task_struct *task = (struct task_struct *)bpf_get_current_task();
   note_process(pid);
@@ -399,12 +407,7 @@ int BPF_PROG(ws_off_cpu_end, struct pt_regs *regs, long ret) {
    * overflow; the server takes no larger value anyway. */
   const __u64 cap = 1ULL << 50;
   const __u64 value = blocked > cap / weight ? cap : blocked * weight;
-  if (*(volatile __u32 *)&active_buffer & 1) {
-    return record_sample(ctx, pid, tid, task, &off_cpu_counts_1, &stacks_1, 1, value, WS_STAT_OFFCPU_RECORDED,
-                         WS_STAT_OFFCPU_DROP_COUNTS_FULL, 2, true);
-  }
-  return record_sample(ctx, pid, tid, task, &off_cpu_counts_0, &stacks_0, 0, value, WS_STAT_OFFCPU_RECORDED,
-                       WS_STAT_OFFCPU_DROP_COUNTS_FULL, 2, true);
+  return record_in_active_buffer(ctx, pid, tid, task, value, true);
 }
 
 /* tp_btf programs attach without tracefs, which is often not mounted. */

@@ -4,11 +4,26 @@
 #
 # The sourcing script sets `work` (its temporary directory) and calls
 # bench_init; `LIVE` (an associative array) holds every process it started
-# and has not stopped yet, for stop_pids and its cleanup.
+# and has not stopped yet. On exit, Ctrl-C or failure, every live process is
+# stopped, kernel.bpf_stats_enabled is set back to 0, `work` is removed, and
+# bench_cleanup_extra runs first if the script defines it.
 declare -gA LIVE
 CLK_TCK=$(getconf CLK_TCK)
 
+bench_cleanup() {
+  local rc=$?
+  trap - EXIT INT TERM
+  stop_pids "${!LIVE[@]}"
+  if declare -F bench_cleanup_extra >/dev/null; then bench_cleanup_extra; fi
+  echo 0 >/proc/sys/kernel/bpf_stats_enabled || true
+  rm -rf "$work"
+  exit "$rc"
+}
+
 bench_init() {
+  trap bench_cleanup EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
   mkfifo "$work/snooze"
   exec {SNOOZE}<>"$work/snooze"
 }

@@ -69,6 +69,15 @@ class AgentServerTest : public ::testing::Test {
   void KillAgent() { agent_->Kill(); }
   json GetJson(const std::string& path) { return GetApiJson(server_->port(), path, kToken); }
   std::string PidSelector() { return UrlEncode("{pid=\"" + std::to_string(workload_) + "\"}"); }
+  // The workload's profile of `type` over `range` ("from=...&to=..."), through format=pprof.
+  void FetchPprof(const std::string& type, const std::string& range, perftools::profiles::Profile* p) {
+    HttpResult r = HttpGet(server_->port(), "/api/v1/profile?type=" + type + "&format=pprof&" + range +
+                                                "&selector=" + PidSelector(), kToken);
+    ASSERT_EQ(r.status, 200) << r.body;
+    auto raw = Gunzip(r.body);
+    ASSERT_TRUE(raw.ok());
+    ASSERT_TRUE(p->ParseFromString(*raw));
+  }
   // Start times (unix ms) of the workload's upload windows in [from_ms, to_ms):
   // the agent stamps each window's samples with the window's start.
   std::vector<int64_t> WindowStarts(int64_t from_ms, int64_t to_ms) {
@@ -119,13 +128,8 @@ TEST_F(AgentServerTest, KnownWorkloadHasItsSharesThroughPprof) {
   std::this_thread::sleep_for(10s);
   EXPECT_EQ(StopAgent(), 0);
   const std::string range = "from=" + std::to_string(start_ms - 1000) + "&to=" + std::to_string(NowMs() + 1000);
-  HttpResult r = HttpGet(server_->port(), "/api/v1/profile?type=cpu&format=pprof&" + range + "&selector=" +
-                                              PidSelector(), kToken);
-  ASSERT_EQ(r.status, 200) << r.body;
-  auto raw = Gunzip(r.body);
-  ASSERT_TRUE(raw.ok());
   perftools::profiles::Profile p;
-  ASSERT_TRUE(p.ParseFromString(*raw));
+  ASSERT_NO_FATAL_FAILURE(FetchPprof("cpu", range, &p));
   int64_t total = 0, hot = 0, cold = 0;
   for (const auto& s : p.sample()) {
     total += s.value(0);
@@ -175,13 +179,8 @@ TEST_F(AgentServerTest, OffCpuTimeIsStoredAndServedAsItsOwnType) {
   EXPECT_EQ(StopAgent(), 0);
   const int64_t end_ms = NowMs();
   const std::string range = "from=" + std::to_string(start_ms - 1000) + "&to=" + std::to_string(end_ms + 1000);
-  HttpResult r = HttpGet(server_->port(), "/api/v1/profile?type=off_cpu&format=pprof&" + range + "&selector=" +
-                                              PidSelector(), kToken);
-  ASSERT_EQ(r.status, 200) << r.body;
-  auto raw = Gunzip(r.body);
-  ASSERT_TRUE(raw.ok());
   perftools::profiles::Profile p;
-  ASSERT_TRUE(p.ParseFromString(*raw));
+  ASSERT_NO_FATAL_FAILURE(FetchPprof("off_cpu", range, &p));
   ASSERT_GE(p.sample_type_size(), 1);
   EXPECT_EQ(p.string_table(p.sample_type(0).type()), "off_cpu");
   EXPECT_EQ(p.string_table(p.sample_type(0).unit()), "nanoseconds");

@@ -187,10 +187,11 @@ Status ProfilingSession::Drain(bool final_drain) {
     // window's end lands in the right second too).
     const int64_t now = UnixNanosNow();
     const int64_t middle = last_drain_unix_ + (now - last_drain_unix_) / 2;
-    assembler_.SetSampleTime(middle - middle % kSampleTimeResolutionNanos);
+    const int64_t second = middle - middle % kSampleTimeResolutionNanos;
+    assembler_.SetSampleTime(second);
     // A wait counts in the second it ended in, like a sample in the second
     // it was taken in.
-    if (options_.off_cpu.enabled) off_cpu_assembler_.SetSampleTime(middle - middle % kSampleTimeResolutionNanos);
+    if (options_.off_cpu.enabled) off_cpu_assembler_.SetSampleTime(second);
     last_drain_unix_ = now;
   }
   assembler_.AddBatch(batch);
