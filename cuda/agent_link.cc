@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cuda/launch_callbacks.h"
+#include "cuda/wait_callbacks.h"
 
 namespace warpscope::cuda {
 
@@ -168,7 +169,7 @@ class AgentSession {
   void RequestDetach();
   bool SetKernelActivity(bool on, uint64_t now);
   bool SetMemopActivity(bool on);
-  // Enables or disables every launch-API callback (duty mode with
+  // Enables or disables every launch-API and synchronisation-API callback (duty mode with
   // WS_CUDA_CONFIG_DUTY_CALLBACKS); false when none could be enabled.
   bool SetLaunchCallbacks(bool on);
   // Windowed modes (LinkConfig::windowed): attach and start recording; close
@@ -177,6 +178,8 @@ class AgentSession {
   void CloseWindow(uint64_t now);
   void FinishDrain();
   void QueueWindow(uint64_t end, uint64_t covers_until);
+  // The sampled launches and the waits the application threads queued.
+  void QueueSampledRecords();
   void FlushAndQueue(uint64_t now);
   void QueueStats(uint64_t now);
   void QueueClock();
@@ -207,6 +210,7 @@ class AgentSession {
   LinkConfig config_;
   Window window_;
   std::vector<ws_cuda_launch> launches_;
+  std::vector<ws_cuda_wait> waits_;
 };
 
 bool AgentSession::Check(CUptiResult result, const char* what) {
@@ -337,6 +341,11 @@ bool AgentSession::SetLaunchCallbacks(bool on) {
     if (fn().cuptiEnableCallback(on ? 1 : 0, s_.subscriber, apis[i].domain, apis[i].cbid) == CUPTI_SUCCESS) changed++;
   }
   if (on && changed == 0) return false;
+  // The synchronisation APIs (waits) ride on the same subscription.
+  const WaitApi* waits = WaitApis(&count);
+  for (size_t i = 0; i < count; ++i) {
+    (void)fn().cuptiEnableCallback(on ? 1 : 0, s_.subscriber, waits[i].domain, waits[i].cbid);
+  }
   callbacks_on_ = on;
   return true;
 }
@@ -438,8 +447,7 @@ void AgentSession::QueueWindow(uint64_t end, uint64_t covers_until) {
   w.kernels_before_window =
       s_.conversion.kernels_before_window.load(std::memory_order_relaxed) - window_.before_base;
   // Every record of the window goes out before the message that closes it.
-  s_.launch_queue.Drain(&launches_);
-  if (!launches_.empty()) s_.outbox.AddLaunches(launches_.data(), launches_.size());
+  QueueSampledRecords();
   s_.outbox.CloseBatches();
   s_.outbox.AddControl(WS_CUDA_MSG_WINDOW, &w, sizeof(w));
 }
@@ -495,10 +503,16 @@ void AgentSession::FlushAndQueue(uint64_t now) {
       s_.cupti_dropped_records.fetch_add(dropped, std::memory_order_relaxed);
     }
   }
-  s_.launch_queue.Drain(&launches_);
-  if (!launches_.empty()) s_.outbox.AddLaunches(launches_.data(), launches_.size());
+  QueueSampledRecords();
   s_.outbox.CloseBatches();
   (void)now;
+}
+
+void AgentSession::QueueSampledRecords() {
+  s_.launch_queue.Drain(&launches_);
+  if (!launches_.empty()) s_.outbox.AddLaunches(launches_.data(), launches_.size());
+  s_.wait_queue.Drain(&waits_);
+  if (!waits_.empty()) s_.outbox.AddWaits(waits_.data(), waits_.size());
 }
 
 void AgentSession::QueueStats(uint64_t now) { QueueStatsMessage(s_, now); }
@@ -524,6 +538,9 @@ void QueueStatsMessage(InjectionState& s_, uint64_t now) {
   st.wire_messages_dropped = wire.messages_dropped;
   st.launch_records_dropped = s_.launch_records_dropped.load(std::memory_order_relaxed);
   st.names_unsent = wire.names_unsent;
+  st.waits_seen = s_.waits_seen.load(std::memory_order_relaxed);
+  st.waits_sampled = s_.waits_sampled.load(std::memory_order_relaxed);
+  st.wait_records_dropped = s_.wait_records_dropped.load(std::memory_order_relaxed);
   s_.outbox.AddControl(WS_CUDA_MSG_STATS, &st, sizeof(st));
 }
 
@@ -538,8 +555,7 @@ void AgentSession::FinalDrainAndPark() {
       QueueWindow(now, now);
     }
   }
-  s_.launch_queue.Drain(&launches_);
-  if (!launches_.empty()) s_.outbox.AddLaunches(launches_.data(), launches_.size());
+  QueueSampledRecords();
   QueueStatsMessage(s_, MonotonicNs());  // the last message, after every record
   const uint64_t deadline = MonotonicNs() + 300 * kMs;
   for (;;) {

@@ -38,7 +38,8 @@ namespace warpscope::cuda {
 #define WS_CUPTI_OPTIONAL_FUNCTIONS(X) \
   X(cuptiGetGraphExecId)               \
   X(cuptiSubscribe_v2)                 \
-  X(cuptiFinalize)
+  X(cuptiFinalize)                     \
+  X(cuptiGetStreamIdEx)
 
 struct CuptiFunctions {
 #define WS_CUPTI_POINTER(name) decltype(&::name) name = nullptr;

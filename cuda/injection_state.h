@@ -6,9 +6,9 @@
 // Ownership and threads:
 //   - `cupti` is written once by the link thread before any subscription and
 //     read-only afterwards;
-//   - the atomics are the only state application threads touch (launch
-//     callbacks), plus `launch_queue` through try_lock and `launch_times`
-//     (lock-free);
+//   - the atomics are the only state application threads touch (launch and
+//     wait callbacks), plus `launch_queue` and `wait_queue` through try_lock
+//     and `launch_times` (lock-free);
 //   - `pool` and `outbox` lock internally (CUPTI buffer callbacks, link thread);
 //   - `subscriber`, `buffers_registered` and `attached` belong to the link
 //     thread, except while a detach is pending (below);
@@ -36,6 +36,8 @@ struct InjectionState {
   ActivityBufferPool pool;
   WireOutbox outbox;
   LaunchSampleQueue launch_queue{16384};
+  // Every wait in a synchronisation call made while the callbacks are on.
+  WaitQueue wait_queue{16384};
   // Every launch made while kernel activity is on: its time and thread.
   LaunchTimeTable launch_times;
   ConversionCounters conversion;
@@ -57,6 +59,9 @@ struct InjectionState {
   alignas(64) std::atomic<uint64_t> launches_seen_activity_off{0};
   alignas(64) std::atomic<uint64_t> launches_sampled{0};
   std::atomic<uint64_t> launch_records_dropped{0};
+  alignas(64) std::atomic<uint64_t> waits_seen{0};
+  std::atomic<uint64_t> waits_sampled{0};
+  std::atomic<uint64_t> wait_records_dropped{0};
   std::atomic<uint64_t> cupti_dropped_records{0};
   std::atomic<uint64_t> activity_on_ns{0};  // link thread adds closed intervals
   std::atomic<uint64_t> kernel_on_since{0};  // MonotonicNs when turned on; 0 while off

@@ -8,6 +8,7 @@
 #include <cstddef>
 
 #include "cuda/injection_state.h"
+#include "cuda/wait_callbacks.h"
 
 namespace warpscope::cuda {
 
@@ -177,8 +178,8 @@ void OnExit(InjectionState& s) {
   if (!s.launch_queue.TryPush(t.pending)) s.launch_records_dropped.fetch_add(1, std::memory_order_relaxed);
 }
 
-// The link thread asked for CUPTI to be detached: the first launch API to
-// exit does it (see InjectionState::detach_state).
+// The link thread asked for CUPTI to be detached: the first launch or
+// synchronisation API to exit does it (see InjectionState::detach_state).
 void DetachAtApiExit(InjectionState& s) {
   int expected = InjectionState::kDetachRequested;
   if (!s.detach_state.compare_exchange_strong(expected, InjectionState::kDetaching, std::memory_order_acq_rel)) return;
@@ -207,7 +208,10 @@ void CUPTIAPI OnLaunchCallback(void*, CUpti_CallbackDomain domain, CUpti_Callbac
   }
   if (!s->callbacks_live.load(std::memory_order_acquire)) return;
   const LaunchApi* api = FindLaunchApi(domain, cbid);
-  if (api == nullptr) return;
+  if (api == nullptr) {
+    if (const WaitApi* wait = FindWaitApi(domain, cbid)) OnWaitCallback(*s, *wait, domain, cb);
+    return;
+  }
   if (cb.callbackSite == CUPTI_API_ENTER) {
     OnEnter(*s, *api, domain, cb);
   } else {

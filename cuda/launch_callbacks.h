@@ -1,4 +1,5 @@
-// The CUPTI callback on kernel-launch APIs, run on application threads.
+// The CUPTI callback on kernel-launch APIs, run on application threads (it
+// hands the synchronisation APIs to wait_callbacks.h).
 //
 // Each launch is counted once: a runtime launch nests a driver launch on the
 // same thread, and a thread_local depth makes the inner one only note its

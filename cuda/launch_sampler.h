@@ -5,11 +5,12 @@
 // thread_local (trivially destructible, no locks) and resets itself when the
 // session epoch changes (a new connection or config).
 //
-// LaunchSampleQueue carries the sampled launches' records from application
-// threads to the link thread. Bounded; an application thread only ever
-// try_locks it, so a launch never waits: when the lock is busy or the queue
-// is full the record is dropped and counted (the probe call itself, which
-// the agent's uprobe sees, has already happened).
+// RecordQueue carries records from application threads to the link thread:
+// the sampled launches (LaunchSampleQueue) and the waits in synchronisation
+// calls (WaitQueue). Bounded; an application thread only ever try_locks it,
+// so a launch or a wait never waits on it: when the lock is busy or the
+// queue is full the record is dropped and counted (the probe call itself,
+// which the agent's uprobe sees, has already happened).
 #pragma once
 
 #include <atomic>
@@ -44,12 +45,13 @@ struct LaunchTokenBucket {
   }
 };
 
-class LaunchSampleQueue {
+template <typename Record>
+class RecordQueue {
  public:
-  explicit LaunchSampleQueue(size_t capacity) : capacity_(capacity) { records_.reserve(capacity); }
+  explicit RecordQueue(size_t capacity) : capacity_(capacity) { records_.reserve(capacity); }
 
   // Application threads. False: dropped (busy or full).
-  bool TryPush(const ws_cuda_launch& record) noexcept {
+  bool TryPush(const Record& record) noexcept {
     std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
     if (!lock.owns_lock() || records_.size() >= capacity_) return false;
     records_.push_back(record);  // capacity reserved: never allocates
@@ -57,7 +59,7 @@ class LaunchSampleQueue {
   }
 
   // Link thread: moves everything queued into `out` (cleared first).
-  void Drain(std::vector<ws_cuda_launch>* out) {
+  void Drain(std::vector<Record>* out) {
     out->clear();
     out->reserve(capacity_);
     std::lock_guard<std::mutex> lock(mu_);
@@ -67,7 +69,10 @@ class LaunchSampleQueue {
  private:
   const size_t capacity_;
   std::mutex mu_;
-  std::vector<ws_cuda_launch> records_;
+  std::vector<Record> records_;
 };
+
+using LaunchSampleQueue = RecordQueue<ws_cuda_launch>;
+using WaitQueue = RecordQueue<ws_cuda_wait>;
 
 }  // namespace warpscope::cuda

@@ -32,6 +32,7 @@ void WireOutbox::Reset(const WireOutboxLimits& limits) {
   kernels_ = Batch{};
   memops_ = Batch{};
   launches_ = Batch{};
+  waits_ = Batch{};
   id_by_pointer_.clear();
   id_by_name_.clear();
   name_by_id_.clear();
@@ -150,6 +151,13 @@ void WireOutbox::AddLaunches(const ws_cuda_launch* launches, size_t count) {
   }
 }
 
+void WireOutbox::AddWaits(const ws_cuda_wait* waits, size_t count) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t i = 0; i < count; ++i) {
+    AppendRecordLocked(waits_, WS_CUDA_MSG_WAITS, true, &waits[i], sizeof(waits[i]));
+  }
+}
+
 void WireOutbox::AddControl(ws_cuda_msg_type type, const void* record, size_t size) {
   std::lock_guard<std::mutex> lock(mu_);
   WireMessage message;
@@ -166,6 +174,7 @@ void WireOutbox::CloseBatches() {
   SealLocked(kernels_);
   SealLocked(memops_);
   SealLocked(launches_);
+  SealLocked(waits_);
 }
 
 WireOutbox::SendResult WireOutbox::SendSome(int fd, size_t* sent_messages) {

@@ -3,7 +3,7 @@
 // per-connection kernel-name dictionary, and queues messages until the link
 // thread sends them with non-blocking writes.
 //
-// Bounded: unsent record messages (KERNELS, MEMOPS, LAUNCHES) take at most
+// Bounded: unsent record messages (KERNELS, MEMOPS, LAUNCHES, WAITS) take at most
 // `max_data_bytes`; a message that does not fit is dropped and counted. NAMES,
 // STATS and CLOCK messages are never dropped (the dictionary is capped at
 // `max_dictionary_bytes`; kernels beyond it get name id 0), so the agent never
@@ -66,6 +66,7 @@ class WireOutbox {
   void AddKernel(const ws_cuda_kernel& kernel, const char* name);
   void AddMemop(const ws_cuda_memop& memop);
   void AddLaunches(const ws_cuda_launch* launches, size_t count);
+  void AddWaits(const ws_cuda_wait* waits, size_t count);
   // STATS or CLOCK: sealed as its own message at once, never dropped.
   void AddControl(ws_cuda_msg_type type, const void* record, size_t size);
   // Seals the open batches so the next SendSome sends them.
@@ -100,7 +101,7 @@ class WireOutbox {
   WireOutboxCounters counters_;
   std::deque<WireMessage> queue_;
   size_t queued_data_bytes_ = 0;
-  Batch names_, kernels_, memops_, launches_;
+  Batch names_, kernels_, memops_, launches_, waits_;
   // Dictionary: CUPTI's name pointer first (cheap, verified with strcmp), then
   // the text itself.
   std::unordered_map<const char*, uint32_t> id_by_pointer_;

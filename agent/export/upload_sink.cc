@@ -73,6 +73,9 @@ ProcessLabelMap UploadSink::LabelsOf(const Window& window) {
     for (const ProfileSample& sample : window.gpu_time->samples) add(sample.labels.pid);
     for (const auto& [pid, comm] : window.gpu_trace.comms) add(pid);
   }
+  if (window.gpu_wait) {
+    for (const ProfileSample& sample : window.gpu_wait->samples) add(sample.labels.pid);
+  }
   labels_->EndWindow();
   // Pod names as they are now: batches already made keep theirs.
   if (pods_ != nullptr) {
@@ -88,14 +91,15 @@ void UploadSink::Consume(Window window) {
   profile.duration_nanos = window.duration_nanos;
   profile.counters = std::move(window.counters);
   health_.Update(profile.counters);
-  for (std::optional<Profile>* typed : {&window.off_cpu, &window.gpu_time}) {
+  for (std::optional<Profile>* typed : {&window.off_cpu, &window.gpu_time, &window.gpu_wait}) {
     if (!*typed) continue;
     (*typed)->time_nanos = window.start_unix_nanos;
     (*typed)->duration_nanos = window.duration_nanos;
   }
   const ProcessLabelMap labels = LabelsOf(window);
   const WindowSources sources{&profile, window.gpu_time ? &*window.gpu_time : nullptr, &window.gpu_trace,
-                              &window.metrics, window.off_cpu ? &*window.off_cpu : nullptr};
+                              &window.metrics, window.off_cpu ? &*window.off_cpu : nullptr,
+                              window.gpu_wait ? &*window.gpu_wait : nullptr};
   auto batches = EncodeWindowBatches(sources, {agent_id_, 0, node_}, labels, max_batch_bytes_, &batch_stats_);
   if (!batches.ok()) {
     ++encode_errors_;

@@ -23,6 +23,7 @@ struct Window {
   Profile cpu;                      // the CPU sampler's profile of the window
   std::optional<Profile> off_cpu;   // blocked time under the stacks threads blocked in (when on)
   std::optional<Profile> gpu_time;  // CUDA kernels' GPU time under their launch stacks
+  std::optional<Profile> gpu_wait;  // host threads' time blocked in CUDA synchronisation, under their stacks
   GpuTrace gpu_trace;               // the kernels, copies and sets as they ran
   std::vector<MetricReading> metrics;
   // Every collector's counters (drops, errors, table sizes), in the order

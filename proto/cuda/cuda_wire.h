@@ -19,9 +19,11 @@
  *   library -> agent  WINDOW (version 2; detached duty and adaptive modes): one
  *                     recording window closed; every record of that window was
  *                     sent before it, and no record after it belongs to it
+ *   library -> agent  WAITS (version 4): host threads' waits in CUDA
+ *                     synchronisation calls, sent like LAUNCHES
  *
  * Versioning: `version` is the protocol version of the sender. A reader accepts
- * every version it knows (1 to 3) and closes the connection on others;
+ * every version it knows (1 to 4) and closes the connection on others;
  * a new version adds message types or appends fields to a record (never
  * reorders), and the record size for a type is derived from (version, type) by
  * the reader. Version 2 added WINDOW, WS_CUDA_MODE_ADAPTIVE,
@@ -29,6 +31,8 @@
  * CONFIG is the first 48 bytes; the missing fields read as 0). Version 3
  * appended the launch call's time and thread to ws_cuda_kernel (a version 2
  * KERNELS record is its first 88 bytes; the missing fields read as 0).
+ * Version 4 added WAITS and appended the wait counters to ws_cuda_stats (a
+ * version 3 STATS record is its first 112 bytes).
  */
 #ifndef WARPSCOPE_CUDA_PROTOCOL_CUDA_WIRE_H_
 #define WARPSCOPE_CUDA_PROTOCOL_CUDA_WIRE_H_
@@ -41,11 +45,13 @@ extern "C" {
 
 /* "WSCU" in memory order. */
 #define WS_CUDA_WIRE_MAGIC 0x55435357u
-#define WS_CUDA_WIRE_VERSION 3u
+#define WS_CUDA_WIRE_VERSION 4u
 /* The CONFIG record of protocol version 1 (before overhead_budget_ppm). */
 #define WS_CUDA_CONFIG_V1_SIZE 48u
 /* The ws_cuda_kernel record of protocol versions 1 and 2. */
 #define WS_CUDA_KERNEL_V2_SIZE 88u
+/* The ws_cuda_stats record of protocol versions 1 to 3. */
+#define WS_CUDA_STATS_V3_SIZE 112u
 /* No message is larger; readers receive into a buffer of this size + 1 and
  * treat a longer datagram (MSG_TRUNC) as malformed. */
 #define WS_CUDA_WIRE_MAX_MESSAGE 65536u
@@ -64,6 +70,7 @@ enum ws_cuda_msg_type {
   WS_CUDA_MSG_STATS = 7,    /* library -> agent, count 1, ws_cuda_stats */
   WS_CUDA_MSG_CLOCK = 8,    /* library -> agent, count 1, ws_cuda_clock_pair */
   WS_CUDA_MSG_WINDOW = 9,   /* library -> agent, count 1, ws_cuda_window (version 2) */
+  WS_CUDA_MSG_WAITS = 10,   /* library -> agent, ws_cuda_wait[count] (version 4) */
 };
 
 struct ws_cuda_msg_header {
@@ -238,6 +245,49 @@ struct ws_cuda_launch {
   uint16_t flags;                /* WS_CUDA_LAUNCH_FLAG_* */
 };
 
+/* The CUDA call a host thread waited in (ws_cuda_wait.api). Each names one
+ * API or a family of the same behaviour; the runtime's calls nest the
+ * driver's, and a wait is counted once, under the outermost call. */
+enum ws_cuda_wait_api {
+  WS_CUDA_WAIT_DEVICE_SYNCHRONIZE = 1, /* cudaDeviceSynchronize, cudaThreadSynchronize */
+  WS_CUDA_WAIT_STREAM_SYNCHRONIZE = 2, /* cudaStreamSynchronize */
+  WS_CUDA_WAIT_EVENT_SYNCHRONIZE = 3,  /* cudaEventSynchronize */
+  WS_CUDA_WAIT_MEMCPY = 4,             /* cudaMemcpy, cudaMemcpy2D, cudaMemcpy{To,From}Symbol: synchronous copies */
+  WS_CUDA_WAIT_FREE = 5,               /* cudaFree (synchronises the device) */
+  WS_CUDA_WAIT_MALLOC = 6,             /* cudaMalloc */
+  WS_CUDA_WAIT_CU_CTX_SYNCHRONIZE = 7, /* cuCtxSynchronize */
+  WS_CUDA_WAIT_CU_STREAM_SYNCHRONIZE = 8,
+  WS_CUDA_WAIT_CU_EVENT_SYNCHRONIZE = 9,
+  WS_CUDA_WAIT_CU_MEMCPY = 10, /* cuMemcpy, cuMemcpy{HtoD,DtoH,DtoD,2D,3D,Peer}: synchronous copies */
+  WS_CUDA_WAIT_CU_MEM_FREE = 11,
+  WS_CUDA_WAIT_CU_MEM_ALLOC = 12,
+};
+#define WS_CUDA_WAIT_API_MAX 12u
+
+/* warpscope_cuda_launch_probe's launch_kind for a sampled wait: this bit
+ * plus the ws_cuda_wait_api (the agent keeps the stack for the WAITS record
+ * of the same correlation id instead of a kernel's). */
+#define WS_CUDA_PROBE_WAIT 0x100u
+
+#define WS_CUDA_WAIT_FLAG_SAMPLED 0x1u /* warpscope_cuda_launch_probe was called for it */
+#define WS_CUDA_WAIT_FLAG_PTSZ 0x2u    /* per-thread default stream variant */
+
+/* One wait: a host thread's call of a CUDA synchronisation API, from entry
+ * to exit, made while the library recorded (its callbacks were on). Times
+ * are cuptiGetTimestamp(), the clock of the kernel records, so the kernels
+ * that ran during the wait are found without converting clocks. */
+struct ws_cuda_wait {
+  uint64_t start_ns; /* CUPTI clock at API entry */
+  uint64_t end_ns;   /* CUPTI clock at API exit */
+  uint32_t tid;            /* gettid() in the application's namespace */
+  uint32_t correlation_id; /* outermost call's; with attach_epoch the probe's key */
+  uint32_t attach_epoch;   /* as in ws_cuda_kernel */
+  uint32_t stream_id;      /* CUPTI stream id the call waited on; 0: every stream (or unknown) */
+  uint32_t context_id;     /* CUPTI context id; 0: unknown */
+  uint16_t api;            /* enum ws_cuda_wait_api */
+  uint16_t flags;          /* WS_CUDA_WAIT_FLAG_* */
+};
+
 /* One closed recording window (detached duty and adaptive modes), CLOCK_MONOTONIC.
  * Its kernels stand for the whole time from on_start_ns to covers_until_ns (the
  * planned start of the next window): the agent weights them by
@@ -274,6 +324,10 @@ struct ws_cuda_stats {
   uint64_t wire_messages_dropped;  /* messages not sent: outbox full */
   uint64_t launch_records_dropped; /* sampled-launch records lost (queue full/busy) */
   uint64_t names_unsent;           /* kernels whose name did not fit the dictionary */
+  /* Version 4 (0 before): */
+  uint64_t waits_seen;          /* synchronisation calls made while recording */
+  uint64_t waits_sampled;       /* of them, probe calls */
+  uint64_t wait_records_dropped; /* not sent: queue full or busy */
 };
 
 #ifdef __cplusplus
@@ -292,7 +346,8 @@ WS_CUDA_STATIC_ASSERT(sizeof(struct ws_cuda_kernel) == 112, "wire layout");
 WS_CUDA_STATIC_ASSERT(sizeof(struct ws_cuda_memop) == 56, "wire layout");
 WS_CUDA_STATIC_ASSERT(sizeof(struct ws_cuda_name_entry) == 8, "wire layout");
 WS_CUDA_STATIC_ASSERT(sizeof(struct ws_cuda_launch) == 32, "wire layout");
-WS_CUDA_STATIC_ASSERT(sizeof(struct ws_cuda_stats) == 112, "wire layout");
+WS_CUDA_STATIC_ASSERT(sizeof(struct ws_cuda_stats) == 136, "wire layout");
+WS_CUDA_STATIC_ASSERT(sizeof(struct ws_cuda_wait) == 40, "wire layout");
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "cuda_wire.h: structs are sent as they are; only little-endian hosts are supported"
 #endif

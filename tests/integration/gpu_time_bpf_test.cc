@@ -62,31 +62,33 @@ class GpuTimeTest : public ::testing::Test {
     if (agent_) agent_->Stop();
   }
   std::string AgentLog() { return agent_ ? agent_->Log() : ""; }
-  // Runs the application; returns the launches whose records were queued.
-  std::pair<int64_t, int64_t> RunApplication(int iterations, uint64_t* finalized = nullptr) {
-    const ProcessResult r = RunProcess(
-        {"/usr/bin/env", "WARPSCOPE_CUPTI_PATH=" WS_FAKE_CUPTI_PATH, "WARPSCOPE_AGENT_SOCKET=" + Socket(),
-         // The agent samples the process, and reads its maps, before CUPTI is
-         // loaded: it must read them again when the process connects.
-         "WS_SPIN_BEFORE_CUPTI_MS=400", std::string(WS_TESTPROGS_DIR) + "/cuda_launch_sites", WS_CUDA_LIBRARY_PATH,
-         std::to_string(iterations)},
-        120);
+  // Runs the application; returns the launches whose records were queued
+  // (with `waits`: the stream and device synchronisations made).
+  std::pair<int64_t, int64_t> RunApplication(int iterations, uint64_t* finalized = nullptr, bool waits = false) {
+    std::vector<std::string> argv = {
+        "/usr/bin/env", "WARPSCOPE_CUPTI_PATH=" WS_FAKE_CUPTI_PATH, "WARPSCOPE_AGENT_SOCKET=" + Socket(),
+        // The agent samples the process, and reads its maps, before CUPTI is
+        // loaded: it must read them again when the process connects.
+        "WS_SPIN_BEFORE_CUPTI_MS=400", std::string(WS_TESTPROGS_DIR) + "/cuda_launch_sites", WS_CUDA_LIBRARY_PATH,
+        std::to_string(iterations)};
+    if (waits) argv.insert(argv.end(), {"30", "waits"});
+    const ProcessResult r = RunProcess(argv, 120);
     EXPECT_EQ(r.exit_code, 0) << r.err;
     std::istringstream out(r.out);
     std::string word;
     int64_t alpha = 0, beta = 0;
     while (out >> word) {
-      if (word == "recorded") out >> alpha >> beta;
+      if (word == "recorded" || word == "waited") out >> alpha >> beta;
       if (word == "finalized" && finalized != nullptr) out >> *finalized;
     }
     return {alpha, beta};
   }
   // Folded stacks of the gpu_time profile: "root;...;leaf" -> nanoseconds.
   // `query`: a URL-encoded selector, e.g. %7Bestimate%3D%22scaled%22%7D.
-  std::map<std::string, int64_t> Collapsed(const std::string& query = "") {
+  std::map<std::string, int64_t> Collapsed(const std::string& query = "", const std::string& type = "gpu_time") {
     HttpResult r = HttpGet(server_->port(),
-                           "/api/v1/profile?type=gpu_time&from=now-10m&to=now&format=collapsed" +
-                               (query.empty() ? std::string() : "&query=" + query),
+                           "/api/v1/profile?type=" + type + "&from=now-10m&to=now&format=collapsed" +
+                               (query.empty() ? std::string() : "&selector=" + query),
                            kToken);
     EXPECT_EQ(r.status, 200) << r.body;
     std::map<std::string, int64_t> stacks;
@@ -171,6 +173,59 @@ TEST_F(GpuTimeTest, EveryKernelsTimeIsCountedUnderTheCallSiteThatLaunchedIt) {
   StopAgent();
   const std::string log = AgentLog();
   EXPECT_EQ(log.find("GPU time is off"), std::string::npos) << log;
+}
+
+// GPU wait: the application waits in cudaStreamSynchronize (3 ms, while
+// gammaKernel runs 2 ms on that stream) and cudaDeviceSynchronize (1 ms,
+// while deltaKernel runs 400 us) from two call sites, at 500 waits/s, above
+// the library's 200 sampled stacks per second: the unsampled waits are
+// spread over the sampled ones of the same call. The fake CUPTI's clock
+// makes each wait exactly as long as scripted, so the stored gpu_wait
+// profile has an exact answer per call site and per kernel waited for.
+TEST_F(GpuTimeTest, GpuWaitIsExactUnderEachCallSiteWithTheKernelsItWaitedFor) {
+  StartAgent("exact");
+  constexpr int64_t kStreamWait = 3'000'000, kGamma = 2'000'000, kDeviceWait = 1'000'000, kDelta = 400'000;
+  const auto [stream_calls, device_calls] = RunApplication(400, nullptr, /*waits=*/true);
+  ASSERT_EQ(stream_calls, 400);
+  ASSERT_EQ(device_calls, 400);
+  const int64_t want_total = stream_calls * kStreamWait + device_calls * kDeviceWait;
+  std::map<std::string, int64_t> stacks;
+  int64_t total = 0;
+  for (int i = 0; i < 120; ++i) {  // grace period (3 s) + upload windows
+    stacks = Collapsed("", "gpu_wait");
+    total = 0;
+    for (const auto& [stack, ns] : stacks) total += ns;
+    if (total >= want_total) break;
+    std::this_thread::sleep_for(250ms);
+  }
+  ASSERT_EQ(total, want_total) << AgentLog();
+  int64_t stream_site = 0, gamma = 0, device_site = 0, delta = 0;
+  for (const auto& [stack, ns] : stacks) {
+    EXPECT_EQ(stack.find("[wait not sampled]"), std::string::npos) << stack;
+    ASSERT_NE(stack.find("main;"), std::string::npos) << stack;
+    const std::string leaf = Leaf(stack);
+    if (stack.find("SiteStreamWait;") != std::string::npos) {
+      stream_site += ns;
+      if (leaf == "gammaKernel()") gamma += ns;
+      EXPECT_NE(leaf, "deltaKernel()") << "a stream wait shows only its stream's kernels";
+    } else if (stack.find("SiteDeviceWait;") != std::string::npos) {
+      device_site += ns;
+      if (leaf == "deltaKernel()") delta += ns;
+      EXPECT_NE(leaf, "gammaKernel()") << "the gamma kernel had ended before the device wait began";
+    } else {
+      ADD_FAILURE() << "a wait under neither call site: " << stack << " " << ns;
+    }
+  }
+  EXPECT_EQ(stream_site, stream_calls * kStreamWait);
+  EXPECT_EQ(gamma, stream_calls * kGamma);
+  EXPECT_EQ(device_site, device_calls * kDeviceWait);
+  EXPECT_EQ(delta, device_calls * kDelta);
+  // The wait_api label names the call.
+  const auto stream_only = Collapsed("%7Bwait_api%3D%22cudaStreamSynchronize%22%7D", "gpu_wait");
+  ASSERT_FALSE(stream_only.empty());
+  for (const auto& [stack, ns] : stream_only) EXPECT_NE(stack.find("SiteStreamWait;"), std::string::npos) << stack;
+  json types = GetApiJson(server_->port(), "/api/v1/types", kToken);
+  EXPECT_NE(types.dump().find("gpu_wait"), std::string::npos) << types.dump();
 }
 
 // The default, adaptive mode: ~8,000 launches/s is launch-heavy enough that

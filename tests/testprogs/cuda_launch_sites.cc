@@ -4,11 +4,16 @@
 // the driver would; the fake CUPTI (WARPSCOPE_CUPTI_PATH) turns each launch
 // into the library's launch callback and a kernel record of a chosen duration.
 //
-//   cuda_launch_sites LIBRARY ITERATIONS [WAIT_SECONDS]   (env WS_SPIN_BEFORE_CUPTI_MS: see main)
+//   cuda_launch_sites LIBRARY ITERATIONS [WAIT_SECONDS [waits]]   (env WS_SPIN_BEFORE_CUPTI_MS: see main)
 // Each iteration launches alphaKernel (300 us) from SiteAlpha and betaKernel
 // (100 us) from SiteBeta, so alpha holds 75% of the GPU time. Prints
 // "recorded ALPHA BETA": the launches whose kernel record was queued, and
 // "finalized N": how often the library detached CUPTI (windowed modes).
+// With "waits", each iteration instead waits in two synchronisation calls:
+// SiteStreamWait in cudaStreamSynchronize (nesting cuStreamSynchronize) for
+// 3 ms while gammaKernel runs 2 ms on that stream, and SiteDeviceWait in
+// cudaDeviceSynchronize (nesting cuCtxSynchronize) for 1 ms while deltaKernel
+// runs 400 us; it prints "waited STREAM DEVICE" (the calls made).
 #include <cupti.h>
 #include <dlfcn.h>
 #include <time.h>
@@ -16,12 +21,14 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <string_view>
 
 #include "tests/fakes/fake_cupti/fake_cupti_hooks.h"
 
 namespace {
 
 ws_fake_cupti_launch_fn g_launch = nullptr;
+ws_fake_cupti_synchronize_fn g_synchronize = nullptr;
 
 uint64_t NowNs() {
   timespec ts;
@@ -46,6 +53,20 @@ extern "C" __attribute__((noinline)) int SiteBeta() {
   const int recorded = Launch("_Z10betaKernelv", 100'000) != 0;
   __asm__ volatile("" ::: "memory");
   return recorded;
+}
+
+extern "C" __attribute__((noinline)) int SiteStreamWait() {
+  g_synchronize(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020,
+                CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, 7, 3'000'000, "_Z11gammaKernelv", 2'000'000);
+  __asm__ volatile("" ::: "memory");
+  return 1;
+}
+
+extern "C" __attribute__((noinline)) int SiteDeviceWait() {
+  g_synchronize(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020,
+                CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, 0, 1'000'000, "_Z11deltaKernelv", 400'000);
+  __asm__ volatile("" ::: "memory");
+  return 1;
 }
 
 int main(int argc, char** argv) {
@@ -76,6 +97,7 @@ int main(int argc, char** argv) {
   }
   g_launch = reinterpret_cast<ws_fake_cupti_launch_fn>(dlsym(fake, "ws_fake_cupti_launch"));
   auto subscribed = reinterpret_cast<ws_fake_cupti_subscribed_fn>(dlsym(fake, "ws_fake_cupti_subscribed"));
+  g_synchronize = reinterpret_cast<ws_fake_cupti_synchronize_fn>(dlsym(fake, "ws_fake_cupti_synchronize"));
   auto flush = reinterpret_cast<ws_fake_cupti_flush_fn>(dlsym(fake, "ws_fake_cupti_flush"));
   auto calls = reinterpret_cast<ws_fake_cupti_call_count_fn>(dlsym(fake, "ws_fake_cupti_call_count"));
   // The agent answers, then attaches its probe (within its poll interval).
@@ -87,6 +109,18 @@ int main(int argc, char** argv) {
     return 1;
   }
   usleep(1'500'000);
+  if (argc > 4 && std::string_view(argv[4]) == "waits") {
+    int stream = 0, device = 0;
+    for (int i = 0; i < iterations; ++i) {
+      stream += SiteStreamWait();
+      device += SiteDeviceWait();
+    }
+    flush();
+    std::printf("waited %d %d\n", stream, device);
+    std::fflush(stdout);
+    usleep(2'500'000);  // the library's sender ships the last batch
+    return 0;
+  }
   int alpha = 0, beta = 0;
   for (int i = 0; i < iterations; ++i) {
     alpha += SiteAlpha();

@@ -57,7 +57,7 @@ class GpuTimeCollector::Inbox {
   explicit Inbox(size_t max_records) : max_records_(max_records) {}
   // Socket thread.
   void PostFromSocketThread(CudaProcessEvent&& event) {
-    const size_t records = event.kernels.size() + event.memops.size();
+    const size_t records = event.kernels.size() + event.memops.size() + event.waits.size();
     std::lock_guard<std::mutex> lock(mu_);
     if (records > 0 && queued_records_ + records > max_records_) {
       dropped_records_ += records;
@@ -179,6 +179,7 @@ void GpuTimeCollector::DetachProbe(uint64_t connection_id, const Connection& c) 
 
 void GpuTimeCollector::OnConnected(const CudaProcessEvent& event) {
   Connection& c = connections_[event.connection_id];
+  c.id = event.connection_id;
   c.pid = static_cast<uint32_t>(event.pid);
   if (Windowed(options_.socket.config)) c.windows = std::make_unique<RecordingWindows>(options_.join.max_pending_kernels);
   c.clock.AddPair({event.hello.clock.host_before_ns, event.hello.clock.cupti_ns, event.hello.clock.host_after_ns});
@@ -258,6 +259,11 @@ void GpuTimeCollector::OnKernels(Connection& c, const std::vector<CudaKernel>& k
     }
     const int64_t start_unix = e.start_ns + unix_offset_ns;
     e.bucket = start_unix - start_unix % kSecond;
+    if (!(r.flags & WS_CUDA_RECORD_FLAG_NO_TIME)) {
+      waits_.AddSpan(c.id, {static_cast<int64_t>(r.start_ns), static_cast<int64_t>(r.end_ns), r.stream_id, r.context_id,
+                            GpuChild{key, 0}},
+                     now_ns);
+    }
     // Kernels waiting for their windows are bounded over all connections
     // together, like the joiner's pending ones.
     if (c.windows == nullptr || windowed_kernels_ >= options_.join.max_pending_kernels || !c.windows->Add(e)) {
@@ -296,9 +302,16 @@ void GpuTimeCollector::OnKernels(Connection& c, const std::vector<CudaKernel>& k
   }
 }
 
-void GpuTimeCollector::OnMemops(Connection& c, const std::vector<ws_cuda_memop>& memops, int64_t unix_offset_ns) {
-  if (options_.trace_per_second == 0) return;
+void GpuTimeCollector::OnMemops(Connection& c, const std::vector<ws_cuda_memop>& memops, int64_t now_ns,
+                                int64_t unix_offset_ns) {
   for (const ws_cuda_memop& m : memops) {
+    if (m.end_ns > m.start_ns) {
+      const uint16_t memop = static_cast<uint16_t>(m.op << 8 | m.kind);
+      waits_.AddSpan(c.id, {static_cast<int64_t>(m.start_ns), static_cast<int64_t>(m.end_ns), m.stream_id, m.context_id,
+                            GpuChild{0, memop}},
+                     now_ns);
+    }
+    if (options_.trace_per_second == 0) continue;
     const std::optional<int64_t> start = c.clock.ToHostMonotonic(m.start_ns);
     const std::optional<int64_t> end = c.clock.ToHostMonotonic(m.end_ns);
     if (!start || !end) continue;
@@ -338,6 +351,9 @@ void GpuTimeCollector::OnEvent(CudaProcessEvent& event, int64_t now_ns, int64_t 
   if (event.kind == CudaProcessEvent::Kind::kDisconnected) {
     // Its records already taken stay in the joiner; the clock goes with it.
     PassSettled(c, now_ns, /*ended=*/true);
+    for (const ws_cuda_wait& wait : c.open_waits) PassWait(c, wait, 1.0, now_ns);
+    c.open_waits.clear();
+    waits_.EndConnection(c.id);
     DetachProbe(event.connection_id, c);
     const uint32_t pid = c.pid;
     connections_.erase(it);
@@ -348,7 +364,8 @@ void GpuTimeCollector::OnEvent(CudaProcessEvent& event, int64_t now_ns, int64_t 
   }
   if (event.clock) c.clock.AddPair({event.clock->host_before_ns, event.clock->cupti_ns, event.clock->host_after_ns});
   if (!event.kernels.empty()) OnKernels(c, event.kernels, now_ns, unix_offset_ns);
-  if (!event.memops.empty()) OnMemops(c, event.memops, unix_offset_ns);
+  if (!event.memops.empty()) OnMemops(c, event.memops, now_ns, unix_offset_ns);
+  if (!event.waits.empty()) OnWaits(c, event.waits, now_ns);
   if (event.stats) c.stats_last = *event.stats;
   if (event.window && c.windows != nullptr) {
     const ws_cuda_window& w = *event.window;
@@ -358,20 +375,59 @@ void GpuTimeCollector::OnEvent(CudaProcessEvent& event, int64_t now_ns, int64_t 
                 << " from before it left out), attach " << w.attach_ns / 1000 << " us, detach " << w.detach_ns / 1000
                 << " us";
     c.windows->Close(w);
+    // The window's waits, weighted like its kernels: the time it stands for
+    // over the time it recorded. Any of a later window stay.
+    const double weight = w.on_end_ns > w.on_start_ns ? static_cast<double>(w.covers_until_ns - w.on_start_ns) /
+                                                            static_cast<double>(w.on_end_ns - w.on_start_ns)
+                                                      : 1.0;
+    std::vector<ws_cuda_wait> later;
+    for (const ws_cuda_wait& wait : c.open_waits) {
+      const std::optional<int64_t> start = c.clock.ToHostMonotonic(wait.start_ns);
+      if (start && *start > static_cast<int64_t>(w.on_end_ns)) {
+        later.push_back(wait);
+      } else {
+        PassWait(c, wait, weight, now_ns);
+      }
+    }
+    c.open_waits.swap(later);
     stats_.window_attach_ns_max = std::max(stats_.window_attach_ns_max, event.window->attach_ns);
     stats_.window_detach_ns_max = std::max(stats_.window_detach_ns_max, event.window->detach_ns);
     stats_.kernels_before_window += w.kernels_before_window;
   }
 }
 
+void GpuTimeCollector::OnWaits(Connection& c, const std::vector<ws_cuda_wait>& waits, int64_t now_ns) {
+  for (const ws_cuda_wait& w : waits) {
+    if (c.windows == nullptr) {
+      PassWait(c, w, 1.0, now_ns);
+    } else if (c.open_waits.size() >= options_.join.max_pending_kernels) {
+      ++stats_.waits_window_overflow;
+      PassWait(c, w, 1.0, now_ns);
+    } else {
+      c.open_waits.push_back(w);
+    }
+  }
+}
+
+void GpuTimeCollector::PassWait(Connection& c, const ws_cuda_wait& w, double weight, int64_t now_ns) {
+  // Counted in the second it started in.
+  const std::optional<int64_t> start = c.clock.ToHostMonotonic(w.start_ns);
+  const int64_t unix_start = (start ? *start : now_ns) + ClockNanos(CLOCK_REALTIME) - ClockNanos(CLOCK_MONOTONIC);
+  waits_.AddWait(c.id, c.pid, w, unix_start - unix_start % kSecond, weight, now_ns);
+}
+
 void GpuTimeCollector::OnLaunchStack(const ws_uprobe_stack_event& e, int64_t now_ns) {
   const uint64_t key = stacks_.Intern(e.pid, e.stack, now_ns);
-  if (key == 0) return;  // table full: the launch counts as unsampled
+  if (key == 0) return;  // table full: the launch (or wait) counts as unsampled
   auto [name, inserted] = thread_names_.try_emplace({e.pid, e.tid});
   if (inserted) {
     StatusOr<std::string> thread = parts_.procfs.ReadThreadComm(e.pid, e.tid);
     if (thread.ok()) name->second = *thread;
     if (thread_names_.size() > 100'000) thread_names_.clear();  // bounded; names are re-read
+  }
+  if (e.args[1] & WS_CUDA_PROBE_WAIT) {
+    waits_.AddStack(e.pid, e.tid, e.args[0], key, now_ns);
+    return;
   }
   joiner_.AddLaunch(SampledLaunch{e.pid, e.tid, e.args[0], key}, now_ns);
 }
@@ -481,12 +537,88 @@ void GpuTimeCollector::FinishWindow(ProfileBuilder* builder, GpuTrace* trace, bo
   }
 }
 
+namespace {
+
+// The CUDA call of a wait, as the API's name.
+const char* WaitApiName(uint16_t api) {
+  switch (api) {
+    case WS_CUDA_WAIT_DEVICE_SYNCHRONIZE: return "cudaDeviceSynchronize";
+    case WS_CUDA_WAIT_STREAM_SYNCHRONIZE: return "cudaStreamSynchronize";
+    case WS_CUDA_WAIT_EVENT_SYNCHRONIZE: return "cudaEventSynchronize";
+    case WS_CUDA_WAIT_MEMCPY: return "cudaMemcpy";
+    case WS_CUDA_WAIT_FREE: return "cudaFree";
+    case WS_CUDA_WAIT_MALLOC: return "cudaMalloc";
+    case WS_CUDA_WAIT_CU_CTX_SYNCHRONIZE: return "cuCtxSynchronize";
+    case WS_CUDA_WAIT_CU_STREAM_SYNCHRONIZE: return "cuStreamSynchronize";
+    case WS_CUDA_WAIT_CU_EVENT_SYNCHRONIZE: return "cuEventSynchronize";
+    case WS_CUDA_WAIT_CU_MEMCPY: return "cuMemcpy";
+    case WS_CUDA_WAIT_CU_MEM_FREE: return "cuMemFree";
+    case WS_CUDA_WAIT_CU_MEM_ALLOC: return "cuMemAlloc";
+    default: return "[unknown CUDA call]";
+  }
+}
+
+// A memory operation the GPU ran during a wait (GpuChild::memop), as a frame name.
+std::string MemopFrameName(uint16_t memop) {
+  if ((memop >> 8) == WS_CUDA_MEMOP_MEMSET) return "[memset]";
+  static const char* const kCopy[] = {"",     "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
+                                      "AtoD", "DtoA", "DtoD", "HtoH", "PtoP"};
+  const unsigned kind = memop & 0xff;
+  return std::string("[memcpy ") + (kind < std::size(kCopy) && kind > 0 ? kCopy[kind] : "?") + "]";
+}
+
+}  // namespace
+
+void GpuTimeCollector::FinishWaits(ProfileBuilder* builder, bool final) {
+  const int64_t now = ClockNanos(CLOCK_MONOTONIC);
+  stack_locations_.clear();
+  std::vector<uint64_t> locations;
+  for (const GpuWaitSample& s : waits_.Drain(now, final)) {
+    if (s.wait_ns <= 0) continue;
+    locations.clear();
+    if (s.child.kernel_key != 0) {
+      const std::shared_ptr<const KernelName> kernel = KernelNameOf(s.child.kernel_key);
+      const uint64_t fn = builder->InternFunction(kernel->name, kernel->system_name);
+      locations.push_back(builder->InternSourceLocation(fn, 0, FrameKind::kCudaKernel));
+    } else if (s.child.memop != 0) {
+      const std::string name = MemopFrameName(s.child.memop);
+      const uint64_t fn = builder->InternFunction(name, name);
+      locations.push_back(builder->InternSourceLocation(fn, 0, FrameKind::kCudaKernel));
+    }
+    const char* api = WaitApiName(s.api);
+    if (s.stack_key == 0) {
+      // No sampled wait of this call in the process: the call's name under a placeholder.
+      const uint64_t call = builder->InternFunction(api, api);
+      locations.push_back(builder->InternLocation(0, 0, FrameKind::kNative, {{call, 0}}));
+      const uint64_t fn = builder->InternFunction("[wait not sampled]", "[wait not sampled]");
+      locations.push_back(builder->InternLocation(0, 0, FrameKind::kNative, {{fn, 0}}));
+    } else {
+      const std::vector<uint64_t>& stack = StackLocations(s.stack_key, builder);
+      locations.insert(locations.end(), stack.begin(), stack.end());
+    }
+    SampleLabels labels;
+    labels.pid = s.pid;
+    labels.tid = s.tid;
+    if (auto it = comms_.find(s.pid); it != comms_.end()) labels.comm = it->second.comm;
+    if (auto it = thread_names_.find({s.pid, s.tid}); it != thread_names_.end()) labels.thread_name = it->second;
+    if (s.scaled) labels.extra.emplace_back("estimate", "scaled");
+    labels.extra.emplace_back("wait_api", api);
+    builder->SetSampleTime(s.bucket);
+    builder->AddSample(locations, s.wait_ns, labels);
+  }
+  builder->SetSampleTime(0);
+}
+
 Status GpuTimeCollector::FinishWindow(Window* window) {
   ProfileBuilder builder(0, 0, 0);
   FinishWindow(&builder, &window->gpu_trace, window->final);
+  ProfileBuilder waits(0, 0, 0);
+  FinishWaits(&waits, window->final);
   AddCounters(&window->counters);
   window->gpu_time = builder.Finish(0);
   window->gpu_time->sample_types = {{kGpuTimeTypeName, kGpuTimeUnit}};
+  window->gpu_wait = waits.Finish(0);
+  window->gpu_wait->sample_types = {{kGpuWaitTypeName, kGpuTimeUnit}};
   return Status::Ok();
 }
 
@@ -552,6 +684,27 @@ void GpuTimeCollector::AddCounters(std::vector<ProfileCounter>* counters) const 
   SetCounter(counters, "cuda_lib_buffers_denied", denied);
   SetCounter(counters, "cuda_lib_wire_records_dropped", wire_dropped);
   SetCounter(counters, "cuda_lib_launch_records_dropped", launch_dropped);
+  uint64_t waits_seen = 0, waits_sampled = 0, waits_dropped = 0;
+  for (const auto& [id, c] : connections_) {
+    waits_seen += c.stats_last.waits_seen;
+    waits_sampled += c.stats_last.waits_sampled;
+    waits_dropped += c.stats_last.wait_records_dropped;
+  }
+  SetCounter(counters, "cuda_lib_waits", waits_seen);
+  SetCounter(counters, "cuda_lib_waits_sampled", waits_sampled);
+  SetCounter(counters, "cuda_lib_wait_records_dropped", waits_dropped);
+  const GpuWaitStats& w = waits_.stats();
+  SetCounter(counters, "gpu_waits", w.waits);
+  SetCounter(counters, "gpu_waits_sampled", w.waits_sampled);
+  SetCounter(counters, "gpu_waits_spread", w.waits_spread);
+  SetCounter(counters, "gpu_waits_placeholder", w.waits_placeholder);
+  SetCounter(counters, "gpu_waits_stack_missing", w.waits_stack_missing);
+  SetCounter(counters, "gpu_waits_dropped", w.waits_dropped);
+  SetCounter(counters, "gpu_wait_stacks_dropped", w.stacks_dropped);
+  SetCounter(counters, "gpu_wait_spans_dropped", w.spans_dropped);
+  SetCounter(counters, "gpu_waits_window_overflow", stats_.waits_window_overflow);
+  SetCounter(counters, "gpu_wait_ns", w.wait_ns);
+  SetCounter(counters, "gpu_wait_under_gpu_work_ns", w.overlap_ns);
 }
 
 }  // namespace warpscope::gpu

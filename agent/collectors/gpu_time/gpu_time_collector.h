@@ -13,9 +13,12 @@
 //     the time of unsampled launches, and CuptiClock per connection, which
 //     puts CUPTI's timestamps on the host clock.
 // Each upload window it adds a gpu_time/nanoseconds profile (stacks from the
-// application's code to a CUDA-kernel leaf, labels device, stream, graph_id)
-// and the window's activity trace (thinned to a per-process, per-second
-// budget; coverage rows say how much was kept).
+// application's code to a CUDA-kernel leaf, labels device, stream, graph_id),
+// a gpu_wait/nanoseconds profile (host threads blocked in CUDA
+// synchronisation calls, under the calls' stacks, with the kernels and copies
+// the GPU ran meanwhile as the call's children; WaitJoiner) and the window's
+// activity trace (thinned to a per-process, per-second budget; coverage rows
+// say how much was kept).
 //
 // Threading: the socket server's thread only posts decoded events into a
 // bounded inbox (PostFromSocketThread); everything else runs on the
@@ -44,6 +47,7 @@
 #include "agent/collectors/gpu_time/recording_windows.h"
 #include "agent/collectors/gpu_time/cupti_clock.h"
 #include "agent/collectors/gpu_time/launch_joiner.h"
+#include "agent/collectors/gpu_time/wait_joiner.h"
 #include "agent/process/proc_fs.h"
 #include "agent/symbolize/symbolizer.h"
 #include "agent/unwind/python/python_processes.h"
@@ -54,6 +58,7 @@ namespace warpscope::gpu {
 
 inline constexpr char kGpuTimeTypeName[] = "gpu_time";
 inline constexpr char kGpuTimeUnit[] = "nanoseconds";
+inline constexpr char kGpuWaitTypeName[] = "gpu_wait";
 inline constexpr char kLaunchProbeSymbol[] = "warpscope_cuda_launch_probe";
 
 struct GpuTimeOptions {
@@ -116,6 +121,10 @@ struct GpuTimeStats {
   uint64_t lib_buffers_denied = 0;
   uint64_t lib_wire_records_dropped = 0;
   uint64_t lib_launch_records_dropped = 0;
+  uint64_t lib_waits_seen = 0;
+  uint64_t lib_waits_sampled = 0;
+  uint64_t lib_wait_records_dropped = 0;
+  uint64_t waits_window_overflow = 0;  // windowed waits passed on unweighted: too many waiting
 };
 
 class GpuTimeCollector : public Collector {
@@ -134,6 +143,9 @@ class GpuTimeCollector : public Collector {
   // so far to `builder` (a gpu_time profile) and the window's trace to
   // `trace`. `final`: everything still waiting for its grace period too.
   void FinishWindow(ProfileBuilder* builder, GpuTrace* trace, bool final);
+  // After FinishWindow: adds the waits judged by now to `builder` (a
+  // gpu_wait profile). `final`: every wait still held too.
+  void FinishWaits(ProfileBuilder* builder, bool final);
   // The collector's counters, into the window's (CPU) profile.
   void AddCounters(std::vector<ProfileCounter>* counters) const;
 
@@ -150,18 +162,23 @@ class GpuTimeCollector : public Collector {
   void Stop() override;
 
   const LaunchJoinerStats& join_stats() const { return joiner_.stats(); }
+  const GpuWaitStats& wait_stats() const { return waits_.stats(); }
   const GpuTimeStats& stats() const { return stats_; }
   const std::string& socket_path() const { return server_->socket_path(); }
 
  private:
   using FileId = std::tuple<uint32_t, uint32_t, uint64_t>;  // (dev major, minor, inode)
   struct Connection {
+    uint64_t id = 0;
     uint32_t pid = 0;
     std::optional<FileId> probed_file;  // the library file whose probe serves it
     bool probe_refused = false;         // its file was not probed: max_probe_files reached
     CuptiClock clock;
     ws_cuda_stats stats_last{};
     std::unique_ptr<RecordingWindows> windows;  // windowed recording only
+    // Windowed recording: waits of the open window, until its WINDOW message
+    // gives their weight.
+    std::vector<ws_cuda_wait> open_waits;
   };
   struct Coverage {
     uint64_t recorded = 0;
@@ -174,7 +191,10 @@ class GpuTimeCollector : public Collector {
   void OnEvent(CudaProcessEvent& event, int64_t now_ns, int64_t unix_offset_ns);
   void OnConnected(const CudaProcessEvent& event);
   void OnKernels(Connection& c, const std::vector<CudaKernel>& kernels, int64_t now_ns, int64_t unix_offset_ns);
-  void OnMemops(Connection& c, const std::vector<ws_cuda_memop>& memops, int64_t unix_offset_ns);
+  void OnMemops(Connection& c, const std::vector<ws_cuda_memop>& memops, int64_t now_ns, int64_t unix_offset_ns);
+  void OnWaits(Connection& c, const std::vector<ws_cuda_wait>& waits, int64_t now_ns);
+  // To the wait joiner, with the weight of the window they were recorded in.
+  void PassWait(Connection& c, const ws_cuda_wait& w, double weight, int64_t now_ns);
   // Kernels of windows whose weight is settled go to the joiner.
   void PassSettled(Connection& c, int64_t now_ns, bool ended);
   void OnLaunchStack(const ws_uprobe_stack_event& event, int64_t now_ns);
@@ -194,6 +214,7 @@ class GpuTimeCollector : public Collector {
   std::unique_ptr<UprobeStackCollector> probe_;
   std::unique_ptr<CudaSocketServer> server_;  // last: its thread posts into inbox_
   LaunchJoiner joiner_;
+  WaitJoiner waits_;
   LaunchStackTable stacks_;
   GpuTimeStats stats_;
   std::map<uint64_t, Connection> connections_;  // by connection id

@@ -43,6 +43,7 @@ namespace {
   X(cuptiActivityGetNumDroppedRecords) \
   X(cuptiGetTimestamp)                \
   X(cuptiGetGraphExecId)              \
+  X(cuptiGetStreamIdEx)               \
   X(cuptiFinalize)
 
 enum FunctionIndex {
@@ -66,6 +67,16 @@ std::atomic<uint64_t> g_finalized_at{0};
 std::atomic<uint64_t> g_min_detached{UINT64_MAX};
 
 uint64_t NowNs();
+
+// ws_fake_cupti_synchronize: while its callbacks run, cuptiGetTimestamp on
+// that thread answers this (0: the clock as usual).
+thread_local uint64_t t_frozen_timestamp = 0;
+
+// The CUPTI stream id of a stream handle: the handle's value, and the
+// kernels' stream (7) for the default stream.
+uint32_t StreamIdOf(const void* stream) {
+  return stream != nullptr ? static_cast<uint32_t>(reinterpret_cast<uintptr_t>(stream)) : 7;
+}
 
 constexpr int kMaxKind = 128;
 
@@ -116,6 +127,9 @@ uint64_t NowNs() {
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
+
+bool QueueKernel(const char* name, uint64_t start, uint64_t duration_ns, uint32_t correlation, uint32_t stream,
+                 uint64_t graph_exec);
 
 size_t RecordSize(CUpti_ActivityKind kind) {
   switch (kind) {
@@ -334,7 +348,14 @@ CUptiResult CUPTIAPI cuptiActivityGetNumDroppedRecords(CUcontext, uint32_t, size
 
 CUptiResult CUPTIAPI cuptiGetTimestamp(uint64_t* timestamp) {
   if (CUptiResult r = Enter(k_cuptiGetTimestamp)) return r;
-  *timestamp = NowNs() + kWsFakeCuptiClockOffsetNs;
+  *timestamp = t_frozen_timestamp != 0 ? t_frozen_timestamp : NowNs() + kWsFakeCuptiClockOffsetNs;
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiGetStreamIdEx(CUcontext, CUstream stream, uint8_t, uint32_t* stream_id) {
+  if (CUptiResult r = Enter(k_cuptiGetStreamIdEx)) return r;
+  if (stream_id == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
+  *stream_id = StreamIdOf(stream);
   return CUPTI_SUCCESS;
 }
 
@@ -411,14 +432,56 @@ uint32_t ws_fake_cupti_launch(int domain, uint32_t cbid, const char* name, uint6
     RunCallback(CUPTI_CB_DOMAIN_DRIVER_API, nested_driver_cbid, CUPTI_API_EXIT, innermost, params);
   }
   RunCallback(d, cbid, CUPTI_API_EXIT, outer, params);
-  if (!ActivityEnabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) return 0;
+  return QueueKernel(name, NowNs() + kWsFakeCuptiClockOffsetNs, duration_ns, innermost, 7, graph_exec) ? innermost : 0;
+}
+
+uint32_t ws_fake_cupti_synchronize(int domain, uint32_t cbid, uint32_t nested_driver_cbid, uint64_t stream,
+                                   uint64_t wait_ns, const char* kernel_name, uint64_t kernel_ns) {
+  FakeState& s = State();
+  const auto d = static_cast<CUpti_CallbackDomain>(domain);
+  // The stream calls' parameter structs start with the stream.
+  const void* params[4] = {reinterpret_cast<void*>(stream), nullptr, nullptr, nullptr};
+  const uint64_t start = NowNs() + kWsFakeCuptiClockOffsetNs;
+  if (kernel_name != nullptr) {
+    QueueKernel(kernel_name, start, kernel_ns, s.next_correlation.fetch_add(1),
+                StreamIdOf(reinterpret_cast<void*>(stream)), 0);
+  }
+  const uint32_t outer = s.next_correlation.fetch_add(1);
+  t_frozen_timestamp = start;
+  RunCallback(d, cbid, CUPTI_API_ENTER, outer, params);
+  if (nested_driver_cbid != 0) {
+    const uint32_t inner = s.next_correlation.fetch_add(1);
+    RunCallback(CUPTI_CB_DOMAIN_DRIVER_API, nested_driver_cbid, CUPTI_API_ENTER, inner, params);
+    RunCallback(CUPTI_CB_DOMAIN_DRIVER_API, nested_driver_cbid, CUPTI_API_EXIT, inner, params);
+  }
+  // The thread really waits, so that wall time agrees with the clock it saw.
+  t_frozen_timestamp = 0;
+  const uint64_t until = NowNs() + wait_ns;
+  while (NowNs() < until) {
+    const uint64_t left = until - NowNs();
+    timespec ts{static_cast<time_t>(left / 1000000000ull), static_cast<long>(left % 1000000000ull)};
+    nanosleep(&ts, nullptr);
+  }
+  t_frozen_timestamp = start + wait_ns;
+  RunCallback(d, cbid, CUPTI_API_EXIT, outer, params);
+  t_frozen_timestamp = 0;
+  return outer;
+}
+
+}  // extern "C"
+
+namespace {
+bool QueueKernel(const char* name, uint64_t start, uint64_t duration_ns, uint32_t correlation, uint32_t stream,
+                 uint64_t graph_exec) {
+  FakeState& s = State();
+  if (!ActivityEnabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) return false;
   CUpti_ActivityKernel10 k{};
   k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-  k.start = NowNs() + kWsFakeCuptiClockOffsetNs;
+  k.start = start;
   k.end = k.start + duration_ns;
   k.deviceId = 0;
   k.contextId = 1;
-  k.streamId = 7;
+  k.streamId = stream;
   k.gridX = 128;
   k.gridY = k.gridZ = 1;
   k.blockX = 256;
@@ -426,14 +489,17 @@ uint32_t ws_fake_cupti_launch(int domain, uint32_t cbid, const char* name, uint6
   k.registersPerThread = 32;
   k.staticSharedMemory = 1024;
   k.dynamicSharedMemory = 2048;
-  k.correlationId = innermost;
+  k.correlationId = correlation;
   k.graphId = graph_exec != 0 ? 77 : 0;
   {
     std::lock_guard<std::mutex> lock(s.activity_mu);
     k.name = s.names.insert(name != nullptr ? name : "").first->c_str();
   }
-  return AppendRecord(&k, sizeof(k)) ? innermost : 0;
+  return AppendRecord(&k, sizeof(k));
 }
+}  // namespace
+
+extern "C" {
 
 void ws_fake_cupti_memcpy(uint64_t bytes, uint64_t duration_ns) {
   if (!ActivityEnabled(CUPTI_ACTIVITY_KIND_MEMCPY)) return;

@@ -22,6 +22,18 @@ typedef uint64_t (*ws_fake_cupti_enable_count_fn)(int kind);
 // 0 when no record was queued (activity off or no buffer).
 typedef uint32_t (*ws_fake_cupti_launch_fn)(int domain, uint32_t cbid, const char* name, uint64_t duration_ns,
                                             uint32_t nested_driver_cbid, uint64_t graph_exec);
+// One synchronisation call on the calling thread (e.g. RUNTIME_API,
+// cudaStreamSynchronize, nested cuStreamSynchronize): API_ENTER, the nested
+// driver call's ENTER/EXIT, a real wait of `wait_ns`, then API_EXIT. While
+// the callbacks run, cuptiGetTimestamp on this thread reads exactly the
+// call's start and start + wait_ns, so a client measures `wait_ns` exactly.
+// `stream` is the call's first parameter (cuptiGetStreamIdEx answers its
+// value, 7 for 0). With `kernel_name`, a kernel record (when kernel activity
+// is on) of `kernel_ns` starting with the wait, on that stream, as if the GPU
+// ran it meanwhile. Returns the outer call's correlation id.
+typedef uint32_t (*ws_fake_cupti_synchronize_fn)(int domain, uint32_t cbid, uint32_t nested_driver_cbid,
+                                                 uint64_t stream, uint64_t wait_ns, const char* kernel_name,
+                                                 uint64_t kernel_ns);
 // Queues a memcpy record (when MEMCPY activity is enabled).
 typedef void (*ws_fake_cupti_memcpy_fn)(uint64_t bytes, uint64_t duration_ns);
 // Hands the current buffer to the completed callback (what FlushAll does).

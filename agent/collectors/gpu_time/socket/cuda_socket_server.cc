@@ -394,6 +394,9 @@ Status CudaSocketServer::HandleMessage(Connection& c, CudaWireMessage&& message)
     case WS_CUDA_MSG_LAUNCHES:
       event.launches = std::move(message.launches);
       break;
+    case WS_CUDA_MSG_WAITS:
+      event.waits = std::move(message.waits);
+      break;
     case WS_CUDA_MSG_STATS:
       event.stats = message.stats;
       break;

@@ -47,7 +47,7 @@ struct CudaKernel {
 struct CudaProcessEvent {
   enum class Kind {
     kConnected,     // `hello` filled
-    kRecords,       // one of kernels / memops / launches / stats / clock / window filled
+    kRecords,       // one of kernels / memops / launches / waits / stats / clock / window filled
     kDisconnected,  // `reason` says why
   };
   Kind kind = Kind::kRecords;
@@ -57,6 +57,7 @@ struct CudaProcessEvent {
   std::vector<CudaKernel> kernels;
   std::vector<ws_cuda_memop> memops;
   std::vector<ws_cuda_launch> launches;
+  std::vector<ws_cuda_wait> waits;
   std::optional<ws_cuda_stats> stats;
   std::optional<ws_cuda_clock_pair> clock;
   std::optional<ws_cuda_window> window;

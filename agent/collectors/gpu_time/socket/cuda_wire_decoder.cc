@@ -27,7 +27,9 @@ size_t RecordSize(uint16_t version, uint16_t type) {
     case WS_CUDA_MSG_LAUNCHES:
       return sizeof(ws_cuda_launch);
     case WS_CUDA_MSG_STATS:
-      return sizeof(ws_cuda_stats);
+      return version >= 4 ? sizeof(ws_cuda_stats) : WS_CUDA_STATS_V3_SIZE;
+    case WS_CUDA_MSG_WAITS:
+      return version >= 4 ? sizeof(ws_cuda_wait) : 0;
     case WS_CUDA_MSG_CLOCK:
       return sizeof(ws_cuda_clock_pair);
     default:
@@ -101,6 +103,8 @@ std::string CudaMessageTypeName(uint16_t type) {
       return "CLOCK";
     case WS_CUDA_MSG_WINDOW:
       return "WINDOW";
+    case WS_CUDA_MSG_WAITS:
+      return "WAITS";
     default:
       return "type " + std::to_string(type);
   }
@@ -150,7 +154,7 @@ StatusOr<CudaWireMessage> DecodeCudaMessage(const uint8_t* data, size_t size) {
       }
       break;
     case WS_CUDA_MSG_STATS:
-      std::memcpy(&out.stats, body, sizeof(out.stats));
+      std::memcpy(&out.stats, body, record_size);  // before version 4: the wait counters stay 0
       break;
     case WS_CUDA_MSG_CLOCK:
       std::memcpy(&out.clock, body, sizeof(out.clock));
@@ -179,6 +183,15 @@ StatusOr<CudaWireMessage> DecodeCudaMessage(const uint8_t* data, size_t size) {
         if (l.launch_kind < WS_CUDA_LAUNCH_KERNEL || l.launch_kind > WS_CUDA_LAUNCH_GRAPH) {
           return InvalidArgumentError("LAUNCHES: kind " + std::to_string(l.launch_kind));
         }
+      }
+      break;
+    case WS_CUDA_MSG_WAITS:
+      CopyRecords(body, header.count, record_size, &out.waits);
+      for (const ws_cuda_wait& w : out.waits) {
+        if (w.api < WS_CUDA_WAIT_DEVICE_SYNCHRONIZE || w.api > WS_CUDA_WAIT_API_MAX) {
+          return InvalidArgumentError("WAITS: api " + std::to_string(w.api));
+        }
+        if (w.end_ns < w.start_ns) return InvalidArgumentError("WAITS: a wait that ends before it starts");
       }
       break;
     default:

@@ -39,6 +39,7 @@ struct CudaWireMessage {
   std::vector<ws_cuda_kernel> kernels;
   std::vector<ws_cuda_memop> memops;
   std::vector<ws_cuda_launch> launches;
+  std::vector<ws_cuda_wait> waits;
   std::vector<CudaKernelNameEntry> names;
 };
 

@@ -164,6 +164,48 @@ TEST(CudaWireDecoder, ReadsVersionTwoKernels) {
   EXPECT_EQ(Decode(v3).status().code(), StatusCode::kDataLoss);
 }
 
+// Version 4: WAITS, and STATS with the wait counters; a version 3 STATS is
+// the first 112 bytes (the wait counters read as 0), and a version 3 peer
+// has no WAITS.
+TEST(CudaWireDecoder, WaitsAndTheStatsOfEarlierVersions) {
+  ws_cuda_wait waits[2] = {};
+  waits[0].api = WS_CUDA_WAIT_STREAM_SYNCHRONIZE;
+  waits[0].start_ns = 10;
+  waits[0].end_ns = 30;
+  waits[1].api = WS_CUDA_WAIT_CU_MEMCPY;
+  waits[1].flags = WS_CUDA_WAIT_FLAG_SAMPLED;
+  StatusOr<CudaWireMessage> decoded = Decode(EncodeCudaMessage(WS_CUDA_MSG_WAITS, waits, sizeof(waits[0]), 2));
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  ASSERT_EQ(decoded->waits.size(), 2u);
+  EXPECT_EQ(decoded->waits[0].end_ns, 30u);
+  EXPECT_EQ(decoded->waits[1].flags, WS_CUDA_WAIT_FLAG_SAMPLED);
+  waits[1].api = WS_CUDA_WAIT_API_MAX + 1;
+  EXPECT_EQ(Decode(EncodeCudaMessage(WS_CUDA_MSG_WAITS, waits, sizeof(waits[0]), 2)).status().code(),
+            StatusCode::kInvalidArgument);
+  waits[1].api = WS_CUDA_WAIT_MEMCPY;
+  waits[1].start_ns = 5;
+  waits[1].end_ns = 4;
+  EXPECT_EQ(Decode(EncodeCudaMessage(WS_CUDA_MSG_WAITS, waits, sizeof(waits[0]), 2)).status().code(),
+            StatusCode::kInvalidArgument);
+  const uint16_t three = 3;
+  std::vector<uint8_t> v3_waits = EncodeCudaMessage(WS_CUDA_MSG_WAITS, waits, sizeof(waits[0]), 1);
+  std::memcpy(v3_waits.data() + 4, &three, sizeof(three));
+  EXPECT_EQ(Decode(v3_waits).status().code(), StatusCode::kInvalidArgument);
+
+  ws_cuda_stats stats{};
+  stats.names_unsent = 9;
+  stats.waits_seen = 77;
+  std::vector<uint8_t> v3_stats = EncodeCudaMessage(WS_CUDA_MSG_STATS, &stats, WS_CUDA_STATS_V3_SIZE, 1);
+  std::memcpy(v3_stats.data() + 4, &three, sizeof(three));
+  StatusOr<CudaWireMessage> old = Decode(v3_stats);
+  ASSERT_TRUE(old.ok()) << old.status().ToString();
+  EXPECT_EQ(old->stats.names_unsent, 9u);
+  EXPECT_EQ(old->stats.waits_seen, 0u);
+  StatusOr<CudaWireMessage> now = Decode(EncodeCudaMessage(WS_CUDA_MSG_STATS, &stats, sizeof(stats), 1));
+  ASSERT_TRUE(now.ok());
+  EXPECT_EQ(now->stats.waits_seen, 77u);
+}
+
 // An older library reads only its own version: the agent answers in it.
 TEST(CudaWireDecoder, ConfigGoesOutInThePeersVersion) {
   ws_cuda_config config{};
