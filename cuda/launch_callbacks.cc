@@ -78,12 +78,6 @@ struct ThreadLaunchState {
 // constinit: no lazy-initialisation guard on the launch path.
 constinit thread_local ThreadLaunchState t_launch{};
 
-uint64_t CoarseNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
 uint64_t GraphExecId(const InjectionState& s, const CUpti_CallbackData& cb) {
   if (cb.functionParams == nullptr) return 0;
   CUgraphExec exec = *static_cast<CUgraphExec const*>(cb.functionParams);
@@ -136,7 +130,7 @@ void OnEnter(InjectionState& s, const LaunchApi& api, CUpti_CallbackDomain domai
     uint32_t none = 0;
     s.window_first_correlation.compare_exchange_strong(none, cb.correlationId, std::memory_order_acq_rel);
   }
-  if (!t.bucket.Take(CoarseNs(), s.samples_per_sec.load(std::memory_order_relaxed),
+  if (!t.bucket.Take(CoarseMonotonicNs(), s.samples_per_sec.load(std::memory_order_relaxed),
                      s.sample_burst.load(std::memory_order_relaxed), epoch)) {
     return;
   }

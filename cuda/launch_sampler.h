@@ -13,6 +13,8 @@
 // which the agent's uprobe sees, has already happened).
 #pragma once
 
+#include <time.h>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -22,6 +24,13 @@
 #include "proto/cuda/cuda_wire.h"
 
 namespace warpscope::cuda {
+
+// CLOCK_MONOTONIC_COARSE: cheap enough for every launch, fine for a token bucket.
+inline uint64_t CoarseMonotonicNs() noexcept {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
 
 struct LaunchTokenBucket {
   uint64_t last_ns = 0;

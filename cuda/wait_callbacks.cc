@@ -74,12 +74,6 @@ struct ThreadWaitState {
 };
 constinit thread_local ThreadWaitState t_wait{};
 
-uint64_t CoarseNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
 uint64_t CuptiNow(const InjectionState& s) {
   uint64_t t = 0;
   if (s.cupti.fn.cuptiGetTimestamp == nullptr || s.cupti.fn.cuptiGetTimestamp(&t) != CUPTI_SUCCESS) return 0;
@@ -122,7 +116,7 @@ void OnEnter(InjectionState& s, const WaitApi& api, CUpti_CallbackDomain domain,
   t.pending.context_id = cb.contextUid;
   t.pending.api = api.api;
   t.pending.flags = api.flags;
-  if (!t.bucket.Take(CoarseNs(), s.samples_per_sec.load(std::memory_order_relaxed),
+  if (!t.bucket.Take(CoarseMonotonicNs(), s.samples_per_sec.load(std::memory_order_relaxed),
                      s.sample_burst.load(std::memory_order_relaxed), epoch)) {
     return;
   }

@@ -478,7 +478,8 @@ until every --pid has exited.
       --no-python           no CPython frames: show the interpreter's native frames
       --off-cpu             upload off-CPU time too (profile type off_cpu: how long
                             threads stay blocked, under the stacks they block in);
-                            off by default
+                            off by default: it costs about 1% of each CPU in BPF
+                            on a busy node (docs/benchmarks.md)
       --off-cpu-min D       leave out waits shorter than D (default 0)
       --drain-interval D    how often samples are read from the kernel (default 1s)
       --gpu-metrics-interval D
@@ -487,7 +488,8 @@ until every --pid has exited.
       --nvml-library PATH   NVML to load (default libnvidia-ml.so.1 from the
                             driver); without a driver GPU metrics are off
       --no-gpu-metrics      do not collect GPU metrics
-      --no-gpu-time         no GPU-time profile: do not open the CUDA socket
+      --no-gpu-time         no GPU-time and GPU-wait profiles: do not open the
+                            CUDA socket
       --cuda-socket PATH    where libwarpscope_cuda.so (CUDA_INJECTION64_PATH)
                             finds the agent (default /run/warpscope/cuda.sock);
                             its directory, and those above it, must belong to

@@ -443,6 +443,15 @@ void GpuTimeCollector::Poll() {
   for (auto& [id, c] : connections_) PassSettled(c, now, /*ended=*/false);
 }
 
+SampleLabels GpuTimeCollector::ThreadLabels(uint32_t pid, uint32_t tid) const {
+  SampleLabels labels;
+  labels.pid = pid;
+  labels.tid = tid;
+  if (auto it = comms_.find(pid); it != comms_.end()) labels.comm = it->second.comm;
+  if (auto it = thread_names_.find({pid, tid}); it != thread_names_.end()) labels.thread_name = it->second;
+  return labels;
+}
+
 const std::vector<uint64_t>& GpuTimeCollector::StackLocations(uint64_t stack_key, ProfileBuilder* builder) {
   auto [it, inserted] = stack_locations_.try_emplace(stack_key);
   if (!inserted) return it->second;
@@ -483,11 +492,7 @@ void GpuTimeCollector::FinishWindow(ProfileBuilder* builder, GpuTrace* trace, bo
     locations.push_back(builder->InternSourceLocation(fn, 0, FrameKind::kCudaKernel));
     const std::vector<uint64_t>& stack = StackLocations(s.stack_key, builder);
     locations.insert(locations.end(), stack.begin(), stack.end());
-    SampleLabels labels;
-    labels.pid = s.pid;
-    labels.tid = s.tid;
-    if (auto it = comms_.find(s.pid); it != comms_.end()) labels.comm = it->second.comm;
-    if (auto it = thread_names_.find({s.pid, s.tid}); it != thread_names_.end()) labels.thread_name = it->second;
+    SampleLabels labels = ThreadLabels(s.pid, s.tid);
     labels.extra.emplace_back("device", std::to_string(s.device));
     if (s.scaled) labels.extra.emplace_back("estimate", "scaled");
     if (s.graph_id != 0) labels.extra.emplace_back("graph_id", std::to_string(s.graph_id));
@@ -596,11 +601,7 @@ void GpuTimeCollector::FinishWaits(ProfileBuilder* builder, bool final) {
       const std::vector<uint64_t>& stack = StackLocations(s.stack_key, builder);
       locations.insert(locations.end(), stack.begin(), stack.end());
     }
-    SampleLabels labels;
-    labels.pid = s.pid;
-    labels.tid = s.tid;
-    if (auto it = comms_.find(s.pid); it != comms_.end()) labels.comm = it->second.comm;
-    if (auto it = thread_names_.find({s.pid, s.tid}); it != thread_names_.end()) labels.thread_name = it->second;
+    SampleLabels labels = ThreadLabels(s.pid, s.tid);
     if (s.scaled) labels.extra.emplace_back("estimate", "scaled");
     labels.extra.emplace_back("wait_api", api);
     builder->SetSampleTime(s.bucket);

@@ -207,6 +207,8 @@ class GpuTimeCollector : public Collector {
   std::shared_ptr<const KernelName> KernelNameOf(uint64_t key);
   void PruneNameKeys();  // forgets keys whose names are gone
   const std::vector<uint64_t>& StackLocations(uint64_t stack_key, ProfileBuilder* builder);
+  // pid, tid, and the process's and thread's names where known.
+  SampleLabels ThreadLabels(uint32_t pid, uint32_t tid) const;
 
   const GpuTimeOptions options_;
   GpuTimeSessionParts parts_;
