@@ -567,10 +567,13 @@ try {
   // 6a. The threads view (e2e_seed_hour's ThreadSeconds on node
   // e2e-synthetic-threads, numbers in seed_hour.cc): one row per thread with
   // its on-CPU (samples × 1/19 s) and off-CPU time by wait reason, busiest
-  // wall time first; a click on a bar's part opens that thread's flame graph
-  // of that type, a click elsewhere on the row the type picker's. Then the
-  // workload's threads (no off-CPU data in its range) and a server that never
-  // stored off_cpu: the view says to start the agent with --off-cpu.
+  // wall time first, and its GPU wait (part of that time, a column and a line
+  // under the bar); a click on a bar's part opens that thread's flame graph
+  // of that type, on the GPU-wait number its gpu_wait flame graph, a click
+  // elsewhere on the row the type picker's. Then the workload's threads (no
+  // off-CPU data in its range) and a server that never stored off_cpu nor
+  // gpu_wait: the view says to start the agent with --off-cpu, has no GPU-wait
+  // column and asks for no gpu_wait.
   {
     const threadsFromMs = Number(/threads_from_ms=(\d+)/.exec(seed.output)?.[1]);
     if (!(threadsFromMs > 0)) fail(`e2e_seed_hour should print threads_from_ms: ${seed.output}`);
@@ -580,22 +583,37 @@ try {
     await page.goto(threadsUrl);
     await waitFor("the threads view", async () => (await panel.getAttribute("data-rows")) === "2", 10000);
     const rows = await panel.locator("tr[data-key]").evaluateAll((trs) => trs.map((tr) => ({
-      ...tr.dataset, cells: [...tr.querySelectorAll("td")].slice(2, 5).map((td) => td.innerText.trim()) })));
+      ...tr.dataset, cells: [...tr.querySelectorAll("td")].slice(2, 6).map((td) => td.innerText.trim()),
+      gpuLine: tr.querySelector(".gpu-wait-line") ? [tr.querySelector(".gpu-wait-line").getBoundingClientRect().width,
+        [...tr.querySelectorAll(".bar .seg")].reduce((w, seg) => w + seg.getBoundingClientRect().width, 0)] : null })));
     log(`threads view: ${JSON.stringify(rows.map(({ key, ...r }) => r))}`);
     const want = [
-      { thread: "data-loader", onNs: "421052624", offNs: "3600000000", wallNs: "4021052624", reasons: "futex=3200000000,disk_io=400000000", cells: ["421 ms", "3.60 s", "4.02 s"] },
-      { thread: "trainer", onNs: "3157894680", offNs: "200000000", wallNs: "3357894680", reasons: "poll=200000000", cells: ["3.16 s", "200 ms", "3.36 s"] },
+      { thread: "data-loader", onNs: "421052624", offNs: "3600000000", wallNs: "4021052624", gpuWaitNs: "0", reasons: "futex=3200000000,disk_io=400000000", cells: ["421 ms", "3.60 s", "4.02 s", "–"] },
+      { thread: "trainer", onNs: "3157894680", offNs: "200000000", wallNs: "3357894680", gpuWaitNs: "480000000", reasons: "poll=200000000", cells: ["3.16 s", "200 ms", "3.36 s", "480 ms"] },
     ];
     want.forEach((w, i) => {
       const r = rows[i];
       if (r.thread !== w.thread || r.comm !== "trainer" || r.pid !== "4646" || r.onNs !== w.onNs || r.offNs !== w.offNs ||
-          r.wallNs !== w.wallNs || r.reasons !== w.reasons || r.cells.join("|") !== w.cells.join("|")) {
+          r.wallNs !== w.wallNs || r.gpuWaitNs !== w.gpuWaitNs || r.reasons !== w.reasons || r.cells.join("|") !== w.cells.join("|")) {
         fail(`threads row ${i} should be ${JSON.stringify(w)}, found ${JSON.stringify(r)}`);
       }
     });
+    // The trainer's GPU wait under its bar: 480 ms of its 3.36 s wall time (14.3 %), on the bar's scale (its
+    // parts' widths); none under the loader's.
+    const [lineW, barW] = rows[1].gpuLine ?? [0, 0];
+    if (rows[0].gpuLine || !(barW > 0) || Math.abs(lineW / barW - 480_000_000 / 3_357_894_680) > 0.01) {
+      fail(`the GPU-wait line should be 14.3% of the trainer's bar and absent under the loader's: ${JSON.stringify(rows.map((r) => r.gpuLine))}`);
+    }
     if ((await panel.getAttribute("data-off-cpu")) !== "shown") fail("the threads view should show off-CPU time");
+    if ((await panel.getAttribute("data-gpu-wait")) !== "shown") fail("the threads view should show GPU wait");
     const head = await page.locator(".view-threads .threads-head").innerText();
-    if (!/2 threads/.test(head) || !/on CPU 3\.58 s, off CPU 3\.80 s/.test(head)) fail(`the threads view's summary: ${head}`);
+    if (!/2 threads/.test(head) || !/on CPU 3\.58 s, off CPU 3\.80 s/.test(head) || !/Of that time, GPU wait 480 ms/.test(head)) {
+      fail(`the threads view's summary: ${head}`);
+    }
+    const gpuTip = await panel.locator('tr[data-thread="trainer"] td.gpu-wait').getAttribute("title");
+    if (!/GPU wait 480 ms \(14% of the thread's wall time\)/.test(gpuTip) || !/part of the on- or off-CPU time/.test(gpuTip)) {
+      fail(`the GPU-wait number's tooltip: ${gpuTip}`);
+    }
     if (await page.locator(".view-threads .threads-note").isVisible()) fail("with off-CPU data the --off-cpu note should be hidden");
     // The type picker names every stored type plainly.
     const options = await page.locator("header select option").evaluateAll((os) => os.map((o) => `${o.value}=${o.textContent}`));
@@ -628,22 +646,38 @@ try {
     if (trainerUrl.get("type") !== null || trainerUrl.get("selector") !== loaderSel.replace("data-loader", "trainer")) {
       fail(`the trainer's row should open its cpu flame graph: ${page.url()}`);
     }
-    // Its GPU waits: 4 × 120 ms, the kernel under cudaStreamSynchronize.
-    await page.locator("header select").selectOption("gpu_wait");
+    // Its GPU-wait number: its gpu_wait flame graph, 4 × 120 ms, the kernel under cudaStreamSynchronize.
+    await page.goBack();
+    await waitFor("the threads view again", async () => (await panel.getAttribute("data-rows")) === "2", 10000);
+    await panel.locator('tr[data-thread="trainer"] td.gpu-wait').click();
     await waitFor("the trainer's GPU-wait flame graph", async () => (await flameTotal()) === 480_000_000, 10000);
-    log(`threads view: futex -> ${futexUrl.get("selector")}; trainer -> ${trainerUrl.get("selector")}; gpu_wait total 480 ms`);
+    const gpuWaitUrl = new URL(page.url()).searchParams;
+    if (gpuWaitUrl.get("type") !== "gpu_wait" || gpuWaitUrl.get("selector") !== trainerUrl.get("selector")) {
+      fail(`the trainer's GPU-wait number should open its gpu_wait flame graph: ${page.url()}`);
+    }
+    if (await page.locator("header select").inputValue() !== "gpu_wait") fail("the type picker should show gpu_wait");
+    await shot("threads_flame_gpu_wait");
+    log(`threads view: futex -> ${futexUrl.get("selector")}; trainer -> ${trainerUrl.get("selector")}; its GPU wait -> type=gpu_wait, total 480 ms`);
     // The workload's threads: CPU samples only (the agent runs without --off-cpu).
     await page.goto(`${url}/?view=threads&from=${from}&to=${to}&selector=${q(pidSelector)}`);
     await waitFor("the workload's threads", async () => Number(await panel.getAttribute("data-rows")) > 0 && (await panel.getAttribute("data-off-cpu")) === "none", 10000);
     const none = await page.locator(".view-threads .threads-note").innerText();
     if (!/No off-CPU time in this range for this selector/.test(none) || !/--off-cpu/.test(none)) fail(`the note without off-CPU time: ${none}`);
-    // A server that never stored off_cpu (its type list without it): say how to get it.
+    // A server that never stored off_cpu nor gpu_wait (its type list without them): say how to get off-CPU
+    // time; no GPU-wait column, and no gpu_wait asked for.
+    const gpuWaitAsks = [];
+    const onRequest = (r) => /\/api\/v1\/series\?.*type=gpu_wait/.test(r.url()) && gpuWaitAsks.push(r.url());
+    page.on("request", onRequest);
     await page.route(/\/api\/v1\/types$/, (route) => route.fulfill({ status: 200, contentType: "application/json",
       body: JSON.stringify({ types: [{ name: "cpu", unit: "samples", period_nanos: 10101010 }] }) }));
     await page.reload();
     await waitFor("the view without off_cpu", async () => (await panel.getAttribute("data-off-cpu")) === "absent", 10000);
     const absent = await page.locator(".view-threads .threads-note").innerText();
     if (!/No off-CPU data/.test(absent) || !/start the agent with --off-cpu/.test(absent)) fail(`the note without off_cpu: ${absent}`);
+    page.off("request", onRequest);
+    if ((await panel.getAttribute("data-gpu-wait")) !== "absent" || (await panel.locator("td.gpu-wait").count()) > 0 || gpuWaitAsks.length) {
+      fail(`without gpu_wait stored: no GPU-wait column and no gpu_wait request (${gpuWaitAsks.join(", ")})`);
+    }
     log(`threads view of the workload: ${await panel.getAttribute("data-rows")} threads; ${absent.replace(/\s+/g, " ")}`);
     await shot("threads_no_off_cpu");
     await page.unroute(/\/api\/v1\/types$/);

@@ -1,7 +1,7 @@
 // views/threads_model.ts: the threads view's rows from /api/v1/series answers.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { cpuNanosPerValue, filterRows, threadKey, threadRows, threadSelector, totalsOf, unitNanos } from "../src/views/threads_model.ts";
+import { cpuNanosPerValue, filterRows, gpuWaitShare, threadKey, threadRows, threadSelector, totalsOf, unitNanos } from "../src/views/threads_model.ts";
 
 const answer = (series) => ({ from_ms: 0, to_ms: 10_000, step_ms: 10_000, series });
 const loader = { node: "n", pid: "7", comm: "train", thread: "data-loader" };
@@ -45,6 +45,44 @@ test("threadRows without off-CPU data, and off-CPU not split by reason", () => {
   const rows = threadRows(cpu, 1, off);
   assert.deepEqual(rows.map((r) => [r.thread, r.wallNs]), [["data-loader", 40], ["train", 3]]);
   assert.deepEqual(rows[0].offByReason, [["", 40]]);
+});
+
+test("threadRows: GPU wait per thread, part of the on- or off-CPU time (not in the wall time), totals and shares", () => {
+  const cpu = answer([
+    { labels: main, points: [[0, 100]] }, // 1 s
+    { labels: loader, points: [[0, 20]] }, // 200 ms
+  ]);
+  const off = answer([
+    { labels: { ...main, wait_reason: "poll" }, points: [[0, 2e8]] },
+    { labels: { ...loader, wait_reason: "futex" }, points: [[0, 3e9]] },
+  ]);
+  // gpu_wait grouped by the thread's labels: the series of two wait APIs of one thread add up.
+  const gpu = answer([
+    { labels: main, points: [[0, 3e8]] },
+    { labels: { ...main }, points: [[5000, 1.8e8]] },
+    // a thread seen only waiting on the GPU (no CPU samples, no off-CPU time): kept, last
+    { labels: { node: "n", pid: "7", comm: "train", thread: "pin-memory" }, points: [[0, 5e7]] },
+  ]);
+  const rows = threadRows(cpu, 10_000_000, off, gpu);
+  assert.deepEqual(
+    rows.map((r) => [r.thread, r.onNs, r.offNs, r.wallNs, r.gpuWaitNs]),
+    [
+      ["data-loader", 2e8, 3e9, 3.2e9, 0],
+      ["train", 1e9, 2e8, 1.2e9, 4.8e8],
+      ["pin-memory", 0, 0, 0, 5e7],
+    ],
+  );
+  assert.equal(gpuWaitShare(rows[1]), 0.4);
+  assert.equal(gpuWaitShare(rows[0]), 0);
+  assert.equal(gpuWaitShare(rows[2]), null);
+  // More GPU wait than the recorded wall time (no off-CPU data): a share over 1.
+  assert.equal(gpuWaitShare(threadRows(answer([{ labels: main, points: [[0, 10]] }]), 10_000_000, null, gpu)[0]), 4.8);
+  const t = totalsOf(rows);
+  assert.deepEqual([t.onNs, t.offNs, t.gpuWaitNs], [1.2e9, 3.2e9, 5.3e8]);
+  assert.equal(totalsOf(filterRows(rows, "loader")).gpuWaitNs, 0);
+  // Without a gpu_wait answer (not stored): every row 0.
+  assert.deepEqual(threadRows(cpu, 10_000_000, off).map((r) => r.gpuWaitNs), [0, 0]);
+  assert.deepEqual(threadRows(cpu, 10_000_000, off, answer([])).map((r) => r.gpuWaitNs), [0, 0]);
 });
 
 test("cpuNanosPerValue: the one cpu type's period, 1 for nanoseconds, null for several periods", () => {

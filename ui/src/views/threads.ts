@@ -2,23 +2,28 @@
 // range and selector, one row per (node, pid, comm, thread name), busiest
 // first: its on-CPU time (the `cpu` samples × their period) and its off-CPU
 // time (`off_cpu`, the nanoseconds it was blocked, split by wait_reason) as
-// numbers and as one stacked bar. A click on the bar's on-CPU part opens the
-// thread's CPU flame graph, on an off-CPU part its off-CPU flame graph (of
-// that wait reason), anywhere else on the row the flame graph of the type
-// picker's type; the selector is narrowed to the thread either way.
+// numbers and as one stacked bar; when gpu_wait is stored, a GPU-wait column
+// (the time inside CUDA synchronisation calls, `gpu_wait`) and a thin line
+// under the bar for its share of the wall time: that time is part of the
+// on- or off-CPU time (CUDA spins or sleeps while it waits), so it is never
+// added to the bar. A click on the bar's on-CPU part opens the thread's CPU
+// flame graph, on an off-CPU part its off-CPU flame graph (of that wait
+// reason), on the GPU-wait number or line its gpu_wait flame graph,
+// anywhere else on the row the flame graph of the type picker's type; the
+// selector is narrowed to the thread either way.
 //
-// Data: /api/v1/types (is off_cpu stored at all; cpu's period), and one
-// whole-range step of /api/v1/series per type, grouped by the thread's
-// labels (off_cpu also by wait_reason); /api/v1/top only when cpu is stored
-// at several periods, for the unit of the answer. The numbers:
-// threads_model.ts.
+// Data: /api/v1/types (is off_cpu stored at all, is gpu_wait; cpu's
+// period), and one whole-range step of /api/v1/series per type, grouped by
+// the thread's labels (off_cpu also by wait_reason; gpu_wait only when the
+// types list it); /api/v1/top only when cpu is stored at several periods,
+// for the unit of the answer. The numbers: threads_model.ts.
 //
 // For the end-to-end test the panel (`.threads-panel`) carries
 // data-version (each render), data-rows (rows shown), data-threads (rows
-// before the search) and data-off-cpu (`shown`, `none` for none in the
-// range, `absent` for never stored); each row data-node, data-pid,
-// data-comm, data-thread, data-on-ns, data-off-ns, data-wall-ns and
-// data-reasons (`futex=123,poll=45`).
+// before the search), data-off-cpu and data-gpu-wait (`shown`, `none` for
+// none in the range, `absent` for never stored); each row data-node,
+// data-pid, data-comm, data-thread, data-on-ns, data-off-ns, data-wall-ns,
+// data-gpu-wait-ns and data-reasons (`futex=123,poll=45`).
 import { ApiError, apiGet } from "../api/client";
 import type { SeriesJson, TopJson, TypesJson } from "../api/types";
 import { el, escapeHtml } from "../base/dom";
@@ -30,6 +35,7 @@ import {
   ThreadRow,
   cpuNanosPerValue,
   filterRows,
+  gpuWaitShare,
   threadRows,
   threadSelector,
   totalsOf,
@@ -55,14 +61,21 @@ const reasonName = (r: string) => REASON_NAMES[r] ?? r;
 // A CSS class per reason (style.css colours the known ones; the rest are grey).
 const reasonClass = (r: string) => (r in REASON_NAMES ? `r-${r || "other"}` : "r-other");
 
-type OffCpu = "shown" | "none" | "absent";
+// Whether a type's data is shown: some in the range, none in it, never stored.
+type Presence = "shown" | "none" | "absent";
+
+const GPU_WAIT_MEANING =
+  "GPU wait: the time the thread was inside a CUDA synchronisation call (cudaStreamSynchronize, cudaDeviceSynchronize, " +
+  "a synchronous copy, tensor.item(), …). CUDA spins or sleeps while it waits, so this time is part of the on- or " +
+  "off-CPU time, not added to it.";
 
 export class ThreadsView implements View {
   private head = el("div", "threads-head");
   private note = el("div", "threads-note");
   private panel = el("div", "threads-panel");
   private rows: ThreadRow[] = [];
-  private offCpu: OffCpu = "absent";
+  private offCpu: Presence = "absent";
+  private gpuWait: Presence = "absent";
   private loaded = false;
   private rangeMs = 0;
   private version = 0;
@@ -87,14 +100,18 @@ export class ThreadsView implements View {
     const common = { ...range, selector: s.selector || undefined, step: wholeRangeStep(from, to) };
     const series = (type: string, groupBy: string) =>
       apiGet<SeriesJson>("/api/v1/series", { ...common, type, group_by: groupBy }, signal);
-    const [types, cpu, off] = await Promise.all([
-      apiGet<TypesJson>("/api/v1/types", {}, signal),
+    const typesP = apiGet<TypesJson>("/api/v1/types", {}, signal);
+    const hasType = (t: TypesJson, name: string) => t.types.some((x) => x.name === name);
+    const [types, cpu, off, gpuWait] = await Promise.all([
+      typesP,
       series("cpu", THREAD_GROUP_BY),
       // Split by wait_reason; a range with too many (thread, reason) pairs for one answer (400) without it.
       series("off_cpu", `${THREAD_GROUP_BY},wait_reason`).catch((e) => {
         if (e instanceof ApiError && e.status === 400) return series("off_cpu", THREAD_GROUP_BY);
         throw e;
       }),
+      // Asked only of a server that stores it (after the types, beside the others).
+      typesP.then((t) => (hasType(t, "gpu_wait") ? series("gpu_wait", THREAD_GROUP_BY) : null)),
     ]);
     let nsPerValue = cpuNanosPerValue(types);
     if (nsPerValue === null) {
@@ -103,9 +120,9 @@ export class ThreadsView implements View {
       nsPerValue = unitNanos(top.unit, top.period_nanos);
     }
     if (signal.aborted) return;
-    this.rows = threadRows(cpu, nsPerValue, off);
-    const offStored = types.types.some((t) => t.name === "off_cpu");
-    this.offCpu = !offStored ? "absent" : off.series.length === 0 ? "none" : "shown";
+    this.rows = threadRows(cpu, nsPerValue, off, gpuWait);
+    this.offCpu = !hasType(types, "off_cpu") ? "absent" : off.series.length === 0 ? "none" : "shown";
+    this.gpuWait = gpuWait === null ? "absent" : gpuWait.series.length === 0 ? "none" : "shown";
     this.rangeMs = to - from;
     this.loaded = true;
   }
@@ -121,10 +138,11 @@ export class ThreadsView implements View {
     const shown = filterRows(this.rows, s.search);
     const drawn = shown.slice(0, MAX_ROWS);
     const totals = totalsOf(shown);
-    this.renderHead(s, shown.length, totals.onNs, totals.offNs, totals.byReason);
+    this.renderHead(s, shown.length, totals.onNs, totals.offNs, totals.gpuWaitNs, totals.byReason);
     this.renderNote(s);
     const widest = Math.max(1, ...drawn.map((r) => r.wallNs));
     const pct = (ns: number) => ((100 * ns) / widest).toFixed(3);
+    const gpuColumn = this.gpuWait !== "absent";
     const body = drawn
       .map((r) => {
         const reasons = r.offByReason.map(([reason, ns]) => `${reason}=${ns}`).join(",");
@@ -140,20 +158,38 @@ export class ThreadsView implements View {
                   title="${escapeHtml(`off CPU, ${reasonName(reason)}: ${formatNanos(ns)}; click for the thread's off-CPU flame graph of these waits`)}"></span>`,
             )
             .join("");
+        const gpuShare = gpuWaitShare(r);
+        const gpuTitle =
+          r.gpuWaitNs > 0
+            ? `GPU wait ${formatNanos(r.gpuWaitNs)}${gpuShare === null ? "" : gpuShare <= 1 ? ` (${(100 * gpuShare).toFixed(0)}% of the thread's wall time)` : ` (more than the on- and off-CPU time recorded for the thread, as when off-CPU time is not recorded)`}. ${GPU_WAIT_MEANING} Click for the thread's GPU-wait flame graph.`
+            : "";
+        const gpuCell = gpuColumn
+          ? r.gpuWaitNs > 0
+            ? `<td class="num gpu-wait" data-type="gpu_wait" title="${escapeHtml(gpuTitle)}">${formatNanos(r.gpuWaitNs)}</td>`
+            : `<td class="num gpu-wait muted" title="No GPU wait in this range">–</td>`
+          : "";
+        // Under the bar, from its start, on the bar's scale: the GPU wait's share of the wall time (at most all of it;
+        // where in that time the waits fell is not known).
+        const gpuLine =
+          r.gpuWaitNs > 0 && r.wallNs > 0
+            ? `<div class="gpu-wait-line t-gpu-wait" data-type="gpu_wait" style="width:${pct(Math.min(r.gpuWaitNs, r.wallNs))}%" title="${escapeHtml(gpuTitle)}"></div>`
+            : "";
         return `<tr data-key="${escapeHtml(r.key)}" data-node="${escapeHtml(r.node)}" data-pid="${escapeHtml(r.pid)}" data-comm="${escapeHtml(r.comm)}"
-            data-thread="${escapeHtml(r.thread)}" data-on-ns="${r.onNs}" data-off-ns="${r.offNs}" data-wall-ns="${r.wallNs}" data-reasons="${escapeHtml(reasons)}">
+            data-thread="${escapeHtml(r.thread)}" data-on-ns="${r.onNs}" data-off-ns="${r.offNs}" data-wall-ns="${r.wallNs}" data-gpu-wait-ns="${r.gpuWaitNs}" data-reasons="${escapeHtml(reasons)}">
           <td class="fn thread-name">${escapeHtml(r.thread || "(no thread name)")}</td>
           <td class="thread-proc"><span class="fn">${escapeHtml(r.comm)}</span> <span class="muted small">pid ${escapeHtml(r.pid)}${r.node ? ` · ${escapeHtml(r.node)}` : ""}</span></td>
           <td class="num" data-type="cpu" title="${escapeHtml(`CPU samples × their period${cpuShare}`)}">${r.onNs > 0 ? formatNanos(r.onNs) : "–"}</td>
           <td class="num" data-type="off_cpu">${r.offNs > 0 ? formatNanos(r.offNs) : this.offCpu === "shown" ? "0" : "–"}</td>
-          <td class="num wall">${formatNanos(r.wallNs)}</td>
-          <td class="thread-bar"><div class="bar">${segments}</div></td></tr>`;
+          <td class="num wall">${formatNanos(r.wallNs)}</td>${gpuCell}
+          <td class="thread-bar"><div class="bar">${segments}</div>${gpuLine}</td></tr>`;
       })
       .join("");
     const more = shown.length > drawn.length ? `<p class="muted small">${(shown.length - drawn.length).toLocaleString("en-US")} more threads with less time are not listed; the search box narrows the list.</p>` : "";
     this.panel.innerHTML = shown.length
       ? `<table class="top threads">
-          <thead><tr><th>Thread</th><th>Process</th><th class="num">on-CPU</th><th class="num">off-CPU</th><th class="num">wall ▾</th><th class="thread-bar">on-CPU / off-CPU</th></tr></thead>
+          <thead><tr><th>Thread</th><th>Process</th><th class="num">on-CPU</th><th class="num">off-CPU</th><th class="num">wall ▾</th>${
+            gpuColumn ? `<th class="num" title="${escapeHtml(GPU_WAIT_MEANING)}">GPU wait</th>` : ""
+          }<th class="thread-bar">on-CPU / off-CPU${gpuColumn ? " (GPU wait under it)" : ""}</th></tr></thead>
           <tbody>${body}</tbody></table>${more}`
       : this.rows.length
         ? `<div class="empty">No thread matches “${escapeHtml(s.search)}”.</div>`
@@ -162,19 +198,32 @@ export class ThreadsView implements View {
     this.panel.dataset.rows = String(drawn.length);
     this.panel.dataset.threads = String(this.rows.length);
     this.panel.dataset.offCpu = this.offCpu;
+    this.panel.dataset.gpuWait = this.gpuWait;
   }
 
-  private renderHead(s: ViewState, threads: number, onNs: number, offNs: number, byReason: [string, number][]): void {
-    const swatch = (cls: string, label: string) => `<span class="legend-item"><span class="thread-sw ${cls}"></span>${escapeHtml(label)}</span>`;
+  private renderHead(s: ViewState, threads: number, onNs: number, offNs: number, gpuWaitNs: number, byReason: [string, number][]): void {
+    const swatch = (cls: string, label: string, title = "") =>
+      `<span class="legend-item"${title ? ` title="${escapeHtml(title)}"` : ""}><span class="thread-sw ${cls}"></span>${escapeHtml(label)}</span>`;
     const legend =
-      swatch("t-on", "on CPU") + (this.offCpu === "shown" ? byReason.map(([r]) => swatch(reasonClass(r), `off CPU: ${reasonName(r)}`)).join("") : "");
+      swatch("t-on", "on CPU") +
+      (this.offCpu === "shown" ? byReason.map(([r]) => swatch(reasonClass(r), `off CPU: ${reasonName(r)}`)).join("") : "") +
+      (gpuWaitNs > 0 ? swatch("t-gpu-wait", "GPU wait (the line under a bar: part of its time)", GPU_WAIT_MEANING) : "");
+    const gpu =
+      gpuWaitNs > 0
+        ? ` Of that time, GPU wait <b class="total-gpu-wait" title="${escapeHtml(GPU_WAIT_MEANING)}">${formatNanos(gpuWaitNs)}</b>
+            <span class="muted">(inside CUDA synchronisation calls)</span>.`
+        : "";
     const reasons = byReason.map(([r, ns]) => `${escapeHtml(reasonName(r))} ${formatNanos(ns)}`).join(", ");
     this.head.innerHTML = `<p><b>${threads.toLocaleString("en-US")} thread${threads === 1 ? "" : "s"}</b> in ${escapeHtml(formatDuration(this.rangeMs))}:
         on CPU <b class="total-on">${formatNanos(onNs)}</b>${
           this.offCpu === "shown" ? `, off CPU <b class="total-off">${formatNanos(offNs)}</b>${reasons ? ` <span class="muted">(${reasons})</span>` : ""}` : ""
-        }.</p>
+        }.${gpu}</p>
       <p class="muted small">Wall time here is on-CPU time (CPU samples × their period) plus off-CPU time (blocked: locks, I/O, sleeps); time
-        runnable but waiting for a CPU is in neither. Threads of one process with one name are one row. Click a bar's part for the
+        runnable but waiting for a CPU is in neither.${
+          this.gpuWait !== "absent"
+            ? " GPU wait (time inside CUDA synchronisation calls) is part of the on- or off-CPU time, as CUDA spins or sleeps while it waits: the thin line under a bar shows its share, it is not added to the bar."
+            : ""
+        } Threads of one process with one name are one row. Click a bar's part${this.gpuWait !== "absent" ? " or a GPU-wait number" : ""} for the
         thread's flame graph of that time, anywhere else on the row for its ${escapeHtml(typeLabel(s.type))} flame graph.</p>
       <div class="threads-legend">${legend}</div>`;
   }

@@ -1,7 +1,9 @@
 // The threads view's numbers: per thread (node, pid, comm, thread name) its
-// on-CPU time (cpu samples × their period) and off-CPU time (off_cpu
-// nanoseconds, by wait_reason), from one whole-range step of
-// /api/v1/series per type. Pure (no DOM): the unit tests run it in Node.
+// on-CPU time (cpu samples × their period), off-CPU time (off_cpu
+// nanoseconds, by wait_reason) and GPU-wait time (gpu_wait nanoseconds: time
+// inside CUDA synchronisation calls, which is part of the on- or off-CPU
+// time, not added to it), from one whole-range step of /api/v1/series per
+// type. Pure (no DOM): the unit tests run it in Node.
 import type { SeriesJson, TypesJson } from "../api/types";
 
 // The labels a thread is told apart by. The server keeps no thread id:
@@ -25,6 +27,9 @@ export interface ThreadRow {
   // (unknown reasons after, by name); only reasons with time.
   offByReason: [string, number][];
   wallNs: number; // onNs + offNs
+  // Nanoseconds inside CUDA synchronisation calls (gpu_wait): CUDA spins or
+  // sleeps there, so this time is already in onNs or offNs, not in addition.
+  gpuWaitNs: number;
 }
 
 type Labels = Record<string, string>;
@@ -48,8 +53,15 @@ function reasonOrder(a: string, b: string): number {
 // The rows of the two answers, busiest wall time first (then comm, pid,
 // thread). `cpuNsPerValue`: what one value of the cpu answer is in
 // nanoseconds (its period for samples, 1 for nanoseconds; cpuNanosPerValue).
-// `off` may be grouped by wait_reason or not.
-export function threadRows(cpu: SeriesJson | null, cpuNsPerValue: number, off: SeriesJson | null): ThreadRow[] {
+// `off` may be grouped by wait_reason or not; `gpuWait` (grouped by the
+// thread's labels) only sets gpuWaitNs: a thread with GPU-wait time but no
+// on- or off-CPU time keeps a row (wall time 0, last), so no wait is lost.
+export function threadRows(
+  cpu: SeriesJson | null,
+  cpuNsPerValue: number,
+  off: SeriesJson | null,
+  gpuWait: SeriesJson | null = null,
+): ThreadRow[] {
   const rows = new Map<string, ThreadRow & { reasons: Map<string, number> }>();
   const row = (labels: Labels) => {
     const key = threadKey(labels);
@@ -65,6 +77,7 @@ export function threadRows(cpu: SeriesJson | null, cpuNsPerValue: number, off: S
         offNs: 0,
         offByReason: [],
         wallNs: 0,
+        gpuWaitNs: 0,
         reasons: new Map(),
       };
       rows.set(key, r);
@@ -79,16 +92,17 @@ export function threadRows(cpu: SeriesJson | null, cpuNsPerValue: number, off: S
     const reason = s.labels.wait_reason ?? "";
     r.reasons.set(reason, (r.reasons.get(reason) ?? 0) + ns);
   }
+  for (const s of gpuWait?.series ?? []) row(s.labels).gpuWaitNs += seriesSum(s.points);
   const out: ThreadRow[] = [];
   for (const { reasons, ...r } of rows.values()) {
     r.wallNs = r.onNs + r.offNs;
-    if (r.wallNs <= 0) continue;
+    if (r.wallNs <= 0 && r.gpuWaitNs <= 0) continue;
     r.offByReason = [...reasons].filter(([, ns]) => ns > 0).sort((a, b) => reasonOrder(a[0], b[0]));
     out.push(r);
   }
   return out.sort(
     (a, b) =>
-      b.wallNs - a.wallNs || a.comm.localeCompare(b.comm) || Number(a.pid) - Number(b.pid) || a.thread.localeCompare(b.thread),
+      b.wallNs - a.wallNs || b.gpuWaitNs - a.gpuWaitNs || a.comm.localeCompare(b.comm) || Number(a.pid) - Number(b.pid) || a.thread.localeCompare(b.thread),
   );
 }
 
@@ -136,6 +150,7 @@ export function filterRows(rows: ThreadRow[], search: string): ThreadRow[] {
 export interface ThreadTotals {
   onNs: number;
   offNs: number;
+  gpuWaitNs: number; // part of onNs + offNs, not in addition
   byReason: [string, number][]; // WAIT_REASONS order, only those with time
 }
 
@@ -143,10 +158,21 @@ export function totalsOf(rows: ThreadRow[]): ThreadTotals {
   const reasons = new Map<string, number>();
   let onNs = 0;
   let offNs = 0;
+  let gpuWaitNs = 0;
   for (const r of rows) {
     onNs += r.onNs;
     offNs += r.offNs;
+    gpuWaitNs += r.gpuWaitNs;
     for (const [reason, ns] of r.offByReason) reasons.set(reason, (reasons.get(reason) ?? 0) + ns);
   }
-  return { onNs, offNs, byReason: [...reasons].sort((a, b) => reasonOrder(a[0], b[0])) };
+  return { onNs, offNs, gpuWaitNs, byReason: [...reasons].sort((a, b) => reasonOrder(a[0], b[0])) };
+}
+
+// The GPU wait's share of the thread's wall time (normally 0–1), for the
+// tooltip of the thin line under its bar; null without wall time. Over 1
+// when the waits were not all seen as on- or off-CPU time (an agent without
+// --off-cpu, whose wall time is on-CPU time only); the line is then as long
+// as the bar.
+export function gpuWaitShare(r: Pick<ThreadRow, "gpuWaitNs" | "wallNs">): number | null {
+  return r.wallNs > 0 ? r.gpuWaitNs / r.wallNs : null;
 }
