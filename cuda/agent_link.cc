@@ -333,6 +333,17 @@ bool AgentSession::StartTracing(const LinkConfig& config) {
 
 bool AgentSession::SetLaunchCallbacks(bool on) {
   if (on == callbacks_on_) return true;
+  // The synchronisation APIs (waits) ride on the same subscription. The
+  // launch callbacks are switched right next to kernel activity (on last,
+  // off first), so a launch seen in duty mode finds kernel activity on.
+  size_t wait_count = 0;
+  const WaitApi* waits = WaitApis(&wait_count);
+  auto set_waits = [&] {
+    for (size_t i = 0; i < wait_count; ++i) {
+      (void)fn().cuptiEnableCallback(on ? 1 : 0, s_.subscriber, waits[i].domain, waits[i].cbid);
+    }
+  };
+  if (on) set_waits();
   size_t count = 0;
   const LaunchApi* apis = LaunchApis(&count);
   size_t changed = 0;
@@ -340,12 +351,8 @@ bool AgentSession::SetLaunchCallbacks(bool on) {
     // An older CUPTI may not know every id: skip those.
     if (fn().cuptiEnableCallback(on ? 1 : 0, s_.subscriber, apis[i].domain, apis[i].cbid) == CUPTI_SUCCESS) changed++;
   }
+  if (!on) set_waits();
   if (on && changed == 0) return false;
-  // The synchronisation APIs (waits) ride on the same subscription.
-  const WaitApi* waits = WaitApis(&count);
-  for (size_t i = 0; i < count; ++i) {
-    (void)fn().cuptiEnableCallback(on ? 1 : 0, s_.subscriber, waits[i].domain, waits[i].cbid);
-  }
   callbacks_on_ = on;
   return true;
 }

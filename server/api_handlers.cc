@@ -20,6 +20,7 @@
 #include "query/top_table.h"
 #include "server/api_params.h"
 #include "server/gpu_handlers.h"
+#include "server/insight_handlers.h"
 
 namespace warpscope::server {
 namespace {
@@ -372,6 +373,7 @@ http::Routes ApiRoutes(ProfileStore* store, const ApiOptions& options) {
   routes.push_back({"GET", "/api/v1/types", bind(&Handlers::Types)});
   routes.push_back({"GET", "/api/v1/status", bind(&Handlers::StatusPage), http::RouteLane::kIngest});
   AddGpuRoutes(store, o, &routes);
+  AddInsightRoutes(store, o, &routes);
   routes.push_back(
       {"GET", "/healthz", [](const http::HttpRequest&) { return http::HttpResponse::Json(200, "{\"ok\":true}"); }, http::RouteLane::kIngest});
   return routes;

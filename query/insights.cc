@@ -1,0 +1,462 @@
+#include "query/insights.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <optional>
+#include <nlohmann/json.hpp>
+#include <tuple>
+
+#include "query/frame_label.h"
+
+namespace warpscope::query {
+namespace {
+
+using nlohmann::json;
+using storage::Labels;
+
+constexpr double kNsPerSecond = 1e9;
+
+std::string LabelOf(const Labels& labels, const std::string& name) {
+  for (const auto& [k, v] : labels) {
+    if (k == name) return v;
+  }
+  return "";
+}
+
+Labels Pick(const Labels& labels, std::initializer_list<const char*> names) {
+  Labels out;
+  for (const char* name : names) {
+    const std::string v = LabelOf(labels, name);
+    if (!v.empty()) out.emplace_back(name, v);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// A Prometheus-style selector of exactly these labels.
+std::string SelectorOf(const Labels& labels) {
+  std::string s = "{";
+  for (const auto& [k, v] : labels) {
+    if (s.size() > 1) s += ",";
+    s += k + "=\"";
+    for (char c : v) {
+      if (c == '"' || c == '\\') s += '\\';
+      s += c;
+    }
+    s += "\"";
+  }
+  return s + "}";
+}
+
+size_t StepIndex(const InsightInputs& in, int64_t t) { return static_cast<size_t>((t - in.from_ns) / in.step_ns); }
+
+size_t StepCount(const InsightInputs& in) {
+  return static_cast<size_t>((in.to_ns - in.from_ns + in.step_ns - 1) / in.step_ns);
+}
+
+// The length of step i (the last one may be cut by the range's end).
+int64_t StepLength(const InsightInputs& in, size_t i) {
+  const int64_t start = in.from_ns + static_cast<int64_t>(i) * in.step_ns;
+  return std::min(in.step_ns, in.to_ns - start);
+}
+
+// Consecutive flagged steps as time ranges, longest first, at most 20.
+std::vector<InsightRange> Ranges(const InsightInputs& in, const std::vector<bool>& flagged) {
+  std::vector<InsightRange> out;
+  for (size_t i = 0; i < flagged.size(); ++i) {
+    if (!flagged[i]) continue;
+    const int64_t start = in.from_ns + static_cast<int64_t>(i) * in.step_ns;
+    const int64_t end = start + StepLength(in, i);
+    if (!out.empty() && out.back().to_ns == start) {
+      out.back().to_ns = end;
+    } else {
+      out.push_back({start, end});
+    }
+  }
+  std::stable_sort(out.begin(), out.end(), [](const InsightRange& a, const InsightRange& b) {
+    return a.to_ns - a.from_ns > b.to_ns - b.from_ns;
+  });
+  if (out.size() > 20) out.resize(20);
+  return out;
+}
+
+std::string Severity(double share) { return share >= 0.25 ? "high" : share >= 0.10 ? "medium" : "low"; }
+
+std::string Confidence(size_t steps) { return steps >= 12 ? "high" : steps >= 4 ? "medium" : "low"; }
+
+std::string Seconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, s >= 10 ? "%.0f s" : "%.1f s", s);
+  return buf;
+}
+
+std::string Percent(double share) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f%%", 100 * share);
+  return buf;
+}
+
+}  // namespace
+
+std::vector<Insight> FindGpuStarvedByCpu(const InsightInputs& in, const InsightOptions& o) {
+  std::vector<Insight> out;
+  if (in.step_ns <= 0 || in.to_ns <= in.from_ns) return out;
+  const size_t steps = StepCount(in);
+  using Gpu = std::tuple<std::string, std::string>;            // node, gpu
+  using ProcessGpu = std::tuple<std::string, std::string, std::string>;  // node, pid, gpu
+  using Process = std::tuple<std::string, std::string>;        // node, pid
+  // The device's utilization per step, and each GPU process's own.
+  std::map<Gpu, std::vector<double>> device;
+  for (const storage::MetricSeries& s : in.device_utilization) {
+    auto& v = device[{LabelOf(s.labels, "node"), LabelOf(s.labels, "gpu")}];
+    v.assign(steps, NAN);
+    for (const storage::MetricStep& p : s.points) {
+      if (p.time_ns >= in.from_ns && p.time_ns < in.to_ns) v[StepIndex(in, p.time_ns)] = p.sum / p.count;
+    }
+  }
+  struct Use {
+    std::string comm;
+    std::vector<double> own;   // its SM utilization, NAN where no sample
+    std::vector<bool> present;  // it held memory on the GPU
+  };
+  std::map<ProcessGpu, Use> uses;
+  auto use_of = [&](const Labels& l) -> Use& {
+    Use& u = uses[{LabelOf(l, "node"), LabelOf(l, "pid"), LabelOf(l, "gpu")}];
+    if (u.own.empty()) {
+      u.own.assign(steps, NAN);
+      u.present.assign(steps, false);
+    }
+    if (u.comm.empty()) u.comm = LabelOf(l, "comm");
+    return u;
+  };
+  for (const storage::MetricSeries& s : in.process_sm) {
+    Use& u = use_of(s.labels);
+    for (const storage::MetricStep& p : s.points) {
+      if (p.time_ns < in.from_ns || p.time_ns >= in.to_ns) continue;
+      u.own[StepIndex(in, p.time_ns)] = p.sum / p.count;
+      u.present[StepIndex(in, p.time_ns)] = true;
+    }
+  }
+  for (const storage::MetricSeries& s : in.process_memory) {
+    Use& u = use_of(s.labels);
+    for (const storage::MetricStep& p : s.points) {
+      if (p.time_ns >= in.from_ns && p.time_ns < in.to_ns) u.present[StepIndex(in, p.time_ns)] = true;
+    }
+  }
+  // Per process and step: its busiest thread's cores, that thread, and all its threads' cores.
+  struct Cpu {
+    std::vector<double> busiest, total;
+    std::vector<std::string> thread;
+  };
+  std::map<Process, Cpu> cpu;
+  for (const storage::Series& s : in.cpu_threads) {
+    Cpu& c = cpu[{LabelOf(s.labels, "node"), LabelOf(s.labels, "pid")}];
+    if (c.busiest.empty()) {
+      c.busiest.assign(steps, 0);
+      c.total.assign(steps, 0);
+      c.thread.assign(steps, "");
+    }
+    for (const storage::SeriesPoint& p : s.points) {
+      if (p.time_ns < in.from_ns || p.time_ns >= in.to_ns) continue;
+      const size_t i = StepIndex(in, p.time_ns);
+      const double cores = static_cast<double>(p.value) * static_cast<double>(in.cpu_period_ns) /
+                           static_cast<double>(StepLength(in, i));
+      c.total[i] += cores;
+      if (cores > c.busiest[i]) {
+        c.busiest[i] = cores;
+        c.thread[i] = LabelOf(s.labels, "thread");
+      }
+    }
+  }
+
+  for (const auto& [key, use] : uses) {
+    const auto& [node, pid, gpu] = key;
+    auto c = cpu.find({node, pid});
+    auto d = device.find({node, gpu});
+    size_t observed = 0, starved = 0, own_samples = 0;
+    double idle_gpu_s = 0, util_sum = 0, busiest_sum = 0, total_sum = 0, observed_s = 0;
+    std::vector<bool> flagged(steps, false);
+    std::vector<std::pair<int64_t, double>> sparkline;
+    std::map<std::string, size_t> threads;
+    for (size_t i = 0; i < steps; ++i) {
+      double util = use.own[i];
+      const bool own = !std::isnan(util);
+      if (!own && use.present[i] && d != device.end()) util = d->second[i];
+      const int64_t t = in.from_ns + static_cast<int64_t>(i) * in.step_ns;
+      if (std::isnan(util)) {
+        sparkline.emplace_back(t, 0);
+        continue;
+      }
+      ++observed;
+      const double step_s = static_cast<double>(StepLength(in, i)) / kNsPerSecond;
+      observed_s += step_s;
+      const double busiest = c != cpu.end() ? c->second.busiest[i] : 0;
+      const bool is_starved = util < o.starved_gpu_percent && busiest >= o.starved_thread_cores;
+      sparkline.emplace_back(t, is_starved ? 100 - util : 0);
+      if (!is_starved) continue;
+      ++starved;
+      own_samples += own ? 1 : 0;
+      flagged[i] = true;
+      idle_gpu_s += (100 - std::max(0.0, util)) / 100 * step_s;
+      util_sum += util;
+      busiest_sum += busiest;
+      total_sum += c->second.total[i];
+      ++threads[c->second.thread[i]];
+    }
+    if (starved == 0 || observed == 0) continue;
+    double starved_s = 0;
+    for (size_t i = 0; i < steps; ++i) {
+      if (flagged[i]) starved_s += static_cast<double>(StepLength(in, i)) / kNsPerSecond;
+    }
+    const double share = static_cast<double>(starved) / static_cast<double>(observed);
+    if (share < o.min_share || starved_s * kNsPerSecond < static_cast<double>(o.min_duration_ns)) continue;
+    const std::string thread =
+        std::max_element(threads.begin(), threads.end(), [](const auto& a, const auto& b) { return a.second < b.second; })
+            ->first;
+    const double range_s = static_cast<double>(in.to_ns - in.from_ns) / kNsPerSecond;
+    Insight x;
+    x.kind = "gpu_starved_by_cpu";
+    x.target = {{"comm", use.comm}, {"gpu", gpu}, {"node", node}, {"pid", pid}};
+    x.saving_gpu_seconds = idle_gpu_s;
+    x.saving_share = idle_gpu_s / range_s;
+    x.severity = Severity(x.saving_share);
+    x.confidence = Confidence(starved);
+    x.confidence_reason = std::to_string(starved) + " of " + std::to_string(observed) + " observed steps of " +
+                          Seconds(static_cast<double>(in.step_ns) / kNsPerSecond) + " were starved; " +
+                          std::to_string(own_samples) + " of them had the process's own SM utilization from NVML" +
+                          (own_samples < starved ? ", the others the GPU's" : "");
+    const double util_avg = util_sum / static_cast<double>(starved);
+    const double busiest_avg = busiest_sum / static_cast<double>(starved);
+    x.summary = (use.comm.empty() ? "pid " + pid : use.comm + " (pid " + pid + ")") + " kept GPU " + gpu + " at " +
+                Percent(util_avg / 100) + " while its thread " + (thread.empty() ? "" : "'" + thread + "' ") + "was " +
+                Percent(busiest_avg) + " busy on the CPU, for " + Seconds(starved_s) + " of " + Seconds(observed_s) +
+                ": the GPU waits for the CPU.";
+    x.fix = "Take the CPU work off the thread that feeds the GPU: more DataLoader workers (num_workers), pinned memory "
+            "and prefetching, preprocessing on the GPU, or a compiled step (torch.compile, CUDA graphs) if the time "
+            "is in Python launching kernels.";
+    x.fix_reason = "The GPU idles because its next work is not ready: a faster GPU path would not help until the CPU "
+                   "keeps up. The top functions below are where the busy thread spent its time.";
+    x.ranges = Ranges(in, flagged);
+    x.numbers = {{"gpu_utilization_percent", util_avg},
+                 {"busiest_thread_cores", busiest_avg},
+                 {"process_cores", total_sum / static_cast<double>(starved)},
+                 {"starved_seconds", starved_s},
+                 {"observed_seconds", observed_s},
+                 {"idle_gpu_seconds", idle_gpu_s}};
+    x.sparkline = std::move(sparkline);
+    x.evidence_type = "cpu";
+    x.evidence_selector = SelectorOf(Pick(x.target, {"node", "pid"}));
+    out.push_back(std::move(x));
+  }
+  return out;
+}
+
+std::vector<Insight> FindSyncHeavy(const InsightInputs& in, const InsightOptions& o) {
+  std::vector<Insight> out;
+  if (in.step_ns <= 0 || in.to_ns <= in.from_ns) return out;
+  const size_t steps = StepCount(in);
+  const double range_s = static_cast<double>(in.to_ns - in.from_ns) / kNsPerSecond;
+  for (const storage::Series& s : in.wait_threads) {
+    int64_t total = 0;
+    size_t waiting_steps = 0;
+    std::vector<std::pair<int64_t, double>> sparkline;
+    std::vector<double> per_step(steps, 0);
+    std::vector<bool> flagged(steps, false);
+    for (const storage::SeriesPoint& p : s.points) {
+      if (p.time_ns < in.from_ns || p.time_ns >= in.to_ns) continue;
+      const size_t i = StepIndex(in, p.time_ns);
+      total += p.value;
+      per_step[i] += static_cast<double>(p.value) / static_cast<double>(StepLength(in, i));
+    }
+    for (size_t i = 0; i < steps; ++i) {
+      sparkline.emplace_back(in.from_ns + static_cast<int64_t>(i) * in.step_ns, std::min(1.0, per_step[i]));
+      if (per_step[i] >= o.sync_share) {
+        flagged[i] = true;
+        ++waiting_steps;
+      }
+    }
+    const double share = static_cast<double>(total) / kNsPerSecond / range_s;
+    if (share < o.sync_share || total < o.min_wait_ns) continue;
+    Insight x;
+    x.kind = "sync_heavy";
+    x.target = Pick(s.labels, {"comm", "node", "pid", "thread"});
+    const std::string comm = LabelOf(s.labels, "comm"), pid = LabelOf(s.labels, "pid");
+    const std::string thread = LabelOf(s.labels, "thread");
+    x.severity = Severity(share);
+    x.confidence = Confidence(waiting_steps);
+    x.confidence_reason = std::to_string(waiting_steps) + " of " + std::to_string(steps) + " steps of " +
+                          Seconds(static_cast<double>(in.step_ns) / kNsPerSecond) + " had the thread waiting for " +
+                          Percent(o.sync_share) + " or more";
+    x.summary = (thread.empty() ? "A thread" : "Thread '" + thread + "'") + " of " +
+                (comm.empty() ? "pid " + pid : comm + " (pid " + pid + ")") + " spent " + Percent(share) +
+                " of the time (" + Seconds(static_cast<double>(total) / kNsPerSecond) +
+                ") blocked in CUDA synchronisation: while it waits it launches nothing.";
+    x.fix = "Synchronise less often: keep values on the GPU (accumulate the loss as a tensor and call .item() every N "
+            "steps), copy to pinned memory with non_blocking=True, and use CUDA events instead of "
+            "torch.cuda.synchronize() where only timing is needed.";
+    x.fix_reason = "Each wait empties the GPU's queue: after it returns, the GPU idles until the thread launches "
+                   "again. The call sites below are where the waits come from.";
+    x.ranges = Ranges(in, flagged);
+    x.numbers = {{"wait_seconds", static_cast<double>(total) / kNsPerSecond}, {"wait_share", share}};
+    x.sparkline = std::move(sparkline);
+    x.evidence_type = "gpu_wait";
+    x.evidence_selector = SelectorOf(Pick(x.target, {"node", "pid", "thread"}));
+    out.push_back(std::move(x));
+  }
+  return out;
+}
+
+namespace {
+
+// Adds `value` under (name, binary, kind) in `into`.
+void Count(std::map<std::tuple<std::string, std::string, int>, int64_t>* into, const FrameLabel& label,
+           int64_t value) {
+  (*into)[{label.name, label.binary, label.JsonKind()}] += value;
+}
+
+std::vector<InsightFunction> Top(const std::map<std::tuple<std::string, std::string, int>, int64_t>& by, int64_t total,
+                                 size_t top) {
+  std::vector<InsightFunction> out;
+  for (const auto& [key, value] : by) {
+    out.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key), value,
+                   total > 0 ? static_cast<double>(value) / static_cast<double>(total) : 0});
+  }
+  std::sort(out.begin(), out.end(), [](const InsightFunction& a, const InsightFunction& b) {
+    return std::tie(b.value, a.name, a.binary) < std::tie(a.value, b.name, b.binary);
+  });
+  if (out.size() > top) out.resize(top);
+  return out;
+}
+
+// CUDA's libraries and the profiler's own, whose frames are not a call site.
+bool IsCudaLibrary(const std::string& binary) {
+  for (const char* prefix : {"libcuda", "libcudart", "libcupti", "libnvidia", "libcublas", "libcudnn", "libnccl",
+                             "libwarpscope_cuda", "libws_fake_cupti"}) {
+    if (binary.rfind(prefix, 0) == 0) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+void AddTopFunctions(const std::vector<storage::MergedProfile>& profiles, size_t top, Insight* insight) {
+  std::map<std::tuple<std::string, std::string, int>, int64_t> self;
+  int64_t total = 0;
+  for (const storage::MergedProfile& profile : profiles) {
+    total += profile.total;
+    for (const storage::StackValue& s : profile.stacks) {
+      if (s.frames.empty()) continue;
+      Count(&self, LabelFrame(profile.frame(s.frames.front())), s.value);
+    }
+  }
+  insight->functions = Top(self, total, top);
+}
+
+void AddWaitCallSites(const std::vector<storage::MergedProfile>& profiles, size_t top, Insight* insight) {
+  std::map<std::tuple<std::string, std::string, int>, int64_t> sites, kernels;
+  int64_t uncovered = 0, total = 0;
+  for (const storage::MergedProfile& profile : profiles) {
+  total += profile.total;
+  for (const storage::StackValue& s : profile.stacks) {
+    if (s.frames.empty()) continue;
+    size_t first = 0;
+    const FrameLabel leaf = LabelFrame(profile.frame(s.frames.front()));
+    if (leaf.kind == FrameKind::kCudaKernel) {
+      Count(&kernels, leaf, s.value);
+      first = 1;
+    } else {
+      uncovered += s.value;
+    }
+    // The innermost Python frame; else the innermost frame outside the CUDA
+    // libraries (the application's code that made the call).
+    std::optional<FrameLabel> site, native;
+    for (size_t i = first; i < s.frames.size() && !site; ++i) {
+      FrameLabel l = LabelFrame(profile.frame(s.frames[i]));
+      if (l.kind == FrameKind::kPython) {
+        site = std::move(l);
+      } else if (!native && !IsCudaLibrary(l.binary)) {
+        native = std::move(l);
+      }
+    }
+    if (!site) site = std::move(native);
+    if (site) Count(&sites, *site, s.value);
+  }
+  }
+  insight->functions = Top(sites, total, top);
+  insight->waited_for = Top(kernels, total, top);
+  const double wait_s = static_cast<double>(total) / kNsPerSecond;
+  insight->saving_gpu_seconds = static_cast<double>(uncovered) / kNsPerSecond;
+  for (auto& [name, value] : insight->numbers) {
+    if (name == "wait_share" && wait_s > 0) {
+      insight->saving_share = value * insight->saving_gpu_seconds / wait_s;
+    }
+  }
+  insight->numbers.emplace_back("wait_without_gpu_work_seconds", insight->saving_gpu_seconds);
+}
+
+std::string RenderInsightsJson(std::vector<Insight> insights, const InsightInputs& in, const InsightOptions& o) {
+  std::stable_sort(insights.begin(), insights.end(), [](const Insight& a, const Insight& b) {
+    return a.saving_gpu_seconds != b.saving_gpu_seconds ? a.saving_gpu_seconds > b.saving_gpu_seconds
+                                                        : a.saving_share > b.saving_share;
+  });
+  constexpr int64_t kMs = 1'000'000;
+  json list = json::array();
+  for (const Insight& x : insights) {
+    json target = json::object();
+    for (const auto& [k, v] : x.target) target[k] = v;
+    json ranges = json::array();
+    for (const InsightRange& r : x.ranges) ranges.push_back({{"from", r.from_ns / kMs}, {"to", r.to_ns / kMs}});
+    json numbers = json::object();
+    for (const auto& [k, v] : x.numbers) numbers[k] = v;
+    json spark = json::array();
+    for (const auto& [t, v] : x.sparkline) spark.push_back({t / kMs, v});
+    auto functions = [](const std::vector<InsightFunction>& fs) {
+      json a = json::array();
+      for (const InsightFunction& f : fs) {
+        a.push_back({{"name", f.name}, {"binary", f.binary}, {"kind", f.kind}, {"value", f.value}, {"share", f.share}});
+      }
+      return a;
+    };
+    // The evidence: the views of exactly the evidence's ranges (the longest
+    // one when there are several; the API lists them all).
+    json links = json::array();
+    if (!x.ranges.empty()) {
+      const InsightRange& r = x.ranges.front();
+      links.push_back({{"view", "flame"}, {"type", x.evidence_type}, {"selector", x.evidence_selector},
+                       {"from", r.from_ns / kMs}, {"to", r.to_ns / kMs}});
+      links.push_back({{"view", x.kind == "sync_heavy" ? "flamechart" : "gpus"}, {"type", x.evidence_type},
+                       {"selector", x.evidence_selector}, {"from", r.from_ns / kMs}, {"to", r.to_ns / kMs}});
+    }
+    json item = {{"kind", x.kind},
+                 {"target", target},
+                 {"severity", x.severity},
+                 {"saving_gpu_seconds", x.saving_gpu_seconds},
+                 {"saving_share", x.saving_share},
+                 {"confidence", x.confidence},
+                 {"confidence_reason", x.confidence_reason},
+                 {"summary", x.summary},
+                 {"fix", x.fix},
+                 {"fix_reason", x.fix_reason},
+                 {"numbers", numbers},
+                 {"ranges", ranges},
+                 {"sparkline", spark},
+                 {"evidence", {{"type", x.evidence_type}, {"selector", x.evidence_selector}}},
+                 {"links", links},
+                 {"functions", functions(x.functions)}};
+    if (!x.waited_for.empty()) item["waited_for"] = functions(x.waited_for);
+    list.push_back(std::move(item));
+  }
+  json options = {{"starved_gpu_percent", o.starved_gpu_percent},
+                  {"starved_thread_cores", o.starved_thread_cores},
+                  {"min_share", o.min_share},
+                  {"min_duration_ms", o.min_duration_ns / kMs},
+                  {"sync_share", o.sync_share},
+                  {"min_wait_ms", o.min_wait_ns / kMs}};
+  json answer = {{"version", 1},          {"from", in.from_ns / kMs}, {"to", in.to_ns / kMs},
+                 {"step_ms", in.step_ns / kMs}, {"options", options},   {"insights", list}};
+  return answer.dump();
+}
+
+}  // namespace warpscope::query

@@ -1,0 +1,119 @@
+// Insights: answers with evidence, computed from what the store holds over
+// a range (GET /api/v1/insights, docs/design/insights.md).
+//
+// Each finder is a pure function of series the server reads from the store
+// (GPU metrics per process and per GPU, CPU samples and GPU wait per thread,
+// over fixed steps); it returns candidates whose evidence ranges the server
+// then reads profiles for (the top CPU functions of a starved process, the
+// call sites of a thread's waits), and RenderInsightsJson writes the answer,
+// sorted by the GPU time each insight could save.
+//
+//  * gpu_starved_by_cpu: a process's GPU (its own SM utilization from NVML,
+//    or the device's when NVML has no per-process sample) is underused while
+//    one of its threads is busy on the CPU. Works from NVML alone.
+//  * sync_heavy: a thread spends a large share of the range blocked in CUDA
+//    synchronisation (the gpu_wait profile, from the injection library).
+//
+// Thresholds are InsightOptions (each a query parameter of the API).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "storage/profile_store.h"
+
+namespace warpscope::query {
+
+struct InsightOptions {
+  // gpu_starved_by_cpu: a step is starved when the process's GPU utilization
+  // is below starved_gpu_percent while its busiest thread ran at least
+  // starved_thread_cores of a core (Python's GIL makes one thread the usual
+  // bottleneck).
+  double starved_gpu_percent = 50;
+  double starved_thread_cores = 0.7;
+  // An insight needs this share of the process's observed steps, and this
+  // much time, starved.
+  double min_share = 0.2;
+  int64_t min_duration_ns = 10'000'000'000;
+  // sync_heavy: a thread blocked in CUDA synchronisation for at least this
+  // share of the range, and at least min_wait_ns in all.
+  double sync_share = 0.2;
+  int64_t min_wait_ns = 1'000'000'000;
+  // Top functions / call sites named in the evidence.
+  size_t top = 5;
+};
+
+// The series a finder reads, all over the same steps [from_ns + k * step_ns).
+struct InsightInputs {
+  int64_t from_ns = 0;
+  int64_t to_ns = 0;
+  int64_t step_ns = 0;
+  // gpu_process_sm_utilization and gpu_process_memory_used, grouped by
+  // node, pid, comm, gpu; gpu_utilization grouped by node, gpu.
+  std::vector<storage::MetricSeries> process_sm;
+  std::vector<storage::MetricSeries> process_memory;
+  std::vector<storage::MetricSeries> device_utilization;
+  // CPU samples grouped by node, pid, comm, thread, and their period.
+  std::vector<storage::Series> cpu_threads;
+  int64_t cpu_period_ns = 0;
+  // gpu_wait nanoseconds grouped by node, pid, comm, thread.
+  std::vector<storage::Series> wait_threads;
+};
+
+struct InsightRange {
+  int64_t from_ns = 0;
+  int64_t to_ns = 0;
+};
+
+// A named frame of the evidence and its share of the evidence's value.
+struct InsightFunction {
+  std::string name;
+  std::string binary;
+  int kind = 0;  // as flame_graph.h: 0 native, 1 kernel, 2 Python, 4 CUDA kernel
+  int64_t value = 0;
+  double share = 0;
+};
+
+struct Insight {
+  std::string kind;  // gpu_starved_by_cpu, sync_heavy
+  storage::Labels target;  // node, pid, comm, and gpu or thread
+  // What it could save: GPU-seconds idle in the evidence, and that over the
+  // range's GPU-seconds of the target.
+  double saving_gpu_seconds = 0;
+  double saving_share = 0;
+  std::string severity;  // high (>= 25 % of the range), medium (>= 10 %), low
+  std::string confidence;  // high, medium, low
+  std::string confidence_reason;
+  std::string summary;
+  std::string fix;
+  std::string fix_reason;
+  std::vector<InsightRange> ranges;  // the evidence's time ranges, merged, longest first (at most 20)
+  std::vector<std::pair<std::string, double>> numbers;  // named figures of the evidence
+  // Per step of the range: the figure that makes a step count (starved: the
+  // GPU's idle percent while CPU-bound, else 0; sync: the waiting share).
+  std::vector<std::pair<int64_t, double>> sparkline;
+  std::vector<InsightFunction> functions;  // top CPU functions, or the waits' call sites
+  std::vector<InsightFunction> waited_for;  // sync_heavy: the kernels the waits waited for
+  // The evidence views: a selector and profile type over `ranges`.
+  std::string evidence_type;
+  std::string evidence_selector;
+};
+
+std::vector<Insight> FindGpuStarvedByCpu(const InsightInputs& in, const InsightOptions& options);
+std::vector<Insight> FindSyncHeavy(const InsightInputs& in, const InsightOptions& options);
+
+// The evidence profiles, once the server read them for an insight's ranges
+// (one profile per range): the top functions by self value (starved: where
+// the CPU time went).
+void AddTopFunctions(const std::vector<storage::MergedProfile>& profiles, size_t top, Insight* insight);
+// gpu_wait: the call sites (the innermost Python frame of each stack, else
+// the frame that called the CUDA call) and the kernels waited for (the
+// CUDA-kernel leaves); the saving is the waiting with no GPU work under it.
+void AddWaitCallSites(const std::vector<storage::MergedProfile>& profiles, size_t top, Insight* insight);
+
+// {"version":1,"from":ms,"to":ms,"step_ms":...,"options":{...},
+//  "insights":[...]} sorted by saving_gpu_seconds, descending.
+std::string RenderInsightsJson(std::vector<Insight> insights, const InsightInputs& in, const InsightOptions& options);
+
+}  // namespace warpscope::query

@@ -1,0 +1,165 @@
+#include "server/insight_handlers.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include "model/selector.h"
+#include "query/insights.h"
+#include "server/api_params.h"
+
+namespace warpscope::server {
+namespace {
+
+constexpr int64_t kSecond = 1'000'000'000;
+// The step: at least 5 s (NVML's per-process utilization comes every 5 s),
+// at most 720 steps over the range, whole seconds.
+constexpr int64_t kMinStep = 5 * kSecond;
+constexpr int64_t kMaxSteps = 720;
+// Evidence profiles read per insight: its longest ranges.
+constexpr size_t kEvidenceRanges = 5;
+
+// A number parameter in [min, max]; `fallback` when absent.
+StatusOr<double> ParseNumber(const http::HttpRequest& req, const std::string& key, double fallback, double min,
+                             double max) {
+  const std::optional<std::string> v = req.QueryValue(key);
+  if (!v || v->empty()) return fallback;
+  char* end = nullptr;
+  const double d = std::strtod(v->c_str(), &end);
+  if (end != v->c_str() + v->size() || !(d >= min && d <= max)) {
+    return InvalidArgumentError("parameter '" + key + "': expected a number from " + std::to_string(min) + " to " +
+                                std::to_string(max) + ", found \"" + *v + "\"");
+  }
+  return d;
+}
+
+class InsightHandlers {
+ public:
+  InsightHandlers(storage::ProfileStore* store, ApiOptions options) : store_(store), options_(std::move(options)) {}
+
+  http::HttpResponse Insights(const http::HttpRequest& req) const {
+    auto q = ParseProfileQuery(req, options_.now_ns());
+    if (!q.ok()) return ErrorFor(q.status());
+    auto o = ParseOptions(req);
+    if (!o.ok()) return ErrorFor(o.status());
+    query::InsightInputs in;
+    in.from_ns = q->from_ns;
+    in.to_ns = q->to_ns;
+    if (req.QueryValue("step")) {
+      auto step = ParseStep(req, TimeRange{q->from_ns, q->to_ns});
+      if (!step.ok()) return ErrorFor(step.status());
+      in.step_ns = *step;
+    } else {
+      const int64_t span = q->to_ns - q->from_ns;
+      in.step_ns = std::max(kMinStep, (span / kMaxSteps + kSecond - 1) / kSecond * kSecond);
+    }
+    storage::QueryContext context = storage::QueryContext::WithTimeout(options_.query_timeout);
+    q->context = &context;
+    if (Status s = Read(*q, &in); !s.ok()) return ErrorFor(s);
+    std::vector<query::Insight> insights = query::FindGpuStarvedByCpu(in, *o);
+    for (query::Insight& x : insights) {
+      auto profiles = Evidence(*q, x, /*whole_range=*/false);
+      if (!profiles.ok()) return ErrorFor(profiles.status());
+      query::AddTopFunctions(*profiles, o->top, &x);
+    }
+    std::vector<query::Insight> sync = query::FindSyncHeavy(in, *o);
+    for (query::Insight& x : sync) {
+      auto profiles = Evidence(*q, x, /*whole_range=*/true);
+      if (!profiles.ok()) return ErrorFor(profiles.status());
+      query::AddWaitCallSites(*profiles, o->top, &x);
+      insights.push_back(std::move(x));
+    }
+    return WithCaveats(http::HttpResponse::Json(200, query::RenderInsightsJson(std::move(insights), in, *o)), context);
+  }
+
+ private:
+  StatusOr<query::InsightOptions> ParseOptions(const http::HttpRequest& req) const {
+    query::InsightOptions o;
+    ASSIGN_OR_RETURN(o.starved_gpu_percent, ParseNumber(req, "starved_gpu_percent", o.starved_gpu_percent, 0, 100));
+    ASSIGN_OR_RETURN(o.starved_thread_cores,
+                     ParseNumber(req, "starved_thread_cores", o.starved_thread_cores, 0, 1024));
+    ASSIGN_OR_RETURN(o.min_share, ParseNumber(req, "min_share", o.min_share, 0, 1));
+    ASSIGN_OR_RETURN(const double min_duration_ms,
+                     ParseNumber(req, "min_duration_ms", static_cast<double>(o.min_duration_ns / 1'000'000), 0, 1e9));
+    o.min_duration_ns = static_cast<int64_t>(min_duration_ms * 1e6);
+    ASSIGN_OR_RETURN(o.sync_share, ParseNumber(req, "sync_share", o.sync_share, 0, 1));
+    ASSIGN_OR_RETURN(const double min_wait_ms,
+                     ParseNumber(req, "min_wait_ms", static_cast<double>(o.min_wait_ns / 1'000'000), 0, 1e9));
+    o.min_wait_ns = static_cast<int64_t>(min_wait_ms * 1e6);
+    ASSIGN_OR_RETURN(const uint64_t top, ParseUnsigned(req, "top", o.top, 50));
+    o.top = top;
+    return o;
+  }
+
+  // Every series the finders read, over the request's range and selector.
+  Status Read(const storage::ProfileQuery& q, query::InsightInputs* in) const {
+    auto metric = [&](const std::string& name, std::vector<std::string> group_by,
+                      std::vector<storage::MetricSeries>* out) -> Status {
+      storage::MetricQuery mq;
+      mq.name = name;
+      mq.from_ns = q.from_ns;
+      mq.to_ns = q.to_ns;
+      mq.selector = q.selector;
+      mq.step_ns = in->step_ns;
+      mq.group_by = std::move(group_by);
+      mq.context = q.context;
+      ASSIGN_OR_RETURN(*out, store_->SelectMetricSeries(mq));
+      return Status::Ok();
+    };
+    RETURN_IF_ERROR(metric("gpu_process_sm_utilization", {"node", "pid", "comm", "gpu"}, &in->process_sm));
+    RETURN_IF_ERROR(metric("gpu_process_memory_used", {"node", "pid", "comm", "gpu"}, &in->process_memory));
+    RETURN_IF_ERROR(metric("gpu_utilization", {"node", "gpu"}, &in->device_utilization));
+    ASSIGN_OR_RETURN(std::vector<storage::ProfileTypeInfo> types, store_->ProfileTypes());
+    auto series = [&](const std::string& type, std::vector<storage::Series>* out) -> Status {
+      const bool stored = std::any_of(types.begin(), types.end(), [&](const auto& t) { return t.name == type; });
+      if (!stored) return Status::Ok();
+      storage::SeriesQuery sq;
+      sq.profile = q;
+      sq.profile.type = type;
+      sq.step_ns = in->step_ns;
+      sq.group_by = {"node", "pid", "comm", "thread"};
+      ASSIGN_OR_RETURN(*out, store_->SelectSeries(sq));
+      return Status::Ok();
+    };
+    RETURN_IF_ERROR(series("cpu", &in->cpu_threads));
+    RETURN_IF_ERROR(series("gpu_wait", &in->wait_threads));
+    for (const storage::ProfileTypeInfo& t : types) {
+      if (t.name == "cpu" && t.period_nanos > 0) in->cpu_period_ns = t.period_nanos;
+    }
+    return Status::Ok();
+  }
+
+  // The evidence profile of `x` over each of its longest ranges (or the
+  // whole range), with its selector within the request's.
+  StatusOr<std::vector<storage::MergedProfile>> Evidence(const storage::ProfileQuery& q, const query::Insight& x,
+                                                         bool whole_range) const {
+    ASSIGN_OR_RETURN(Selector narrowed, Selector::Parse(x.evidence_selector));
+    std::vector<query::InsightRange> ranges = x.ranges;
+    if (whole_range) ranges = {{q.from_ns, q.to_ns}};
+    if (ranges.size() > kEvidenceRanges) ranges.resize(kEvidenceRanges);
+    std::vector<storage::MergedProfile> out;
+    for (const query::InsightRange& r : ranges) {
+      storage::ProfileQuery p = q;
+      p.type = x.evidence_type;
+      p.from_ns = r.from_ns;
+      p.to_ns = r.to_ns;
+      p.selector = narrowed;
+      ASSIGN_OR_RETURN(storage::MergedProfile profile, store_->SelectProfile(p));
+      out.push_back(std::move(profile));
+    }
+    return out;
+  }
+
+  storage::ProfileStore* store_;
+  ApiOptions options_;
+};
+
+}  // namespace
+
+void AddInsightRoutes(storage::ProfileStore* store, const ApiOptions& options, http::Routes* routes) {
+  auto h = std::make_shared<const InsightHandlers>(store, options);
+  routes->push_back({"GET", "/api/v1/insights", [h](const http::HttpRequest& req) { return h->Insights(req); }});
+}
+
+}  // namespace warpscope::server
