@@ -73,7 +73,7 @@ class GpuMetricsTest : public ::testing::Test {
                        << "process 0 " << process_ << " sm 30 mem 10 used 1073741824\n";
     ASSERT_EQ(rename(tmp.c_str(), (dir_ + "/nvml.script").c_str()), 0);
   }
-  void StartAgent(const std::string& nvml_library) {
+  void StartAgent(const std::string& nvml_library, const std::string& pids = "") {
     setenv("WS_FAKE_NVML_SCRIPT", (dir_ + "/nvml.script").c_str(), 1);
     metrics_port_ = FreePort();
     agent_ = std::make_unique<AgentProcess>(
@@ -81,7 +81,7 @@ class GpuMetricsTest : public ::testing::Test {
         std::vector<std::string>{"--server", server_->url(), "--token", kToken, "--upload-interval", "2s",
                                  "--state-dir", dir_ + "/agent", "--node-name", "gpu-node", "--nvml-library",
                                  nvml_library, "--metrics-listen", "127.0.0.1:" + std::to_string(metrics_port_),
-                                 "--pid", std::to_string(process_)},
+                                 "--pid", pids.empty() ? std::to_string(process_) : pids},
         dir_ + "/agent.log");
     ASSERT_TRUE(agent_->started());
   }
@@ -248,6 +248,44 @@ TEST_F(GpuMetricsTest, MetricsEndpointHoldsUpAgainstFloodsAndSlowClients) {
   for (int fd : slow) close(fd);
   const int64_t after = ProcessRssKiB(agent_->pid());
   EXPECT_LT(after - before, 16 * 1024) << "agent RSS " << before << " -> " << after << " KiB";
+  EXPECT_EQ(StopAgent(), 0);
+}
+
+// Insights from NVML and CPU samples alone: a Python process busy on the CPU
+// in a known function while its GPU idles is starved (named with its pid and
+// that function); another as busy on the CPU but with a busy GPU, and the
+// idle sleep process with an idle GPU, are not (no false alarm).
+TEST_F(GpuMetricsTest, AStarvedGpuIsAnInsightNamingTheProcessAndItsFunction) {
+  const std::vector<std::string> feeder = {"/usr/bin/python3", WS_CPU_BOUND_FEEDER, "40"};
+  const pid_t starved = StartProcess(feeder), balanced = StartProcess(feeder);
+  const std::string tmp = dir_ + "/nvml.script.tmp";
+  std::ofstream(tmp) << "devices 3\n"
+                     << "set 0 utilization_gpu 8\nset 1 utilization_gpu 92\nset 2 utilization_gpu 3\n"
+                     << "process 0 " << starved << " sm 8 used 1073741824\n"
+                     << "process 1 " << balanced << " sm 92 used 1073741824\n"
+                     << "process 2 " << process_ << " sm 3 used 1073741824\n";
+  ASSERT_EQ(rename(tmp.c_str(), (dir_ + "/nvml.script").c_str()), 0);
+  const int64_t start = NowMs();
+  StartAgent(WS_FAKE_NVML_PATH,
+             std::to_string(starved) + "," + std::to_string(balanced) + "," + std::to_string(process_));
+  std::this_thread::sleep_for(30s);
+  json answer = GetJson("/api/v1/insights?from=" + std::to_string(start) + "&to=now");
+  kill(starved, SIGKILL);
+  kill(balanced, SIGKILL);
+  WaitProcess(starved);
+  WaitProcess(balanced);
+  ASSERT_EQ(answer["insights"].size(), 1u) << answer.dump().substr(0, 3000) << AgentLog();
+  const json& x = answer["insights"][0];
+  EXPECT_EQ(x["kind"], "gpu_starved_by_cpu");
+  EXPECT_EQ(x["target"]["pid"], std::to_string(starved));
+  EXPECT_EQ(x["target"]["gpu"], "0");
+  EXPECT_EQ(x["target"]["comm"], "python3");
+  ASSERT_FALSE(x["functions"].empty());
+  EXPECT_EQ(x["functions"][0]["name"], "tokenize_batch") << x["functions"].dump();
+  EXPECT_GT(x["functions"][0]["share"].get<double>(), 0.25) << "its self time; the rest is spread over the interpreter's own functions";
+  EXPECT_NEAR(x["numbers"]["gpu_utilization_percent"].get<double>(), 8, 1e-9);
+  EXPECT_GE(x["numbers"]["starved_seconds"].get<double>(), 10);
+  EXPECT_EQ(x["links"][0]["type"], "cpu");
   EXPECT_EQ(StopAgent(), 0);
 }
 
