@@ -6,7 +6,8 @@
 # real agent streams to a real warpscope-server while bench/gpu/item_loop.py
 # runs SECONDS seconds with the injection library; then the server's gpu_wait
 # answer for the measured range (collapsed stacks), the agent's counters and
-# the loop's own timing of its waiting call sites go to $OUT, and
+# the loop's own timing of its waiting call sites and the range's insights go
+# to $OUT, and
 # bench/gpu/gpu_wait_compare.py compares them.
 set -u
 DIR=$(cd "$1" && pwd); SECONDS_RUN=${2:-30}; MODES=${3:-exact adaptive}
@@ -23,6 +24,7 @@ for MODE in $MODES; do
   END=$("$PY" -c "import json;print(json.load(open('$OUT/run_$MODE.json'))['end_ms'] // 1000 * 1000 + 1000)")
   curl -s -m 20 "$API/api/v1/profile?type=gpu_wait&from=$START&to=$END&format=collapsed" > "$OUT/gpu_wait_$MODE.txt"
   curl -s -m 20 "$API/api/v1/profile?type=gpu_time&from=$START&to=$END&format=collapsed" > "$OUT/gpu_time_$MODE.txt"
+  curl -s -m 20 "$API/api/v1/insights?from=$START&to=$END" > "$OUT/insights_$MODE.json"
   curl -s -m 20 http://127.0.0.1:19401/metrics | grep -E 'gpu_wait|cuda_lib_wait' > "$OUT/metrics_$MODE.txt"
   stop_pipeline
   mv "$OUT/agent.log" "$OUT/agent_$MODE.log"
