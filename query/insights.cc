@@ -92,6 +92,11 @@ std::string Seconds(double s) {
   return buf;
 }
 
+// "python3 (pid 42)", or "pid 42" without a name.
+std::string ProcessName(const std::string& comm, const std::string& pid) {
+  return comm.empty() ? "pid " + pid : comm + " (pid " + pid + ")";
+}
+
 std::string Percent(double share) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.0f%%", 100 * share);
@@ -229,7 +234,7 @@ std::vector<Insight> FindGpuStarvedByCpu(const InsightInputs& in, const InsightO
                           (own_samples < starved ? ", the others the GPU's" : "");
     const double util_avg = util_sum / static_cast<double>(starved);
     const double busiest_avg = busiest_sum / static_cast<double>(starved);
-    x.summary = (use.comm.empty() ? "pid " + pid : use.comm + " (pid " + pid + ")") + " kept GPU " + gpu + " at " +
+    x.summary = ProcessName(use.comm, pid) + " kept GPU " + gpu + " at " +
                 Percent(util_avg / 100) + " while its thread " + (thread.empty() ? "" : "'" + thread + "' ") + "was " +
                 Percent(busiest_avg) + " busy on the CPU, for " + Seconds(starved_s) + " of " + Seconds(observed_s) +
                 ": the GPU waits for the CPU.";
@@ -290,7 +295,7 @@ std::vector<Insight> FindSyncHeavy(const InsightInputs& in, const InsightOptions
                           Seconds(static_cast<double>(in.step_ns) / kNsPerSecond) + " had the thread waiting for " +
                           Percent(o.sync_share) + " or more";
     x.summary = (thread.empty() ? "A thread" : "Thread '" + thread + "'") + " of " +
-                (comm.empty() ? "pid " + pid : comm + " (pid " + pid + ")") + " spent " + Percent(share) +
+                ProcessName(comm, pid) + " spent " + Percent(share) +
                 " of the time (" + Seconds(static_cast<double>(total) / kNsPerSecond) +
                 ") blocked in CUDA synchronisation: while it waits it launches nothing.";
     x.fix = "Synchronise less often: keep values on the GPU (accumulate the loss as a tensor and call .item() every N "
