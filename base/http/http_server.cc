@@ -80,7 +80,11 @@ bool HasBody(const httplib::Request& req) {
 void Fill(const HttpResponse& from, httplib::Response& to) {
   to.status = from.status;
   for (const auto& [k, v] : from.headers) to.set_header(k, v);
-  to.set_content(from.body, from.content_type.c_str());
+  if (from.content_type.empty()) {
+    to.body = from.body;  // no body to type (a 202 or 204): no Content-Type header
+  } else {
+    to.set_content(from.body, from.content_type.c_str());
+  }
 }
 
 }  // namespace
@@ -142,7 +146,11 @@ struct HttpServer::Impl {
   // of the body is read (also for "Expect: 100-continue"). Returns the error
   // response, or nullopt when the request may proceed.
   std::optional<HttpResponse> CheckBeforeBody(const httplib::Request& req) const {
-    if (!options.token.empty() && IsApiPath(req.path)) {
+    const std::vector<Route>* candidates = RoutesFor(req.path);
+    const bool needs_token =
+        IsApiPath(req.path) || (candidates != nullptr && std::any_of(candidates->begin(), candidates->end(),
+                                                                     [](const Route& r) { return r.needs_token; }));
+    if (!options.token.empty() && needs_token) {
       std::string auth = req.get_header_value("Authorization");
       constexpr std::string_view kScheme = "bearer ";
       bool ok = auth.size() > kScheme.size() && strncasecmp(auth.c_str(), kScheme.data(), kScheme.size()) == 0 &&
@@ -154,7 +162,6 @@ struct HttpServer::Impl {
         return r;
       }
     }
-    const std::vector<Route>* candidates = RoutesFor(req.path);
     if (candidates == nullptr) return HttpResponse::Error(404, "no such path: " + req.path);
     const std::string method = req.method == "HEAD" ? "GET" : req.method;
     if (FindRoute(*candidates, method) == nullptr) {

@@ -1,6 +1,6 @@
 // HttpServer: the HTTP core of warpscope-server (docs/design/server.md):
 // listen-address parsing and the no-token security rule, bearer-token auth on
-// /api/, request size limits, zstd request bodies, a (method, path) routing
+// /api/ (and routes that ask for it), request size limits, zstd request bodies, a (method, path) routing
 // table and JSON errors. It knows nothing about storage: the server binary
 // passes in the routes.
 //
@@ -77,7 +77,7 @@ struct HttpRequest {
 
 struct HttpResponse {
   int status = 200;
-  std::string content_type = "application/json";
+  std::string content_type = "application/json";  // empty: no Content-Type header
   std::string body;
   std::vector<std::pair<std::string, std::string>> headers;
 
@@ -101,6 +101,10 @@ struct Route {
   std::string path;
   HttpHandler handler;
   RouteLane lane = RouteLane::kQuery;
+  // Behind the bearer token like every path under /api/: for an endpoint
+  // whose path clients expect elsewhere (/mcp). With a prefix route, every
+  // path it serves.
+  bool needs_token = false;
 };
 using Routes = std::vector<Route>;
 

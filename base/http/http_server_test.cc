@@ -65,6 +65,9 @@ Routes TestRoutes(SlowState* slow = nullptr) {
   routes.push_back({"GET", "/api/v1/throw", [](const HttpRequest&) -> HttpResponse {
                       throw std::runtime_error("boom");
                     }});
+  Route outside_api{"POST", "/mcp", [](const HttpRequest&) { return HttpResponse::Json(200, "{}"); }};
+  outside_api.needs_token = true;
+  routes.push_back(std::move(outside_api));
   routes.push_back({"GET", "/api/v1/slow", [slow](const HttpRequest&) {
                       if (slow) slow->entered = true;
                       std::this_thread::sleep_for(500ms);
@@ -203,6 +206,33 @@ TEST(HttpServerTest, NoTokenMeansNoAuth) {
   auto r = c.Post("/api/v1/echo", "x", "text/plain");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200);
+}
+
+// A route outside /api/ that asks for the token gets it checked on every
+// method (also the ones it does not serve), before any 405.
+TEST(HttpServerTest, RouteOutsideApiCanNeedTheToken) {
+  auto server = MustStart(LoopbackOptions());
+  httplib::Client c("127.0.0.1", server->port());
+  auto missing = c.Post("/mcp", "{}", "application/json");
+  ASSERT_TRUE(missing);
+  EXPECT_EQ(missing->status, 401);
+  EXPECT_EQ(missing->get_header_value("WWW-Authenticate"), "Bearer");
+  auto wrong = c.Post("/mcp", Auth("wrong"), "{}", "application/json");
+  ASSERT_TRUE(wrong);
+  EXPECT_EQ(wrong->status, 401);
+  auto get = c.Get("/mcp");
+  ASSERT_TRUE(get);
+  EXPECT_EQ(get->status, 401);
+  auto ok = c.Post("/mcp", Auth(), "{}", "application/json");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200);
+  auto get_ok = c.Get("/mcp", Auth());
+  ASSERT_TRUE(get_ok);
+  EXPECT_EQ(get_ok->status, 405);
+  // Other paths outside /api/ stay open.
+  auto healthz = c.Get("/healthz");
+  ASSERT_TRUE(healthz);
+  EXPECT_EQ(healthz->status, 200);
 }
 
 TEST(HttpServerTest, NotFoundAndMethodNotAllowed) {
