@@ -21,6 +21,7 @@
 #include "server/api_params.h"
 #include "server/gpu_handlers.h"
 #include "server/insight_handlers.h"
+#include "server/mcp_handlers.h"
 
 namespace warpscope::server {
 namespace {
@@ -374,6 +375,7 @@ http::Routes ApiRoutes(ProfileStore* store, const ApiOptions& options) {
   routes.push_back({"GET", "/api/v1/status", bind(&Handlers::StatusPage), http::RouteLane::kIngest});
   AddGpuRoutes(store, o, &routes);
   AddInsightRoutes(store, o, &routes);
+  AddMcpRoutes(o, &routes);  // answered by the routes above
   routes.push_back(
       {"GET", "/healthz", [](const http::HttpRequest&) { return http::HttpResponse::Json(200, "{\"ok\":true}"); }, http::RouteLane::kIngest});
   return routes;

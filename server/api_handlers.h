@@ -39,7 +39,8 @@ struct ApiOptions {
 
 // Every API route (ingest, profile, top, diff, series, flamechart, metrics,
 // metric names, labels, label values, targets, types, status, gpu/kernels,
-// gpu/trace, gpu/trace.json) plus /healthz. `store` must outlive the routes.
+// gpu/trace, gpu/trace.json, insights, and the MCP endpoint /mcp) plus
+// /healthz. `store` must outlive the routes.
 http::Routes ApiRoutes(storage::ProfileStore* store, const ApiOptions& options);
 
 
