@@ -106,6 +106,11 @@ GpuTimeCollector::GpuTimeCollector(const GpuTimeOptions& options, GpuTimeSession
       parts_(std::move(parts)),
       inbox_(std::make_unique<Inbox>(options.max_inbox_records)),
       joiner_(options.join),
+      analyzer_([&] {
+        ActivityAnalysisOptions a = options.analysis;
+        a.grace_ns = options.join.grace_ns;
+        return a;
+      }()),
       stacks_(parts_.symbolizer, parts_.python, options.max_stacks),
       kernel_names_(std::make_shared<KernelNameTable>(options.kernel_name_bytes, DisplayKernelName)) {}
 
@@ -177,11 +182,12 @@ void GpuTimeCollector::DetachProbe(uint64_t connection_id, const Connection& c) 
   ++stats_.probe_files_detached;
 }
 
-void GpuTimeCollector::OnConnected(const CudaProcessEvent& event) {
+void GpuTimeCollector::OnConnected(const CudaProcessEvent& event, int64_t now_ns) {
   Connection& c = connections_[event.connection_id];
   c.id = event.connection_id;
   c.pid = static_cast<uint32_t>(event.pid);
   if (Windowed(options_.socket.config)) c.windows = std::make_unique<RecordingWindows>(options_.join.max_pending_kernels);
+  analyzer_.Begin(c.id, c.pid, c.windows != nullptr, now_ns);
   c.clock.AddPair({event.hello.clock.host_before_ns, event.hello.clock.cupti_ns, event.hello.clock.host_after_ns});
   StatusOr<std::string> comm = parts_.procfs.ReadComm(c.pid);
   comms_[c.pid] = {comm.ok() ? *comm : "", 0};
@@ -263,6 +269,18 @@ void GpuTimeCollector::OnKernels(Connection& c, const std::vector<CudaKernel>& k
       waits_.AddSpan(c.id, {static_cast<int64_t>(r.start_ns), static_cast<int64_t>(r.end_ns), r.stream_id, r.context_id,
                             GpuChild{key, 0}},
                      now_ns);
+      if (start && end) {
+        AnalyzedActivity a;
+        a.start_ns = e.start_ns;
+        a.end_ns = e.end_ns;
+        a.device = r.device_id;
+        a.kernel = k.name;
+        a.category = KernelCategory(k.name->text.system_name);
+        a.launch_ns = static_cast<int64_t>(r.launch_host_ns);
+        a.launch_duration_ns = r.launch_duration_ns;
+        a.launch_tid = r.launch_tid;
+        analyzer_.Add(c.id, std::move(a));
+      }
     }
     // Kernels waiting for their windows are bounded over all connections
     // together, like the joiner's pending ones.
@@ -311,10 +329,20 @@ void GpuTimeCollector::OnMemops(Connection& c, const std::vector<ws_cuda_memop>&
                             GpuChild{0, memop}},
                      now_ns);
     }
-    if (options_.trace_per_second == 0) continue;
     const std::optional<int64_t> start = c.clock.ToHostMonotonic(m.start_ns);
     const std::optional<int64_t> end = c.clock.ToHostMonotonic(m.end_ns);
     if (!start || !end) continue;
+    AnalyzedActivity analyzed;
+    analyzed.start_ns = *start;
+    analyzed.end_ns = std::max(*start, *end);
+    analyzed.device = m.device_id;
+    analyzed.category = GpuWorkCategory::kMemory;
+    analyzed.memcpy = m.op == WS_CUDA_MEMOP_MEMCPY;
+    analyzed.copy_kind = m.kind;
+    analyzed.memory = CopyMemoryOf(m.src_kind, m.dst_kind);
+    analyzed.bytes = m.bytes;
+    analyzer_.Add(c.id, std::move(analyzed));
+    if (options_.trace_per_second == 0) continue;
     GpuActivityRecord a;
     a.pid = c.pid;
     a.start_ns = *start + unix_offset_ns;
@@ -342,7 +370,7 @@ void GpuTimeCollector::PassSettled(Connection& c, int64_t now_ns, bool ended) {
 
 void GpuTimeCollector::OnEvent(CudaProcessEvent& event, int64_t now_ns, int64_t unix_offset_ns) {
   if (event.kind == CudaProcessEvent::Kind::kConnected) {
-    OnConnected(event);
+    OnConnected(event, now_ns);
     return;
   }
   auto it = connections_.find(event.connection_id);
@@ -354,6 +382,7 @@ void GpuTimeCollector::OnEvent(CudaProcessEvent& event, int64_t now_ns, int64_t 
     for (const ws_cuda_wait& wait : c.open_waits) PassWait(c, wait, 1.0, now_ns);
     c.open_waits.clear();
     waits_.EndConnection(c.id);
+    analyzer_.End(c.id);
     DetachProbe(event.connection_id, c);
     const uint32_t pid = c.pid;
     connections_.erase(it);
@@ -375,6 +404,8 @@ void GpuTimeCollector::OnEvent(CudaProcessEvent& event, int64_t now_ns, int64_t 
                 << " from before it left out), attach " << w.attach_ns / 1000 << " us, detach " << w.detach_ns / 1000
                 << " us";
     c.windows->Close(w);
+    analyzer_.CloseWindow(c.id, static_cast<int64_t>(w.on_start_ns), static_cast<int64_t>(w.on_end_ns),
+                          static_cast<int64_t>(w.covers_until_ns));
     // The window's waits, weighted like its kernels: the time it stands for
     // over the time it recorded. Any of a later window stay.
     const double weight = w.on_end_ns > w.on_start_ns ? static_cast<double>(w.covers_until_ns - w.on_start_ns) /
@@ -615,6 +646,14 @@ Status GpuTimeCollector::FinishWindow(Window* window) {
   FinishWindow(&builder, &window->gpu_trace, window->final);
   ProfileBuilder waits(0, 0, 0);
   FinishWaits(&waits, window->final);
+  const int64_t now = ClockNanos(CLOCK_MONOTONIC);
+  analyzer_.Finish(
+      now, ClockNanos(CLOCK_REALTIME) - now, window->final,
+      [this](uint32_t pid) {
+        auto it = comms_.find(pid);
+        return it != comms_.end() ? it->second.comm : std::string();
+      },
+      &window->metrics);
   AddCounters(&window->counters);
   window->gpu_time = builder.Finish(0);
   window->gpu_time->sample_types = {{kGpuTimeTypeName, kGpuTimeUnit}};
@@ -705,6 +744,12 @@ void GpuTimeCollector::AddCounters(std::vector<ProfileCounter>* counters) const 
   SetCounter(counters, "gpu_wait_spans_dropped", w.spans_dropped);
   SetCounter(counters, "gpu_waits_window_overflow", stats_.waits_window_overflow);
   SetCounter(counters, "gpu_wait_ns", w.wait_ns);
+  const ActivityAnalysisStats& a = analyzer_.stats();
+  SetCounter(counters, "gpu_analysis_activities", a.activities);
+  SetCounter(counters, "gpu_analysis_dropped", a.dropped);
+  SetCounter(counters, "gpu_analysis_late", a.late);
+  SetCounter(counters, "gpu_analysis_sequences_dropped", a.sequences_dropped);
+  SetCounter(counters, "gpu_analysis_readings", a.readings);
   SetCounter(counters, "gpu_wait_under_gpu_work_ns", w.overlap_ns);
 }
 

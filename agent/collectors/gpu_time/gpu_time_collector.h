@@ -38,6 +38,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "agent/collectors/gpu_time/activity_analyzer.h"
 #include "agent/collectors/gpu_time/uprobe_stack_collector.h"
 #include "model/gpu_trace.h"
 #include "model/profile.h"
@@ -64,6 +65,8 @@ inline constexpr char kLaunchProbeSymbol[] = "warpscope_cuda_launch_probe";
 struct GpuTimeOptions {
   CudaSocketServerOptions socket;  // path, and the CONFIG every library gets (mode, rates, duty)
   LaunchJoinerOptions join;
+  // The per-process analyses of the activity (its grace is join.grace_ns).
+  ActivityAnalysisOptions analysis;
   // Activities per process and second kept in the trace (the first ones of
   // the second); 0 sends no trace. GPU time is counted for every kernel regardless.
   uint32_t trace_per_second = 20'000;
@@ -189,7 +192,7 @@ class GpuTimeCollector : public Collector {
 
   GpuTimeCollector(const GpuTimeOptions& options, GpuTimeSessionParts parts);
   void OnEvent(CudaProcessEvent& event, int64_t now_ns, int64_t unix_offset_ns);
-  void OnConnected(const CudaProcessEvent& event);
+  void OnConnected(const CudaProcessEvent& event, int64_t now_ns);
   void OnKernels(Connection& c, const std::vector<CudaKernel>& kernels, int64_t now_ns, int64_t unix_offset_ns);
   void OnMemops(Connection& c, const std::vector<ws_cuda_memop>& memops, int64_t now_ns, int64_t unix_offset_ns);
   void OnWaits(Connection& c, const std::vector<ws_cuda_wait>& waits, int64_t now_ns);
@@ -217,6 +220,7 @@ class GpuTimeCollector : public Collector {
   std::unique_ptr<CudaSocketServer> server_;  // last: its thread posts into inbox_
   LaunchJoiner joiner_;
   WaitJoiner waits_;
+  GpuActivityAnalyzer analyzer_;
   LaunchStackTable stacks_;
   GpuTimeStats stats_;
   std::map<uint64_t, Connection> connections_;  // by connection id

@@ -38,6 +38,12 @@ inline constexpr MetricSpec kTemperatureSlowdown{"gpu_temperature_slowdown", "ce
 inline constexpr MetricSpec kPcieTx{"gpu_pcie_tx", "bytes_per_second"};
 inline constexpr MetricSpec kPcieRx{"gpu_pcie_rx", "bytes_per_second"};
 inline constexpr MetricSpec kClockEventReasons{"gpu_clock_event_reasons", "bitmask"};
+// 1 while the clocks are held down for `reason` (power: software power cap
+// or hardware power brake; thermal: software or hardware thermal slowdown;
+// hw_slowdown: any other hardware slowdown), else 0: its average over a
+// range is the share of readings throttled so.
+inline constexpr MetricSpec kClocksThrottled{"gpu_clocks_throttled", "ratio"};
+inline constexpr char kLabelReason[] = "reason";
 inline constexpr MetricSpec kEccCorrected{"gpu_ecc_corrected", "count"};      // volatile
 inline constexpr MetricSpec kEccUncorrected{"gpu_ecc_uncorrected", "count"};  // volatile
 inline constexpr MetricSpec kXidErrors{"gpu_xid_errors", "count"};  // events since the last reading

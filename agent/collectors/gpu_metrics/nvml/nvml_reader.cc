@@ -23,6 +23,17 @@ std::string Basename(const std::string& path) {
 // A NUL-terminated string NVML wrote into `buffer`, or "" on failure.
 std::string CString(const char* buffer, size_t size) { return std::string(buffer, strnlen(buffer, size)); }
 
+// The bitmask as read, and a 0/1 gpu_clocks_throttled per reason (NVML's
+// nvmlClocksEventReason* bits; the same in the legacy throttle reasons).
+void EmitClockEventReasons(GpuReadingSink& sink, const GpuDeviceState& d, unsigned long long reasons) {
+  constexpr unsigned long long kSwPowerCap = 0x4, kHwSlowdown = 0x8, kSwThermal = 0x20, kHwThermal = 0x40,
+                               kHwPowerBrake = 0x80;
+  sink.Emit(d, m::kClockEventReasons, static_cast<double>(reasons));
+  sink.EmitWithLabel(d, m::kClocksThrottled, m::kLabelReason, "hw_slowdown", (reasons & kHwSlowdown) ? 1 : 0);
+  sink.EmitWithLabel(d, m::kClocksThrottled, m::kLabelReason, "power", (reasons & (kSwPowerCap | kHwPowerBrake)) ? 1 : 0);
+  sink.EmitWithLabel(d, m::kClocksThrottled, m::kLabelReason, "thermal", (reasons & (kSwThermal | kHwThermal)) ? 1 : 0);
+}
+
 }  // namespace
 
 GpuSourceMetrics MetricsOfSource(GpuMetricSource source) {
@@ -383,13 +394,13 @@ void NvmlReader::CollectDeviceMetrics(GpuDeviceState& d, bool slow_turn, GpuRead
       if (NvmlMeansUnsupported(code) && fn_.nvmlDeviceGetCurrentClocksThrottleReasons != nullptr) {
         d.clock_reasons_legacy = true;
       } else if (Check(d, Source::kClockEventReasons, "nvmlDeviceGetCurrentClocksEventReasons", code)) {
-        sink.Emit(d, m::kClockEventReasons, static_cast<double>(value64));
+        EmitClockEventReasons(sink, d, value64);
       }
     }
     if (d.clock_reasons_legacy &&
         Check(d, Source::kClockEventReasons, "nvmlDeviceGetCurrentClocksThrottleReasons",
               fn_.nvmlDeviceGetCurrentClocksThrottleReasons(h, &value64))) {
-      sink.Emit(d, m::kClockEventReasons, static_cast<double>(value64));
+      EmitClockEventReasons(sink, d, value64);
     }
   }
 }

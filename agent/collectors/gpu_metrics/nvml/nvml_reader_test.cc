@@ -4,6 +4,7 @@
 #include "agent/collectors/gpu_metrics/nvml/nvml_reader.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "tests/fakes/fake_nvml/fake_nvml_control.h"
@@ -41,7 +42,8 @@ const std::set<std::string> kDeviceMetrics = {
     "gpu_utilization", "gpu_memory_utilization", "gpu_memory_used", "gpu_memory_reserved", "gpu_memory_total",
     "gpu_sm_clock", "gpu_memory_clock", "gpu_sm_clock_max", "gpu_memory_clock_max",
     "gpu_power", "gpu_power_limit", "gpu_energy", "gpu_temperature",
-    "gpu_temperature_slowdown", "gpu_clock_event_reasons", "gpu_ecc_corrected", "gpu_ecc_uncorrected"};
+    "gpu_temperature_slowdown", "gpu_clock_event_reasons", "gpu_clocks_throttled", "gpu_ecc_corrected",
+    "gpu_ecc_uncorrected"};
 const std::set<std::string> kGpmMetrics = {"gpu_sm_activity", "gpu_sm_occupancy", "gpu_tensor_activity",
                                            "gpu_dram_bandwidth", "gpu_pcie_tx", "gpu_pcie_rx"};
 
@@ -78,15 +80,23 @@ TEST(GpuMetricsCollectorTest, ScriptedValuesComeOutNamedLabelledAndScaled) {
   std::set<std::string> all = kDeviceMetrics;
   all.insert(kGpmMetrics.begin(), kGpmMetrics.end());
   EXPECT_EQ(MetricNames(readings), all);
+  std::map<std::string, double> throttled;
   for (const GpuReading& r : readings) {
     EXPECT_EQ(r.time_unix_nanos, 1'700'000'000'000'000'000);
-    const std::vector<std::pair<std::string, std::string>> labels = {
+    std::vector<std::pair<std::string, std::string>> labels = {
         {"gpu", "0"},
         {"gpu_name", "NVIDIA H200"},
         {"pci_bus_id", "00000000:01:00.0"},
         {"uuid", "GPU-8f35106d-f27c-1cfb-6224-7e9c7114e62c"}};
+    if (r.metric == "gpu_clocks_throttled") {
+      ASSERT_EQ(r.labels.size(), 5u);
+      throttled[r.labels[3].second] = r.value;
+      labels.insert(labels.begin() + 3, {"reason", r.labels[3].second});
+    }
     EXPECT_EQ(r.labels, labels) << r.metric;
   }
+  // 0x41: the GPU is idle (0x1) and hardware thermal slowdown (0x40) holds its clocks.
+  EXPECT_EQ(throttled, (std::map<std::string, double>{{"hw_slowdown", 0}, {"power", 0}, {"thermal", 1}}));
   auto unit = [&](const std::string& metric) {
     auto found = Find(readings, metric);
     return found.size() == 1 ? found[0]->unit : "<missing>";
@@ -119,7 +129,8 @@ TEST(GpuMetricsCollectorTest, ScriptedValuesComeOutNamedLabelledAndScaled) {
   EXPECT_EQ(unit("gpu_ecc_corrected"), "count");
   EXPECT_EQ(ValueOf(readings, "gpu_ecc_uncorrected"), 1);
   EXPECT_EQ(collector->ErrorCount(), 0u);
-  EXPECT_EQ(collector->ReadingsEmitted(), kDeviceMetrics.size() + readings.size());
+  // Per interval, every device metric once but gpu_clocks_throttled, once per reason.
+  EXPECT_EQ(collector->ReadingsEmitted(), kDeviceMetrics.size() + 2 + readings.size());
   EXPECT_TRUE(collector->DisabledMetrics().empty());
 }
 
