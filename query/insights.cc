@@ -9,99 +9,14 @@
 #include <tuple>
 
 #include "query/frame_label.h"
+#include "query/insight_support.h"
 
 namespace warpscope::query {
 namespace {
 
 using nlohmann::json;
 using storage::Labels;
-
-constexpr double kNsPerSecond = 1e9;
-
-std::string LabelOf(const Labels& labels, const std::string& name) {
-  for (const auto& [k, v] : labels) {
-    if (k == name) return v;
-  }
-  return "";
-}
-
-Labels Pick(const Labels& labels, std::initializer_list<const char*> names) {
-  Labels out;
-  for (const char* name : names) {
-    const std::string v = LabelOf(labels, name);
-    if (!v.empty()) out.emplace_back(name, v);
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-// A Prometheus-style selector of exactly these labels.
-std::string SelectorOf(const Labels& labels) {
-  std::string s = "{";
-  for (const auto& [k, v] : labels) {
-    if (s.size() > 1) s += ",";
-    s += k + "=\"";
-    for (char c : v) {
-      if (c == '"' || c == '\\') s += '\\';
-      s += c;
-    }
-    s += "\"";
-  }
-  return s + "}";
-}
-
-size_t StepIndex(const InsightInputs& in, int64_t t) { return static_cast<size_t>((t - in.from_ns) / in.step_ns); }
-
-size_t StepCount(const InsightInputs& in) {
-  return static_cast<size_t>((in.to_ns - in.from_ns + in.step_ns - 1) / in.step_ns);
-}
-
-// The length of step i (the last one may be cut by the range's end).
-int64_t StepLength(const InsightInputs& in, size_t i) {
-  const int64_t start = in.from_ns + static_cast<int64_t>(i) * in.step_ns;
-  return std::min(in.step_ns, in.to_ns - start);
-}
-
-// Consecutive flagged steps as time ranges, longest first, at most 20.
-std::vector<InsightRange> Ranges(const InsightInputs& in, const std::vector<bool>& flagged) {
-  std::vector<InsightRange> out;
-  for (size_t i = 0; i < flagged.size(); ++i) {
-    if (!flagged[i]) continue;
-    const int64_t start = in.from_ns + static_cast<int64_t>(i) * in.step_ns;
-    const int64_t end = start + StepLength(in, i);
-    if (!out.empty() && out.back().to_ns == start) {
-      out.back().to_ns = end;
-    } else {
-      out.push_back({start, end});
-    }
-  }
-  std::stable_sort(out.begin(), out.end(), [](const InsightRange& a, const InsightRange& b) {
-    return a.to_ns - a.from_ns > b.to_ns - b.from_ns;
-  });
-  if (out.size() > 20) out.resize(20);
-  return out;
-}
-
-std::string Severity(double share) { return share >= 0.25 ? "high" : share >= 0.10 ? "medium" : "low"; }
-
-std::string Confidence(size_t steps) { return steps >= 12 ? "high" : steps >= 4 ? "medium" : "low"; }
-
-std::string Seconds(double s) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, s >= 10 ? "%.0f s" : "%.1f s", s);
-  return buf;
-}
-
-// "python3 (pid 42)", or "pid 42" without a name.
-std::string ProcessName(const std::string& comm, const std::string& pid) {
-  return comm.empty() ? "pid " + pid : comm + " (pid " + pid + ")";
-}
-
-std::string Percent(double share) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.0f%%", 100 * share);
-  return buf;
-}
+using namespace insight_support;
 
 }  // namespace
 
@@ -359,35 +274,40 @@ void AddTopFunctions(const std::vector<storage::MergedProfile>& profiles, size_t
   insight->functions = Top(self, total, top);
 }
 
+namespace {
+
+// The call site of a stack (frames from `first` on): its innermost Python
+// frame; else the innermost frame outside the CUDA libraries (the
+// application's code that made the call).
+std::optional<FrameLabel> CallSite(const storage::MergedProfile& profile, const storage::StackValue& s, size_t first) {
+  std::optional<FrameLabel> native;
+  for (size_t i = first; i < s.frames.size(); ++i) {
+    FrameLabel l = LabelFrame(profile.frame(s.frames[i]));
+    if (l.kind == FrameKind::kPython) return l;
+    if (!native && !IsCudaLibrary(l.binary)) native = std::move(l);
+  }
+  return native;
+}
+
+}  // namespace
+
 void AddWaitCallSites(const std::vector<storage::MergedProfile>& profiles, size_t top, Insight* insight) {
   std::map<std::tuple<std::string, std::string, int>, int64_t> sites, kernels;
   int64_t uncovered = 0, total = 0;
   for (const storage::MergedProfile& profile : profiles) {
-  total += profile.total;
-  for (const storage::StackValue& s : profile.stacks) {
-    if (s.frames.empty()) continue;
-    size_t first = 0;
-    const FrameLabel leaf = LabelFrame(profile.frame(s.frames.front()));
-    if (leaf.kind == FrameKind::kCudaKernel) {
-      Count(&kernels, leaf, s.value);
-      first = 1;
-    } else {
-      uncovered += s.value;
-    }
-    // The innermost Python frame; else the innermost frame outside the CUDA
-    // libraries (the application's code that made the call).
-    std::optional<FrameLabel> site, native;
-    for (size_t i = first; i < s.frames.size() && !site; ++i) {
-      FrameLabel l = LabelFrame(profile.frame(s.frames[i]));
-      if (l.kind == FrameKind::kPython) {
-        site = std::move(l);
-      } else if (!native && !IsCudaLibrary(l.binary)) {
-        native = std::move(l);
+    total += profile.total;
+    for (const storage::StackValue& s : profile.stacks) {
+      if (s.frames.empty()) continue;
+      size_t first = 0;
+      const FrameLabel leaf = LabelFrame(profile.frame(s.frames.front()));
+      if (leaf.kind == FrameKind::kCudaKernel) {
+        Count(&kernels, leaf, s.value);
+        first = 1;
+      } else {
+        uncovered += s.value;
       }
+      if (std::optional<FrameLabel> site = CallSite(profile, s, first)) Count(&sites, *site, s.value);
     }
-    if (!site) site = std::move(native);
-    if (site) Count(&sites, *site, s.value);
-  }
   }
   insight->functions = Top(sites, total, top);
   insight->waited_for = Top(kernels, total, top);
@@ -399,6 +319,30 @@ void AddWaitCallSites(const std::vector<storage::MergedProfile>& profiles, size_
     }
   }
   insight->numbers.emplace_back("wait_without_gpu_work_seconds", insight->saving_gpu_seconds);
+}
+
+void AddLaunchCallSites(const std::vector<storage::MergedProfile>& profiles, const std::vector<std::string>& kernels,
+                        size_t top, Insight* insight) {
+  std::map<std::tuple<std::string, std::string, int>, int64_t> sites, leaves;
+  int64_t total = 0;
+  for (const storage::MergedProfile& profile : profiles) {
+    for (const storage::StackValue& s : profile.stacks) {
+      if (s.frames.empty()) continue;
+      const FrameLabel leaf = LabelFrame(profile.frame(s.frames.front()));
+      if (leaf.kind != FrameKind::kCudaKernel) continue;
+      std::string name = leaf.name;
+      if (name.rfind("void ", 0) == 0) name.erase(0, 5);
+      const bool wanted = kernels.empty() || std::any_of(kernels.begin(), kernels.end(), [&](const std::string& k) {
+                            return name.rfind(k, 0) == 0;
+                          });
+      if (!wanted) continue;
+      total += s.value;
+      Count(&leaves, leaf, s.value);
+      if (std::optional<FrameLabel> site = CallSite(profile, s, 1)) Count(&sites, *site, s.value);
+    }
+  }
+  insight->functions = Top(sites, total, top);
+  insight->kernels = Top(leaves, total, top);
 }
 
 std::string RenderInsightsJson(std::vector<Insight> insights, const InsightInputs& in, const InsightOptions& o) {
@@ -431,7 +375,10 @@ std::string RenderInsightsJson(std::vector<Insight> insights, const InsightInput
       const InsightRange& r = x.ranges.front();
       links.push_back({{"view", "flame"}, {"type", x.evidence_type}, {"selector", x.evidence_selector},
                        {"from", r.from_ns / kMs}, {"to", r.to_ns / kMs}});
-      links.push_back({{"view", x.kind == "sync_heavy" ? "flamechart" : "gpus"}, {"type", x.evidence_type},
+      const char* second = x.kind == "sync_heavy"                                     ? "flamechart"
+                           : x.kind == "launch_bound" || x.kind == "fusion_candidate" ? "kernels"
+                                                                                      : "gpus";
+      links.push_back({{"view", second}, {"type", x.evidence_type},
                        {"selector", x.evidence_selector}, {"from", r.from_ns / kMs}, {"to", r.to_ns / kMs}});
     }
     json item = {{"kind", x.kind},
@@ -451,6 +398,8 @@ std::string RenderInsightsJson(std::vector<Insight> insights, const InsightInput
                  {"links", links},
                  {"functions", functions(x.functions)}};
     if (!x.waited_for.empty()) item["waited_for"] = functions(x.waited_for);
+    if (!x.kernels.empty()) item["kernels"] = functions(x.kernels);
+    if (!x.sequence.empty()) item["sequence"] = x.sequence;
     list.push_back(std::move(item));
   }
   json options = {{"starved_gpu_percent", o.starved_gpu_percent},
@@ -458,7 +407,14 @@ std::string RenderInsightsJson(std::vector<Insight> insights, const InsightInput
                   {"min_share", o.min_share},
                   {"min_duration_ms", o.min_duration_ns / kMs},
                   {"sync_share", o.sync_share},
-                  {"min_wait_ms", o.min_wait_ns / kMs}};
+                  {"min_wait_ms", o.min_wait_ns / kMs},
+                  {"short_kernel_share", o.short_kernel_share},
+                  {"min_launch_rate", o.min_launch_rate},
+                  {"launch_idle_share", o.launch_idle_share},
+                  {"min_sequence_rate", o.min_sequence_rate},
+                  {"busy_gpu_percent", o.busy_gpu_percent},
+                  {"throttle_share", o.throttle_share},
+                  {"transfer_share", o.transfer_share}};
   json answer = {{"version", 1},          {"from", in.from_ns / kMs}, {"to", in.to_ns / kMs},
                  {"step_ms", in.step_ns / kMs}, {"options", options},   {"insights", list}};
   return answer.dump();

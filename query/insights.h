@@ -40,6 +40,25 @@ struct InsightOptions {
   // share of the range, and at least min_wait_ns in all.
   double sync_share = 0.2;
   int64_t min_wait_ns = 1'000'000'000;
+  // launch_bound: a step counts when at least short_kernel_share of the
+  // process's kernels on a device ran shorter than their launch call, it
+  // launched at least min_launch_rate kernels per second, and the GPU idled
+  // waiting for launches (host wait + kernel wait) launch_idle_share of the
+  // time.
+  double short_kernel_share = 0.5;
+  double min_launch_rate = 1000;
+  double launch_idle_share = 0.3;
+  // fusion_candidate: a sequence of three small kernels from one thread
+  // repeated at least min_sequence_rate times per second of the range.
+  double min_sequence_rate = 50;
+  // throttled: a step counts when the GPU is busy (gpu_utilization at least
+  // busy_gpu_percent) and its clocks were held down by power or heat for
+  // throttle_share of the readings.
+  double busy_gpu_percent = 50;
+  double throttle_share = 0.2;
+  // transfer_bound: copies alone keep the GPU busy for transfer_share of
+  // the observed time while compute runs less than half of it.
+  double transfer_share = 0.3;
   // Top functions / call sites named in the evidence.
   size_t top = 5;
 };
@@ -59,6 +78,16 @@ struct InsightInputs {
   int64_t cpu_period_ns = 0;
   // gpu_wait nanoseconds grouped by node, pid, comm, thread.
   std::vector<storage::Series> wait_threads;
+  // The agent's analyses of the CUDA activity (agent/collectors/gpu_time/
+  // activity_analyzer.h), grouped by node, pid, comm, device and: category
+  // (busy), reason (idle), nothing (kernel counts and seconds), copy and
+  // memory (copies); sequences by node, pid, comm, sequence.
+  std::vector<storage::MetricSeries> busy, idle;
+  std::vector<storage::MetricSeries> kernels, kernels_launch_known, short_kernels, kernel_seconds, launch_call_seconds;
+  std::vector<storage::MetricSeries> memcpy_seconds, memcpy_bytes;
+  std::vector<storage::MetricSeries> sequence_count, sequence_gpu_seconds, sequence_gap_seconds;
+  // NVML per GPU (node, gpu): gpu_clocks_throttled by reason too, and the SM clocks.
+  std::vector<storage::MetricSeries> throttled, sm_clock, sm_clock_max;
 };
 
 struct InsightRange {
@@ -76,7 +105,7 @@ struct InsightFunction {
 };
 
 struct Insight {
-  std::string kind;  // gpu_starved_by_cpu, sync_heavy
+  std::string kind;  // gpu_starved_by_cpu, sync_heavy, launch_bound, fusion_candidate, transfer_bound, throttled
   storage::Labels target;  // node, pid, comm, and gpu or thread
   // What it could save: GPU-seconds idle in the evidence, and that over the
   // range's GPU-seconds of the target.
@@ -95,6 +124,8 @@ struct Insight {
   std::vector<std::pair<int64_t, double>> sparkline;
   std::vector<InsightFunction> functions;  // top CPU functions, or the waits' call sites
   std::vector<InsightFunction> waited_for;  // sync_heavy: the kernels the waits waited for
+  std::vector<InsightFunction> kernels;     // launch_bound, fusion_candidate: the kernels of the evidence
+  std::vector<std::string> sequence;        // fusion_candidate: the kernels in launch order
   // The evidence views: a selector and profile type over `ranges`.
   std::string evidence_type;
   std::string evidence_selector;
@@ -102,6 +133,19 @@ struct Insight {
 
 std::vector<Insight> FindGpuStarvedByCpu(const InsightInputs& in, const InsightOptions& options);
 std::vector<Insight> FindSyncHeavy(const InsightInputs& in, const InsightOptions& options);
+// From the agent's activity analyses (query/gpu_activity_insights.cc):
+//  * launch_bound: many kernels shorter than their launch call while the
+//    GPU idles waiting for launches;
+//  * fusion_candidate: a frequent run of small kernels from one thread;
+//  * transfer_bound: copies alone keep the GPU busy, compute little.
+// And from NVML: throttled, a busy GPU whose clocks power or heat hold down.
+std::vector<Insight> FindLaunchBound(const InsightInputs& in, const InsightOptions& options);
+std::vector<Insight> FindFusionCandidates(const InsightInputs& in, const InsightOptions& options);
+std::vector<Insight> FindTransferBound(const InsightInputs& in, const InsightOptions& options);
+std::vector<Insight> FindThrottled(const InsightInputs& in, const InsightOptions& options);
+// gpu_starved_by_cpu insights of processes that also have a launch_bound
+// one are dropped: the CPU time is spent launching, and launch_bound says so.
+void DropExplainedStarvation(std::vector<Insight>* insights);
 
 // The evidence profiles, once the server read them for an insight's ranges
 // (one profile per range): the top functions by self value (starved: where
@@ -111,6 +155,10 @@ void AddTopFunctions(const std::vector<storage::MergedProfile>& profiles, size_t
 // the frame that called the CUDA call) and the kernels waited for (the
 // CUDA-kernel leaves); the saving is the waiting with no GPU work under it.
 void AddWaitCallSites(const std::vector<storage::MergedProfile>& profiles, size_t top, Insight* insight);
+// gpu_time: the call sites (as AddWaitCallSites) of the kernels whose names
+// start with one of `kernels` (all kernels when empty), and those kernels.
+void AddLaunchCallSites(const std::vector<storage::MergedProfile>& profiles, const std::vector<std::string>& kernels,
+                        size_t top, Insight* insight);
 
 // {"version":1,"from":ms,"to":ms,"step_ms":...,"options":{...},
 //  "insights":[...]} sorted by saving_gpu_seconds, descending.

@@ -70,6 +70,18 @@ class InsightHandlers {
       query::AddWaitCallSites(*profiles, o->top, &x);
       insights.push_back(std::move(x));
     }
+    for (auto* find : {&query::FindLaunchBound, &query::FindFusionCandidates, &query::FindTransferBound}) {
+      for (query::Insight& x : find(in, *o)) {
+        // The call sites of the GPU time over the evidence's ranges (of the
+        // sequence's kernels for a fusion candidate).
+        auto profiles = Evidence(*q, x, /*whole_range=*/x.kind == "fusion_candidate");
+        if (!profiles.ok()) return ErrorFor(profiles.status());
+        query::AddLaunchCallSites(*profiles, x.sequence, o->top, &x);
+        insights.push_back(std::move(x));
+      }
+    }
+    for (query::Insight& x : query::FindThrottled(in, *o)) insights.push_back(std::move(x));
+    query::DropExplainedStarvation(&insights);
     return WithCaveats(http::HttpResponse::Json(200, query::RenderInsightsJson(std::move(insights), in, *o)), context);
   }
 
@@ -87,6 +99,13 @@ class InsightHandlers {
     ASSIGN_OR_RETURN(const double min_wait_ms,
                      ParseNumber(req, "min_wait_ms", static_cast<double>(o.min_wait_ns / 1'000'000), 0, 1e9));
     o.min_wait_ns = static_cast<int64_t>(min_wait_ms * 1e6);
+    ASSIGN_OR_RETURN(o.short_kernel_share, ParseNumber(req, "short_kernel_share", o.short_kernel_share, 0, 1));
+    ASSIGN_OR_RETURN(o.min_launch_rate, ParseNumber(req, "min_launch_rate", o.min_launch_rate, 0, 1e9));
+    ASSIGN_OR_RETURN(o.launch_idle_share, ParseNumber(req, "launch_idle_share", o.launch_idle_share, 0, 1));
+    ASSIGN_OR_RETURN(o.min_sequence_rate, ParseNumber(req, "min_sequence_rate", o.min_sequence_rate, 0, 1e9));
+    ASSIGN_OR_RETURN(o.busy_gpu_percent, ParseNumber(req, "busy_gpu_percent", o.busy_gpu_percent, 0, 100));
+    ASSIGN_OR_RETURN(o.throttle_share, ParseNumber(req, "throttle_share", o.throttle_share, 0, 1));
+    ASSIGN_OR_RETURN(o.transfer_share, ParseNumber(req, "transfer_share", o.transfer_share, 0, 1));
     ASSIGN_OR_RETURN(const uint64_t top, ParseUnsigned(req, "top", o.top, 50));
     o.top = top;
     return o;
@@ -110,6 +129,28 @@ class InsightHandlers {
     RETURN_IF_ERROR(metric("gpu_process_sm_utilization", {"node", "pid", "comm", "gpu"}, &in->process_sm));
     RETURN_IF_ERROR(metric("gpu_process_memory_used", {"node", "pid", "comm", "gpu"}, &in->process_memory));
     RETURN_IF_ERROR(metric("gpu_utilization", {"node", "gpu"}, &in->device_utilization));
+    const std::vector<std::string> device = {"node", "pid", "comm", "device"};
+    auto with = [&](std::vector<std::string> more) {
+      std::vector<std::string> keys = device;
+      keys.insert(keys.end(), more.begin(), more.end());
+      return keys;
+    };
+    RETURN_IF_ERROR(metric("cuda_gpu_busy_seconds", with({"category"}), &in->busy));
+    RETURN_IF_ERROR(metric("cuda_gpu_idle_seconds", with({"reason"}), &in->idle));
+    RETURN_IF_ERROR(metric("cuda_kernels", device, &in->kernels));
+    RETURN_IF_ERROR(metric("cuda_kernels_launch_known", device, &in->kernels_launch_known));
+    RETURN_IF_ERROR(metric("cuda_short_kernels", device, &in->short_kernels));
+    RETURN_IF_ERROR(metric("cuda_kernel_seconds", device, &in->kernel_seconds));
+    RETURN_IF_ERROR(metric("cuda_launch_call_seconds", device, &in->launch_call_seconds));
+    RETURN_IF_ERROR(metric("cuda_memcpy_seconds", with({"copy", "memory"}), &in->memcpy_seconds));
+    RETURN_IF_ERROR(metric("cuda_memcpy_bytes", with({"copy", "memory"}), &in->memcpy_bytes));
+    const std::vector<std::string> sequence = {"node", "pid", "comm", "sequence"};
+    RETURN_IF_ERROR(metric("cuda_kernel_sequence_count", sequence, &in->sequence_count));
+    RETURN_IF_ERROR(metric("cuda_kernel_sequence_gpu_seconds", sequence, &in->sequence_gpu_seconds));
+    RETURN_IF_ERROR(metric("cuda_kernel_sequence_gap_seconds", sequence, &in->sequence_gap_seconds));
+    RETURN_IF_ERROR(metric("gpu_clocks_throttled", {"node", "gpu", "reason"}, &in->throttled));
+    RETURN_IF_ERROR(metric("gpu_sm_clock", {"node", "gpu"}, &in->sm_clock));
+    RETURN_IF_ERROR(metric("gpu_sm_clock_max", {"node", "gpu"}, &in->sm_clock_max));
     ASSIGN_OR_RETURN(std::vector<storage::ProfileTypeInfo> types, store_->ProfileTypes());
     auto series = [&](const std::string& type, std::vector<storage::Series>* out) -> Status {
       const bool stored = std::any_of(types.begin(), types.end(), [&](const auto& t) { return t.name == type; });

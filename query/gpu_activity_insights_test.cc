@@ -1,0 +1,141 @@
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "query/insights.h"
+
+namespace warpscope::query {
+namespace {
+
+constexpr int64_t kS = 1'000'000'000;
+constexpr int64_t kFrom = 1'000 * kS;
+constexpr int64_t kSteps = 12;  // one minute of 5 s steps
+
+storage::MetricSeries Series(storage::Labels labels, double per_step) {
+  storage::MetricSeries s;
+  std::sort(labels.begin(), labels.end());
+  s.labels = std::move(labels);
+  for (int64_t i = 0; i < kSteps; ++i) s.points.push_back({kFrom + i * 5 * kS, per_step, per_step, per_step, 1});
+  return s;
+}
+
+storage::Labels Proc(std::vector<std::pair<std::string, std::string>> more = {}) {
+  storage::Labels l = {{"node", "n1"}, {"pid", "42"}, {"comm", "train"}, {"device", "0"}};
+  l.insert(l.end(), more.begin(), more.end());
+  return l;
+}
+
+InsightInputs Inputs() {
+  InsightInputs in;
+  in.from_ns = kFrom;
+  in.to_ns = kFrom + kSteps * 5 * kS;
+  in.step_ns = 5 * kS;
+  return in;
+}
+
+// A 5 s step of a process on device 0: busy compute/memory, host and kernel wait (seconds).
+void Timeline(InsightInputs* in, double compute, double memory, double host_wait, double kernel_wait) {
+  in->busy.push_back(Series(Proc({{"category", "compute"}}), compute));
+  if (memory > 0) in->busy.push_back(Series(Proc({{"category", "memory"}}), memory));
+  in->idle.push_back(Series(Proc({{"reason", "host_wait"}}), host_wait));
+  in->idle.push_back(Series(Proc({{"reason", "kernel_wait"}}), kernel_wait));
+}
+
+void Launches(InsightInputs* in, double kernels, double short_kernels, double kernel_s, double launch_s) {
+  in->kernels.push_back(Series(Proc(), kernels));
+  in->kernels_launch_known.push_back(Series(Proc(), kernels));
+  in->short_kernels.push_back(Series(Proc(), short_kernels));
+  in->kernel_seconds.push_back(Series(Proc(), kernel_s));
+  in->launch_call_seconds.push_back(Series(Proc(), launch_s));
+}
+
+TEST(LaunchBound, TinyKernelsAndAnIdleGpuAreLaunchBound) {
+  InsightInputs in = Inputs();
+  // 100,000 kernels of 8 us per 5 s, each launched in 30 us: 0.8 s busy, 4.2 s waiting for launches.
+  Timeline(&in, 0.8, 0, 3.5, 0.7);
+  Launches(&in, 100'000, 100'000, 0.8, 3.0);
+  std::vector<Insight> found = FindLaunchBound(in, InsightOptions{});
+  ASSERT_EQ(found.size(), 1u);
+  const Insight& x = found[0];
+  EXPECT_EQ(x.kind, "launch_bound");
+  EXPECT_NEAR(x.saving_gpu_seconds, 12 * 4.2, 1e-9);
+  EXPECT_EQ(x.severity, "high");
+  EXPECT_EQ(x.evidence_type, "gpu_time");
+  EXPECT_EQ(x.evidence_selector, "{node=\"n1\",pid=\"42\"}");
+  EXPECT_NE(x.summary.find("20000 kernels/s"), std::string::npos) << x.summary;
+  EXPECT_TRUE(FindTransferBound(in, InsightOptions{}).empty());
+
+  // The same process starved by its CPU is explained by the launches.
+  Insight starved;
+  starved.kind = "gpu_starved_by_cpu";
+  starved.target = {{"comm", "train"}, {"gpu", "0"}, {"node", "n1"}, {"pid", "42"}};
+  std::vector<Insight> all = {starved, x};
+  DropExplainedStarvation(&all);
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].kind, "launch_bound");
+}
+
+TEST(LaunchBound, BigKernelsWithGapsAreNot) {
+  InsightInputs in = Inputs();
+  // A data-loader stall: 50 kernels of 20 ms per 5 s, the GPU waiting 4 s for the host.
+  Timeline(&in, 1.0, 0, 4.0, 0.001);
+  Launches(&in, 50, 0, 1.0, 0.0005);
+  EXPECT_TRUE(FindLaunchBound(in, InsightOptions{}).empty());
+  // A busy GPU: no insight of any kind.
+  InsightInputs busy = Inputs();
+  Timeline(&busy, 4.95, 0, 0.02, 0.03);
+  Launches(&busy, 5000, 100, 4.95, 0.05);
+  EXPECT_TRUE(FindLaunchBound(busy, InsightOptions{}).empty());
+  EXPECT_TRUE(FindTransferBound(busy, InsightOptions{}).empty());
+  EXPECT_TRUE(FindFusionCandidates(busy, InsightOptions{}).empty());
+}
+
+TEST(FusionCandidate, TheMostFrequentSequenceOfAProcess) {
+  InsightInputs in = Inputs();
+  const std::string seq = "add_kernel -> mul_kernel -> relu_kernel";
+  in.sequence_count.push_back(Series({{"node", "n1"}, {"pid", "42"}, {"comm", "train"}, {"sequence", seq}}, 5000));
+  in.sequence_gpu_seconds.push_back(Series({{"node", "n1"}, {"pid", "42"}, {"comm", "train"}, {"sequence", seq}}, 0.06));
+  in.sequence_gap_seconds.push_back(Series({{"node", "n1"}, {"pid", "42"}, {"comm", "train"}, {"sequence", seq}}, 0.25));
+  in.sequence_count.push_back(
+      Series({{"node", "n1"}, {"pid", "42"}, {"comm", "train"}, {"sequence", "a -> b -> c"}}, 300));
+  // Too rare: 10 runs per second is below the 50/s default.
+  in.sequence_count.push_back(Series({{"node", "n1"}, {"pid", "7"}, {"comm", "eval"}, {"sequence", seq}}, 50));
+  std::vector<Insight> found = FindFusionCandidates(in, InsightOptions{});
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].sequence, (std::vector<std::string>{"add_kernel", "mul_kernel", "relu_kernel"}));
+  EXPECT_NEAR(found[0].saving_gpu_seconds, 12 * 0.25, 1e-9);
+  EXPECT_EQ(found[0].ranges.size(), 1u);
+}
+
+TEST(TransferBound, CopiesAloneFromPageableMemory) {
+  InsightInputs in = Inputs();
+  Timeline(&in, 0.5, 2.5, 2.0, 0);
+  in.memcpy_seconds.push_back(Series(Proc({{"copy", "HtoD"}, {"memory", "pageable"}}), 2.6));
+  in.memcpy_bytes.push_back(Series(Proc({{"copy", "HtoD"}, {"memory", "pageable"}}), 2.6 * 6e9));
+  std::vector<Insight> found = FindTransferBound(in, InsightOptions{});
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_NEAR(found[0].saving_gpu_seconds, 12 * 2.5, 1e-9);
+  EXPECT_NE(found[0].summary.find("HtoD, 6.0 GB/s, 100% from pageable"), std::string::npos) << found[0].summary;
+  EXPECT_NE(found[0].fix.find("pin_memory"), std::string::npos);
+}
+
+TEST(Throttled, ABusyGpuUnderItsPowerCap) {
+  InsightInputs in = Inputs();
+  in.device_utilization.push_back(Series({{"node", "n1"}, {"gpu", "0"}}, 95));
+  in.throttled.push_back(Series({{"node", "n1"}, {"gpu", "0"}, {"reason", "power"}}, 0.8));
+  in.throttled.push_back(Series({{"node", "n1"}, {"gpu", "0"}, {"reason", "thermal"}}, 0));
+  in.sm_clock.push_back(Series({{"node", "n1"}, {"gpu", "0"}}, 1500));
+  in.sm_clock_max.push_back(Series({{"node", "n1"}, {"gpu", "0"}}, 2000));
+  // GPU 1: as busy, never throttled.
+  in.device_utilization.push_back(Series({{"node", "n1"}, {"gpu", "1"}}, 95));
+  in.throttled.push_back(Series({{"node", "n1"}, {"gpu", "1"}, {"reason", "power"}}, 0));
+  std::vector<Insight> found = FindThrottled(in, InsightOptions{});
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].target, (storage::Labels{{"gpu", "0"}, {"node", "n1"}}));
+  EXPECT_NEAR(found[0].saving_gpu_seconds, 60 * 0.95 * 0.25, 1e-9);
+  EXPECT_NE(found[0].summary.find("its power limit"), std::string::npos) << found[0].summary;
+}
+
+}  // namespace
+}  // namespace warpscope::query
