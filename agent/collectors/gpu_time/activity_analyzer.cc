@@ -111,14 +111,18 @@ int64_t ClassifyTimeline(const std::vector<AnalyzedActivity>& activities, int64_
       const int64_t start = std::max(next.start_ns, from_ns);
       if (start > t) {
         // Idle from t to start: host wait until the next launch call began
-        // (if after t), then the launch overhead or something else.
+        // (if after t; the whole gap when its call is unknown, as for copies
+        // and sets: nothing shows it was queued), then the launch overhead
+        // (the call itself and kernel_wait_max_ns after it) or something else.
+        const int64_t asked = next.launch_ns != 0 ? next.launch_ns : start;
         int64_t queued = t;
-        if (next.launch_ns > t) {
-          queued = std::min(next.launch_ns, start);
+        if (asked > t) {
+          queued = std::min(asked, start);
           piece({t, queued, false, GpuWorkCategory::kCompute, GpuIdleReason::kHostWait});
         }
         if (start > queued) {
-          const GpuIdleReason r = start - queued <= kernel_wait_max_ns ? GpuIdleReason::kKernelWait : GpuIdleReason::kOther;
+          const int64_t overhead_until = std::max(asked + next.launch_duration_ns, t) + kernel_wait_max_ns;
+          const GpuIdleReason r = start <= overhead_until ? GpuIdleReason::kKernelWait : GpuIdleReason::kOther;
           piece({queued, start, false, GpuWorkCategory::kCompute, r});
         }
         t = start;

@@ -9,9 +9,10 @@
 //     only);
 //   * cuda_gpu_idle_seconds{reason}: the idle time between, as host_wait
 //     (nothing was queued: the next launch call began after the GPU went
-//     idle, or no activity followed), kernel_wait (queued, started within
-//     the launch overhead: kernel_wait_max_ns) and other (queued but started
-//     later, or a copy whose call time is unknown);
+//     idle, no activity followed, or the next is a copy or set, whose call
+//     time is unknown), kernel_wait (queued, started within the launch
+//     overhead: the launch call and kernel_wait_max_ns after it) and other
+//     (queued but started later: a dependency, another process);
 //   * launch statistics: cuda_kernels, cuda_kernels_launch_known,
 //     cuda_short_kernels (shorter than their own launch call),
 //     cuda_kernel_seconds, cuda_launch_call_seconds, cuda_launch_delay_seconds
@@ -81,8 +82,9 @@ GpuWorkCategory KernelCategory(const std::string& system_name);
 CopyMemory CopyMemoryOf(uint8_t src_kind, uint8_t dst_kind);
 
 struct ActivityAnalysisOptions {
-  // A queued activity that started within this of its launch call (or of the
-  // previous activity's end) waited for the launch overhead, not for work.
+  // A queued activity that started within this of its launch call's end (or
+  // of the previous activity's end) waited for the launch overhead, not for
+  // work.
   int64_t kernel_wait_max_ns = 50'000;
   // Kernels at most this long are small (fusion candidates).
   int64_t small_kernel_ns = 50'000;
