@@ -291,7 +291,8 @@ std::optional<FrameLabel> CallSite(const storage::MergedProfile& profile, const 
 
 }  // namespace
 
-void AddWaitCallSites(const std::vector<storage::MergedProfile>& profiles, size_t top, Insight* insight) {
+void AddWaitCallSites(const std::vector<storage::MergedProfile>& profiles, size_t top, double range_seconds,
+                      Insight* insight) {
   std::map<std::tuple<std::string, std::string, int>, int64_t> sites, kernels;
   int64_t uncovered = 0, total = 0;
   for (const storage::MergedProfile& profile : profiles) {
@@ -311,13 +312,8 @@ void AddWaitCallSites(const std::vector<storage::MergedProfile>& profiles, size_
   }
   insight->functions = Top(sites, total, top);
   insight->waited_for = Top(kernels, total, top);
-  const double wait_s = static_cast<double>(total) / kNsPerSecond;
   insight->saving_gpu_seconds = static_cast<double>(uncovered) / kNsPerSecond;
-  for (auto& [name, value] : insight->numbers) {
-    if (name == "wait_share" && wait_s > 0) {
-      insight->saving_share = value * insight->saving_gpu_seconds / wait_s;
-    }
-  }
+  insight->saving_share = range_seconds > 0 ? insight->saving_gpu_seconds / range_seconds : 0;
   insight->numbers.emplace_back("wait_without_gpu_work_seconds", insight->saving_gpu_seconds);
 }
 

@@ -153,8 +153,10 @@ void DropExplainedStarvation(std::vector<Insight>* insights);
 void AddTopFunctions(const std::vector<storage::MergedProfile>& profiles, size_t top, Insight* insight);
 // gpu_wait: the call sites (the innermost Python frame of each stack, else
 // the frame that called the CUDA call) and the kernels waited for (the
-// CUDA-kernel leaves); the saving is the waiting with no GPU work under it.
-void AddWaitCallSites(const std::vector<storage::MergedProfile>& profiles, size_t top, Insight* insight);
+// CUDA-kernel leaves); the saving is the waiting with no GPU work under it,
+// its share that over `range_seconds`.
+void AddWaitCallSites(const std::vector<storage::MergedProfile>& profiles, size_t top, double range_seconds,
+                      Insight* insight);
 // gpu_time: the call sites (as AddWaitCallSites) of the kernels whose names
 // start with one of `kernels` (all kernels when empty), and those kernels.
 void AddLaunchCallSites(const std::vector<storage::MergedProfile>& profiles, const std::vector<std::string>& kernels,

@@ -126,7 +126,7 @@ TEST(InsightsTest, AThreadBlockedInCudaSynchronisationIsSyncHeavyWithItsCallSite
   AddWaitCallSites({CpuProfile({Stack({Python("read_loss", "/t.py", 4), Native("cudaStreamSynchronize", "/x/libcudart.so.13"), gemm}, 20),
                                 Stack({Python("read_loss", "/t.py", 4), Native("cudaStreamSynchronize", "/x/libcudart.so.13")}, 10),
                                 Stack({Native("main"), Native("flush"), Native("cuCtxSynchronize", "/x/libcuda.so.1")}, 5)})},
-                   5, &x);
+                   5, 60, &x);
   ASSERT_EQ(x.functions.size(), 2u);
   EXPECT_EQ(x.functions[0].name, "read_loss");
   EXPECT_EQ(x.functions[0].value, 30);
@@ -134,6 +134,7 @@ TEST(InsightsTest, AThreadBlockedInCudaSynchronisationIsSyncHeavyWithItsCallSite
   ASSERT_EQ(x.waited_for.size(), 1u);
   EXPECT_EQ(x.waited_for[0].name, "sm90_gemm");
   EXPECT_NEAR(x.saving_gpu_seconds, 15e-9, 1e-18) << "the waiting with no kernel under it";
+  EXPECT_NEAR(x.saving_share, 15e-9 / 60, 1e-20);
 
   json answer = json::parse(RenderInsightsJson({x}, in, {}));
   EXPECT_EQ(answer["insights"][0]["kind"], "sync_heavy");

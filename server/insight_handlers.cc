@@ -67,7 +67,7 @@ class InsightHandlers {
     for (query::Insight& x : sync) {
       auto profiles = Evidence(*q, x, /*whole_range=*/true);
       if (!profiles.ok()) return ErrorFor(profiles.status());
-      query::AddWaitCallSites(*profiles, o->top, &x);
+      query::AddWaitCallSites(*profiles, o->top, static_cast<double>(in.to_ns - in.from_ns) / 1e9, &x);
       insights.push_back(std::move(x));
     }
     for (auto* find : {&query::FindLaunchBound, &query::FindFusionCandidates, &query::FindTransferBound}) {
