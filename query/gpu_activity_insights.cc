@@ -124,7 +124,16 @@ bool Enough(const InsightInputs& in, const InsightOptions& o, const std::vector<
          *flagged_s * kNsPerSecond >= static_cast<double>(o.min_duration_ns);
 }
 
-size_t CountFlagged(const std::vector<bool>& flagged) { return std::count(flagged.begin(), flagged.end(), true); }
+// The insight's saving, its share of the range, severity and confidence (by
+// the flagged steps, whose count it returns).
+size_t Rate(double saving_s, double range_s, const std::vector<bool>& flagged, Insight* x) {
+  const size_t hits = std::count(flagged.begin(), flagged.end(), true);
+  x->saving_gpu_seconds = saving_s;
+  x->saving_share = saving_s / range_s;
+  x->severity = Severity(x->saving_share);
+  x->confidence = Confidence(hits);
+  return hits;
+}
 
 std::string StepsReason(const InsightInputs& in, size_t flagged, size_t observed, const std::string& what) {
   return std::to_string(flagged) + " of " + std::to_string(observed) + " observed steps of " +
@@ -175,11 +184,7 @@ std::vector<Insight> FindLaunchBound(const InsightInputs& in, const InsightOptio
     std::sort(x.target.begin(), x.target.end());
     // CUDA graphs or fused kernels would run the same work back to back: the
     // time the GPU waited for launches is what they could give back.
-    x.saving_gpu_seconds = waiting_s;
-    x.saving_share = waiting_s / range_s;
-    x.severity = Severity(x.saving_share);
-    const size_t hits = CountFlagged(flagged);
-    x.confidence = Confidence(hits);
+    const size_t hits = Rate(waiting_s, range_s, flagged, &x);
     x.confidence_reason = StepsReason(in, hits, observed, "were launch-bound") + "; " + Count(n) + " kernels";
     x.summary = ProcessName(comm, pid) + " launched " + Count(n / obs) + " kernels/s on device " + device + ", " +
                 Percent(n_known > 0 ? n_short / n_known : 0) + " of them shorter than their own launch call (mean kernel " +
@@ -250,11 +255,7 @@ std::vector<Insight> FindFusionCandidates(const InsightInputs& in, const Insight
       start = arrow + 4;
     }
     // One fused kernel instead of three: at least the idle time between them.
-    x.saving_gpu_seconds = gap;
-    x.saving_share = gap / range_s;
-    x.severity = Severity(x.saving_share);
-    const size_t hits = CountFlagged(flagged);
-    x.confidence = Confidence(hits);
+    const size_t hits = Rate(gap, range_s, flagged, &x);
     x.confidence_reason = Count(n) + " runs of the sequence; " + std::to_string(hits) + " of " +
                           std::to_string(steps) + " steps had it at " + Count(o.min_sequence_rate) + "/s or more";
     x.summary = ProcessName(comm, pid) + " ran the same " + std::to_string(x.sequence.size()) +
@@ -321,11 +322,7 @@ std::vector<Insight> FindTransferBound(const InsightInputs& in, const InsightOpt
     std::sort(x.target.begin(), x.target.end());
     // Copies that ran with nothing else: overlapped with compute (pinned
     // memory, non_blocking, a side stream), they would cost no GPU time.
-    x.saving_gpu_seconds = copying;
-    x.saving_share = copying / range_s;
-    x.severity = Severity(x.saving_share);
-    const size_t hits = CountFlagged(flagged);
-    x.confidence = Confidence(hits);
+    const size_t hits = Rate(copying, range_s, flagged, &x);
     x.confidence_reason = StepsReason(in, hits, observed, "were copy-bound");
     const double gbps = total_s > 0 ? bytes / total_s / 1e9 : 0;
     char rate[32];
@@ -406,11 +403,7 @@ std::vector<Insight> FindThrottled(const InsightInputs& in, const InsightOptions
     Insight x;
     x.kind = "throttled";
     x.target = {{"gpu", gpu}, {"node", node}};
-    x.saving_gpu_seconds = saving;
-    x.saving_share = saving / range_s;
-    x.severity = Severity(x.saving_share);
-    const size_t hits = CountFlagged(flagged);
-    x.confidence = Confidence(hits);
+    const size_t hits = Rate(saving, range_s, flagged, &x);
     x.confidence_reason = StepsReason(in, hits, observed, "were busy and throttled");
     const double mean_clock = flagged_s > 0 && clock_max_sum > 0 ? clock_sum / clock_max_sum : 0;
     x.summary = "GPU " + gpu + " on " + node + " was busy but held below its top clock by " +
