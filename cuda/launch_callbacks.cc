@@ -58,9 +58,7 @@ const LaunchApi* FindLaunchApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbi
 // Per application thread; trivially destructible (no TLS destructor runs at
 // thread exit).
 struct ThreadLaunchState {
-  uint32_t depth = 0;
-  uint32_t epoch = 0;
-  CUpti_CallbackDomain outer_domain = CUPTI_CB_DOMAIN_INVALID;
+  ApiNesting nesting;
   bool sampled = false;
   // Timed: the outermost call was made while kernel activity was on, so its
   // kernel will have a record; its time goes into the launch-time table at
@@ -92,23 +90,13 @@ uint64_t GraphExecId(const InjectionState& s, const CUpti_CallbackData& cb) {
 void OnEnter(InjectionState& s, const LaunchApi& api, CUpti_CallbackDomain domain, const CUpti_CallbackData& cb) {
   ThreadLaunchState& t = t_launch;
   const uint32_t epoch = s.epoch.load(std::memory_order_relaxed);
-  if (t.epoch != epoch) {
-    t.epoch = epoch;
-    t.depth = 0;
-    t.sampled = false;
-    t.timed = false;
-  }
-  // A second entry in the outer call's own domain means an exit was missed
-  // (callbacks switched off mid-call): start over rather than nest forever.
-  if (t.depth > 0 && domain == t.outer_domain) t.depth = 0;
-  if (t.depth++ > 0) {
+  if (!t.nesting.Enter(epoch, domain)) {
     if (t.timed && t.timed_inner_id == 0 && cb.correlationId != t.timed_id) t.timed_inner_id = cb.correlationId;
     if (t.sampled && t.pending.inner_correlation_id == 0 && cb.correlationId != t.pending.correlation_id) {
       t.pending.inner_correlation_id = cb.correlationId;
     }
     return;
   }
-  t.outer_domain = domain;
   t.sampled = false;
   t.timed = false;
   s.launches_seen.fetch_add(1, std::memory_order_relaxed);
@@ -150,11 +138,7 @@ void OnEnter(InjectionState& s, const LaunchApi& api, CUpti_CallbackDomain domai
 
 void OnExit(InjectionState& s) {
   ThreadLaunchState& t = t_launch;
-  if (t.depth == 0 || t.epoch != s.epoch.load(std::memory_order_relaxed)) {
-    t.depth = 0;
-    return;
-  }
-  if (--t.depth > 0) return;
+  if (!t.nesting.Exit(s.epoch.load(std::memory_order_relaxed))) return;
   if (t.timed) {
     t.timed = false;
     LaunchTime time;

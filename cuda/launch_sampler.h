@@ -32,6 +32,38 @@ inline uint64_t CoarseMonotonicNs() noexcept {
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
+// Where an application thread is in nested CUDA API calls (the runtime's
+// calls nest the driver's): the outermost call is the one counted. Lives in
+// a thread_local (trivially destructible); a new session epoch (CUPTI
+// attached again) forgets a call left open.
+struct ApiNesting {
+  uint32_t depth = 0;
+  uint32_t epoch = 0;
+  int outer_domain = 0;  // CUpti_CallbackDomain of the outermost call
+
+  // API_ENTER: true for the outermost call.
+  bool Enter(uint32_t session_epoch, int domain) noexcept {
+    if (epoch != session_epoch) {
+      epoch = session_epoch;
+      depth = 0;
+    }
+    // A second entry in the outer call's own domain means an exit was missed
+    // (callbacks switched off mid-call): start over rather than nest forever.
+    if (depth > 0 && domain == outer_domain) depth = 0;
+    if (depth++ > 0) return false;
+    outer_domain = domain;
+    return true;
+  }
+  // API_EXIT: true when the outermost call returns.
+  bool Exit(uint32_t session_epoch) noexcept {
+    if (depth == 0 || epoch != session_epoch) {
+      depth = 0;
+      return false;
+    }
+    return --depth == 0;
+  }
+};
+
 struct LaunchTokenBucket {
   uint64_t last_ns = 0;
   double tokens = 0;

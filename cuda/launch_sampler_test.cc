@@ -63,3 +63,28 @@ TEST(LinkConfig, DefaultsAndClamps) {
 
 }  // namespace
 }  // namespace warpscope::cuda
+
+namespace warpscope::cuda {
+namespace {
+
+TEST(ApiNesting, OnlyTheOutermostCallCounts) {
+  ApiNesting n;
+  constexpr int kRuntime = 1, kDriver = 2;
+  EXPECT_TRUE(n.Enter(1, kRuntime));
+  EXPECT_FALSE(n.Enter(1, kDriver));  // the runtime call's nested driver call
+  EXPECT_FALSE(n.Exit(1));
+  EXPECT_TRUE(n.Exit(1));
+  EXPECT_FALSE(n.Exit(1)) << "an exit without its entry";
+  // A missed exit: the next entry in the outer call's domain starts over.
+  EXPECT_TRUE(n.Enter(1, kRuntime));
+  EXPECT_TRUE(n.Enter(1, kRuntime));
+  EXPECT_TRUE(n.Exit(1));
+  // A new epoch forgets an open call; an exit of the old one counts nothing.
+  EXPECT_TRUE(n.Enter(1, kDriver));
+  EXPECT_FALSE(n.Exit(2));
+  EXPECT_TRUE(n.Enter(2, kDriver));
+  EXPECT_TRUE(n.Exit(2));
+}
+
+}  // namespace
+}  // namespace warpscope::cuda

@@ -64,9 +64,7 @@ const WaitApi kWaitApis[] = {
 
 // Per application thread; trivially destructible.
 struct ThreadWaitState {
-  uint32_t depth = 0;
-  uint32_t epoch = 0;
-  CUpti_CallbackDomain outer_domain = CUPTI_CB_DOMAIN_INVALID;
+  ApiNesting nesting;
   bool timing = false;  // the outermost call was seen at its entry
   uint32_t tid = 0;
   ws_cuda_wait pending{};
@@ -92,15 +90,7 @@ uint32_t StreamId(const InjectionState& s, const WaitApi& api, const CUpti_Callb
 void OnEnter(InjectionState& s, const WaitApi& api, CUpti_CallbackDomain domain, const CUpti_CallbackData& cb) {
   ThreadWaitState& t = t_wait;
   const uint32_t epoch = s.epoch.load(std::memory_order_relaxed);
-  if (t.epoch != epoch) {
-    t.epoch = epoch;
-    t.depth = 0;
-    t.timing = false;
-  }
-  // A second entry in the outer call's own domain means an exit was missed.
-  if (t.depth > 0 && domain == t.outer_domain) t.depth = 0;
-  if (t.depth++ > 0) return;
-  t.outer_domain = domain;
+  if (!t.nesting.Enter(epoch, domain)) return;
   t.timing = false;
   const uint64_t start = CuptiNow(s);
   if (start == 0) return;
@@ -128,11 +118,7 @@ void OnEnter(InjectionState& s, const WaitApi& api, CUpti_CallbackDomain domain,
 
 void OnExit(InjectionState& s) {
   ThreadWaitState& t = t_wait;
-  if (t.depth == 0 || t.epoch != s.epoch.load(std::memory_order_relaxed)) {
-    t.depth = 0;
-    return;
-  }
-  if (--t.depth > 0 || !t.timing) return;
+  if (!t.nesting.Exit(s.epoch.load(std::memory_order_relaxed)) || !t.timing) return;
   t.timing = false;
   const uint64_t end = CuptiNow(s);
   t.pending.end_ns = end > t.pending.start_ns ? end : t.pending.start_ns;
