@@ -435,6 +435,63 @@ std::vector<Insight> FindThrottled(const InsightInputs& in, const InsightOptions
   return out;
 }
 
+std::vector<Insight> FindMemoryBound(const InsightInputs& in, const InsightOptions& o) {
+  std::vector<Insight> out;
+  if (in.step_ns <= 0 || in.to_ns <= in.from_ns) return out;
+  const size_t steps = StepCount(in);
+  const auto util = SumByKey(in, in.device_utilization, {"node", "gpu"}, /*average=*/true);
+  const auto dram = SumByKey(in, in.dram_bandwidth, {"node", "gpu"}, true);
+  const auto tensor = SumByKey(in, in.tensor_activity, {"node", "gpu"}, true);
+  const double range_s = static_cast<double>(in.to_ns - in.from_ns) / kNsPerSecond;
+  for (const auto& [key, u] : util) {
+    const Steps* d = Find(dram, key);
+    if (d == nullptr) continue;  // no GPM on this GPU
+    const Steps* t = Find(tensor, key);
+    std::vector<bool> flagged(steps, false);
+    std::vector<std::pair<int64_t, double>> sparkline;
+    size_t observed = 0;
+    double dram_sum = 0, tensor_sum = 0;
+    for (size_t i = 0; i < steps; ++i) {
+      const bool seen = !std::isnan(u[i]) && !std::isnan((*d)[i]);
+      observed += seen ? 1 : 0;
+      flagged[i] = seen && u[i] >= o.busy_gpu_percent && (*d)[i] >= o.memory_bound_dram_percent &&
+                   At(t, i) <= o.memory_bound_tensor_percent;
+      sparkline.emplace_back(in.from_ns + static_cast<int64_t>(i) * in.step_ns, flagged[i] ? (*d)[i] : 0);
+      if (!flagged[i]) continue;
+      dram_sum += (*d)[i];
+      tensor_sum += At(t, i);
+    }
+    double flagged_s = 0;
+    if (!Enough(in, o, flagged, observed, &flagged_s)) continue;
+    const std::string &node = key[0], &gpu = key[1];
+    Insight x;
+    x.kind = "memory_bound";
+    x.target = {{"gpu", gpu}, {"node", node}};
+    const size_t hits = Rate(0, range_s, flagged, &x);
+    // No saving to rank by: its severity is the share of the range it held.
+    x.severity = Severity(flagged_s / range_s);
+    const double n = static_cast<double>(hits);
+    x.confidence_reason = StepsReason(in, hits, observed, "were busy and memory-bound") +
+                          "; the saving is not estimated (it depends on the kernels)";
+    x.summary = "GPU " + gpu + " on " + node + " moved data at " + Percent(dram_sum / n / 100) +
+                " of its DRAM bandwidth while its tensor cores were active " + Percent(tensor_sum / n / 100) +
+                " of the time, for " + Seconds(flagged_s) + ": its kernels wait on memory, not on math.";
+    x.fix = "Do more math per byte: a larger batch (if memory allows), fused elementwise chains (torch.compile), "
+            "lower precision (bf16/fp8) for the tensors that stream, and tensor-core shapes (multiples of 8/16).";
+    x.fix_reason = "A memory-bound GPU finishes no sooner with a faster math path; the same data read fewer times, "
+                   "or more work done on it while it is read, is what helps. The GPU-time flame graph shows which "
+                   "kernels run then.";
+    x.ranges = Ranges(in, flagged);
+    x.numbers = {{"dram_bandwidth_percent", dram_sum / n}, {"tensor_activity_percent", tensor_sum / n},
+                 {"memory_bound_seconds", flagged_s}};
+    x.sparkline = std::move(sparkline);
+    x.evidence_type = "gpu_time";
+    x.evidence_selector = SelectorOf(Pick(x.target, {"node"}));
+    out.push_back(std::move(x));
+  }
+  return out;
+}
+
 void DropExplainedStarvation(std::vector<Insight>* insights) {
   auto process = [](const Insight& x) { return std::make_pair(LabelOf(x.target, "node"), LabelOf(x.target, "pid")); };
   std::vector<std::pair<std::string, std::string>> launch_bound;

@@ -137,5 +137,24 @@ TEST(Throttled, ABusyGpuUnderItsPowerCap) {
   EXPECT_NE(found[0].summary.find("its power limit"), std::string::npos) << found[0].summary;
 }
 
+TEST(MemoryBound, BusyNearItsDramBandwidthWithIdleTensorCores) {
+  InsightInputs in = Inputs();
+  in.device_utilization.push_back(Series({{"node", "n1"}, {"gpu", "0"}}, 98));
+  in.dram_bandwidth.push_back(Series({{"node", "n1"}, {"gpu", "0"}}, 85));
+  in.tensor_activity.push_back(Series({{"node", "n1"}, {"gpu", "0"}}, 2));
+  // GPU 1 is as busy with its tensor cores: compute-bound, no insight.
+  in.device_utilization.push_back(Series({{"node", "n1"}, {"gpu", "1"}}, 98));
+  in.dram_bandwidth.push_back(Series({{"node", "n1"}, {"gpu", "1"}}, 70));
+  in.tensor_activity.push_back(Series({{"node", "n1"}, {"gpu", "1"}}, 60));
+  // GPU 2 has no GPM: nothing to say.
+  in.device_utilization.push_back(Series({{"node", "n1"}, {"gpu", "2"}}, 98));
+  std::vector<Insight> found = FindMemoryBound(in, InsightOptions{});
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].target, (storage::Labels{{"gpu", "0"}, {"node", "n1"}}));
+  EXPECT_EQ(found[0].saving_gpu_seconds, 0);
+  EXPECT_EQ(found[0].severity, "high");
+  EXPECT_NE(found[0].summary.find("85% of its DRAM bandwidth"), std::string::npos) << found[0].summary;
+}
+
 }  // namespace
 }  // namespace warpscope::query

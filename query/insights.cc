@@ -410,7 +410,9 @@ std::string RenderInsightsJson(std::vector<Insight> insights, const InsightInput
                   {"min_sequence_rate", o.min_sequence_rate},
                   {"busy_gpu_percent", o.busy_gpu_percent},
                   {"throttle_share", o.throttle_share},
-                  {"transfer_share", o.transfer_share}};
+                  {"transfer_share", o.transfer_share},
+                  {"memory_bound_dram_percent", o.memory_bound_dram_percent},
+                  {"memory_bound_tensor_percent", o.memory_bound_tensor_percent}};
   json answer = {{"version", 1},          {"from", in.from_ns / kMs}, {"to", in.to_ns / kMs},
                  {"step_ms", in.step_ns / kMs}, {"options", options},   {"insights", list}};
   return answer.dump();

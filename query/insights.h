@@ -59,6 +59,11 @@ struct InsightOptions {
   // transfer_bound: copies alone keep the GPU busy for transfer_share of
   // the observed time while compute runs less than half of it.
   double transfer_share = 0.3;
+  // memory_bound: a busy GPU (busy_gpu_percent) whose DRAM bandwidth (GPM)
+  // is at least memory_bound_dram_percent of its peak while its tensor
+  // cores are active at most memory_bound_tensor_percent of the time.
+  double memory_bound_dram_percent = 60;
+  double memory_bound_tensor_percent = 20;
   // Top functions / call sites named in the evidence.
   size_t top = 5;
 };
@@ -86,8 +91,9 @@ struct InsightInputs {
   std::vector<storage::MetricSeries> kernels, kernels_launch_known, short_kernels, kernel_seconds, launch_call_seconds;
   std::vector<storage::MetricSeries> memcpy_seconds, memcpy_bytes;
   std::vector<storage::MetricSeries> sequence_count, sequence_gpu_seconds, sequence_gap_seconds;
-  // NVML per GPU (node, gpu): gpu_clocks_throttled by reason too, and the SM clocks.
-  std::vector<storage::MetricSeries> throttled, sm_clock, sm_clock_max;
+  // NVML per GPU (node, gpu): gpu_clocks_throttled by reason too, the SM
+  // clocks, and GPM's DRAM bandwidth and tensor activity (percent).
+  std::vector<storage::MetricSeries> throttled, sm_clock, sm_clock_max, dram_bandwidth, tensor_activity;
 };
 
 struct InsightRange {
@@ -143,6 +149,9 @@ std::vector<Insight> FindLaunchBound(const InsightInputs& in, const InsightOptio
 std::vector<Insight> FindFusionCandidates(const InsightInputs& in, const InsightOptions& options);
 std::vector<Insight> FindTransferBound(const InsightInputs& in, const InsightOptions& options);
 std::vector<Insight> FindThrottled(const InsightInputs& in, const InsightOptions& options);
+// And from GPM: memory_bound, a busy GPU near its DRAM bandwidth with idle
+// tensor cores (a hint, its saving not estimated: 0).
+std::vector<Insight> FindMemoryBound(const InsightInputs& in, const InsightOptions& options);
 // gpu_starved_by_cpu insights of processes that also have a launch_bound
 // one are dropped: the CPU time is spent launching, and launch_bound says so.
 void DropExplainedStarvation(std::vector<Insight>* insights);

@@ -81,6 +81,7 @@ class InsightHandlers {
       }
     }
     for (query::Insight& x : query::FindThrottled(in, *o)) insights.push_back(std::move(x));
+    for (query::Insight& x : query::FindMemoryBound(in, *o)) insights.push_back(std::move(x));
     query::DropExplainedStarvation(&insights);
     return WithCaveats(http::HttpResponse::Json(200, query::RenderInsightsJson(std::move(insights), in, *o)), context);
   }
@@ -106,6 +107,10 @@ class InsightHandlers {
     ASSIGN_OR_RETURN(o.busy_gpu_percent, ParseNumber(req, "busy_gpu_percent", o.busy_gpu_percent, 0, 100));
     ASSIGN_OR_RETURN(o.throttle_share, ParseNumber(req, "throttle_share", o.throttle_share, 0, 1));
     ASSIGN_OR_RETURN(o.transfer_share, ParseNumber(req, "transfer_share", o.transfer_share, 0, 1));
+    ASSIGN_OR_RETURN(o.memory_bound_dram_percent,
+                     ParseNumber(req, "memory_bound_dram_percent", o.memory_bound_dram_percent, 0, 100));
+    ASSIGN_OR_RETURN(o.memory_bound_tensor_percent,
+                     ParseNumber(req, "memory_bound_tensor_percent", o.memory_bound_tensor_percent, 0, 100));
     ASSIGN_OR_RETURN(const uint64_t top, ParseUnsigned(req, "top", o.top, 50));
     o.top = top;
     return o;
@@ -151,6 +156,8 @@ class InsightHandlers {
     RETURN_IF_ERROR(metric("gpu_clocks_throttled", {"node", "gpu", "reason"}, &in->throttled));
     RETURN_IF_ERROR(metric("gpu_sm_clock", {"node", "gpu"}, &in->sm_clock));
     RETURN_IF_ERROR(metric("gpu_sm_clock_max", {"node", "gpu"}, &in->sm_clock_max));
+    RETURN_IF_ERROR(metric("gpu_dram_bandwidth", {"node", "gpu"}, &in->dram_bandwidth));
+    RETURN_IF_ERROR(metric("gpu_tensor_activity", {"node", "gpu"}, &in->tensor_activity));
     ASSIGN_OR_RETURN(std::vector<storage::ProfileTypeInfo> types, store_->ProfileTypes());
     auto series = [&](const std::string& type, std::vector<storage::Series>* out) -> Status {
       const bool stored = std::any_of(types.begin(), types.end(), [&](const auto& t) { return t.name == type; });

@@ -7,7 +7,8 @@
 # agent's default) streaming to a real warpscope-server: a loop whose GPU
 # waits for Python preprocessing (starved_loop.py), a launch-bound loop of
 # tiny elementwise kernels (launch_heavy.py) and a matmul loop
-# (launch_heavy.py matmul). For each, the insights of the job's range and its
+# (launch_heavy.py matmul) and a memory-bound loop of elementwise steps on
+# 2^28 floats (launch_heavy.py stream). For each, the insights of the job's range and its
 # activity analyses go to $OUT, and insights_summary.py says which insights
 # each job got.
 set -u
@@ -29,7 +30,8 @@ run_job() {
   local from=$(( (start / 1000 + 2) * 1000 )) to=$(( end / 1000 * 1000 ))
   curl -s -m 30 "$API/api/v1/insights?from=$from&to=$to" > "$OUT/insights_$name.json"
   for m in cuda_gpu_busy_seconds:category cuda_gpu_idle_seconds:reason cuda_kernels: cuda_short_kernels: \
-           cuda_kernel_sequence_count:sequence gpu_utilization: gpu_clocks_throttled:reason; do
+           cuda_kernel_sequence_count:sequence gpu_utilization: gpu_clocks_throttled:reason \
+           gpu_dram_bandwidth: gpu_tensor_activity:; do
     # 1 s steps: one reading per series and step, so the steps' averages add up to the sums.
     local metric=${m%%:*} group=${m#*:} args=()
     [[ -n $group ]] && args=(--data-urlencode "group_by=$group")
@@ -43,4 +45,5 @@ run_job() {
 run_job starved "$HERE/starved_loop.py" "$SECONDS_RUN"
 run_job launch_bound "$HERE/launch_heavy.py" "$SECONDS_RUN"
 run_job matmul "$HERE/launch_heavy.py" "$SECONDS_RUN" matmul
-"$PY" "$HERE/insights_summary.py" "$OUT" starved launch_bound matmul | tee "$OUT/summary.txt"
+run_job stream "$HERE/launch_heavy.py" "$SECONDS_RUN" stream
+"$PY" "$HERE/insights_summary.py" "$OUT" starved launch_bound matmul stream | tee "$OUT/summary.txt"

@@ -57,6 +57,10 @@ def main():
         util = metric_sums(out, job, "gpu_utilization")
         if util:
             print(f"  gpu_utilization mean {list(util.values())[0] / steps:.1f}%")
+        for gpm in ("gpu_dram_bandwidth", "gpu_tensor_activity"):
+            v = metric_sums(out, job, gpm)
+            if v:
+                print(f"  {gpm} mean {list(v.values())[0] / steps:.1f}%")
         throttled = metric_sums(out, job, "gpu_clocks_throttled")
         if throttled:
             print("  throttled share " + ", ".join(f"{k} {v / steps:.2f}" for k, v in sorted(throttled.items())))

@@ -1,6 +1,8 @@
 """A launch-heavy PyTorch loop (about 20 tiny elementwise kernels per
 iteration), or with argv[2] == "matmul" a matmul-heavy one (4096x4096 bf16
-GEMMs): prints iterations/s over argv[1] seconds after a 1 s warm-up.
+GEMMs), or with argv[2] == "stream" a memory-bound one (the same elementwise
+steps on 2^28 floats): prints iterations/s over argv[1] seconds after a 1 s
+warm-up.
 Used by bench/gpu/cuda_injection_check.sh to compare configurations.
 WS_TORCH_PROFILER=1 measures it under torch.profiler (CPU + CUDA activities)."""
 import contextlib
@@ -39,6 +41,8 @@ def main():
     if len(sys.argv) > 2 and sys.argv[2] == "matmul":
         x = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16) / 64
         w = torch.eye(4096, device="cuda", dtype=torch.bfloat16)
+    elif len(sys.argv) > 2 and sys.argv[2] == "stream":
+        x = torch.randn(1 << 28, device="cuda")
     else:
         x = torch.randn(1024, device="cuda")
     x, _ = run_for(x, 1.0, w)
