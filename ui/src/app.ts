@@ -1,8 +1,10 @@
 // The app shell: the header (tabs, range buttons, the profile type), the
 // toolbar (selector, search, orientation, colours, exports), the timeline
-// and the message line, around the nine views. One ViewState, mirrored in
+// and the message line, around the ten views. One ViewState, mirrored in
 // the URL, drives all of it; `views` maps each view's name to its module
 // (views/view.ts says what a view does and what the shell does for it).
+// A URL that names no view lands on the insights when the range has any,
+// else on the flame graph; the timeline marks the range's insights.
 // Everything runs on the page's one thread; a newer refresh aborts the
 // fetches of an older one.
 import { ApiError, apiBlob, apiGet, saveBlob } from "./api/client";
@@ -11,7 +13,8 @@ import { el, errorText, escapeHtml } from "./base/dom";
 import { Measurements } from "./perf";
 import { endingNow, lastMinute, rangeLabel, zoomedOut } from "./range";
 import { attachSelectorCompletion } from "./selector_box";
-import { GROUPS, ViewName, ViewState, commonParams, readState, writeState } from "./state";
+import { InsightsCache } from "./insights_cache";
+import { GROUPS, ViewName, ViewState, commonParams, isLanding, readState, writeState } from "./state";
 import { RangePicker } from "./range_picker";
 import { isRelative, resolveTime } from "./time";
 import { Timeline } from "./timeline";
@@ -21,6 +24,8 @@ import { DiffView } from "./views/diff";
 import { FlameView } from "./views/flame";
 import { FlameChartView } from "./views/flamechart";
 import { GpuView } from "./views/gpu";
+import { InsightsView } from "./views/insights";
+import { marksOf } from "./views/insights_model";
 import { KernelsView } from "./views/kernels";
 import { ProfileGraph } from "./views/profile_graph";
 import { SandwichView } from "./views/sandwich";
@@ -33,6 +38,7 @@ const LIVE_REFRESH_MS = 10_000;
 
 // The tabs, in this order; each view gets a <section class="view view-NAME">.
 const VIEW_TITLES: [ViewName, string][] = [
+  ["insights", "Insights"],
   ["flame", "Flame graph"],
   ["flamechart", "Flame chart"],
   ["threads", "Threads"],
@@ -53,6 +59,9 @@ export class App implements Shell {
   private state: ViewState = readState(location.search);
   readonly measurements = new Measurements();
   readonly timeline: Timeline;
+  readonly insights = new InsightsCache();
+  // The page was opened on a URL that names no view: the first refresh picks it.
+  private landing = isLanding(location.search);
   private views: Record<ViewName, View>;
   private sections = new Map<ViewName, HTMLElement>();
   private shown: View | null = null;
@@ -87,10 +96,15 @@ export class App implements Shell {
 
   constructor(root: HTMLElement) {
     this.buildShell(root);
-    this.timeline = new Timeline(this.timelineEl, (from, to) => this.onTimelineRange(from, to));
+    this.timeline = new Timeline(
+      this.timelineEl,
+      (from, to) => this.onTimelineRange(from, to),
+      (key) => this.openInsight(key),
+    );
     const section = (name: ViewName) => this.sections.get(name)!;
     this.profile = new ProfileGraph(section("flame"), this);
     this.views = {
+      insights: new InsightsView(section("insights"), this),
       flame: new FlameView(section("flame"), this.profile, this),
       flamechart: new FlameChartView(section("flamechart"), this),
       threads: new ThreadsView(section("threads"), this),
@@ -106,6 +120,7 @@ export class App implements Shell {
       if ((e.target as HTMLElement).closest("[data-action=last-minute]")) this.update({ ...lastMinute(this.state, Date.now()), focus: "" }, true);
     });
     window.addEventListener("popstate", () => {
+      this.landing = false;
       this.state = readState(location.search);
       this.syncControls();
       this.refresh();
@@ -156,6 +171,8 @@ export class App implements Shell {
     header.append(range);
 
     const toolbar = el("div", "toolbar");
+    // The flame graph's own controls, hidden on the views they mean nothing to (style.css, body[data-view]).
+    for (const c of [this.orientButton, this.treeButton, this.groupSelect, this.linesButton, this.colorSelect]) c.classList.add("flame-only");
     this.selectorInput.placeholder = '{node="…", comm=~"python.*"}  label selector';
     this.selectorInput.spellcheck = false;
     this.selectorInput.addEventListener("change", () => this.update({ selector: this.selectorInput.value.trim(), focus: "" }, true));
@@ -173,10 +190,10 @@ export class App implements Shell {
     this.groupSelect.addEventListener("change", () => this.update({ group: this.groupSelect.value, focus: "" }, true));
     this.linesButton.title = "one box per function, or per function and source line (file:line, where the frames have lines)";
     this.linesButton.addEventListener("click", () => this.update({ lines: this.state.lines === "1" ? "" : "1", focus: "" }, true));
-    const pprof = el("button", "", "⤓ pprof");
+    const pprof = el("button", "flame-only", "⤓ pprof");
     pprof.title = "the merged profile of this range and selector (/api/v1/profile?format=pprof)";
     pprof.addEventListener("click", () => this.exportPprof());
-    const speedscope = el("button", "", "⤓ speedscope");
+    const speedscope = el("button", "flame-only", "⤓ speedscope");
     speedscope.title = "the flame graph as shown (zoom included), as speedscope JSON";
     speedscope.addEventListener("click", () => this.exportSpeedscope());
     toolbar.append(this.selectorInput, this.searchInput, this.searchInfo, this.orientButton, this.treeButton, this.groupSelect, this.linesButton, this.colorSelect, pprof, speedscope);
@@ -194,6 +211,7 @@ export class App implements Shell {
 
   // Before `before` (the exports) in the toolbar.
   private buildTransformControls(before: HTMLElement): void {
+    for (const c of [this.norecButton, this.binInput, this.chips]) c.classList.add("flame-only");
     this.norecButton.title = "collapse recursion: consecutive calls of one function as one box";
     this.norecButton.addEventListener("click", () => this.update({ norec: this.state.norec === "1" ? "" : "1", focus: "" }, true, false));
     this.binInput.placeholder = "binary filter";
@@ -243,13 +261,18 @@ export class App implements Shell {
   }
 
   update(patch: Partial<ViewState>, push: boolean, fetch = true): void {
+    this.landing = false;
     this.state = { ...this.state, ...patch };
-    const url = writeState(this.state) || location.pathname;
+    const url = writeState(this.state);
     if (push) history.pushState(null, "", url);
     else history.replaceState(null, "", url);
     this.syncControls();
     if (fetch) this.refresh();
     else this.render();
+  }
+
+  openInsight(key: string): void {
+    this.update({ view: "insights", insight: key }, true);
   }
 
   valueUnit(d: { unit: string; periodNanos: number } | null): ValueUnit {
@@ -264,6 +287,8 @@ export class App implements Shell {
       b.classList.toggle("active", s.from === `now-${b.dataset.preset}` && s.to === "now"),
     );
     for (const [view, section] of this.sections) section.hidden = view !== s.view;
+    document.body.dataset.view = s.view;
+    this.searchInput.placeholder = s.view === "insights" ? "search insights  ( / )" : "search functions  ( / )";
     const view = this.views[s.view];
     if (this.shown !== view) {
       this.shown?.release();
@@ -321,6 +346,11 @@ export class App implements Shell {
     const signal = abort.signal;
     const s = this.state;
     const view = this.views[s.view];
+    const insightsQuery = { from: s.from, to: s.to, selector: s.selector };
+    // Landing: the flame graph and the insights are asked at once; with any
+    // insight in the range the page switches to them (the flame graph's
+    // answer is dropped), else it shows the flame graph.
+    const landing = this.landing && s.view === "flame" ? this.insights.get(insightsQuery).catch(() => null) : null;
     try {
       const type = view.timelineType?.(s) ?? s.type;
       const series = apiGet<SeriesJson>("/api/v1/series", { ...commonParams(s), type, max_points: 300 }, signal).then((x) => {
@@ -329,10 +359,24 @@ export class App implements Shell {
       });
       await Promise.all([series, view.load(s, signal)]);
       if (signal.aborted) return;
+      if (landing) {
+        const found = await landing;
+        if (signal.aborted) return;
+        this.landing = false;
+        if (found && found.insights.length > 0) {
+          this.update({ view: "insights" }, false);
+          return;
+        }
+      }
       this.showMessage("");
       const empty = (await view.emptyMessage?.(s, signal)) ?? "";
       if (empty) this.showMessage(empty, "empty");
       this.render();
+      // After the view, so its fetches go first: the insights' bands on the timeline.
+      this.insights.get(insightsQuery).then(
+        (a) => !signal.aborted && this.timeline.setInsightMarks(marksOf(a.insights)),
+        () => !signal.aborted && this.timeline.setInsightMarks([]),
+      );
     } catch (e) {
       if (signal.aborted) return;
       const status = e instanceof ApiError ? ` (HTTP ${e.status})` : "";

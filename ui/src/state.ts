@@ -1,8 +1,21 @@
 // The whole view state, mirrored in the URL's query string so a link shows
-// the same view (the server answers every non-API path with the app).
+// the same view (the server answers every non-API path with the app). A URL
+// that names no view is the landing page: the app opens on the insights when
+// the range has any, else on the flame graph (app.ts), so every URL the app
+// writes names its view.
 // Pure (no DOM): the unit tests run it in Node.
 
-export type ViewName = "flame" | "flamechart" | "threads" | "table" | "sandwich" | "diff" | "gpu" | "kernels" | "targets";
+export type ViewName =
+  | "insights"
+  | "flame"
+  | "flamechart"
+  | "threads"
+  | "table"
+  | "sandwich"
+  | "diff"
+  | "gpu"
+  | "kernels"
+  | "targets";
 export type Orientation = "icicle" | "flame";
 export type ColorMode = "binary" | "kind";
 export type SortKey = "name" | "binary" | "self" | "total";
@@ -37,6 +50,7 @@ export interface ViewState {
   tree: string; // "bottom-up": the flame graph inverted (flame/model.ts inverted), else top-down
   group: string; // "process" or "thread": the flame graph split into one subtree each (GROUPS), else one tree
   lines: string; // "1": one node per function and line (the API's granularity=lines), else per function
+  insight: string; // the insight whose card is picked (views/insights_model.ts insightKey)
 }
 
 export const DEFAULTS: ViewState = {
@@ -69,12 +83,13 @@ export const DEFAULTS: ViewState = {
   tree: "",
   group: "",
   lines: "",
+  insight: "",
 };
 
 // The flame graph's `group` as the API's group_by (docs/api.md, /api/v1/profile).
 export const GROUPS: Record<string, string> = { process: "comm,pid", thread: "comm,pid,thread" };
 
-const VIEWS: ViewName[] = ["flame", "flamechart", "threads", "table", "sandwich", "diff", "gpu", "kernels", "targets"];
+const VIEWS: ViewName[] = ["insights", "flame", "flamechart", "threads", "table", "sandwich", "diff", "gpu", "kernels", "targets"];
 const KERNEL_SORTS = ["name", "launches", "total", "mean", "p50", "p95", "max"];
 
 // A query string (with or without its "?") as a state: unknown keys are
@@ -99,17 +114,24 @@ export function readState(search: string): ViewState {
   return s;
 }
 
-// The query string of a state, only what differs from the defaults: "?view=table&search=x",
-// or "" when everything is the default (the caller then uses the bare path).
+// The query string of a state: its view, then only what differs from the
+// defaults: "?view=table&search=x". The view is always written, the
+// default's too, so a link keeps its view rather than landing (isLanding).
 export function writeState(s: ViewState): string {
   const q = new URLSearchParams();
+  q.set("view", s.view);
   for (const key of Object.keys(DEFAULTS) as (keyof ViewState)[]) {
     const v = s[key];
-    if (v === DEFAULTS[key]) continue;
+    if (key === "view" || v === DEFAULTS[key]) continue;
     q.set(key, typeof v === "boolean" ? (v ? "1" : "0") : v);
   }
-  const text = q.toString();
-  return text ? `?${text}` : "";
+  return `?${q.toString()}`;
+}
+
+// A URL that names no view (a bare address, or one typed with only a range
+// or selector): the app picks the view, insights when the range has any.
+export function isLanding(search: string): boolean {
+  return !new URLSearchParams(search).has("view");
 }
 
 // The API's common query parameters (docs/api.md) of a state; an empty

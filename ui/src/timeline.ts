@@ -1,13 +1,16 @@
 // The timeline: samples per step for the current selector (/api/v1/series,
 // every series summed), drawn by uPlot. Dragging across it selects a range;
 // the app makes that the new [from, to) (or, in the diff view, the base).
-// A shaded band can mark another range (the diff's base). Its cursor is
-// shared with the GPU view's charts.
+// A shaded band can mark another range (the diff's base), and subtle bands
+// the insights' ranges (insight_marks.ts: a tooltip names the insight, a
+// click opens its card). Its cursor is shared with the GPU view's charts.
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
 import type { SeriesJson } from "./api/types";
 import { onSchemeChange } from "./base/dom";
+import { InsightMarks } from "./insight_marks";
 import { compactNanos } from "./time";
+import type { InsightMark } from "./views/insights_model";
 import { ValueUnit, isTimeUnit, valueNoun } from "./units";
 
 // One cursor for the timeline and the GPU view's charts: hovering one shows
@@ -29,11 +32,15 @@ export class Timeline {
   private shade: [number, number] | null = null; // ms
   private shadeColor = "rgba(30, 132, 73, 0.18)";
   private unit: ValueUnit = { type: "cpu", unit: "samples", periodNanos: 0 }; // the y axis: counts or time
+  private marks: InsightMarks;
 
+  // `onOpenInsight`: a click on an insight's band, with its key.
   constructor(
     private container: HTMLElement,
     private onSelect: (fromMs: number, toMs: number) => void,
+    onOpenInsight: (key: string) => void,
   ) {
+    this.marks = new InsightMarks(onOpenInsight);
     new ResizeObserver(() => this.plot?.setSize(this.size())).observe(container);
     // The axes' and grid's colours are read when the plot is made: a light
     // or dark scheme change makes it again.
@@ -81,6 +88,12 @@ export class Timeline {
     return total;
   }
 
+  // The insights' ranges as bands over the plot (none: []).
+  setInsightMarks(marks: InsightMark[]): void {
+    this.marks.set(marks);
+    this.container.dataset.insightMarks = String(marks.length);
+  }
+
   // The next drag picks another range than the view's (the diff's base):
   // the container says so (.picking-base, a crosshair and a green selection).
   setPicking(on: boolean): void {
@@ -119,6 +132,7 @@ export class Timeline {
       cursor: { drag: { x: true, y: false, setScale: false }, y: false, sync: syncCursor() },
       select: { show: true, left: 0, top: 0, width: 0, height: 0 },
       legend: { show: false },
+      plugins: [this.marks.plugin(true)],
       scales: { x: { time: true, range: () => this.range }, y: { range: (_u, _min, max) => [0, Math.max(max, 1)] } },
       axes: [
         { stroke: fg, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid } },

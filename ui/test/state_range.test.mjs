@@ -3,7 +3,7 @@
 // runner sets TZ=UTC).
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { DEFAULTS, commonParams, readState, writeState } from "../src/state.ts";
+import { DEFAULTS, commonParams, isLanding, readState, writeState } from "../src/state.ts";
 import { diffBase, endingNow, lastMinute, rangeLabel, spanMs, zoomedOut } from "../src/range.ts";
 import { fromLocalInput, toLocalInput } from "../src/time.ts";
 
@@ -21,11 +21,20 @@ test("readState: defaults, known keys, and fallbacks for values it does not know
   assert.deepEqual(bad, DEFAULTS);
 });
 
-test("writeState writes only what differs from the defaults, in a fixed order", () => {
-  assert.equal(writeState(DEFAULTS), "");
+test("writeState writes the view, then only what differs from the defaults, in a fixed order", () => {
+  assert.equal(writeState(DEFAULTS), "?view=flame");
   assert.equal(writeState({ ...DEFAULTS, live: true, search: "a b", view: "table" }), "?view=table&search=a+b&live=1");
+  assert.equal(writeState({ ...DEFAULTS, view: "insights", insight: "sync_heavy|pid=1" }), "?view=insights&insight=sync_heavy%7Cpid%3D1");
   const s = { ...DEFAULTS, view: "kernels", from: "1764417600000", to: "1764417610000", selector: '{node="a", comm=~"py.*"}', focus: "main;run", kernel: "gemm<float>" };
   assert.deepEqual(readState(writeState(s)), s);
+});
+
+test("isLanding: a URL that names no view", () => {
+  assert.equal(isLanding(""), true);
+  assert.equal(isLanding("?from=now-5m&selector=%7Bpid%3D%221%22%7D"), true);
+  assert.equal(isLanding("?view=flame"), false);
+  assert.equal(isLanding(writeState(DEFAULTS)), false);
+  assert.equal(readState("?view=insights").view, "insights");
 });
 
 test("the flame graph's transforms round-trip through the URL; norec is 1 or nothing", () => {

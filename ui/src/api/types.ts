@@ -182,3 +182,55 @@ export interface TraceJson {
   streams: TraceStream[];
   coverage: TraceCoverage[];
 }
+
+// GET /api/v1/insights: answers with evidence (docs/design/insights.md),
+// sorted by the GPU time each could save, largest first. Every kind has this
+// shape; kinds the UI does not know are shown from these fields alone.
+export interface InsightFunctionJson {
+  name: string;
+  binary: string;
+  kind: number; // as a flame graph node's: 0 native, 1 kernel, 2 Python, 4 CUDA kernel
+  value: number; // in the evidence profile's unit
+  share: number; // of the evidence, 0..1
+}
+
+// A view of exactly the evidence: `view` is the API's name ("flame",
+// "flamechart", "gpus", ...), over [from, to) ms with `selector` and `type`.
+export interface InsightLinkJson {
+  view: string;
+  type?: string;
+  selector?: string;
+  from: number;
+  to: number;
+}
+
+export interface InsightJson {
+  kind: string; // gpu_starved_by_cpu, sync_heavy, ...
+  target: Record<string, string>; // node, pid, comm, and gpu or thread
+  severity: string; // high, medium, low
+  saving_gpu_seconds: number;
+  saving_share: number; // the saving over the range's length, 0..1
+  confidence: string; // high, medium, low
+  confidence_reason: string;
+  summary: string;
+  fix: string;
+  fix_reason: string;
+  numbers?: Record<string, number>;
+  ranges: { from: number; to: number }[]; // ms, longest first
+  sparkline: [number, number][]; // per step [t_ms, value]
+  evidence?: { type: string; selector: string };
+  links: InsightLinkJson[];
+  functions?: InsightFunctionJson[];
+  waited_for?: InsightFunctionJson[]; // the kernels the waits waited for
+  kernels?: InsightFunctionJson[]; // launch_bound, fusion_candidate: the evidence's kernels
+  sequence?: string[]; // fusion_candidate: the kernels in launch order
+}
+
+export interface InsightsJson {
+  version: number;
+  from: number;
+  to: number;
+  step_ms: number;
+  options: Record<string, number>; // the thresholds the finders used
+  insights: InsightJson[];
+}

@@ -3,8 +3,10 @@
 // (live values under the cursor, the last values otherwise; a process's item
 // focuses it). All of them share the cursor with the main timeline (one
 // uPlot sync key) and its x range; a drag across one selects a time range.
+// The insights of the node are bands over every chart (insight_marks.ts).
 import uPlot from "uplot";
 import { escapeHtml } from "../base/dom";
+import type { InsightMarks } from "../insight_marks";
 import { syncCursor } from "../timeline";
 import { ChartSpec, LineChartSpec, Theme, ThrottleChartSpec, withAlpha } from "./chart_specs";
 import { Aligned, LineInput, REASON_BITS, Scale, align, formatNumber, formatValue, scaleFor } from "./data";
@@ -44,6 +46,8 @@ export interface ChartContext {
   theme: Theme;
   onSelect: (fromMs: number, toMs: number) => void;
   onFocusPid: (pid: string) => void;
+  insightMarks: InsightMarks; // the node's insights, a band each
+  labelMarks: boolean; // write each band's kind on it (the first chart)
 }
 
 export interface DrawnChart {
@@ -84,6 +88,7 @@ function baseOptions(ctx: ChartContext, height: number): uPlot.Options {
     },
     select: { show: true, left: 0, top: 0, width: 0, height: 0 },
     legend: { show: false },
+    plugins: [ctx.insightMarks.plugin(ctx.labelMarks)],
     scales: { x: { time: true, range: () => [ctx.fromMs / 1000, ctx.toMs / 1000] } },
     // x: at least 80 px between ticks, so "19:29:10" labels never run into each other.
     axes: [{ ...axis, size: X_AXIS_SIZE, space: 80, values: timeValues }, { ...axis, size: AXIS_SIZE }],

@@ -1,23 +1,28 @@
 // The GPUs view: NVML metrics of one node's GPUs (/api/v1/metrics), as
 // uPlot charts stacked under the main timeline and sharing its cursor and x
 // range. A drag across any chart opens the CPU flame graph of that range on
-// that node (and of the focused process, if one is).
+// that node (and of the focused process, if one is). The node's insights
+// (/api/v1/insights over the range, the node's selector) are subtle bands
+// over every chart: hovering one names it, a click opens its card.
 //
 // State: `gpunode` (empty: the first node with GPUs), `gpu` (empty: every
 // GPU of the node, one line each), `gpupid` (the focused process).
 // For the end-to-end test the panel (`.gpu-panel`) carries data-version
 // (each render), data-charts and data-series (plotted data series, all
-// charts); each `.gpu-chart` has data-metric (its first metric),
-// data-metrics and data-points (points plotted). Which charts and lines:
-// gpu/chart_specs.ts; drawing them: gpu/charts.ts.
+// charts) and data-insight-marks (insight bands per chart); each
+// `.gpu-chart` has data-metric (its first metric), data-metrics and
+// data-points (points plotted); each band is a `.insight-mark` (data-key).
+// Which charts and lines: gpu/chart_specs.ts; drawing them: gpu/charts.ts.
 import { apiGet } from "../api/client";
-import type { GpuInfo, MetricJson, MetricNamesJson, TargetsJson } from "../api/types";
+import type { GpuInfo, InsightsJson, MetricJson, MetricNamesJson, TargetsJson } from "../api/types";
 import { el, escapeHtml } from "../base/dom";
 import { byGpuIndex, gpuChartSpecs } from "../gpu/chart_specs";
 import { DrawnChart, drawChart, readTheme } from "../gpu/charts";
 import { GPU_METRICS, selectorOf } from "../gpu/data";
+import { InsightMarks } from "../insight_marks";
 import { ViewState } from "../state";
 import { formatDuration, resolveTime } from "../time";
+import { marksOf, onGpu } from "./insights_model";
 import { Shell, View } from "./view";
 
 const MAX_POINTS = 300;
@@ -35,6 +40,7 @@ interface Loaded {
   toMs: number;
   stepMs: number;
   metrics: Map<string, MetricJson>;
+  insights: InsightsJson | null; // the node's, over the range (null: none asked, or the request failed)
 }
 
 export class GpuView implements View {
@@ -53,11 +59,13 @@ export class GpuView implements View {
   private renderKey = "";
   private version = 0;
   private state: ViewState | null = null;
+  private marks: InsightMarks;
 
   constructor(
     section: HTMLElement,
     private shell: Shell,
   ) {
+    this.marks = new InsightMarks((key) => shell.openInsight(key));
     const nodeLabel = el("label", "", "Node ");
     nodeLabel.append(this.nodeSelect);
     const gpuLabel = el("label", "", "GPU ");
@@ -126,8 +134,19 @@ export class GpuView implements View {
       .filter((n) => (n.gpus?.length ?? 0) > 0)
       .map((n) => ({ node: n.node, gpus: [...n.gpus!].sort((a, b) => byGpuIndex(a.gpu, b.gpu)) }));
     const node = s.gpunode || nodes[0]?.node || "";
-    const loaded: Loaded = { nodes, node, gpu: s.gpu, fromMs, toMs, stepMs: Math.max(1, (toMs - fromMs) / MAX_POINTS), metrics: new Map() };
+    const loaded: Loaded = {
+      nodes,
+      node,
+      gpu: s.gpu,
+      fromMs,
+      toMs,
+      stepMs: Math.max(1, (toMs - fromMs) / MAX_POINTS),
+      metrics: new Map(),
+      insights: null,
+    };
     if (node) {
+      // Beside the metrics; without an answer the charts have no bands.
+      const insights = this.shell.insights.get({ from: s.from, to: s.to, selector: selectorOf({ node }) }).catch(() => null);
       const known = names ? new Set(names.metrics.map((m) => m.name)) : null;
       const wanted = GPU_METRICS.filter((m) => (known ? known.has(m.name) : true));
       const selector = selectorOf({ node, gpu: s.gpu });
@@ -145,6 +164,7 @@ export class GpuView implements View {
           }),
         ),
       );
+      loaded.insights = await insights;
       if (signal.aborted) return;
       if (wanted.length > 0 && errors.length === wanted.length) throw errors[0];
       for (const a of answers) {
@@ -195,6 +215,11 @@ export class GpuView implements View {
         of <code>${escapeHtml(s.gpupid ? `{node=${node}, pid=${JSON.stringify(s.gpupid)}}` : `{node=${node}}`)}</code>.
         ${s.gpupid ? "" : "Click a process in a legend to focus it."} Steps of ${escapeHtml(formatDuration(d.stepMs))}.`;
       const width = this.width();
+      const marks = d.insights ? marksOf(d.insights.insights, onGpu(d.node, d.gpu)) : [];
+      this.marks.set(marks);
+      if (marks.length) {
+        this.hint.innerHTML += ` <span class="insight-hint">Shaded bands mark <b>insights</b>: hover one to name it, click it to open its card.</span>`;
+      }
       const ctx = {
         fromMs: d.fromMs,
         toMs: d.toMs,
@@ -203,9 +228,10 @@ export class GpuView implements View {
         theme,
         onSelect: (from: number, to: number) => this.selectRange(from, to, selectorOf({ node: d.node, pid: this.state?.gpupid ?? "" })),
         onFocusPid: (pid: string) => this.focusPid(pid),
+        insightMarks: this.marks,
       };
       for (const spec of specs) {
-        const chart = drawChart(spec, ctx);
+        const chart = drawChart(spec, { ...ctx, labelMarks: this.drawn.length === 0 });
         this.drawn.push(chart);
         this.chartsEl.append(chart.el);
         series += chart.series;
@@ -220,6 +246,7 @@ export class GpuView implements View {
     this.root.dataset.version = String(this.version);
     this.root.dataset.charts = String(this.drawn.length);
     this.root.dataset.series = String(series);
+    this.root.dataset.insightMarks = String(this.marks.count);
     this.shell.measurements.perf.gpuDrawMs = performance.now() - t0;
   }
 

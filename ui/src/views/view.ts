@@ -6,6 +6,7 @@
 // newer refresh aborts it), then emptyMessage, then render; a change that
 // needs no fetch (search, colours, zoom, a table's sort) calls render alone.
 // Everything runs on the page's one thread.
+import type { InsightsCache } from "../insights_cache";
 import type { Measurements } from "../perf";
 import type { ViewState } from "../state";
 import type { Timeline } from "../timeline";
@@ -41,6 +42,10 @@ export interface Shell {
   valueUnit(d: { unit: string; periodNanos: number } | null): ValueUnit;
   readonly measurements: Measurements;
   readonly timeline: Timeline;
+  // The answers of /api/v1/insights, shared by every view that shows insights.
+  readonly insights: InsightsCache;
+  // The insights view with the card of `key` (insights_model.ts insightKey) picked.
+  openInsight(key: string): void;
 }
 
 // A right-click on a box of any flame graph or the flame chart: its function's sandwich.
