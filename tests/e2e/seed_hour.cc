@@ -4,8 +4,10 @@
 // (tests/e2e/ui_e2e.mjs), and four seconds of GPU work with known numbers
 // (GpuSeconds) for the GPU kernels view, 15 minutes of a node whose
 // graph has 25,073 nodes, and four seconds of two threads' on-CPU, off-CPU
-// and GPU-wait time (ThreadSeconds) for the threads view. Prints
-// `gpu_from_ms=<ms>` and `threads_from_ms=<ms>`, the first of those seconds.
+// and GPU-wait time (ThreadSeconds) for the threads view, and a node with
+// two insights (InsightSeconds: a GPU starved by its CPU, a thread heavy in
+// CUDA synchronisation) for the insights view. Prints `gpu_from_ms=<ms>` and
+// `threads_from_ms=<ms>`, the first of those seconds.
 // Usage: e2e_seed_hour PORT TOKEN NODE
 #include <chrono>
 #include <cstdio>
@@ -205,6 +207,68 @@ warpscope::v1::IngestBatch ThreadSeconds(const std::string& node, int64_t from_n
   return batch;
 }
 
+// Two insights (GET /api/v1/insights, query/insights.h) on node `node`, with
+// numbers that do not depend on where the request's 5 s steps fall:
+//  * gpu_starved_by_cpu: process "python3" (pid 4747) on GPU 0, NVML every 5 s
+//    from metrics_from_ns for 72 points (6 min); in points 24..59 (3 min) its
+//    SM utilization is 10 % (the GPU's 12 %), else 90 % (93 %). Its thread
+//    "python3" runs 18 CPU samples a second (0.95 of a core at 1/19 s) from
+//    110 s to 310 s, wider than the low points so every step holding one is
+//    CPU-bound, and 2 a second otherwise: 36 starved steps of 72, 36 × 5 s ×
+//    90 % = 162 GPU-seconds idle. Its self time: tokenize 10 of the 18
+//    samples, decode_jpeg 5, collate 3.
+//  * sync_heavy: thread "train_loop" of "python3" (pid 4748) waits 800 ms a
+//    second in CUDA synchronisation for the 20 minutes from waits_from_ns:
+//    500 ms in read_loss's cudaStreamSynchronize while gemm_kernel ran, 300
+//    ms in log_metrics's cudaDeviceSynchronize with no GPU work: 960 s of
+//    waiting, 360 s of it the saving.
+warpscope::v1::IngestBatch InsightSeconds(const std::string& node, int64_t metrics_from_ns, int64_t waits_from_ns) {
+  BatchFactory f("e2e-seed-insights-" + node, 1, waits_from_ns, metrics_from_ns + 400 * kSec);
+  const Labels gpu = {{"node", node}, {"gpu", "0"}, {"uuid", "GPU-e2e00000-0000-0000-0000-000000000001"},
+                      {"gpu_name", "NVIDIA H100 80GB HBM3"}, {"pci_bus_id", "00000000:1B:00.0"}};
+  Labels process = gpu;  // as the agent sends them: the GPU's labels and the process's
+  process.insert(process.end(), {{"comm", "python3"}, {"pid", "4747"}});
+  for (int k = 0; k < 72; ++k) {
+    const bool starved = k >= 24 && k < 60;
+    const int64_t at = metrics_from_ns + k * 5 * kSec;
+    f.AddMetric("gpu_utilization", "percent", gpu, starved ? 12 : 93, at);
+    f.AddMetric("gpu_memory_used", "bytes", gpu, 40e9, at);
+    f.AddMetric("gpu_power", "watts", gpu, starved ? 160 : 590, at);
+    f.AddMetric("gpu_process_sm_utilization", "percent", process, starved ? 10 : 90, at);
+    f.AddMetric("gpu_process_memory_used", "bytes", process, 38e9, at);
+  }
+  const Labels feeder = {{"node", node}, {"comm", "python3"}, {"pid", "4747"}, {"thread", "python3"}};
+  const std::string loop = "python3@python3;py:<module>@train.py:1;py:train@train.py:60;py:next_batch@data.py:40;";
+  for (int64_t s = 0; s < 360; ++s) {
+    const int64_t at = metrics_from_ns + s * kSec;
+    if (s >= 110 && s < 310) {
+      f.Add(loop + "py:collate@data.py:88;py:tokenize@tokenizer.py:12", feeder, 10, at);
+      f.Add(loop + "py:collate@data.py:88;decode_jpeg@libjpeg.so.62", feeder, 5, at);
+      f.Add(loop + "py:collate@data.py:88", feeder, 3, at);
+    } else {
+      f.Add(loop + "py:collate@data.py:88", feeder, 2, at);
+    }
+  }
+  const Labels waiter = {{"node", node}, {"comm", "python3"}, {"pid", "4748"}, {"thread", "train_loop"}};
+  const std::string step = "python3@python3;py:<module>@train.py:1;py:train_step@train.py:120;";
+  for (int64_t s = 0; s < 1200; ++s) {
+    const int64_t at = waits_from_ns + s * kSec;
+    f.Add(step + "py:read_loss@train.py:88;cudaStreamSynchronize@libcudart.so.12;void gemm_kernel<float>(float*, int)",
+          waiter, 500 * kMs, at, "gpu_wait");
+    f.Add(step + "py:log_metrics@train.py:140;cudaDeviceSynchronize@libcudart.so.12", waiter, 300 * kMs, at,
+          "gpu_wait");
+  }
+  warpscope::v1::IngestBatch batch = f.batch();
+  for (auto& loc : *batch.mutable_locations()) {
+    const auto& fn = batch.functions(static_cast<int>(loc.lines(0).function()));
+    if (batch.strings(static_cast<int>(fn.name())) != "void gemm_kernel<float>(float*, int)") continue;
+    loc.set_kind(warpscope::v1::FRAME_KIND_CUDA_KERNEL);
+    loc.set_mapping(0);
+    loc.set_address(0);
+  }
+  return batch;
+}
+
 // Sends one batch; false, with what failed on stderr, unless the server stored it.
 bool Post(int port, const std::string& token, const warpscope::v1::IngestBatch& batch, const std::string& what) {
   auto r = warpscope::testing::PostBatch(port, batch, token);
@@ -304,6 +368,13 @@ int main(int argc, char** argv) {
   // The threads view's four seconds, ending 36 s ago.
   const int64_t threads_from_ns = (now_ns / kSec - 40) * kSec;
   if (!Post(port, token, ThreadSeconds(node + "-threads", threads_from_ns), "threads batch")) return 1;
+  // The insights' node: NVML and CPU samples over the 6 min 40 s ending 40 s
+  // ago, GPU waits over the 20 minutes ending 5 minutes ago.
+  const int64_t insights_metrics_ns = (now_ns / kSec - 400) * kSec;
+  const int64_t insights_waits_ns = (now_ns / kSec - 1500) * kSec;
+  if (!Post(port, token, InsightSeconds(node + "-insights", insights_metrics_ns, insights_waits_ns), "insights batch")) {
+    return 1;
+  }
   std::printf("gpu_from_ms=%lld\n", static_cast<long long>(gpu_from_ns / kMs));
   std::printf("threads_from_ms=%lld\n", static_cast<long long>(threads_from_ns / kMs));
   return 0;

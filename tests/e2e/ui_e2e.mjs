@@ -2,7 +2,9 @@
 // agent profiling tests/testprogs/cpu_split, driven in Debian's headless
 // Chromium through playwright-core. Checks the workflow (load without
 // console errors, drag on the timeline, search, table, sandwich; the
-// threads view's on- and off-CPU time on e2e_seed_hour's seeded threads; the GPU
+// threads view's on- and off-CPU time on e2e_seed_hour's seeded threads; the
+// insights view (landing page, cards, the evidence's flame graph, the bands
+// on the GPU charts) on its seeded insights; the GPU
 // kernels view and the gpu_time flame graph on e2e_seed_hour's seeded GPU
 // seconds; the combined GPU timeline and the Chrome trace's CPU side on a
 // CUDA application driven by the fake CUPTI through the real injection
@@ -682,6 +684,116 @@ try {
     await shot("threads_no_off_cpu");
     await page.unroute(/\/api\/v1\/types$/);
     if (consoleErrors.length) fail(`console errors in the threads view: ${consoleErrors.join(" | ")}`);
+  }
+
+  // 6e. Insights (e2e_seed_hour's InsightSeconds on node
+  // e2e-synthetic-insights, numbers in seed_hour.cc): a URL that names no
+  // view lands on them; one card per insight in the API's order with its
+  // numbers, evidence and fix; the starved GPU's flame-graph button opens the
+  // CPU flame graph of exactly its range and processes with tokenize (10 of
+  // 18 samples a second) highlighted; its GPU-charts button the GPU view with
+  // the insight's band, whose tooltip names it and whose click opens its
+  // card. A URL naming the flame graph stays there; a range without insights
+  // says what was checked.
+  {
+    const insT0 = Date.now();
+    const insNode = '{node="e2e-synthetic-insights"}';
+    const panel = page.locator(".view-insights .insights-panel");
+    // One hour, absolute: the page and the API's answer below see the same steps.
+    const iTo = Date.now();
+    const iRange = `from=${iTo - 3600e3}&to=${iTo}&selector=${q(insNode)}`;
+    await page.goto(`${url}/?${iRange}`);
+    await waitFor("the insights landing page", async () => (await panel.getAttribute("data-state")) === "shown", 15000);
+    if (new URL(page.url()).searchParams.get("view") !== "insights") fail(`the landing page should be the insights: ${page.url()}`);
+    const answer = await api(url, `/api/v1/insights?${iRange}`);
+    const cards = await panel.locator(".insight-card").evaluateAll((cs) => cs.map((c) => ({
+      ...c.dataset, title: c.querySelector("h3").innerText, saving: c.querySelector(".ic-saving").innerText,
+      shareText: c.querySelector(".ic-share").innerText, confidence: c.querySelector(".ic-confidence").innerText,
+      summary: c.querySelector(".ic-summary").innerText, fix: c.querySelector(".ic-fix-text").innerText,
+      functions: [...c.querySelectorAll(".ic-functions td.fn")].map((td) => td.innerText),
+      actions: [...c.querySelectorAll(".ic-actions button")].map((b) => b.dataset.action) })));
+    log(`insights: ${JSON.stringify(cards.map(({ summary, fix, ...c }) => c))}`);
+    if (cards.map((c) => c.kind).join() !== answer.insights.map((x) => x.kind).join()) {
+      fail(`the cards should be the API's insights in its order: ${cards.map((c) => c.kind)} vs ${answer.insights.map((x) => x.kind)}`);
+    }
+    const card = (kind) => cards.find((c) => c.kind === kind) ?? fail(`no ${kind} card`);
+    const sync = card("sync_heavy");
+    const starved = card("gpu_starved_by_cpu");
+    const want = [
+      [sync, { title: "Blocked in CUDA synchronisation", saving: "360 GPU-s", shareText: "10%", severity: "high", confidence: "high",
+        functions: "read_loss,log_metrics,void gemm_kernel<float>(float*, int)", actions: "flame,flamechart,gpu,kernels" }],
+      [starved, { title: "GPU starved by the CPU", saving: "162 GPU-s", shareText: "4.5%", severity: "low", confidence: "high",
+        functions: "tokenize,decode_jpeg,collate", actions: "flame,gpu" }],
+    ];
+    for (const [c, w] of want) {
+      const got = { title: c.title, saving: c.saving, shareText: c.shareText, severity: c.severity, confidence: c.confidence.toLowerCase(),
+        functions: c.functions.join(), actions: c.actions.join() };
+      if (JSON.stringify(got) !== JSON.stringify(w)) fail(`${c.kind} card: expected ${JSON.stringify(w)}, found ${JSON.stringify(got)}`);
+    }
+    if (cards.indexOf(sync) > cards.indexOf(starved)) fail("the card that could save more comes first");
+    if (!/kept GPU 0 at 10% while its thread 'python3' was 95% busy/.test(starved.summary) || !/DataLoader workers/.test(starved.fix)) {
+      fail(`the starved card's summary and fix: ${starved.summary} / ${starved.fix}`);
+    }
+    if (!(Number(await page.locator(".timeline").getAttribute("data-insight-marks")) >= 2)) fail("the timeline should mark both insights' ranges");
+    await shot("insights");
+    // The starved GPU's flame graph: the API's link exactly, its top function searched for.
+    const link = answer.insights.find((x) => x.kind === "gpu_starved_by_cpu").links.find((l) => l.view === "flame");
+    await panel.locator('.insight-card[data-kind="gpu_starved_by_cpu"] button[data-action="flame"]').click();
+    await waitFor("the starved process's flame graph", async () => new URL(page.url()).searchParams.get("view") === "flame" && (await flameTotal()) > 0, 10000);
+    const flameUrl = new URL(page.url()).searchParams;
+    if (flameUrl.get("from") !== String(link.from) || flameUrl.get("to") !== String(link.to) || flameUrl.get("selector") !== link.selector ||
+        flameUrl.get("search") !== "tokenize" || flameUrl.get("type") !== null) {
+      fail(`the flame-graph button should open the link's range and selector (${JSON.stringify(link)}) searching tokenize: ${page.url()}`);
+    }
+    // 36 steps of 5 s, 18 samples a second; tokenize 10 of them.
+    if ((await flameTotal()) !== 3240) fail(`the starved ranges hold 3240 samples of the process, found ${await flameTotal()}`);
+    const tokenize = await waitFor("tokenize's share", async () => /% of total/.test(await page.locator(".search-info").innerText()) && page.locator(".search-info").innerText(), 5000);
+    if (!/55\.56% of total/.test(tokenize)) fail(`tokenize should be 10 of the 18 samples a second: ${tokenize}`);
+    log(`insight's flame graph: ${flameUrl.get("selector")} ${link.to - link.from} ms, tokenize ${tokenize}`);
+    await shot("insights_flame");
+    // Its GPU charts: the band over the starved range on every chart, named on hover; a click opens its card.
+    await page.goBack();
+    await waitFor("the insights again", async () => (await panel.getAttribute("data-state")) === "shown" && (await panel.isVisible()), 10000);
+    await panel.locator('.insight-card[data-kind="gpu_starved_by_cpu"] button[data-action="gpu"]').click();
+    const gpuPanel = page.locator(".view-gpu .gpu-panel");
+    await waitFor("the GPU charts with the insight's band", async () => Number(await gpuPanel.getAttribute("data-charts")) > 0 &&
+      Number(await gpuPanel.getAttribute("data-insight-marks")) === 1, 10000);
+    const gpuUrl = new URL(page.url()).searchParams;
+    if (gpuUrl.get("gpunode") !== "e2e-synthetic-insights" || gpuUrl.get("gpu") !== "0" || gpuUrl.get("gpupid") !== "4747" ||
+        !(Number(gpuUrl.get("from")) < link.from && Number(gpuUrl.get("to")) > link.to)) {
+      fail(`the GPU-charts button should open the process's GPU around the range: ${page.url()}`);
+    }
+    const charts = Number(await gpuPanel.getAttribute("data-charts"));
+    const bands = page.locator(".gpu-chart .insight-mark");
+    if ((await bands.count()) !== charts) fail(`every GPU chart should mark the insight: ${await bands.count()} bands on ${charts} charts`);
+    const band = await bands.first().boundingBox();
+    const chartBox = await page.locator(".gpu-chart .u-over").first().boundingBox();
+    const bandShare = band.width / chartBox.width;
+    const wantShare = (link.to - link.from) / (Number(gpuUrl.get("to")) - Number(gpuUrl.get("from")));
+    if (Math.abs(bandShare - wantShare) > 0.02) fail(`the band should cover the insight's range: ${bandShare.toFixed(3)} of the chart, want ${wantShare.toFixed(3)}`);
+    await page.mouse.move(band.x + band.width / 2, band.y + band.height / 2);
+    const tip = await waitFor("the band's tooltip", async () => (await page.locator(".insight-tip").isVisible()) && page.locator(".insight-tip").innerText(), 5000);
+    if (!/GPU starved by the CPU/.test(tip) || !/python3 \(pid 4747\) · GPU 0/.test(tip)) fail(`the band's tooltip should name the insight: ${tip}`);
+    await shot("insights_gpu_marks");
+    await page.mouse.click(band.x + band.width / 2, band.y + band.height / 2);
+    await waitFor("the insight's card", async () => new URL(page.url()).searchParams.get("view") === "insights" &&
+      (await page.locator('.insight-card.selected[data-kind="gpu_starved_by_cpu"]').count()) === 1, 10000);
+    log(`insight band: ${(bandShare * 100).toFixed(1)}% of ${charts} GPU charts; tooltip "${tip.split("\n")[0]}"; click -> ${new URL(page.url()).searchParams.get("insight")}`);
+    // A link naming the flame graph stays there, insights or not.
+    await page.goto(`${url}/?view=flame&selector=${q(insNode)}`);
+    await waitFor("the flame graph of the insights' node", async () => (await flameTotal()) > 0, 10000);
+    if (new URL(page.url()).searchParams.get("view") !== "flame" || !(await panel.isHidden())) fail(`?view=flame should stay on the flame graph: ${page.url()}`);
+    // No insights: what was checked, and the thresholds.
+    await page.goto(`${url}/?view=insights&selector=${q('{node="e2e-synthetic-dup"}')}`);
+    await waitFor("the empty insights view", async () => (await panel.getAttribute("data-state")) === "empty", 10000);
+    const empty = await panel.innerText();
+    if (!/No insights in this range/.test(empty) || !/Checked 1h in steps of 5s for a GPU below 50%/.test(empty) ||
+        !/starved_gpu_percent/.test(empty) || !/sync_share/.test(empty)) {
+      fail(`the empty insights view should say what was checked and the thresholds: ${empty.slice(0, 400)}`);
+    }
+    await shot("insights_empty");
+    if (consoleErrors.length) fail(`console errors in the insights view: ${consoleErrors.join(" | ")}`);
+    log(`insights view steps: ${((Date.now() - insT0) / 1000).toFixed(1)} s, screenshots included`);
   }
 
   // 6b. GPU time (e2e_seed_hour's four seconds on node e2e-synthetic-gpu,
