@@ -78,7 +78,8 @@ struct InsightInputs {
   std::vector<storage::MetricSeries> process_sm;
   std::vector<storage::MetricSeries> process_memory;
   std::vector<storage::MetricSeries> device_utilization;
-  // CPU samples grouped by node, pid, comm, thread, and their period.
+  // CPU samples grouped by node, pid, comm, thread, and their period (1:
+  // the series are nanoseconds, from agents with different periods).
   std::vector<storage::Series> cpu_threads;
   int64_t cpu_period_ns = 0;
   // gpu_wait nanoseconds grouped by node, pid, comm, thread.

@@ -167,14 +167,16 @@ class InsightHandlers {
       sq.profile.type = type;
       sq.step_ns = in->step_ns;
       sq.group_by = {"node", "pid", "comm", "thread"};
+      storage::ProfileTypeInfo unit;
+      sq.answer_type = &unit;
       ASSIGN_OR_RETURN(*out, store_->SelectSeries(sq));
+      // CPU samples are counts of one period, or nanoseconds when agents
+      // with different periods were summed.
+      if (type == "cpu") in->cpu_period_ns = unit.sample_unit == "samples" && unit.period_nanos > 0 ? unit.period_nanos : 1;
       return Status::Ok();
     };
     RETURN_IF_ERROR(series("cpu", &in->cpu_threads));
     RETURN_IF_ERROR(series("gpu_wait", &in->wait_threads));
-    for (const storage::ProfileTypeInfo& t : types) {
-      if (t.name == "cpu" && t.period_nanos > 0) in->cpu_period_ns = t.period_nanos;
-    }
     return Status::Ok();
   }
 

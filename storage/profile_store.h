@@ -76,6 +76,11 @@ struct SeriesQuery {
   // Labels to group by; empty sums everything into one series. A series
   // lacking a label groups under "" for it.
   std::vector<std::string> group_by;
+  // When set, the store writes the answer's unit and period there (as
+  // MergedProfile::type: a type's own unit, or nanoseconds when rows of
+  // types with different periods were summed); untouched when nothing of
+  // the type was stored or the range is empty.
+  ProfileTypeInfo* answer_type = nullptr;
 };
 
 struct SeriesPoint {

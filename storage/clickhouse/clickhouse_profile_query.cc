@@ -173,6 +173,7 @@ StatusOr<std::vector<Series>> ClickHouseProfileStore::SelectSeries(const storage
   std::vector<uint64_t> contributing;
   for (const Row& row : rows) contributing.push_back(row.type);
   const storage::TypeScaling scaling = types.ScalingOf(DistinctTypes(std::move(contributing)));
+  if (query.answer_type != nullptr) *query.answer_type = scaling.info;
   std::map<std::vector<std::string>, std::map<int64_t, int64_t>> groups;  // sorted by label values, then step
   for (Row& row : rows) SaturatingAddTo(groups[std::move(row.group)][row.k], scaling.Scale(row.type, row.value));
   std::vector<Series> out;

@@ -129,12 +129,17 @@ TEST_P(StoreConformanceTest, PeriodsStayWithTheirAgents) {
   const MergedProfile both = Profile("", kT0, kT0 + kHour);
   EXPECT_EQ(both.type.sample_unit, "nanoseconds");
   EXPECT_EQ(both.total, 10 * k19Hz + 4 * k99Hz);
-  const std::vector<SeriesPoint> series_a = SeriesPoints("{node=\"node-a\"}", kT0, kT0 + kHour, kHour);
+  ProfileTypeInfo unit_a, unit_both;
+  const std::vector<SeriesPoint> series_a =
+      SeriesPoints("{node=\"node-a\"}", kT0, kT0 + kHour, kHour, "cpu", &unit_a);
   ASSERT_EQ(series_a.size(), 1u);
   EXPECT_EQ(series_a[0].value, 10);
-  const std::vector<SeriesPoint> series_both = SeriesPoints("", kT0, kT0 + kHour, kHour);
+  EXPECT_EQ(unit_a.sample_unit, "samples");
+  EXPECT_EQ(unit_a.period_nanos, k19Hz);
+  const std::vector<SeriesPoint> series_both = SeriesPoints("", kT0, kT0 + kHour, kHour, "cpu", &unit_both);
   ASSERT_EQ(series_both.size(), 1u);
   EXPECT_EQ(series_both[0].value, 10 * k19Hz + 4 * k99Hz);
+  EXPECT_EQ(unit_both.sample_unit, "nanoseconds") << "a series answer says when it mixed periods";
 }
 
 }  // namespace

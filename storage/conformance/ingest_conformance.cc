@@ -45,8 +45,10 @@ void StoreConformanceTest::OpenAt(int64_t now_ns, int64_t retention_ns) {
 }
 
 std::vector<SeriesPoint> StoreConformanceTest::SeriesPoints(const std::string& selector, int64_t from_ns,
-                                                            int64_t to_ns, int64_t step_ns, const std::string& type) {
+                                                            int64_t to_ns, int64_t step_ns, const std::string& type,
+                                                            ProfileTypeInfo* answer_type) {
   SeriesQuery q;
+  q.answer_type = answer_type;
   q.profile.type = type;
   q.profile.from_ns = from_ns;
   q.profile.to_ns = to_ns;

@@ -56,9 +56,10 @@ class StoreConformanceTest : public ::testing::TestWithParam<StoreBackend> {
 
   // Ingest that must succeed and store (not a duplicate).
   void MustIngest(const v1::IngestBatch& batch);
-  // SelectSeries summed into one value per step, that must succeed.
+  // SelectSeries summed into one value per step, that must succeed (the
+  // answer's unit and period into `answer_type` when given).
   std::vector<SeriesPoint> SeriesPoints(const std::string& selector, int64_t from_ns, int64_t to_ns, int64_t step_ns,
-                                        const std::string& type = "cpu");
+                                        const std::string& type = "cpu", ProfileTypeInfo* answer_type = nullptr);
   // SelectProfile over {type, [from, to), selector} that must succeed.
   MergedProfile Profile(const std::string& selector, int64_t from_ns, int64_t to_ns, const std::string& type = "cpu");
   // Sum of values per leaf function name.

@@ -212,6 +212,7 @@ StatusOr<std::vector<Series>> EmbeddedProfileStore::SelectSeries(const storage::
         if (p.empty()) p.assign(steps, 0);
         SaturatingAddTo(p[(r.time_ns - q.from_ns) / query.step_ns], value);
       }));
+  if (query.answer_type != nullptr) *query.answer_type = unit.info();
   std::vector<Series> out;
   for (size_t g = 0; g < groups.values.size(); ++g) {  // sorted by the label values
     const std::vector<std::string>& values = groups.values[g];
