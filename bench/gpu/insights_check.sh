@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # GPU host check of the insights through the real pipeline (not a test):
-#   bench/gpu/insights_check.sh DIR [SECONDS] [MODE]
+#   bench/gpu/insights_check.sh DIR [SECONDS] [MODE] [JOBS]
 # DIR holds bin/{warpscope-agent,warpscope-server} and lib/libwarpscope_cuda.so
 # (build here, carry over). Three PyTorch jobs run SECONDS seconds each with
 # the injection library, the real agent (GPU-time MODE, default adaptive: the
@@ -12,7 +12,7 @@
 # activity analyses go to $OUT, and insights_summary.py says which insights
 # each job got.
 set -u
-DIR=$(cd "$1" && pwd); SECONDS_RUN=${2:-40}; MODE=${3:-adaptive}
+DIR=$(cd "$1" && pwd); SECONDS_RUN=${2:-40}; MODE=${3:-adaptive}; JOBS=${4:-starved launch_bound matmul stream}
 OUT=${OUT:-/tmp}
 PY=${PY:-/opt/torch/.venv/bin/python3}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -42,8 +42,12 @@ run_job() {
   stop_pipeline
   mv "$OUT/agent.log" "$OUT/agent_$name.log"
 }
-run_job starved "$HERE/starved_loop.py" "$SECONDS_RUN"
-run_job launch_bound "$HERE/launch_heavy.py" "$SECONDS_RUN"
-run_job matmul "$HERE/launch_heavy.py" "$SECONDS_RUN" matmul
-run_job stream "$HERE/launch_heavy.py" "$SECONDS_RUN" stream
-"$PY" "$HERE/insights_summary.py" "$OUT" starved launch_bound matmul stream | tee "$OUT/summary.txt"
+for job in $JOBS; do
+  case $job in
+    starved) run_job starved "$HERE/starved_loop.py" "$SECONDS_RUN" ;;
+    launch_bound) run_job launch_bound "$HERE/launch_heavy.py" "$SECONDS_RUN" ;;
+    matmul) run_job matmul "$HERE/launch_heavy.py" "$SECONDS_RUN" matmul ;;
+    stream) run_job stream "$HERE/launch_heavy.py" "$SECONDS_RUN" stream ;;
+  esac
+done
+"$PY" "$HERE/insights_summary.py" "$OUT" $JOBS | tee "$OUT/summary.txt"

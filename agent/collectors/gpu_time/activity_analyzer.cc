@@ -287,7 +287,9 @@ void GpuActivityAnalyzer::CountSequences(Connection& c, const std::vector<Analyz
     for (const AnalyzedActivity* k : run) gpu += k->end_ns - k->start_ns;
     s.gpu_ns += static_cast<double>(gpu) * weight;
     s.gap_ns += static_cast<double>(std::max<int64_t>(0, run[2]->end_ns - run[0]->start_ns - gpu)) * weight;
-    run.erase(run.begin());
+    // Runs do not overlap: each kernel is in one run at most, so the gaps
+    // a fusion would remove are counted once.
+    run.clear();
   }
   // The runs point into `sorted`, which goes away: keep none across calls
   // (a sequence split by a classification boundary is not counted).

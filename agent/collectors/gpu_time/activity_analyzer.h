@@ -21,8 +21,8 @@
 //     (HtoD, DtoH, ...; pageable, pinned or device);
 //   * cuda_kernel_sequence_{count,gpu_seconds,gap_seconds}{sequence}: the
 //     most frequent runs of three small kernels launched back to back by one
-//     thread (fusion candidates), the GPU time they ran and the idle time
-//     between them.
+//     thread (fusion candidates; runs do not overlap), the GPU time they ran
+//     and the idle time between them.
 //
 // Durations are placed in the seconds they happened in (one reading per
 // process, device, figure and second), so any step of the store sums them
