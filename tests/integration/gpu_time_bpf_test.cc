@@ -5,12 +5,17 @@
 // drives the real injection library through the fake CUPTI from two known
 // call sites with known kernel durations, so the stored gpu_time profile has
 // an exact answer: per-kernel totals, and each kernel under its call site.
+// tests/testprogs/cuda_activity_scenarios.cc scripts whole GPU timelines on
+// the fake CUPTI's simulated stream for the agent's activity analyses and the
+// insights built on them.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <fstream>
 #include <cstdio>
 #include <map>
@@ -286,6 +291,197 @@ TEST_F(GpuTimeTest, AdaptiveModeScalesWindowsToTheWholeTime) {
   int64_t scaled = 0;
   for (const auto& [stack, ns] : Collapsed("%7Bestimate%3D%22scaled%22%7D")) scaled += ns;
   EXPECT_GT(scaled, 0) << "scaled time is labelled estimate=scaled";
+}
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// What tests/testprogs/cuda_activity_scenarios printed: its GPU timeline,
+// classified from its own clock.
+struct ScenarioTruth {
+  struct Split {
+    double busy = 0, host_wait = 0, kernel_wait = 0, other = 0;
+  };
+  std::string pid;
+  int64_t launches = 0, recorded = 0;
+  int64_t init_ms = 0, first_launch_ms = 0, last_end_ms = 0;
+  Split life;  // first launch to last kernel end
+  int64_t range_from_ms = 0, range_to_ms = 0;
+  Split range;  // the whole seconds [range_from_ms, range_to_ms)
+};
+
+ScenarioTruth RunScenario(const std::string& socket, const std::string& scenario, int seconds) {
+  const ProcessResult r = RunProcess(
+      {"/usr/bin/env", "WARPSCOPE_CUPTI_PATH=" WS_FAKE_CUPTI_PATH, "WARPSCOPE_AGENT_SOCKET=" + socket,
+       std::string(WS_TESTPROGS_DIR) + "/cuda_activity_scenarios", WS_CUDA_LIBRARY_PATH, scenario,
+       std::to_string(seconds)},
+      120);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  ScenarioTruth t;
+  std::istringstream out(r.out);
+  std::string word;
+  auto split = [&](ScenarioTruth::Split* s) {
+    std::string name;
+    out >> name >> s->busy >> name >> s->host_wait >> name >> s->kernel_wait >> name >> s->other;
+  };
+  while (out >> word) {
+    if (word == "pid") out >> t.pid;
+    if (word == "launches") out >> t.launches >> word >> t.recorded;
+    if (word == "init_ms") out >> t.init_ms >> word >> t.first_launch_ms >> word >> t.last_end_ms;
+    if (word == "life") split(&t.life);
+    if (word == "range") {
+      out >> t.range_from_ms >> t.range_to_ms;
+      split(&t.range);
+    }
+  }
+  std::printf("%s: %s", scenario.c_str(), r.out.c_str());
+  return t;
+}
+
+// The GPU activity analyses (agent/collectors/gpu_time/activity_analyzer.h)
+// and the insights that read them, through the agent, the injection library
+// and the server, against GPU timelines the application scripts on the fake
+// CUPTI's simulated stream and classifies itself
+// (tests/testprogs/cuda_activity_scenarios.cc), one process each:
+//  * gaps: 2 ms kernels 10 ms apart, the GPU waiting for the host between;
+//  * launch_bound: three 300 ns elementwise kernels in a loop, each shorter
+//    than its 5 us launch call and ~60 us of CPU work apart;
+//  * balanced: 2 ms kernels queued ahead, the GPU busy all along.
+// The stored busy and idle seconds must match each timeline within 1 % of
+// the time compared; the insights must find launch_bound and the
+// chain's fusion_candidate (its kernels, in a rotation of their launch
+// order, and its call site) and nothing of the kind for the others.
+TEST_F(GpuTimeTest, GpuBusyAndIdleSecondsAndLaunchInsightsMatchScriptedTimelines) {
+  StartAgent("exact");
+  std::map<std::string, ScenarioTruth> truth;
+  for (const char* scenario : {"gaps", "launch_bound", "balanced"}) {
+    truth[scenario] = RunScenario(Socket(), scenario, 3);
+    ASSERT_FALSE(truth[scenario].pid.empty()) << scenario;
+    ASSERT_EQ(truth[scenario].recorded, truth[scenario].launches) << scenario << ": every kernel has its record";
+  }
+  // Per-second readings: with 1 s steps each step holds one point per
+  // series (one device), so the points' averages add up to the totals.
+  auto sums = [&](const ScenarioTruth& t, const std::string& name, const std::string& group_by, int64_t from_ms,
+                  int64_t to_ms) {
+    json answer = GetApiJson(server_->port(),
+                             "/api/v1/metrics?name=" + name + "&from=" + std::to_string(from_ms) +
+                                 "&to=" + std::to_string(to_ms) + "&step=1s&group_by=" + group_by +
+                                 "&selector=%7Bpid%3D%22" + t.pid + "%22%7D",
+                             kToken);
+    std::map<std::string, double> out;
+    for (const json& s : answer["series"]) {
+      for (const json& p : s["points"]) out[s["labels"].value(group_by, "")] += p[3].get<double>();
+    }
+    return out;
+  };
+  auto life_from = [](const ScenarioTruth& t) { return t.init_ms / 1000 * 1000 - 1000; };
+  auto life_to = [](const ScenarioTruth& t) { return (t.last_end_ms / 1000 + 2) * 1000; };
+  // Each process's readings are final once it ended (and its last records
+  // came): its busy time over its life is then the truth's.
+  for (int i = 0; i < 80; ++i) {
+    bool all = true;
+    for (const auto& [name, t] : truth) {
+      const double busy = sums(t, "cuda_gpu_busy_seconds", "category", life_from(t), life_to(t))["compute"];
+      all &= std::abs(busy - t.life.busy) < 1e-3;
+    }
+    if (all) break;
+    std::this_thread::sleep_for(250ms);
+  }
+  for (const auto& [name, t] : truth) {
+    SCOPED_TRACE(name);
+    // Whole seconds within the activity: the agent's figures cover them exactly.
+    const double observed = static_cast<double>(t.range_to_ms - t.range_from_ms) / 1e3;
+    ASSERT_GE(observed, 1.0);
+    std::map<std::string, double> busy = sums(t, "cuda_gpu_busy_seconds", "category", t.range_from_ms, t.range_to_ms);
+    std::map<std::string, double> idle = sums(t, "cuda_gpu_idle_seconds", "reason", t.range_from_ms, t.range_to_ms);
+    std::printf("%s over %.0f s: busy %.6f (truth %.6f) host_wait %.6f (%.6f) kernel_wait %.6f (%.6f) other %.6f (%.6f)\n",
+                name.c_str(), observed, busy["compute"], t.range.busy, idle["host_wait"], t.range.host_wait,
+                idle["kernel_wait"], t.range.kernel_wait, idle["other"], t.range.other);
+    EXPECT_NEAR(busy["compute"], t.range.busy, 0.01 * observed) << AgentLog();
+    EXPECT_NEAR(idle["host_wait"], t.range.host_wait, 0.01 * observed);
+    EXPECT_NEAR(idle["kernel_wait"], t.range.kernel_wait, 0.01 * observed);
+    EXPECT_NEAR(idle["other"], t.range.other, 0.01 * observed);
+    EXPECT_EQ(busy.size(), 1u) << "compute only";
+
+    // The whole life: the same, except that the agent also counts the time
+    // from the connection to the first launch as host wait (the program
+    // slept 1 s after the agent answered, and connected after init_ms).
+    const double life = static_cast<double>(t.last_end_ms - t.first_launch_ms) / 1e3;
+    busy = sums(t, "cuda_gpu_busy_seconds", "category", life_from(t), life_to(t));
+    idle = sums(t, "cuda_gpu_idle_seconds", "reason", life_from(t), life_to(t));
+    const double before_first = idle["host_wait"] - t.life.host_wait;
+    std::printf("%s over its life (%.3f s): busy %.6f (truth %.6f) host_wait %.6f (%.6f + %.3f s before the first "
+                "launch) kernel_wait %.6f (%.6f)\n",
+                name.c_str(), life, busy["compute"], t.life.busy, idle["host_wait"], t.life.host_wait, before_first,
+                idle["kernel_wait"], t.life.kernel_wait);
+    EXPECT_NEAR(busy["compute"], t.life.busy, 1e-3);
+    EXPECT_NEAR(idle["kernel_wait"], t.life.kernel_wait, 0.01 * life);
+    EXPECT_NEAR(idle["other"], t.life.other, 0.01 * life);
+    EXPECT_GT(before_first, 0.5);
+    EXPECT_LE(before_first, static_cast<double>(t.first_launch_ms - t.init_ms) / 1e3 + 0.01 * life);
+    EXPECT_NEAR(sums(t, "cuda_kernels", "pid", life_from(t), life_to(t))[t.pid], static_cast<double>(t.launches),
+                0.5);
+  }
+
+  // Insights from each process's start to now (1 s steps; its few seconds
+  // are enough: min_duration_ms lowered, every other threshold the default).
+  // Now, not its last kernel: the agent dates the kernel sequences it
+  // classifies when a process ends at that moment.
+  const int64_t now_ms = NowMs();
+  auto insights = [&](const ScenarioTruth& t) {
+    json answer = GetApiJson(server_->port(),
+                             "/api/v1/insights?from=" + std::to_string(life_from(t)) + "&to=" +
+                                 std::to_string(now_ms) + "&step=1s&min_duration_ms=1000" +
+                                 "&selector=%7Bpid%3D%22" + t.pid + "%22%7D",
+                             kToken);
+    std::map<std::string, json> by_kind;
+    for (const json& x : answer["insights"]) {
+      if (x["target"].value("pid", "") == t.pid) by_kind[x["kind"].get<std::string>()] = x;
+    }
+    return by_kind;
+  };
+  std::map<std::string, json> chain = insights(truth["launch_bound"]);
+  ASSERT_TRUE(chain.count("launch_bound")) << AgentLog();
+  const json& bound = chain["launch_bound"];
+  EXPECT_NEAR(bound["numbers"]["short_kernel_share"].get<double>(), 1.0, 1e-9) << bound.dump();
+  EXPECT_GT(bound["numbers"]["launch_wait_share"].get<double>(), 0.9) << bound.dump();
+  EXPECT_GT(bound["numbers"]["kernels_per_second"].get<double>(), 1000) << bound.dump();
+  ASSERT_FALSE(bound["functions"].empty()) << bound.dump();
+  EXPECT_EQ(bound["functions"][0]["name"], "SiteElementwiseChain") << bound["functions"].dump();
+
+  ASSERT_TRUE(chain.count("fusion_candidate")) << AgentLog();
+  const json& fusion = chain["fusion_candidate"];
+  const std::vector<std::string> kernels = {"at::native::vectorized_elementwise_kernel<4, at::native::add>",
+                                            "at::native::vectorized_elementwise_kernel<4, at::native::mul>",
+                                            "at::native::vectorized_elementwise_kernel<4, at::native::relu>"};
+  ASSERT_EQ(fusion["sequence"].size(), 3u) << fusion.dump();
+  // A loop of add, mul, relu runs each rotation equally often: any is right.
+  const auto first = std::find(kernels.begin(), kernels.end(), fusion["sequence"][0].get<std::string>());
+  ASSERT_NE(first, kernels.end()) << fusion["sequence"].dump();
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(fusion["sequence"][i], kernels[(first - kernels.begin() + i) % 3]) << fusion["sequence"].dump();
+  }
+  ASSERT_FALSE(fusion["functions"].empty()) << fusion.dump();
+  EXPECT_EQ(fusion["functions"][0]["name"], "SiteElementwiseChain") << fusion["functions"].dump();
+  EXPECT_NEAR(fusion["functions"][0]["share"].get<double>(), 1.0, 1e-9);
+  std::set<std::string> fused;
+  for (const json& k : fusion["kernels"]) fused.insert(k["name"].get<std::string>());
+  EXPECT_EQ(fused.size(), 3u) << fusion["kernels"].dump();
+  // Each run of the three: 900 ns of GPU time. At most one run per loop
+  // (every run of one rotation; the loop's other rotations are the same runs).
+  const double runs = fusion["numbers"]["runs"].get<double>();
+  EXPECT_GT(runs, 0);
+  EXPECT_LE(runs, truth["launch_bound"].launches / 3.0 + 1);
+  EXPECT_NEAR(fusion["numbers"]["gpu_seconds"].get<double>() / runs, 900e-9, 5e-9);
+
+  for (const char* name : {"gaps", "balanced"}) {
+    std::map<std::string, json> none = insights(truth[name]);
+    for (const char* kind : {"launch_bound", "fusion_candidate", "transfer_bound", "gpu_starved_by_cpu"}) {
+      EXPECT_FALSE(none.count(kind)) << name << ": " << none[kind].dump();
+    }
+  }
 }
 
 TEST_F(GpuTimeTest, AnApplicationWithoutAnAgentStaysDormant) {

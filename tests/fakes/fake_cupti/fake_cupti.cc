@@ -16,11 +16,13 @@
 #include <cupti.h>
 #include <time.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <mutex>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 
@@ -103,6 +105,10 @@ struct FakeState {
   std::unordered_set<std::string> names;  // keeps kernel names alive
 
   std::atomic<uint32_t> next_correlation{1000};
+
+  // ws_fake_cupti_stream_launch: CUPTI stream id -> when its last kernel
+  // ends (CLOCK_MONOTONIC); guarded by mu.
+  std::unordered_map<uint32_t, uint64_t> stream_busy_until;
 };
 
 FakeState& State() {
@@ -433,6 +439,34 @@ uint32_t ws_fake_cupti_launch(int domain, uint32_t cbid, const char* name, uint6
   }
   RunCallback(d, cbid, CUPTI_API_EXIT, outer, params);
   return QueueKernel(name, NowNs() + kWsFakeCuptiClockOffsetNs, duration_ns, innermost, 7, graph_exec) ? innermost : 0;
+}
+
+uint32_t ws_fake_cupti_stream_launch(int domain, uint32_t cbid, uint64_t stream, const char* name, uint64_t call_ns,
+                                     uint64_t delay_ns, uint64_t duration_ns, uint64_t* start_ns,
+                                     uint64_t* end_ns) {
+  FakeState& s = State();
+  const auto d = static_cast<CUpti_CallbackDomain>(domain);
+  // As ws_fake_cupti_launch: the kernel launches' first member is a pointer.
+  const void* params[4] = {nullptr, nullptr, nullptr, nullptr};
+  const uint32_t correlation = s.next_correlation.fetch_add(1);
+  RunCallback(d, cbid, CUPTI_API_ENTER, correlation, params);
+  // The call's own work comes after its ENTER callback, however long that took.
+  const uint64_t entered = NowNs();
+  while (NowNs() - entered < call_ns) {
+  }
+  RunCallback(d, cbid, CUPTI_API_EXIT, correlation, params);
+  const uint32_t stream_id = StreamIdOf(reinterpret_cast<void*>(stream));
+  uint64_t start;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    uint64_t& busy_until = s.stream_busy_until[stream_id];
+    start = std::max(busy_until, NowNs() + delay_ns);
+    busy_until = start + duration_ns;
+  }
+  if (start_ns != nullptr) *start_ns = start;
+  if (end_ns != nullptr) *end_ns = start + duration_ns;
+  return QueueKernel(name, start + kWsFakeCuptiClockOffsetNs, duration_ns, correlation, stream_id, 0) ? correlation
+                                                                                                      : 0;
 }
 
 uint32_t ws_fake_cupti_synchronize(int domain, uint32_t cbid, uint32_t nested_driver_cbid, uint64_t stream,

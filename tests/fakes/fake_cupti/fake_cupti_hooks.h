@@ -34,6 +34,20 @@ typedef uint32_t (*ws_fake_cupti_launch_fn)(int domain, uint32_t cbid, const cha
 typedef uint32_t (*ws_fake_cupti_synchronize_fn)(int domain, uint32_t cbid, uint32_t nested_driver_cbid,
                                                  uint64_t stream, uint64_t wait_ns, const char* kernel_name,
                                                  uint64_t kernel_ns);
+// One launch onto a simulated GPU stream (`stream` as for
+// ws_fake_cupti_synchronize), for timelines with known idle time: API_ENTER,
+// `call_ns` of the call's own work (the thread spins), API_EXIT; the
+// kernel then starts at max(the stream's busy-until, the call's exit +
+// `delay_ns`) and runs `duration_ns`, and the stream is busy until its end.
+// So launches queued ahead run back to back, and a kernel launched onto an
+// idle stream starts `delay_ns` after its call returns (the GPU waited for
+// the host). The kernel record (when kernel activity is on) carries those
+// times; *start_ns and *end_ns (if not null) receive them in CLOCK_MONOTONIC.
+// Returns the record's correlation id, or 0 when none was queued (the stream
+// is advanced all the same).
+typedef uint32_t (*ws_fake_cupti_stream_launch_fn)(int domain, uint32_t cbid, uint64_t stream, const char* name,
+                                                   uint64_t call_ns, uint64_t delay_ns, uint64_t duration_ns,
+                                                   uint64_t* start_ns, uint64_t* end_ns);
 // Queues a memcpy record (when MEMCPY activity is enabled).
 typedef void (*ws_fake_cupti_memcpy_fn)(uint64_t bytes, uint64_t duration_ns);
 // Hands the current buffer to the completed callback (what FlushAll does).
