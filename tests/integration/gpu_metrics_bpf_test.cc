@@ -254,13 +254,19 @@ TEST_F(GpuMetricsTest, MetricsEndpointHoldsUpAgainstFloodsAndSlowClients) {
 // Insights from NVML and CPU samples alone: a Python process busy on the CPU
 // in a known function while its GPU idles is starved (named with its pid and
 // that function); another as busy on the CPU but with a busy GPU, and the
-// idle sleep process with an idle GPU, are not (no false alarm).
+// idle sleep process with an idle GPU, are not (no false alarm). A fourth
+// GPU, busy and held at 1410 of its 1980 MHz by its power cap (clock event
+// reason 0x4), is throttled; the busy GPU 1, whose clock is as low but
+// without a reason, is not.
 TEST_F(GpuMetricsTest, AStarvedGpuIsAnInsightNamingTheProcessAndItsFunction) {
   const std::vector<std::string> feeder = {"/usr/bin/python3", WS_CPU_BOUND_FEEDER, "40"};
   const pid_t starved = StartProcess(feeder), balanced = StartProcess(feeder);
   const std::string tmp = dir_ + "/nvml.script.tmp";
-  std::ofstream(tmp) << "devices 3\n"
+  std::ofstream(tmp) << "devices 4\n"
                      << "set 0 utilization_gpu 8\nset 1 utilization_gpu 92\nset 2 utilization_gpu 3\n"
+                     << "set 1 clock_sm 1410\nset 1 max_clock_sm 1980\nset 1 clock_event_reasons 0\n"
+                     << "set 3 utilization_gpu 95\nset 3 clock_sm 1410\nset 3 max_clock_sm 1980\n"
+                     << "set 3 clock_event_reasons 4\n"
                      << "process 0 " << starved << " sm 8 used 1073741824\n"
                      << "process 1 " << balanced << " sm 92 used 1073741824\n"
                      << "process 2 " << process_ << " sm 3 used 1073741824\n";
@@ -274,8 +280,24 @@ TEST_F(GpuMetricsTest, AStarvedGpuIsAnInsightNamingTheProcessAndItsFunction) {
   kill(balanced, SIGKILL);
   WaitProcess(starved);
   WaitProcess(balanced);
-  ASSERT_EQ(answer["insights"].size(), 1u) << answer.dump().substr(0, 3000) << AgentLog();
-  const json& x = answer["insights"][0];
+  ASSERT_EQ(answer["insights"].size(), 2u) << answer.dump().substr(0, 3000) << AgentLog();
+  const json* starved_insight = nullptr;
+  const json* throttled = nullptr;
+  for (const json& i : answer["insights"]) {
+    if (i["kind"] == "gpu_starved_by_cpu") starved_insight = &i;
+    if (i["kind"] == "throttled") throttled = &i;
+  }
+  ASSERT_NE(throttled, nullptr) << answer.dump().substr(0, 3000);
+  EXPECT_EQ((*throttled)["target"]["gpu"], "3") << throttled->dump();
+  EXPECT_NEAR((*throttled)["numbers"]["sm_clock_share"].get<double>(), 1410.0 / 1980, 1e-9);
+  EXPECT_GE((*throttled)["numbers"]["power_capped_seconds"].get<double>(), 10);
+  EXPECT_EQ((*throttled)["numbers"]["thermal_seconds"].get<double>(), 0);
+  // The busy time the lower clock added: 95 % busy, (1 - 1410/1980) of it.
+  EXPECT_NEAR((*throttled)["saving_gpu_seconds"].get<double>() /
+                  (*throttled)["numbers"]["busy_gpu_seconds"].get<double>(),
+              1 - 1410.0 / 1980, 1e-6);
+  ASSERT_NE(starved_insight, nullptr) << answer.dump().substr(0, 3000);
+  const json& x = *starved_insight;
   EXPECT_EQ(x["kind"], "gpu_starved_by_cpu");
   EXPECT_EQ(x["target"]["pid"], std::to_string(starved));
   EXPECT_EQ(x["target"]["gpu"], "0");
