@@ -427,8 +427,6 @@ TEST_F(GpuTimeTest, GpuBusyAndIdleSecondsAndLaunchInsightsMatchScriptedTimelines
 
   // Insights from each process's start to now (1 s steps; its few seconds
   // are enough: min_duration_ms lowered, every other threshold the default).
-  // Now, not its last kernel: the agent dates the kernel sequences it
-  // classifies when a process ends at that moment.
   const int64_t now_ms = NowMs();
   auto insights = [&](const ScenarioTruth& t) {
     json answer = GetApiJson(server_->port(),
@@ -469,10 +467,11 @@ TEST_F(GpuTimeTest, GpuBusyAndIdleSecondsAndLaunchInsightsMatchScriptedTimelines
   std::set<std::string> fused;
   for (const json& k : fusion["kernels"]) fused.insert(k["name"].get<std::string>());
   EXPECT_EQ(fused.size(), 3u) << fusion["kernels"].dump();
-  // Each run of the three: 900 ns of GPU time. At most one run per loop
-  // (every run of one rotation; the loop's other rotations are the same runs).
+  // Each run of the three: 900 ns of GPU time. One run per loop (runs do not
+  // overlap; the loop's rotations are one sequence), less the few split by
+  // the agent's classification rounds (one a second).
   const double runs = fusion["numbers"]["runs"].get<double>();
-  EXPECT_GT(runs, 0);
+  EXPECT_GE(runs, 0.98 * truth["launch_bound"].launches / 3.0) << fusion.dump();
   EXPECT_LE(runs, truth["launch_bound"].launches / 3.0 + 1);
   EXPECT_NEAR(fusion["numbers"]["gpu_seconds"].get<double>() / runs, 900e-9, 5e-9);
 

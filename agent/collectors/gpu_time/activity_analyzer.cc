@@ -254,10 +254,11 @@ void GpuActivityAnalyzer::Classify(Connection& c, uint32_t device_id, Device& d,
     if (a.start_ns >= a.launch_ns) f.launch_delay_ns += static_cast<double>(a.start_ns - a.launch_ns) * weight;
     if (a.end_ns - a.start_ns < a.launch_duration_ns) f.short_kernels += weight;
   }
-  CountSequences(c, due, weight);
+  CountSequences(c, device_id, due, weight, [&](int64_t t) { return SecondOf(place(t) + offset); });
 }
 
-void GpuActivityAnalyzer::CountSequences(Connection& c, const std::vector<AnalyzedActivity>& sorted, double weight) {
+void GpuActivityAnalyzer::CountSequences(Connection& c, uint32_t device_id, const std::vector<AnalyzedActivity>& sorted,
+                                         double weight, const std::function<int64_t(int64_t)>& second_of) {
   // Kernels by launch order per thread: the start order of one device's
   // timeline is the launch order of each thread's kernels on one stream.
   for (const AnalyzedActivity& a : sorted) {
@@ -270,16 +271,23 @@ void GpuActivityAnalyzer::CountSequences(Connection& c, const std::vector<Analyz
     if (!run.empty() && a.launch_ns - run.back()->launch_ns > options_.sequence_gap_ns) run.clear();
     run.push_back(&a);
     if (run.size() < 3) continue;
-    const SequenceKey key{run[0]->kernel->key, run[1]->kernel->key, run[2]->kernel->key};
-    auto it = c.sequences.find(key);
-    if (it == c.sequences.end()) {
-      if (c.sequences.size() >= options_.max_sequences) {
+    // A loop of a, b, c runs abc, bca or cab depending on where a run began:
+    // one sequence, rotated to start with its smallest key.
+    size_t first = 0;
+    for (size_t i = 1; i < 3; ++i) {
+      if (run[i]->kernel->key < run[first]->kernel->key) first = i;
+    }
+    const SequenceKey key{run[first]->kernel->key, run[(first + 1) % 3]->kernel->key, run[(first + 2) % 3]->kernel->key};
+    Figures& f = seconds_[{c.pid, device_id, second_of(run[0]->start_ns)}];
+    auto it = f.sequences.find(key);
+    if (it == f.sequences.end()) {
+      if (f.sequences.size() >= options_.max_sequences) {
         ++stats_.sequences_dropped;
-        run.erase(run.begin());
+        run.clear();
         continue;
       }
-      it = c.sequences.emplace(key, Sequence{}).first;
-      it->second.kernels = {run[0]->kernel, run[1]->kernel, run[2]->kernel};
+      it = f.sequences.emplace(key, Sequence{}).first;
+      it->second.kernels = {run[first]->kernel, run[(first + 1) % 3]->kernel, run[(first + 2) % 3]->kernel};
     }
     Sequence& s = it->second;
     s.count += weight;
@@ -292,38 +300,33 @@ void GpuActivityAnalyzer::CountSequences(Connection& c, const std::vector<Analyz
     run.clear();
   }
   // The runs point into `sorted`, which goes away: keep none across calls
-  // (a sequence split by a classification boundary is not counted).
+  // (a run split by a classification boundary is not counted).
   c.runs.clear();
 }
 
-void GpuActivityAnalyzer::EmitSequences(Connection& c, int64_t at_unix_ns, const std::string& comm,
-                                        std::vector<MetricReading>* out) {
+void GpuActivityAnalyzer::EmitSequences(const Figures& f, const std::vector<std::pair<std::string, std::string>>& base,
+                                        int64_t second, std::vector<MetricReading>* out) {
   std::vector<std::pair<const SequenceKey*, const Sequence*>> top;
-  for (const auto& [key, s] : c.sequences) top.emplace_back(&key, &s);
+  for (const auto& [key, s] : f.sequences) top.emplace_back(&key, &s);
   std::sort(top.begin(), top.end(), [](const auto& a, const auto& b) {
     return a.second->count != b.second->count ? a.second->count > b.second->count : *a.first < *b.first;
   });
-  std::vector<SequenceKey> chosen;
+  if (top.size() > options_.top_sequences) top.resize(options_.top_sequences);
   for (const auto& [key, s] : top) {
-    if (chosen.size() >= options_.top_sequences) break;
-    // A loop of a, b, c runs abc, bca and cab equally often: one is enough.
-    const SequenceKey& k = *key;
-    const bool rotation = std::any_of(chosen.begin(), chosen.end(), [&](const SequenceKey& o) {
-      return (o[0] == k[1] && o[1] == k[2] && o[2] == k[0]) || (o[0] == k[2] && o[1] == k[0] && o[2] == k[1]);
-    });
-    if (rotation) continue;
-    chosen.push_back(k);
-    const std::string sequence = ShortKernelName(s->kernels[0].get()) + " -> " + ShortKernelName(s->kernels[1].get()) +
-                                 " -> " + ShortKernelName(s->kernels[2].get());
     // A thread's sequence may span devices: labelled by process only.
-    std::vector<std::pair<std::string, std::string>> labels = {
-        {"comm", comm}, {"pid", std::to_string(c.pid)}, {"sequence", sequence}};
-    out->push_back({"cuda_kernel_sequence_count", "count", labels, s->count, at_unix_ns});
-    out->push_back({"cuda_kernel_sequence_gpu_seconds", "seconds", labels, s->gpu_ns / 1e9, at_unix_ns});
-    out->push_back({"cuda_kernel_sequence_gap_seconds", "seconds", labels, s->gap_ns / 1e9, at_unix_ns});
+    std::vector<std::pair<std::string, std::string>> labels;
+    for (const auto& label : base) {
+      if (label.first != "device") labels.push_back(label);
+    }
+    labels.emplace_back("sequence", ShortKernelName(s->kernels[0].get()) + " -> " +
+                                        ShortKernelName(s->kernels[1].get()) + " -> " +
+                                        ShortKernelName(s->kernels[2].get()));
+    std::sort(labels.begin(), labels.end());
+    out->push_back({"cuda_kernel_sequence_count", "count", labels, s->count, second});
+    out->push_back({"cuda_kernel_sequence_gpu_seconds", "seconds", labels, s->gpu_ns / 1e9, second});
+    out->push_back({"cuda_kernel_sequence_gap_seconds", "seconds", labels, s->gap_ns / 1e9, second});
     stats_.readings += 3;
   }
-  c.sequences.clear();
 }
 
 void GpuActivityAnalyzer::Finish(int64_t now_ns, int64_t unix_offset_ns, bool final,
@@ -364,10 +367,6 @@ void GpuActivityAnalyzer::Finish(int64_t now_ns, int64_t unix_offset_ns, bool fi
     }
     auto [at, inserted] = complete.try_emplace(c.pid, c.complete_until);
     if (!inserted) at->second = std::min(at->second, c.complete_until);
-    if (!c.sequences.empty()) {
-      const int64_t at_ns = ending || c.complete_until == 0 ? now_ns : std::min(now_ns, c.complete_until);
-      EmitSequences(c, SecondOf(at_ns + unix_offset_ns - 1), comm(c.pid), out);
-    }
     it = ending ? connections_.erase(it) : std::next(it);
   }
   for (auto it = seconds_.begin(); it != seconds_.end();) {
@@ -410,6 +409,7 @@ void GpuActivityAnalyzer::Finish(int64_t now_ns, int64_t unix_offset_ns, bool fi
       emit("cuda_memcpy_seconds", "seconds", v.first / 1e9, extra);
       emit("cuda_memcpy_bytes", "bytes", v.second, extra);
     }
+    EmitSequences(f, base, second, out);
     it = seconds_.erase(it);
   }
 }

@@ -21,8 +21,9 @@
 //     (HtoD, DtoH, ...; pageable, pinned or device);
 //   * cuda_kernel_sequence_{count,gpu_seconds,gap_seconds}{sequence}: the
 //     most frequent runs of three small kernels launched back to back by one
-//     thread (fusion candidates; runs do not overlap), the GPU time they ran
-//     and the idle time between them.
+//     thread (fusion candidates; runs do not overlap; a loop's rotations are
+//     one sequence), the GPU time they ran and the idle time between them,
+//     in the second each run began.
 //
 // Durations are placed in the seconds they happened in (one reading per
 // process, device, figure and second), so any step of the store sums them
@@ -93,15 +94,15 @@ struct ActivityAnalysisOptions {
   // Exact mode classifies up to now - grace_ns (CUPTI delivers records late).
   int64_t grace_ns = 3'000'000'000;
   size_t max_pending = 1'000'000;   // activities waiting to be classified, all processes
-  size_t max_sequences = 4096;      // distinct kernel sequences per connection between two readings
-  size_t top_sequences = 3;         // sequences reported per connection and reading
+  size_t max_sequences = 64;        // distinct kernel sequences per process, device and second
+  size_t top_sequences = 3;         // the most frequent of them reported
 };
 
 struct ActivityAnalysisStats {
   uint64_t activities = 0;
   uint64_t dropped = 0;            // past max_pending: not classified (its time reads as idle)
   uint64_t late = 0;               // began before the classified time: only the rest counted
-  uint64_t sequences_dropped = 0;  // a new sequence past max_sequences
+  uint64_t sequences_dropped = 0;  // a run of a new sequence past max_sequences
   uint64_t readings = 0;
 };
 
@@ -143,20 +144,19 @@ class GpuActivityAnalyzer {
   const ActivityAnalysisStats& stats() const { return stats_; }
 
  private:
+  struct Sequence {
+    double count = 0, gpu_ns = 0, gap_ns = 0;
+    std::array<std::shared_ptr<const InternedKernelName>, 3> kernels;
+  };
+  // Kernel name keys in launch order, rotated to start with the smallest.
+  using SequenceKey = std::array<uint64_t, 3>;
   struct Figures {
     std::array<double, kGpuWorkCategories> busy_ns{};
     std::array<double, kGpuIdleReasons> idle_ns{};
     double kernels = 0, kernels_launch_known = 0, short_kernels = 0;
     double kernel_ns = 0, launch_call_ns = 0, launch_delay_ns = 0;
     std::map<std::pair<uint8_t, CopyMemory>, std::pair<double, double>> copies;  // ns, bytes
-  };
-  struct Sequence {
-    double count = 0, gpu_ns = 0, gap_ns = 0;
-    std::array<std::shared_ptr<const InternedKernelName>, 3> kernels;
-  };
-  using SequenceKey = std::array<uint64_t, 3>;
-  struct SequenceKeyHash {
-    size_t operator()(const SequenceKey& k) const { return k[0] * 0x9E3779B97F4A7C15ull ^ k[1] * 31 ^ k[2]; }
+    std::map<SequenceKey, Sequence> sequences;  // runs that began in the second
   };
   struct Device {
     int64_t classified_until = 0;
@@ -170,7 +170,6 @@ class GpuActivityAnalyzer {
     std::map<uint32_t, Device> devices;
     // Per launching thread: the last small kernels, in launch order.
     std::unordered_map<uint32_t, std::vector<const AnalyzedActivity*>> runs;
-    std::unordered_map<SequenceKey, Sequence, SequenceKeyHash> sequences;
     int64_t complete_until = 0;  // every second before it is final
   };
 
@@ -182,8 +181,10 @@ class GpuActivityAnalyzer {
                 const std::function<int64_t(int64_t)>& place);
   void AddSpan(uint32_t pid, uint32_t device, int64_t from_ns, int64_t to_ns, double weight,
                const std::function<void(Figures&, double)>& add);
-  void CountSequences(Connection& c, const std::vector<AnalyzedActivity>& sorted, double weight);
-  void EmitSequences(Connection& c, int64_t at_unix_ns, const std::string& comm, std::vector<MetricReading>* out);
+  void CountSequences(Connection& c, uint32_t device_id, const std::vector<AnalyzedActivity>& sorted, double weight,
+                      const std::function<int64_t(int64_t)>& second_of);
+  void EmitSequences(const Figures& f, const std::vector<std::pair<std::string, std::string>>& base, int64_t second,
+                     std::vector<MetricReading>* out);
 
   ActivityAnalysisOptions options_;
   ActivityAnalysisStats stats_;
