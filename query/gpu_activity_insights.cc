@@ -492,6 +492,27 @@ std::vector<Insight> FindMemoryBound(const InsightInputs& in, const InsightOptio
   return out;
 }
 
+void AddHostWaitEvidence(const InsightInputs& in, Insight* x) {
+  if (in.step_ns <= 0 || in.to_ns <= in.from_ns) return;
+  const std::string node = LabelOf(x->target, "node"), pid = LabelOf(x->target, "pid");
+  std::vector<bool> flagged(StepCount(in), false);
+  for (const InsightRange& r : x->ranges) {
+    for (int64_t t = r.from_ns; t < r.to_ns && t < in.to_ns; t += in.step_ns) {
+      if (t >= in.from_ns) flagged[StepIndex(in, t)] = true;
+    }
+  }
+  double observed = 0, host_wait = 0;
+  for (const auto& [key, u] : DeviceUses(in)) {
+    if (key[0] != node || key[1] != pid) continue;
+    observed += Sum(&u.observed, flagged);
+    host_wait += Sum(&u.host_wait, flagged);
+  }
+  if (observed <= 0) return;
+  x->numbers.emplace_back("host_wait_share", host_wait / observed);
+  x->confidence_reason += "; the CUDA timeline agrees: the GPU waited for the host " + Percent(host_wait / observed) +
+                          " of the time it recorded then";
+}
+
 void DropExplainedStarvation(std::vector<Insight>* insights) {
   auto process = [](const Insight& x) { return std::make_pair(LabelOf(x.target, "node"), LabelOf(x.target, "pid")); };
   std::vector<std::pair<std::string, std::string>> launch_bound;

@@ -82,6 +82,15 @@ TEST(LaunchBound, BigKernelsWithGapsAreNot) {
   Timeline(&in, 1.0, 0, 4.0, 0.001);
   Launches(&in, 50, 0, 1.0, 0.0005);
   EXPECT_TRUE(FindLaunchBound(in, InsightOptions{}).empty());
+  // The starvation NVML and the CPU samples found, as the CUDA timeline saw it.
+  Insight starved;
+  starved.kind = "gpu_starved_by_cpu";
+  starved.target = {{"comm", "train"}, {"gpu", "0"}, {"node", "n1"}, {"pid", "42"}};
+  starved.ranges = {{kFrom, kFrom + 30 * kS}};
+  AddHostWaitEvidence(in, &starved);
+  ASSERT_EQ(starved.numbers.size(), 1u);
+  EXPECT_NEAR(starved.numbers[0].second, 4.0 / 5.001, 1e-9);
+  EXPECT_NE(starved.confidence_reason.find("waited for the host 80%"), std::string::npos) << starved.confidence_reason;
   // A busy GPU: no insight of any kind.
   InsightInputs busy = Inputs();
   Timeline(&busy, 4.95, 0, 0.02, 0.03);

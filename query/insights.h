@@ -153,6 +153,10 @@ std::vector<Insight> FindThrottled(const InsightInputs& in, const InsightOptions
 // And from GPM: memory_bound, a busy GPU near its DRAM bandwidth with idle
 // tensor cores (a hint, its saving not estimated: 0).
 std::vector<Insight> FindMemoryBound(const InsightInputs& in, const InsightOptions& options);
+// gpu_starved_by_cpu: with the injection library's analyses of the process
+// over the insight's ranges, how much of that time its GPU waited for the
+// host (a number, and a sentence in the confidence reason).
+void AddHostWaitEvidence(const InsightInputs& in, Insight* insight);
 // gpu_starved_by_cpu insights of processes that also have a launch_bound
 // one are dropped: the CPU time is spent launching, and launch_bound says so.
 void DropExplainedStarvation(std::vector<Insight>* insights);

@@ -62,6 +62,7 @@ class InsightHandlers {
       auto profiles = Evidence(*q, x, /*whole_range=*/false);
       if (!profiles.ok()) return ErrorFor(profiles.status());
       query::AddTopFunctions(*profiles, o->top, &x);
+      query::AddHostWaitEvidence(in, &x);
     }
     std::vector<query::Insight> sync = query::FindSyncHeavy(in, *o);
     for (query::Insight& x : sync) {
