@@ -19,6 +19,7 @@
 #include "model/selector.h"
 #include "query/top_table.h"
 #include "server/api_params.h"
+#include "server/energy_handlers.h"
 #include "server/gpu_handlers.h"
 #include "server/insight_handlers.h"
 #include "server/mcp_handlers.h"
@@ -375,6 +376,7 @@ http::Routes ApiRoutes(ProfileStore* store, const ApiOptions& options) {
   routes.push_back({"GET", "/api/v1/status", bind(&Handlers::StatusPage), http::RouteLane::kIngest});
   AddGpuRoutes(store, o, &routes);
   AddInsightRoutes(store, o, &routes);
+  AddEnergyRoutes(store, o, &routes);
   AddMcpRoutes(o, &routes);  // answered by the routes above
   routes.push_back(
       {"GET", "/healthz", [](const http::HttpRequest&) { return http::HttpResponse::Json(200, "{\"ok\":true}"); }, http::RouteLane::kIngest});

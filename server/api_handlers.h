@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 
+#include "query/energy.h"
 #include "server/api_params.h"
 #include "base/http/http_server.h"
 #include "storage/profile_store.h"
@@ -33,13 +34,16 @@ struct ApiOptions {
   size_t max_gpu_kernel_activities = 1'000'000;
   // Every query stops (503) once it has run this long, and frees its worker.
   std::chrono::nanoseconds query_timeout = std::chrono::seconds(30);
+  // The energy answer's coefficients when a query passes none
+  // (docs/design/energy.md says where the defaults come from).
+  query::EnergyCoefficients energy;
   // The connection layer's counters, reported by /api/v1/status; may be null.
   const http::ConnectionCounters* http_counters = nullptr;
 };
 
 // Every API route (ingest, profile, top, diff, series, flamechart, metrics,
 // metric names, labels, label values, targets, types, status, gpu/kernels,
-// gpu/trace, gpu/trace.json, insights, and the MCP endpoint /mcp) plus
+// gpu/trace, gpu/trace.json, insights, energy, and the MCP endpoint /mcp) plus
 // /healthz. `store` must outlive the routes.
 http::Routes ApiRoutes(storage::ProfileStore* store, const ApiOptions& options);
 
