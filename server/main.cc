@@ -70,6 +70,10 @@ int Run(const warpscope::server::ServerOptions& options) {
   server::ApiOptions api;
   api.query_timeout = options.query_timeout;
   api.http_counters = &http_counters;
+  api.energy.pue = options.pue.value_or(api.energy.pue);
+  api.energy.carbon_intensity = options.carbon_intensity.value_or(api.energy.carbon_intensity);
+  api.energy.price_per_kwh = options.price_per_kwh.value_or(api.energy.price_per_kwh);
+  api.energy.cpu_watts_per_core = options.cpu_watts_per_core.value_or(api.energy.cpu_watts_per_core);
   http::Routes routes = server::ApiRoutes(store->get(), api);
   for (http::Route& r : server::StaticFileRoutes(server::EmbeddedUiFiles())) routes.push_back(std::move(r));
   auto httpd = http::HttpServer::Start(http, std::move(routes));

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 
 #include "base/duration.h"
@@ -57,6 +58,23 @@ StatusOr<long> ParseCount(const std::string& flag, const std::string& text, long
                                 ", found \"" + text + "\"");
   }
   return n;
+}
+
+std::string FormatNumber(double d) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", d);
+  return buf;
+}
+
+// A decimal flag value in [min, max].
+StatusOr<double> ParseDecimal(const std::string& flag, const std::string& text, double min, double max) {
+  char* end = nullptr;
+  const double d = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || *end || !(d >= min && d <= max)) {
+    return InvalidArgumentError(flag + ": expected a number from " + FormatNumber(min) + " to " + FormatNumber(max) +
+                                ", found \"" + text + "\"");
+  }
+  return d;
 }
 
 // A password file holds the password and at most a trailing newline (what
@@ -186,6 +204,18 @@ StatusOr<ServerOptions> ParseServerArgs(const std::vector<std::string>& args, co
       o.max_connections_per_client = static_cast<size_t>(n);
     } else if (flag == "--repair") {
       o.repair = true;
+    } else if (flag == "--pue") {
+      ASSIGN_OR_RETURN(std::string text, next());
+      ASSIGN_OR_RETURN(o.pue, ParseDecimal(flag, text, 1, 10));
+    } else if (flag == "--carbon-intensity") {
+      ASSIGN_OR_RETURN(std::string text, next());
+      ASSIGN_OR_RETURN(o.carbon_intensity, ParseDecimal(flag, text, 0, 5000));
+    } else if (flag == "--price-per-kwh") {
+      ASSIGN_OR_RETURN(std::string text, next());
+      ASSIGN_OR_RETURN(o.price_per_kwh, ParseDecimal(flag, text, 0, 1e6));
+    } else if (flag == "--cpu-watts-per-core") {
+      ASSIGN_OR_RETURN(std::string text, next());
+      ASSIGN_OR_RETURN(o.cpu_watts_per_core, ParseDecimal(flag, text, 0, 1000));
     } else {
       return InvalidArgumentError("unknown flag \"" + flag + "\" (see --help)");
     }
@@ -277,6 +307,11 @@ API (docs/api.md).
                             unreadable or missing, moving what cannot be read to
                             DATA_DIR/quarantine/; answers over the lost ranges say so
                             (docs/getting-started.md, "Limits and failure modes")
+  --pue X                   energy answers: the data centre's PUE (default 1.2)
+  --carbon-intensity G      energy answers: grid gCO2e per kWh (default 379)
+  --price-per-kwh P         energy answers: price of one kWh (default 0.15)
+  --cpu-watts-per-core W    energy answers: watts of one busy CPU core (default 7, x86);
+                            a query's parameters of the same names win
 
 Exit status: 0 after SIGINT or SIGTERM; 1 when the store cannot be opened
 (ClickHouse still unreachable after --clickhouse-start-timeout, wrong

@@ -37,6 +37,12 @@ struct ServerOptions {
   // answers over it say so (docs/getting-started.md, "Limits and failure modes").
   bool repair = false;
   bool help = false;
+  // The energy answer's default coefficients (docs/design/energy.md); unset
+  // keeps query::EnergyCoefficients' own. A query's parameters win.
+  std::optional<double> pue;
+  std::optional<double> carbon_intensity;  // gCO₂e per kWh
+  std::optional<double> price_per_kwh;
+  std::optional<double> cpu_watts_per_core;
 
   StorageKind storage = StorageKind::kEmbedded;
   // --storage clickhouse://HOST:PORT/DATABASE (or https://...: TLS), as

@@ -243,13 +243,32 @@ TEST(ServerOptionsTest, DescribeStorageHidesUrlCredentials) {
   EXPECT_EQ(DescribeStorage(*flag_wins), "ClickHouse at https://ch.example:8443/ws as ws");
 }
 
+TEST(ServerOptionsTest, EnergyCoefficients) {
+  auto none = ParseServerArgs({});
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->pue.has_value());
+  EXPECT_FALSE(none->cpu_watts_per_core.has_value());
+  auto o = ParseServerArgs(
+      {"--pue", "1.1", "--carbon-intensity", "50", "--price-per-kwh", "0.3", "--cpu-watts-per-core", "2.8"});
+  ASSERT_TRUE(o.ok()) << o.status().message();
+  EXPECT_EQ(o->pue, 1.1);
+  EXPECT_EQ(o->carbon_intensity, 50);
+  EXPECT_EQ(o->price_per_kwh, 0.3);
+  EXPECT_EQ(o->cpu_watts_per_core, 2.8);
+  auto bad = ParseServerArgs({"--pue", "0.9"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(), "--pue: expected a number from 1 to 10, found \"0.9\"");
+  EXPECT_FALSE(ParseServerArgs({"--carbon-intensity", "lots"}).ok());
+}
+
 TEST(ServerOptionsTest, HelpMentionsEveryFlag) {
   const std::string usage = ServerUsage();
   for (const char* flag : {"--listen", "--data-dir", "--token", "--token-file", "--insecure-listen-any", "--retention",
                            "--max-request-bytes", "--threads", "--storage", "--clickhouse-user",
                            "--clickhouse-password-file", "WARPSCOPE_CLICKHOUSE_PASSWORD", "--clickhouse-start-timeout",
                            "--clickhouse-timeout", "--ingest-threads", "--query-timeout", "--max-connections",
-                           "--max-connections-per-client", "--repair"}) {
+                           "--max-connections-per-client", "--repair", "--pue", "--carbon-intensity",
+                           "--price-per-kwh", "--cpu-watts-per-core"}) {
     EXPECT_NE(usage.find(flag), std::string::npos) << flag;
   }
 }

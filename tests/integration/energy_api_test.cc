@@ -56,11 +56,17 @@ class EnergyApiTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = MakeTempDir();
-    auto s = ServerProcess::Start(WS_SERVER_BIN, dir_ + "/data", {"--token", kToken, "--retention", "0"});
-    ASSERT_TRUE(s.ok()) << s.status().message();
-    server_ = std::move(s).value();
+    Start({});
     HttpResult r = PostBatch(server_->port(), Script().batch(), kToken);
     ASSERT_EQ(r.status, 200) << r.body;
+  }
+  void Start(const std::vector<std::string>& flags) {
+    server_.reset();
+    std::vector<std::string> args = {"--token", kToken, "--retention", "0"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    auto s = ServerProcess::Start(WS_SERVER_BIN, dir_ + "/data", args);
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    server_ = std::move(s).value();
   }
   void TearDown() override {
     server_.reset();
@@ -130,6 +136,12 @@ TEST_F(EnergyApiTest, Co2AndCostFromTheQueryOrTheDefaults) {
   EXPECT_NEAR(j["total"]["cost"].get<double>(), 15000 / 3.6e6 * 0.4, 1e-9);
   EXPECT_EQ(HttpGet(server_->port(), "/api/v1/energy?pue=0.5", kToken).status, 400);
   EXPECT_EQ(HttpGet(server_->port(), "/api/v1/energy?group_by=pod", kToken).status, 400);
+  // The server's flags set the defaults; a query's parameters still win.
+  Start({"--pue", "1.1", "--carbon-intensity", "200", "--cpu-watts-per-core", "0"});
+  j = Energy("");
+  EXPECT_NEAR(j["total"]["co2_grams"].get<double>(), 15000 / 3.6e6 * 1.1 * 200, 1e-9);
+  j = Energy("&pue=2");
+  EXPECT_NEAR(j["total"]["co2_grams"].get<double>(), 15000 / 3.6e6 * 2 * 200, 1e-9);
 }
 
 }  // namespace
