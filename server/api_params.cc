@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 
 #include "base/duration.h"
 #include "base/logging.h"
@@ -42,6 +43,19 @@ StatusOr<uint64_t> ParseUnsigned(const http::HttpRequest& req, const std::string
     return InvalidArgumentError("parameter '" + key + "': at most " + std::to_string(max) + ", found " + *text);
   }
   return value;
+}
+
+StatusOr<double> ParseNumber(const http::HttpRequest& req, const std::string& key, double fallback, double min,
+                             double max) {
+  const std::optional<std::string> v = req.QueryValue(key);
+  if (!v || v->empty()) return fallback;
+  char* end = nullptr;
+  const double d = std::strtod(v->c_str(), &end);
+  if (end != v->c_str() + v->size() || !(d >= min && d <= max)) {
+    return InvalidArgumentError("parameter '" + key + "': expected a number from " + std::to_string(min) + " to " +
+                                std::to_string(max) + ", found \"" + *v + "\"");
+  }
+  return d;
 }
 
 StatusOr<ProfileQuery> ParseProfileQuery(const http::HttpRequest& req, int64_t now_ns, const std::string& from_key,

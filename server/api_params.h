@@ -22,6 +22,10 @@ http::HttpResponse JsonOk(const nlohmann::json& body);
 // A whole number parameter; `fallback` when absent or empty, InvalidArgument
 // naming the parameter when malformed or above `max`.
 StatusOr<uint64_t> ParseUnsigned(const http::HttpRequest& req, const std::string& key, uint64_t fallback, uint64_t max);
+// A number parameter in [min, max]; `fallback` when absent or empty,
+// InvalidArgument naming the parameter and the bounds otherwise.
+StatusOr<double> ParseNumber(const http::HttpRequest& req, const std::string& key, double fallback, double min,
+                             double max);
 
 // type, from, to (default: the last hour) and selector, shared by every query.
 // The keys may be renamed (the diff's base_from, base_to, base_selector).

@@ -20,6 +20,20 @@ TEST(ApiParamsTest, GranularityIsFunctionsOrLines) {
   EXPECT_NE(bad.status().message().find("expected functions or lines"), std::string::npos);
 }
 
+TEST(ApiParamsTest, NumbersAreWithinTheirBounds) {
+  http::HttpRequest req;
+  EXPECT_EQ(*ParseNumber(req, "pue", 1.2, 1, 10), 1.2);
+  req.query.emplace("pue", "1.5");
+  EXPECT_EQ(*ParseNumber(req, "pue", 1.2, 1, 10), 1.5);
+  for (const char* bad : {"0.5", "11", "1.5x", "nan"}) {
+    req.query.clear();
+    req.query.emplace("pue", bad);
+    const StatusOr<double> d = ParseNumber(req, "pue", 1.2, 1, 10);
+    ASSERT_FALSE(d.ok()) << bad;
+    EXPECT_NE(d.status().message().find("parameter 'pue': expected a number from"), std::string::npos);
+  }
+}
+
 TEST(ApiParamsTest, StatusesMapToHttp) {
   EXPECT_EQ(HttpStatusFor(InvalidArgumentError("x")), 400);
   EXPECT_EQ(HttpStatusFor(NotFoundError("x")), 404);

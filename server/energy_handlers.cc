@@ -19,20 +19,6 @@ constexpr int64_t kSecond = 1'000'000'000;
 constexpr int64_t kPadding = 60 * kSecond;
 constexpr int64_t kMaxPaddingSteps = kPadding / kSecond;
 
-// A number parameter in [min, max]; `fallback` when absent.
-StatusOr<double> ParseNumber(const http::HttpRequest& req, const std::string& key, double fallback, double min,
-                             double max) {
-  const std::optional<std::string> v = req.QueryValue(key);
-  if (!v || v->empty()) return fallback;
-  char* end = nullptr;
-  const double d = std::strtod(v->c_str(), &end);
-  if (end != v->c_str() + v->size() || !(d >= min && d <= max)) {
-    return InvalidArgumentError("parameter '" + key + "': expected a number from " + std::to_string(min) + " to " +
-                                std::to_string(max) + ", found \"" + *v + "\"");
-  }
-  return d;
-}
-
 StatusOr<query::EnergyGrouping> ParseGrouping(const http::HttpRequest& req) {
   const std::string g = req.QueryValue("group_by").value_or("");
   if (g.empty() || g == "node") return query::EnergyGrouping::kNode;

@@ -20,20 +20,6 @@ constexpr int64_t kMaxSteps = 720;
 // Evidence profiles read per insight: its longest ranges.
 constexpr size_t kEvidenceRanges = 5;
 
-// A number parameter in [min, max]; `fallback` when absent.
-StatusOr<double> ParseNumber(const http::HttpRequest& req, const std::string& key, double fallback, double min,
-                             double max) {
-  const std::optional<std::string> v = req.QueryValue(key);
-  if (!v || v->empty()) return fallback;
-  char* end = nullptr;
-  const double d = std::strtod(v->c_str(), &end);
-  if (end != v->c_str() + v->size() || !(d >= min && d <= max)) {
-    return InvalidArgumentError("parameter '" + key + "': expected a number from " + std::to_string(min) + " to " +
-                                std::to_string(max) + ", found \"" + *v + "\"");
-  }
-  return d;
-}
-
 class InsightHandlers {
  public:
   InsightHandlers(storage::ProfileStore* store, ApiOptions options) : store_(store), options_(std::move(options)) {}
