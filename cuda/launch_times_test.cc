@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -62,8 +63,11 @@ TEST(LaunchTimeTable, AReaderNeverSeesAMixOfTwoLaunches) {
     });
   }
   while (ready.load() < 3) std::this_thread::yield();
+  // Until 20,000 reads found their launch, or 10 s: three writers on a
+  // 2-core machine often hold the slot, so reads fail (never mix) most times.
   uint64_t found = 0;
-  for (uint64_t i = 0; found < 20000 && i < 100'000'000; ++i) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (uint64_t i = 0; found < 20000 && ((i & 0xffff) != 0 || std::chrono::steady_clock::now() < deadline); ++i) {
     const uint32_t id = static_cast<uint32_t>((i % 4) * LaunchTimeTable::kSlots + 9);
     LaunchTime got;
     if (!table->Find(1, id, &got)) continue;
@@ -72,7 +76,7 @@ TEST(LaunchTimeTable, AReaderNeverSeesAMixOfTwoLaunches) {
   }
   stop = true;
   for (std::thread& t : writers) t.join();
-  EXPECT_EQ(found, 20000u);
+  EXPECT_GE(found, 1000u) << "too few reads found their launch to show anything";
 }
 
 }  // namespace
