@@ -41,6 +41,7 @@ RULES = {
     "agent/unwind": ["agent/process", "agent/elf", "agent/symbolize", "model", "base", "bpf"],
     "agent/collectors/cpu": ["agent/collectors/per_cpu_counters.h", "agent/pipeline", "agent/process",
                              "agent/elf", "agent/symbolize", "agent/unwind", "model", "base", "bpf"],
+    "agent/collectors/cpu_energy": ["agent/pipeline", "model", "base"],
     "agent/collectors/gpu_metrics": ["agent/pipeline", "agent/process", "model", "base"],
     "agent/collectors/gpu_time": ["agent/collectors/per_cpu_counters.h", "agent/pipeline", "agent/process",
                                   "agent/symbolize", "agent/unwind", "model", "base", "proto", "bpf"],

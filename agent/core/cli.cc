@@ -176,6 +176,10 @@ StatusOr<RunOptions> ParseRunArgs(const std::vector<std::string>& args) {
         return InvalidArgumentError("--gpu-metrics-interval must be between 100ms and 1m, got '" + v + "'");
       }
       o.gpu_metrics_interval = std::chrono::duration_cast<std::chrono::milliseconds>(*d);
+    } else if (flag == "--powercap-root") {
+      ASSIGN_OR_RETURN(o.powercap_root, c.TakeValue());
+      if (o.powercap_root == "none") o.powercap_root.clear();
+      while (o.powercap_root.size() > 1 && o.powercap_root.back() == '/') o.powercap_root.pop_back();
     } else if (flag == "--no-gpu-time") {
       o.gpu_time = false;
     } else if (flag == "--cuda-socket") {
@@ -488,6 +492,9 @@ until every --pid has exited.
       --nvml-library PATH   NVML to load (default libnvidia-ml.so.1 from the
                             driver); without a driver GPU metrics are off
       --no-gpu-metrics      do not collect GPU metrics
+      --powercap-root DIR   where CPU package and DRAM energy (RAPL) is read
+                            (default /sys/class/powercap; '' or none: off);
+                            without it CPU energy is estimated by the server
       --no-gpu-time         no GPU-time and GPU-wait profiles: do not open the
                             CUDA socket
       --cuda-socket PATH    where libwarpscope_cuda.so (CUDA_INJECTION64_PATH)

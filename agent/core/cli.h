@@ -71,6 +71,8 @@ struct RunOptions {
   bool gpu_metrics = true;                             // --no-gpu-metrics turns NVML off
   std::string nvml_library;                            // empty: libnvidia-ml.so.1
   std::chrono::milliseconds gpu_metrics_interval{1000};
+  // --powercap-root: where RAPL's CPU and DRAM energy is read (empty: off).
+  std::string powercap_root = "/sys/class/powercap";
   std::string metrics_listen;                          // empty: no Prometheus endpoint
   // GPU time (CUDA kernels through libwarpscope_cuda.so): see RunUsage().
   bool gpu_time = true;                                // --no-gpu-time: no CUDA socket, no probe

@@ -162,6 +162,24 @@ TEST(RunCliTest, GpuMetricsFlags) {
   EXPECT_NE(bad.status().message().find("between 100ms and 1m"), std::string::npos);
 }
 
+TEST(RunCliTest, PowercapRoot) {
+  auto d = ParseRun({"--server", "http://s:1"});
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->powercap_root, "/sys/class/powercap");
+  auto fixture = ParseRun({"--server", "http://s:1", "--powercap-root", "/tmp/rapl/"});
+  ASSERT_TRUE(fixture.ok());
+  EXPECT_EQ(fixture->powercap_root, "/tmp/rapl");
+  for (const std::vector<std::string>& off : std::vector<std::vector<std::string>>{
+           {"--powercap-root", ""}, {"--powercap-root", "none"}, {"--powercap-root="}}) {
+    std::vector<std::string> args = {"--server", "http://s:1"};
+    args.insert(args.end(), off.begin(), off.end());
+    auto o = ParseRun(args);
+    ASSERT_TRUE(o.ok()) << o.status().ToString();
+    EXPECT_TRUE(o->powercap_root.empty()) << off.back();
+  }
+  EXPECT_FALSE(ParseRun({"--server", "http://s:1", "--powercap-root"}).ok()) << "needs a value";
+}
+
 TEST(RunCliTest, GpuTimeFlags) {
   auto d = ParseRun({"--server", "http://s:1"});
   ASSERT_TRUE(d.ok());

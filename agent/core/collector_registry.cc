@@ -37,6 +37,23 @@ StatusOr<std::unique_ptr<Collector>> MakeGpuMetrics(const RunOptions& options, C
   return std::unique_ptr<Collector>(std::move(c));
 }
 
+// CPU and DRAM energy from RAPL, read once a second; a machine without it
+// (most VMs) is an ordinary outcome, said once.
+StatusOr<std::unique_ptr<Collector>> MakeCpuEnergy(const RunOptions& options, CollectorWiring* wiring) {
+  if (options.powercap_root.empty()) return std::unique_ptr<Collector>();
+  auto reader = PowercapReader::Open(options.powercap_root);
+  if (!reader.ok()) {
+    std::cerr << "warpscope-agent: " << reader.status().message() << "\n";
+    return std::unique_ptr<Collector>();
+  }
+  const PowercapStats s = (*reader)->stats();
+  std::cerr << "warpscope-agent: CPU energy from RAPL: " << s.zones << " zone(s) under " << options.powercap_root
+            << "\n";
+  auto c = std::make_unique<CpuEnergyCollector>(std::move(reader).value(), std::chrono::seconds(1));
+  wiring->cpu_energy = c.get();
+  return std::unique_ptr<Collector>(std::move(c));
+}
+
 gpu::GpuTimeOptions GpuTimeOptionsFrom(const RunOptions& options) {
   gpu::GpuTimeOptions o;
   o.socket.socket_path = options.cuda_socket;
@@ -97,6 +114,7 @@ StatusOr<std::unique_ptr<Collector>> MakeGpuTime(const RunOptions& options, Coll
 
 constexpr CollectorEntry kRunCollectors[] = {
     {"cpu", MakeCpu},
+    {"cpu_energy", MakeCpuEnergy},
     {"gpu_metrics", MakeGpuMetrics},
     {"gpu_time", MakeGpuTime},
 };

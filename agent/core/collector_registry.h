@@ -9,6 +9,7 @@
 #include <span>
 
 #include "agent/collectors/cpu/cpu_collector.h"
+#include "agent/collectors/cpu_energy/cpu_energy_collector.h"
 #include "agent/collectors/gpu_metrics/gpu_metrics_loop.h"
 #include "agent/core/cli.h"
 #include "agent/pipeline/collector.h"
@@ -19,6 +20,7 @@ namespace warpscope {
 struct CollectorWiring {
   CpuCollector* cpu = nullptr;                  // the first entry's: GPU time unwinds with its maps
   const GpuMetricsLoop* gpu_metrics = nullptr;  // for the Prometheus endpoint; null when off
+  const CpuEnergyCollector* cpu_energy = nullptr;  // for the Prometheus endpoint; null when off
 };
 
 struct CollectorEntry {

@@ -27,7 +27,8 @@ void AddProcessUsage(AgentHealth* health) {
 
 StatusOr<std::unique_ptr<http::HttpServer>> StartMetricsEndpoint(const std::string& listen, const std::string& node,
                                                                    const UploadSink* sink, const Uploader* uploader,
-                                                                   const GpuMetricsLoop* gpu) {
+                                                                   const GpuMetricsLoop* gpu,
+                                                                   const CpuEnergyCollector* cpu_energy) {
   http::HttpServerOptions o;
   o.listen = listen;
   o.insecure_listen_any = true;
@@ -58,9 +59,17 @@ StatusOr<std::unique_ptr<http::HttpServer>> StartMetricsEndpoint(const std::stri
                         health.gpu_errors = gs.errors;
                         health.gpu_disabled = gs.disabled;
                         health.gpu_off_reason = gs.off_reason;
+                        health.gpu_process_energy_series = gs.process_energy_series;
+                        health.gpu_process_energy_dropped = gs.process_energy_dropped;
                         latest = gpu->LatestFromAnyThread();
                       } else {
                         health.gpu_off_reason = "--no-gpu-metrics";
+                      }
+                      if (cpu_energy != nullptr) {
+                        health.cpu_energy_zones = cpu_energy->StatsFromAnyThread().zones;
+                        std::vector<MetricReading> rapl = cpu_energy->LatestFromAnyThread();
+                        latest.insert(latest.end(), std::make_move_iterator(rapl.begin()),
+                                      std::make_move_iterator(rapl.end()));
                       }
                       AddProcessUsage(&health);
                       http::HttpResponse r;

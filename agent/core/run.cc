@@ -156,6 +156,7 @@ int RunContinuous(const RunOptions& options, const std::string& node_name) {
   FollowProcesses(&wiring.cpu->session(), &labels, pods.get());
   CpuCollector* cpu = wiring.cpu;
   const GpuMetricsLoop* gpu_metrics = wiring.gpu_metrics;
+  const CpuEnergyCollector* cpu_energy = wiring.cpu_energy;
 
   UploadSink sink(*agent_id, node_name, options.upload_max_batch_bytes, std::move(sequencer).value(), &labels,
                   uploader.get(), pods.get());
@@ -166,7 +167,8 @@ int RunContinuous(const RunOptions& options, const std::string& node_name) {
 
   std::unique_ptr<http::HttpServer> metrics_endpoint;
   if (!options.metrics_listen.empty()) {
-    auto started = StartMetricsEndpoint(options.metrics_listen, node_name, &sink, uploader.get(), gpu_metrics);
+    auto started = StartMetricsEndpoint(options.metrics_listen, node_name, &sink, uploader.get(), gpu_metrics,
+                                        cpu_energy);
     if (!started.ok()) {
       loop.Stop();
       uploader->Stop();

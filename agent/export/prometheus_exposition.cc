@@ -57,6 +57,18 @@ constexpr Family kFamilies[] = {
      "Memory-controller utilization of one process on one GPU (in %).", 1},
     {"gpu_process_memory_used", "warpscope_gpu_process_memory_used_bytes", "gauge",
      "GPU memory used by one process.", 1},
+    // Joules since the agent started (docs/design/gpu_metrics.md, "Energy per process").
+    {"gpu_process_energy", "warpscope_gpu_process_energy_joules_total", "counter",
+     "GPU energy apportioned to one process by its share of SM utilization while the GPU was busy (in J).", 1},
+    {"gpu_idle_energy", "warpscope_gpu_idle_energy_joules_total", "counter",
+     "GPU energy drawn while the GPU was idle (utilization below 1%) (in J).", 1},
+    {"gpu_unattributed_energy", "warpscope_gpu_unattributed_energy_joules_total", "counter",
+     "GPU energy drawn while busy with no per-process utilization to apportion it by (in J).", 1},
+    // RAPL (docs/design/cpu_energy.md).
+    {"cpu_energy", "warpscope_cpu_energy_joules_total", "counter",
+     "CPU package energy measured by RAPL, carried across counter wraparounds (in J).", 1},
+    {"dram_energy", "warpscope_dram_energy_joules_total", "counter",
+     "DRAM energy of a CPU package measured by RAPL, carried across counter wraparounds (in J).", 1},
 };
 
 void AppendEscaped(const std::string& v, std::string* out) {
@@ -208,6 +220,13 @@ std::string RenderPrometheusText(const std::vector<MetricReading>& latest, const
                    {{"Hostname", node}, {"gpu", d.gpu}, {"metric", d.metric}, {"reason", d.reason}}, 1, &out);
     }
   }
+  gauge("warpscope_agent_gpu_process_energy_series", "Per-process GPU energy counters kept.",
+        static_cast<double>(health.gpu_process_energy_series));
+  counter("warpscope_agent_gpu_process_energy_dropped_total",
+          "Per-process GPU energy counters dropped: the process left the GPUs, or past the bound.",
+          health.gpu_process_energy_dropped);
+  gauge("warpscope_agent_cpu_energy_zones", "RAPL zones whose energy is read (0: no RAPL, CPU energy is estimated).",
+        static_cast<double>(health.cpu_energy_zones));
   gauge("process_cpu_seconds_total", "Total user and system CPU time of the agent in seconds.", health.cpu_seconds);
   gauge("process_resident_memory_bytes", "Resident memory of the agent in bytes.",
         static_cast<double>(health.resident_bytes));

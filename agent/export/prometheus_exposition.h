@@ -1,13 +1,14 @@
 // The agent's Prometheus endpoint (`--metrics-listen`) as text
 // exposition format 0.0.4: GPU metrics under the names and labels of NVIDIA's
 // dcgm-exporter, so dashboards built for it work unchanged, `warpscope_`
-// names for what DCGM has no field for (per-process GPU use), and the
-// agent's own health.
+// names for what DCGM has no field for (per-process GPU use, GPU joules per
+// process and idle, RAPL's CPU and DRAM joules), and the agent's own health.
 //
 // DCGM labels on every GPU series: gpu (index), UUID, pci_bus_id, device
 // ("nvidia<index>"), modelName, Hostname. Units follow DCGM: MiB for frame
 // buffer memory, W, MHz, °C, KB/s for PCIe, mJ for energy, ratios (0..1) for
-// the profiling (GPM) fields.
+// the profiling (GPM) fields. The `warpscope_` energy counters are in joules
+// (`_joules_total`); RAPL's carry `zone` and Hostname only.
 //
 // Pure functions; any thread.
 #pragma once
@@ -37,12 +38,16 @@ struct AgentHealth {
   uint64_t gpu_errors = 0;
   std::vector<GpuMetricOff> gpu_disabled;
   std::string gpu_off_reason;  // non-empty when GPU metrics are off altogether
+  uint64_t gpu_process_energy_series = 0;   // per-process GPU energy counters kept now
+  uint64_t gpu_process_energy_dropped = 0;  // of processes gone (or past the bound), since start
+  uint64_t cpu_energy_zones = 0;            // RAPL zones read now (0: no RAPL, or off)
   double cpu_seconds = 0;      // the agent process's user + system time
   uint64_t resident_bytes = 0;
 };
 
 // `latest`: the newest reading of every GPU series (per-process ones carry
-// pid and comm). `node` is the Hostname label.
+// pid and comm), of the GPU energy counters and of RAPL's zones. `node` is
+// the Hostname label.
 std::string RenderPrometheusText(const std::vector<MetricReading>& latest, const AgentHealth& health,
                                  const std::string& node);
 

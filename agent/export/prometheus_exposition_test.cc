@@ -26,6 +26,12 @@ std::vector<MetricReading> Readings() {
       {"gpu_pcie_tx", "bytes_per_second", kGpu0, 2048, 1},
       {"gpu_sm_activity", "percent", kGpu0, 50, 1},
       {"gpu_process_sm_utilization", "percent", process, 30, 1},
+      {"gpu_process_energy", "joules", process, 1500.25, 1},
+      {"gpu_idle_energy", "joules", kGpu0, 80, 1},
+      {"gpu_unattributed_energy", "joules", kGpu0, 0, 1},
+      {"cpu_energy", "joules", {{"zone", "package-0"}}, 262143.5, 1},
+      {"cpu_energy", "joules", {{"zone", "package-1"}}, 17, 1},
+      {"dram_energy", "joules", {{"zone", "package-0/dram"}}, 12.5, 1},
   };
 }
 
@@ -70,6 +76,41 @@ TEST(PrometheusExpositionTest, DcgmNamesLabelsAndUnitsParse) {
   EXPECT_EQ(one("warpscope_agent_events")["labels"]["event"], "drop_counts_map_full");
   EXPECT_EQ(one("warpscope_agent_gpu_metric_disabled")["labels"]["metric"], "gpu_ecc_corrected");
   EXPECT_EQ(one("warpscope_agent_gpu_metrics_enabled")["value"], 1.0);
+}
+
+// Energy counters in joules: GPU joules per process and idle with the GPU's
+// DCGM labels, RAPL's per zone with the Hostname only.
+TEST(PrometheusExpositionTest, EnergyCountersInJoules) {
+  AgentHealth health;
+  health.gpu_process_energy_series = 1;
+  health.gpu_process_energy_dropped = 4;
+  health.cpu_energy_zones = 3;
+  const std::string text = RenderPrometheusText(Readings(), health, "node-a");
+  const json parsed = testing::ParsePrometheusText(text);
+  ASSERT_FALSE(parsed.contains("error")) << parsed.dump() << "\n" << text;
+  auto families = testing::PrometheusFamilies(parsed);
+  // The parser names a counter's family without _total.
+  ASSERT_TRUE(families.count("warpscope_gpu_process_energy_joules")) << text;
+  EXPECT_EQ(families["warpscope_gpu_process_energy_joules"]["type"], "counter");
+  const json process = families["warpscope_gpu_process_energy_joules"]["samples"][0];
+  EXPECT_EQ(process["name"], "warpscope_gpu_process_energy_joules_total");
+  EXPECT_EQ(process["value"], 1500.25);
+  EXPECT_EQ(process["labels"]["pid"], "4242");
+  EXPECT_EQ(process["labels"]["UUID"], "GPU-0a1b");
+  EXPECT_EQ(process["labels"]["device"], "nvidia0");
+  EXPECT_EQ(families["warpscope_gpu_idle_energy_joules"]["samples"][0]["value"], 80.0);
+  EXPECT_EQ(families["warpscope_gpu_idle_energy_joules"]["samples"][0]["labels"]["gpu"], "0");
+  EXPECT_EQ(families["warpscope_gpu_unattributed_energy_joules"]["samples"][0]["value"], 0.0);
+  const json cpu = families["warpscope_cpu_energy_joules"];
+  EXPECT_EQ(cpu["type"], "counter");
+  ASSERT_EQ(cpu["samples"].size(), 2u);
+  EXPECT_EQ(cpu["samples"][0]["labels"], (json{{"zone", "package-0"}, {"Hostname", "node-a"}}));
+  EXPECT_EQ(cpu["samples"][0]["value"], 262143.5);
+  EXPECT_EQ(families["warpscope_dram_energy_joules"]["samples"][0]["labels"]["zone"], "package-0/dram");
+  EXPECT_EQ(families["warpscope_dram_energy_joules"]["samples"][0]["value"], 12.5);
+  EXPECT_EQ(families["warpscope_agent_gpu_process_energy_series"]["samples"][0]["value"], 1.0);
+  EXPECT_EQ(families["warpscope_agent_gpu_process_energy_dropped"]["samples"][0]["value"], 4.0);
+  EXPECT_EQ(families["warpscope_agent_cpu_energy_zones"]["samples"][0]["value"], 3.0);
 }
 
 TEST(PrometheusExpositionTest, NoGpuStillGivesAgentHealth) {

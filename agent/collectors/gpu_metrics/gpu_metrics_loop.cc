@@ -19,11 +19,12 @@ int64_t ThreadCpuNanos() {
 }  // namespace
 
 GpuMetricsLoop::GpuMetricsLoop(SourceFactory open_source, std::chrono::milliseconds interval, ProcFs procfs,
-                               size_t max_pending_readings)
+                               size_t max_pending_readings, GpuProcessEnergyOptions energy)
     : open_source_(std::move(open_source)),
       interval_(interval),
       procfs_(std::move(procfs)),
-      max_pending_(max_pending_readings) {}
+      max_pending_(max_pending_readings),
+      process_energy_(energy) {}
 
 GpuMetricsLoop::~GpuMetricsLoop() { Stop(); }
 
@@ -91,7 +92,8 @@ void GpuMetricsLoop::RunLoop() {
     next += interval_;
     if (next < std::chrono::steady_clock::now()) next = std::chrono::steady_clock::now() + interval_;
     const int64_t cpu0 = ThreadCpuNanos();
-    source->CollectInto(UnixNanosNow(), &readings);
+    const int64_t now = UnixNanosNow();
+    source->CollectInto(now, &readings);
     LabelProcesses(&readings);
     std::vector<GpuMetricOff> disabled = source->DisabledMetrics();
     const uint64_t errors = source->ErrorCount();
@@ -131,6 +133,9 @@ void GpuMetricsLoop::RunLoop() {
     for (auto it = latest_.begin(); it != latest_.end();) {
       it = collect - it->second.first >= 10 ? latest_.erase(it) : std::next(it);
     }
+    process_energy_.Add(readings, collect, now);
+    stats_.process_energy_series = process_energy_.process_counters();
+    stats_.process_energy_dropped = process_energy_.dropped_process_counters();
     for (const MetricReading& r : readings) pending_.push_back(r);
     while (pending_.size() > max_pending_) {
       pending_.pop_front();
@@ -150,10 +155,11 @@ std::vector<MetricReading> GpuMetricsLoop::TakePendingFromAnyThread() {
 std::vector<MetricReading> GpuMetricsLoop::LatestFromAnyThread() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<MetricReading> out;
-  out.reserve(latest_.size() + xid_totals_.size() + xid_last_.size());
+  out.reserve(latest_.size() + xid_totals_.size() + xid_last_.size() + process_energy_.process_counters());
   for (const auto& [key, entry] : latest_) out.push_back(entry.second);
   for (const auto& [labels, r] : xid_totals_) out.push_back(r);
   for (const auto& [labels, r] : xid_last_) out.push_back(r);
+  process_energy_.AppendReadings(&out);
   return out;
 }
 

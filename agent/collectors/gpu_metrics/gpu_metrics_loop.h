@@ -1,8 +1,9 @@
 // GpuMetricsLoop: reads GPU metrics on its own thread every interval (1 s by
 // default) and hands them to the two places that use them: the upload
 // batches (every reading, taken once per window) and the Prometheus endpoint
-// (the newest reading of each series). NVML calls can take milliseconds, so
-// they never run on the sampling thread.
+// (the newest reading of each series, and the GPU energy counters per
+// process that GpuProcessEnergy counts from every collect). NVML calls can
+// take milliseconds, so they never run on the sampling thread.
 //
 // Threading: constructed, started and stopped by the owning (main) thread;
 // Collect runs only on the loop's thread; the ...FromAnyThread methods may be
@@ -22,8 +23,9 @@
 #include <utility>
 #include <vector>
 
-#include "model/metric_reading.h"
+#include "agent/collectors/gpu_metrics/gpu_process_energy.h"
 #include "agent/process/proc_fs.h"
+#include "model/metric_reading.h"
 #include "base/status.h"
 
 namespace warpscope {
@@ -52,6 +54,8 @@ struct GpuMetricsLoopStats {
   uint64_t errors = 0;            // the source's transient errors
   std::vector<GpuMetricOff> disabled;
   int64_t collect_cpu_nanos = 0;  // CPU time of the loop thread
+  uint64_t process_energy_series = 0;   // per-process GPU energy counters kept now
+  uint64_t process_energy_dropped = 0;  // per-process GPU energy counters dropped since start
 };
 
 class GpuMetricsLoop {
@@ -61,7 +65,7 @@ class GpuMetricsLoop {
   using SourceFactory = std::function<StatusOr<std::unique_ptr<GpuMetricsSource>>()>;
 
   GpuMetricsLoop(SourceFactory open_source, std::chrono::milliseconds interval, ProcFs procfs,
-                 size_t max_pending_readings = 200'000);
+                 size_t max_pending_readings = 200'000, GpuProcessEnergyOptions energy = {});
   ~GpuMetricsLoop();  // Stop()s
   GpuMetricsLoop(const GpuMetricsLoop&) = delete;
   GpuMetricsLoop& operator=(const GpuMetricsLoop&) = delete;
@@ -74,7 +78,9 @@ class GpuMetricsLoop {
   // Every reading since the previous call, oldest first.
   std::vector<MetricReading> TakePendingFromAnyThread();
   // The newest reading of each series, plus per GPU the last XID code
-  // ("gpu_xid_last") and XID counts since start ("gpu_xid_errors").
+  // ("gpu_xid_last") and XID counts since start ("gpu_xid_errors"), and the
+  // energy counters (gpu_process_energy, gpu_idle_energy,
+  // gpu_unattributed_energy: gpu_process_energy.h).
   std::vector<MetricReading> LatestFromAnyThread() const;
   GpuMetricsLoopStats StatsFromAnyThread() const;
 
@@ -101,6 +107,7 @@ class GpuMetricsLoop {
            std::pair<uint64_t, MetricReading>>
       latest_;  // guarded by mu_
   std::map<std::vector<std::pair<std::string, std::string>>, MetricReading> xid_totals_, xid_last_;  // guarded by mu_
+  GpuProcessEnergy process_energy_;     // guarded by mu_
   GpuMetricsLoopStats stats_;           // guarded by mu_
   std::thread thread_;
 };

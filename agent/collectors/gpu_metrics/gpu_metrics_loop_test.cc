@@ -98,6 +98,36 @@ TEST(GpuMetricsLoopTest, PendingLatestAndProcessNames) {
   EXPECT_TRUE(stats.off_reason.empty());
 }
 
+// The loop counts GPU joules per process from every collect for the
+// Prometheus endpoint (gpu_process_energy.h): each process gets its share.
+TEST(GpuMetricsLoopTest, EnergyCountersPerProcessAmongTheNewestReadings) {
+  std::atomic<int> calls{0};
+  GpuMetricsLoop loop(
+      Source([&](int64_t now) {
+        ++calls;
+        const std::vector<std::pair<std::string, std::string>> gpu = {{"gpu", "0"}};
+        return std::vector<MetricReading>{
+            {"gpu_power", "watts", gpu, 400, now},
+            {"gpu_utilization", "percent", gpu, 90, now},
+            {"gpu_process_sm_utilization", "percent", {{"gpu", "0"}, {"pid", "4000000001"}}, 60, now},
+            {"gpu_process_sm_utilization", "percent", {{"gpu", "0"}, {"pid", "4000000002"}}, 20, now}};
+      }),
+      std::chrono::milliseconds(20), ProcFs());
+  loop.Start();
+  ASSERT_TRUE(WaitFor([&] { return calls >= 4; }));
+  loop.Stop();
+  std::map<std::string, double> joules;
+  for (const MetricReading& r : loop.LatestFromAnyThread()) {
+    if (r.metric == "gpu_process_energy") joules[*FindLabel(r, "pid")] = r.value;
+    if (r.metric == "gpu_idle_energy") joules["idle"] = r.value;
+  }
+  ASSERT_EQ(joules.size(), 3u);
+  EXPECT_GT(joules["4000000001"], 0);
+  EXPECT_NEAR(joules["4000000001"], 3 * joules["4000000002"], 1e-9) << "60:20";
+  EXPECT_EQ(joules["idle"], 0);
+  EXPECT_EQ(loop.StatsFromAnyThread().process_energy_series, 2u);
+}
+
 // A source that cannot open (no driver): off, with the reason, and no thread left running.
 TEST(GpuMetricsLoopTest, SourceThatCannotOpenTurnsMetricsOff) {
   GpuMetricsLoop loop([]() -> StatusOr<std::unique_ptr<GpuMetricsSource>> {
