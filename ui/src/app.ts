@@ -1,6 +1,6 @@
 // The app shell: the header (tabs, range buttons, the profile type), the
 // toolbar (selector, search, orientation, colours, exports), the timeline
-// and the message line, around the ten views. One ViewState, mirrored in
+// and the message line, around the eleven views. One ViewState, mirrored in
 // the URL, drives all of it; `views` maps each view's name to its module
 // (views/view.ts says what a view does and what the shell does for it).
 // A URL that names no view lands on the insights when the range has any,
@@ -19,8 +19,9 @@ import { RangePicker } from "./range_picker";
 import { isRelative, resolveTime } from "./time";
 import { Timeline } from "./timeline";
 import { Frame, binariesByTotal, parseFrame, parseFrames } from "./flame/transforms";
-import { ValueUnit, isPerSecondType, typeLabel } from "./units";
+import { ValueUnit, typeLabel, unitOfType } from "./units";
 import { DiffView } from "./views/diff";
+import { EnergyView } from "./views/energy";
 import { FlameView } from "./views/flame";
 import { FlameChartView } from "./views/flamechart";
 import { GpuView } from "./views/gpu";
@@ -47,6 +48,7 @@ const VIEW_TITLES: [ViewName, string][] = [
   ["diff", "Diff"],
   ["gpu", "GPUs"],
   ["kernels", "GPU kernels"],
+  ["energy", "Energy & cost"],
   ["targets", "Targets"],
 ];
 
@@ -113,6 +115,7 @@ export class App implements Shell {
       diff: new DiffView(section("diff"), this),
       gpu: new GpuView(section("gpu"), this),
       kernels: new KernelsView(section("kernels"), this),
+      energy: new EnergyView(section("energy"), this),
       targets: new TargetsView(section("targets"), this),
     };
     this.message.addEventListener("click", (e) => {
@@ -288,7 +291,8 @@ export class App implements Shell {
     );
     for (const [view, section] of this.sections) section.hidden = view !== s.view;
     document.body.dataset.view = s.view;
-    this.searchInput.placeholder = s.view === "insights" ? "search insights  ( / )" : "search functions  ( / )";
+    this.searchInput.placeholder =
+      s.view === "insights" ? "search insights  ( / )" : s.view === "energy" ? "search rows  ( / )" : "search functions  ( / )";
     const view = this.views[s.view];
     if (this.shown !== view) {
       this.shown?.release();
@@ -355,7 +359,7 @@ export class App implements Shell {
       const type = view.timelineType?.(s) ?? s.type;
       const series = apiGet<SeriesJson>("/api/v1/series", { ...commonParams(s), type, max_points: 300 }, signal).then((x) => {
         const u = this.typeUnits.get(type);
-        this.timeline.setSeries(x, u ?? { type, unit: isPerSecondType(type) ? "nanoseconds" : "samples", periodNanos: 0 });
+        this.timeline.setSeries(x, u ?? { type, unit: unitOfType(type), periodNanos: 0 });
       });
       await Promise.all([series, view.load(s, signal)]);
       if (signal.aborted) return;

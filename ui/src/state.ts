@@ -15,6 +15,7 @@ export type ViewName =
   | "diff"
   | "gpu"
   | "kernels"
+  | "energy"
   | "targets";
 export type Orientation = "icicle" | "flame";
 export type ColorMode = "binary" | "kind";
@@ -51,6 +52,10 @@ export interface ViewState {
   group: string; // "process" or "thread": the flame graph split into one subtree each (GROUPS), else one tree
   lines: string; // "1": one node per function and line (the API's granularity=lines), else per function
   insight: string; // the insight whose card is picked (views/insights_model.ts insightKey)
+  egroup: string; // the energy view's groups: node, gpu, process or pod (ENERGY_GROUPS)
+  pue: string; // the energy view's coefficients passed to /api/v1/energy ("": the server's)
+  carbon: string; // gCO₂e per kWh (the API's carbon_intensity)
+  price: string; // price per kWh (the API's price_per_kwh)
 }
 
 export const DEFAULTS: ViewState = {
@@ -84,12 +89,18 @@ export const DEFAULTS: ViewState = {
   group: "",
   lines: "",
   insight: "",
+  egroup: "node",
+  pue: "",
+  carbon: "",
+  price: "",
 };
 
 // The flame graph's `group` as the API's group_by (docs/api.md, /api/v1/profile).
 export const GROUPS: Record<string, string> = { process: "comm,pid", thread: "comm,pid,thread" };
 
-const VIEWS: ViewName[] = ["insights", "flame", "flamechart", "threads", "table", "sandwich", "diff", "gpu", "kernels", "targets"];
+const VIEWS: ViewName[] = ["insights", "flame", "flamechart", "threads", "table", "sandwich", "diff", "gpu", "kernels", "energy", "targets"];
+// The energy view's groupings, the API's group_by (docs/api.md, /api/v1/energy).
+export const ENERGY_GROUPS = ["node", "gpu", "process", "pod"];
 const KERNEL_SORTS = ["name", "launches", "total", "mean", "p50", "p95", "max"];
 
 // A query string (with or without its "?") as a state: unknown keys are
@@ -111,6 +122,7 @@ export function readState(search: string): ViewState {
   if (!KERNEL_SORTS.includes(s.ksort)) s.ksort = "total";
   if (!(s.group in GROUPS)) s.group = "";
   if (s.lines !== "1") s.lines = "";
+  if (!ENERGY_GROUPS.includes(s.egroup)) s.egroup = "node";
   return s;
 }
 

@@ -11,7 +11,7 @@ import { onSchemeChange } from "./base/dom";
 import { InsightMarks } from "./insight_marks";
 import { compactNanos } from "./time";
 import type { InsightMark } from "./views/insights_model";
-import { ValueUnit, isTimeUnit, valueNoun } from "./units";
+import { ValueUnit, compactMicrojoules, isEnergyUnit, isTimeUnit, valueNoun } from "./units";
 
 // One cursor for the timeline and the GPU view's charts: hovering one shows
 // the same time on the others. Only the cursor moves in sync; a drag
@@ -61,7 +61,7 @@ export class Timeline {
   }
 
   // Steps without samples are absent in the answer: they are zeros here.
-  // `unit`: the type's (/api/v1/types); nanoseconds label the axis as time.
+  // `unit`: the type's (/api/v1/types); nanoseconds label the axis as time, microjoules as energy.
   setSeries(s: SeriesJson, unit: ValueUnit): number {
     const unitChanged = isTimeUnit(unit) !== isTimeUnit(this.unit) || valueNoun(unit) !== valueNoun(this.unit);
     this.unit = unit;
@@ -155,8 +155,10 @@ export class Timeline {
     this.plot = new uPlot(opts, this.data, this.container);
   }
 
-  // Time per step for nanosecond types ("850 ms"), else compact counts.
-  private axisValue = (v: number): string => (isTimeUnit(this.unit) ? compactNanos(v) : compact(v));
+  // Time per step for nanosecond types ("850 ms"), energy for microjoule
+  // types ("12kJ"), else compact counts.
+  private axisValue = (v: number): string =>
+    isTimeUnit(this.unit) ? compactNanos(v) : isEnergyUnit(this.unit) ? compactMicrojoules(v) : compact(v);
 }
 
 // Axis numbers that fit 50 px: 950, 12k, 3.4M, 5.1G.

@@ -17,6 +17,10 @@ test("readState: defaults, known keys, and fallbacks for values it does not know
   assert.deepEqual(s, { ...DEFAULTS, view: "table", live: true, search: "x", orient: "flame", color: "kind", sort: "total", ksort: "p95", gpu: "0", selector: '{pid="12"}' });
   assert.equal(readState("?group=thread").group, "thread");
   assert.equal(readState("?view=threads&type=off_cpu").view, "threads");
+  const energy = readState("?view=energy&egroup=pod&pue=1.4&carbon=50&price=0.3");
+  assert.deepEqual(energy, { ...DEFAULTS, view: "energy", egroup: "pod", pue: "1.4", carbon: "50", price: "0.3" });
+  assert.equal(writeState(energy), "?view=energy&egroup=pod&pue=1.4&carbon=50&price=0.3");
+  assert.equal(readState("?view=energy&egroup=rack").egroup, "node");
   const bad = readState("view=nope&orient=up&color=red&sort=x&ksort=y&live=yes&group=cpu");
   assert.deepEqual(bad, DEFAULTS);
 });

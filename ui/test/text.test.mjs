@@ -3,7 +3,22 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { apiDuration, compactNanos, formatDuration, formatNanos, formatTime, isRelative, parseDurationMs, resolveTime, wholeSeconds } from "../src/time.ts";
-import { blankMeaning, formatValue, isPerSecondType, isTimeUnit, laneNoun, timeNoun, typeLabel, valueNoun } from "../src/units.ts";
+import {
+  blankMeaning,
+  compactMicrojoules,
+  formatJoules,
+  formatMicrojoules,
+  formatValue,
+  isEnergyUnit,
+  isPerSecondType,
+  isTimeUnit,
+  laneNoun,
+  quantityNoun,
+  timeNoun,
+  typeLabel,
+  unitOfType,
+  valueNoun,
+} from "../src/units.ts";
 import { errorText, escapeHtml } from "../src/base/dom.ts";
 
 test("parseDurationMs: units ms s m h d w, concatenated, nothing else", () => {
@@ -97,6 +112,35 @@ test("every stored type has a plain name; gpu_wait is time per second like off_c
   assert.equal(blankMeaning("off_cpu"), "not blocked");
   assert.equal(blankMeaning("cpu"), "off CPU");
   assert.deepEqual(["cpu", "off_cpu", "gpu_time", "gpu_wait", "heap"].map(laneNoun), ["CPU", "off-CPU", "GPU", "GPU wait", ""]);
+});
+
+test("gpu_energy: labelled GPU energy, per second like gpu_time, microjoules read as J / kJ / MJ / mJ", () => {
+  const energy = { type: "gpu_energy", unit: "microjoules", periodNanos: 0 };
+  assert.equal(typeLabel("gpu_energy"), "GPU energy");
+  assert.equal(isPerSecondType("gpu_energy"), true);
+  assert.deepEqual(["gpu_energy", "gpu_time", "off_cpu", "cpu", "heap"].map(unitOfType), ["microjoules", "nanoseconds", "nanoseconds", "samples", "samples"]);
+  assert.equal(isEnergyUnit(energy), true);
+  assert.equal(isTimeUnit(energy), false);
+  // What the flame graph's tooltips, the top table, the sandwich and the diff show (formatValue).
+  assert.equal(formatValue(12.3e6, energy), "12.3 J");
+  assert.equal(formatValue(1.45e9, energy), "1.45 kJ");
+  assert.equal(formatValue(3.6e12, energy), "3.60 MJ");
+  assert.equal(formatValue(4200, energy), "4.20 mJ");
+  assert.equal(formatValue(850, energy), "850 µJ");
+  assert.equal(formatValue(0, energy), "0 J");
+  assert.equal(formatValue(999.7e6, energy), "1.00 kJ");
+  assert.equal(formatValue(-2.5e6, energy), "-2.50 J");
+  assert.equal(formatMicrojoules(123.4e6), "123 J");
+  assert.equal(formatJoules(90_000), "90.0 kJ");
+  assert.equal(formatJoules(1.2e9), "1.20 GJ");
+  // The timeline's axis (50 px).
+  assert.deepEqual([0, 850, 40e3, 850e6, 12e9, 1.5e12].map(compactMicrojoules), ["0", "850µJ", "40mJ", "850J", "12kJ", "1.5MJ"]);
+  assert.equal(valueNoun(energy), "GPU energy");
+  assert.equal(valueNoun({ ...energy, type: "other" }), "energy");
+  assert.equal(quantityNoun("gpu_energy"), "GPU energy");
+  assert.equal(quantityNoun("gpu_time"), "GPU time");
+  assert.equal(blankMeaning("gpu_energy"), "no kernel of the thread's running");
+  assert.equal(laneNoun("gpu_energy"), "");
 });
 
 test("escapeHtml and errorText", () => {

@@ -234,3 +234,53 @@ export interface InsightsJson {
   options: Record<string, number>; // the thresholds the finders used
   insights: InsightJson[];
 }
+
+// GET /api/v1/energy: joules, kWh, CO₂ and cost over the range per group
+// (docs/api.md "Energy", docs/design/energy.md). With `step`, each group and
+// the total carry `steps`: joules per step for the chart.
+export interface EnergyStepsJson {
+  step_ms: number;
+  t: number[]; // each step's start, ms
+  gpu_joules: number[];
+  gpu_busy_joules?: number[]; // else gpu_joules − gpu_idle_joules
+  gpu_idle_joules: number[];
+  cpu_joules: number[];
+}
+
+export interface EnergyFiguresJson {
+  gpu_joules: number;
+  gpu_busy_joules: number;
+  gpu_idle_joules: number;
+  cpu_joules: number;
+  dram_joules?: number; // RAPL's DRAM zone, where a node exposes it
+  total_joules: number;
+  kwh: number;
+  co2_grams: number;
+  cost: number;
+  steps?: EnergyStepsJson;
+}
+
+export interface EnergyGroupJson extends EnergyFiguresJson {
+  labels: Record<string, string>; // {node}, {node, gpu}, {node, pid, comm}, {namespace, pod}
+  gpu_source: string | null; // energy_counter, power_integration, both joined by "+", null: no GPU joules
+  cpu_source?: string | null; // rapl, coefficient, both joined by "+"
+  gpu_apportioned_by?: string | null; // gpu_time, sm_utilization, both joined by "+"
+  measured: string[]; // the figures measured (field names)
+  estimated: string[]; // and those estimated
+}
+
+export interface EnergyCoefficientsJson {
+  pue: number;
+  carbon_intensity: number; // gCO₂e per kWh
+  price_per_kwh: number;
+  cpu_watts_per_core: number;
+  idle_utilization_percent?: number;
+}
+
+export interface EnergyJson {
+  from: number;
+  to: number;
+  coefficients: EnergyCoefficientsJson;
+  total: EnergyFiguresJson;
+  groups: EnergyGroupJson[]; // largest total_joules first
+}

@@ -13,7 +13,7 @@ import { nameMatcher } from "./analysis";
 import { escapeHtml, onSchemeChange, placeTooltip } from "../base/dom";
 import { ChartData, boxAt, spanRange, bucketSpan } from "./chartmodel";
 import { formatTime } from "../time";
-import { laneNoun, timeNoun } from "../units";
+import { formatMicrojoules, laneNoun, timeNoun } from "../units";
 
 const ROW = 14;
 const AXIS = 18;
@@ -157,10 +157,12 @@ export class FlameChart {
     return all > 0 ? matched / all : 0;
   }
 
-  // A value as time ("12.3 s CPU") when the unit allows, else as a count.
+  // A value as time ("12.3 s CPU") when the unit allows, as joules for
+  // microjoules (gpu_energy), else as a count.
   private amount(v: number, cpu: boolean): string {
     const d = this.data;
     if (!d) return String(v);
+    if (d.unit === "microjoules") return formatMicrojoules(v);
     const noun = laneNoun(d.type);
     const what = noun ? ` ${noun}` : "";
     if (d.nsPerValue > 0) return `${formatSpan((v * d.nsPerValue) / 1e6)}${cpu ? what : ""}`;
@@ -301,7 +303,7 @@ export class FlameChart {
     if (d.unit === "samples") {
       html += `<tr><td>samples</td><td>${v.toLocaleString("en-US")}${d.nsPerValue > 0 ? ` (${this.amount(v, true)})` : ""}</td></tr>`;
     } else {
-      const label = d.nsPerValue === 0 ? escapeHtml(d.unit) : timeNoun(d.type);
+      const label = d.unit === "microjoules" ? "energy" : d.nsPerValue === 0 ? escapeHtml(d.unit) : timeNoun(d.type);
       html += `<tr><td>${label}</td><td>${this.amount(v, false)}</td></tr>`;
     }
     html += `</table>`;

@@ -1,7 +1,9 @@
 // The GPUs view: NVML metrics of one node's GPUs (/api/v1/metrics), as
 // uPlot charts stacked under the main timeline and sharing its cursor and x
 // range. A drag across any chart opens the CPU flame graph of that range on
-// that node (and of the focused process, if one is). The node's insights
+// that node (and of the focused process, if one is). "Energy & cost" opens
+// the energy view of the node over the range (by GPU, or by process when a
+// process is focused). The node's insights
 // (/api/v1/insights over the range, the node's selector) are subtle bands
 // over every chart: hovering one names it, a click opens its card.
 //
@@ -50,6 +52,7 @@ export class GpuView implements View {
   private gpuSelect = el("select", "gpu-select");
   private info = el("span", "gpu-info muted small");
   private focusChip = el("span", "gpu-focus");
+  private energyLink = el("button", "link gpu-energy-link", "Energy &amp; cost →");
   private hint = el("div", "gpu-hint muted small");
   private chartsEl = el("div", "gpu-charts");
   private drawn: DrawnChart[] = [];
@@ -70,7 +73,14 @@ export class GpuView implements View {
     nodeLabel.append(this.nodeSelect);
     const gpuLabel = el("label", "", "GPU ");
     gpuLabel.append(this.gpuSelect);
-    this.controls.append(nodeLabel, gpuLabel, this.info, this.focusChip);
+    this.energyLink.title = "the joules, CO₂ and cost of this node's GPUs and CPU over this range";
+    this.energyLink.addEventListener("click", () => {
+      const node = this.loaded?.node;
+      if (!node) return;
+      const pid = this.state?.gpupid ?? "";
+      this.shell.update({ view: "energy", selector: selectorOf({ node }), egroup: pid ? "process" : "gpu", search: "" }, true);
+    });
+    this.controls.append(nodeLabel, gpuLabel, this.info, this.focusChip, this.energyLink);
     this.root.append(this.controls, this.hint, this.chartsEl);
     this.root.dataset.version = "0";
     this.root.dataset.charts = "0";

@@ -26,7 +26,7 @@ import type { InsightFunctionJson, InsightJson, InsightsJson, MetricNamesJson, T
 import { el, escapeHtml } from "../base/dom";
 import { ViewState } from "../state";
 import { formatNanos, formatTime } from "../time";
-import { isPerSecondType } from "../units";
+import { formatMicrojoules, unitOfType } from "../units";
 import {
   CardAction,
   cardActions,
@@ -242,8 +242,15 @@ export class InsightsView implements View {
 
   private functionsHtml(head: string, fs: InsightFunctionJson[], type: string): string {
     if (!fs.length) return "";
+    const unit = unitOfType(type);
     const value = (f: InsightFunctionJson) =>
-      isPerSecondType(type) || f.kind === 4 ? formatNanos(f.value) : type === "cpu" ? `${f.value.toLocaleString("en-US")} samples` : f.value.toLocaleString("en-US");
+      unit === "microjoules"
+        ? formatMicrojoules(f.value)
+        : unit === "nanoseconds" || f.kind === 4
+          ? formatNanos(f.value)
+          : type === "cpu"
+            ? `${f.value.toLocaleString("en-US")} samples`
+            : f.value.toLocaleString("en-US");
     const rows = fs
       .map(
         (f) => `<tr title="${escapeHtml(`${f.name}\n${f.binary} · ${KIND_NAMES[f.kind] ?? "frame"} · ${value(f)}`)}">

@@ -23,7 +23,7 @@ import { FlameGraph } from "../flame/flamegraph";
 import { FlameData, findPath, foldedAway, fromProfile, pathOf } from "../flame/model";
 import { GROUPS, ViewState, commonParams } from "../state";
 import { formatTime, isRelative, resolveTime, wholeSeconds } from "../time";
-import { formatValue, isPerSecondType, timeNoun } from "../units";
+import { formatValue, isPerSecondType, quantityNoun } from "../units";
 import { emptyMessage, noSamplesHtml } from "./empty";
 import { Shell, openSandwich } from "./view";
 import { legendItems } from "../flame/colors";
@@ -38,7 +38,7 @@ export function maxNodesOf(s: ViewState): number {
   return s.nodes === "all" ? ALL_NODES : DEFAULT_MAX_NODES;
 }
 
-// gpu_time, off_cpu and gpu_wait are stored per second (the agent's
+// gpu_time, off_cpu, gpu_wait and gpu_energy are stored per second (the agent's
 // windows): an absolute range that is not whole seconds asks for the
 // seconds it touches, or a sub-second range (a drag across a few kernels)
 // would find nothing. Empty when the range is relative or already whole.
@@ -113,7 +113,7 @@ export class ProfileGraph {
 
   // Values as the profile's unit reads: CPU samples with their time,
   // nanoseconds (gpu_time, off_cpu, gpu_wait, or CPU profiles of agents at different
-  // frequencies) as time.
+  // frequencies) as time, microjoules (gpu_energy) as joules.
   format(v: number): string {
     return formatValue(v, this.shell.valueUnit(this.data));
   }
@@ -205,7 +205,7 @@ export class ProfileGraph {
     const d = this.data;
     const widened = perSecondRange(s);
     const secondsNote = widened.from
-      ? `<span class="folded-note">${capitalized(timeNoun(s.type))} is counted per second: this graph covers ${formatTime(Number(widened.from))} – ${formatTime(Number(widened.to))}, the whole seconds around the range.</span> `
+      ? `<span class="folded-note">${capitalized(quantityNoun(s.type))} is counted per second: this graph covers ${formatTime(Number(widened.from))} – ${formatTime(Number(widened.to))}, the whole seconds around the range.</span> `
       : "";
     if (!d || d.truncated === 0) return secondsNote;
     const { nodes, value } = foldedAway(d);
