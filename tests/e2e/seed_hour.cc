@@ -6,8 +6,11 @@
 // graph has 25,073 nodes, and four seconds of two threads' on-CPU, off-CPU
 // and GPU-wait time (ThreadSeconds) for the threads view, and a node with
 // two insights (InsightSeconds: a GPU starved by its CPU, a thread heavy in
-// CUDA synchronisation) for the insights view. Prints `gpu_from_ms=<ms>` and
-// `threads_from_ms=<ms>`, the first of those seconds.
+// CUDA synchronisation) for the insights view, and ten minutes of a node's
+// GPU energy, power and utilization, per-process SM utilization, CPU
+// samples and GPU time in two pods (EnergySeconds) for the energy view and
+// the gpu_energy flame graph. Prints `gpu_from_ms=<ms>`,
+// `threads_from_ms=<ms>` and `energy_from_ms=<ms>`, the first of those seconds.
 // Usage: e2e_seed_hour PORT TOKEN NODE
 #include <chrono>
 #include <cstdio>
@@ -269,6 +272,76 @@ warpscope::v1::IngestBatch InsightSeconds(const std::string& node, int64_t metri
   return batch;
 }
 
+// Ten minutes from from_ns on node `node`, for the energy view (GET
+// /api/v1/energy) and the gpu_energy profile, with numbers that do not
+// depend on where a range inside them starts:
+//  * GPU 0: NVML's energy counter every 10 s rising 3,000 J each (300 W),
+//    gpu_power 300 W and gpu_utilization 80 % every second: busy, 300 J a second.
+//  * GPU 1: the counter rising 600 J each 10 s, 60 W, utilization 0 %: idle,
+//    60 J a second.
+//  * Process "trainer" (pid 6161, pod ml/trainer-0): SM utilization 60 % of
+//    GPU 0 every 5 s, 19 CPU samples a second (one core at 1/19 s: 7 J a
+//    second at the default 7 W per core), and 500 ms of GPU time a second in
+//    energy_gemm_kernel under train_step;forward;cudaLaunchKernel: the only
+//    kernels on GPU 0, so by GPU time all of GPU 0's busy joules are its.
+//  * Process "loader" (pid 6162, pod ml/loader-0): SM utilization 20 % of
+//    GPU 0, 10 CPU samples a second, no kernels.
+// So any 300 s inside them hold 90,000 J of GPU 0 (busy), 18,000 J of GPU 1
+// (idle), 2,100 J of the trainer's CPU and 1,105.26 J of the loader's.
+warpscope::v1::IngestBatch EnergySeconds(const std::string& node, int64_t from_ns) {
+  constexpr int kSeconds = 600;
+  BatchFactory f("e2e-seed-energy-" + node, 1, from_ns, from_ns + kSeconds * kSec);
+  const auto gpu = [&node](const std::string& index) -> Labels {
+    return {{"node", node}, {"gpu", index}, {"uuid", "GPU-e2e00000-0000-0000-0000-000000000e0" + index},
+            {"gpu_name", "NVIDIA H100 80GB HBM3"}, {"pci_bus_id", "00000000:1" + index + ":00.0"}};
+  };
+  const auto process = [&gpu](const std::string& comm, const std::string& pid, const std::string& pod) {
+    Labels labels = gpu("0");  // as the agent sends them: the GPU's labels and the process's
+    labels.insert(labels.end(), {{"comm", comm}, {"pid", pid}, {"namespace", "ml"}, {"pod", pod}});
+    return labels;
+  };
+  const Labels trainer_gpu = process("trainer", "6161", "trainer-0");
+  const Labels loader_gpu = process("loader", "6162", "loader-0");
+  const Labels trainer = {{"node", node}, {"comm", "trainer"}, {"pid", "6161"}, {"thread", "trainer"},
+                          {"namespace", "ml"}, {"pod", "trainer-0"}};
+  const Labels loader = {{"node", node}, {"comm", "loader"}, {"pid", "6162"}, {"thread", "loader"},
+                         {"namespace", "ml"}, {"pod", "loader-0"}};
+  const std::string kernel = "void energy_gemm_kernel<float>(float*, int)";
+  const std::string step = "py:train_step@train.py:10;py:forward@model.py:20;cudaLaunchKernel@libcudart.so.12;";
+  for (int s = 0; s < kSeconds; ++s) {
+    const int64_t at = from_ns + s * kSec;
+    f.AddMetric("gpu_power", "watts", gpu("0"), 300, at);
+    f.AddMetric("gpu_utilization", "percent", gpu("0"), 80, at);
+    f.AddMetric("gpu_power", "watts", gpu("1"), 60, at);
+    f.AddMetric("gpu_utilization", "percent", gpu("1"), 0, at);
+    if (s % 10 == 0) {
+      f.AddMetric("gpu_energy", "joules", gpu("0"), 1'000'000 + 300.0 * s, at);
+      f.AddMetric("gpu_energy", "joules", gpu("1"), 2'000'000 + 60.0 * s, at);
+    }
+    if (s % 5 == 0) {
+      f.AddMetric("gpu_process_sm_utilization", "percent", trainer_gpu, 60, at);
+      f.AddMetric("gpu_process_sm_utilization", "percent", loader_gpu, 20, at);
+      f.AddMetric("gpu_process_memory_used", "bytes", trainer_gpu, 30e9, at);
+      f.AddMetric("gpu_process_memory_used", "bytes", loader_gpu, 2e9, at);
+    }
+    f.Add("py:train_step@train.py:10;py:forward@model.py:20;at::native::gemm@libtorch_cuda.so", trainer, 19, at);
+    f.Add("py:load@loader.py:5;decode_jpeg@libjpeg.so.62", loader, 10, at);
+    Labels kernel_labels = trainer;
+    kernel_labels.emplace_back("device", "0");
+    kernel_labels.emplace_back("stream", "7");
+    f.Add(step + kernel, kernel_labels, 500 * kMs, at, "gpu_time");
+  }
+  warpscope::v1::IngestBatch batch = f.batch();
+  for (auto& loc : *batch.mutable_locations()) {
+    const auto& fn = batch.functions(static_cast<int>(loc.lines(0).function()));
+    if (batch.strings(static_cast<int>(fn.name())) != kernel) continue;
+    loc.set_kind(warpscope::v1::FRAME_KIND_CUDA_KERNEL);
+    loc.set_mapping(0);
+    loc.set_address(0);
+  }
+  return batch;
+}
+
 // Sends one batch; false, with what failed on stderr, unless the server stored it.
 bool Post(int port, const std::string& token, const warpscope::v1::IngestBatch& batch, const std::string& what) {
   auto r = warpscope::testing::PostBatch(port, batch, token);
@@ -375,7 +448,11 @@ int main(int argc, char** argv) {
   if (!Post(port, token, InsightSeconds(node + "-insights", insights_metrics_ns, insights_waits_ns), "insights batch")) {
     return 1;
   }
+  // The energy node's ten minutes, ending a minute ago.
+  const int64_t energy_from_ns = (now_ns / kSec - 660) * kSec;
+  if (!Post(port, token, EnergySeconds(node + "-energy", energy_from_ns), "energy batch")) return 1;
   std::printf("gpu_from_ms=%lld\n", static_cast<long long>(gpu_from_ns / kMs));
   std::printf("threads_from_ms=%lld\n", static_cast<long long>(threads_from_ns / kMs));
+  std::printf("energy_from_ms=%lld\n", static_cast<long long>(energy_from_ns / kMs));
   return 0;
 }

@@ -4,7 +4,9 @@
 // console errors, drag on the timeline, search, table, sandwich; the
 // threads view's on- and off-CPU time on e2e_seed_hour's seeded threads; the
 // insights view (landing page, cards, the evidence's flame graph, the bands
-// on the GPU charts) on its seeded insights; the GPU
+// on the GPU charts) on its seeded insights; the energy view (totals, rows,
+// group-by, coefficients) and the gpu_energy flame graph on its seeded
+// GPU energy; the GPU
 // kernels view and the gpu_time flame graph on e2e_seed_hour's seeded GPU
 // seconds; the combined GPU timeline and the Chrome trace's CPU side on a
 // CUDA application driven by the fake CUPTI through the real injection
@@ -1022,6 +1024,138 @@ try {
     }, 10000);
     log(`GPUs view: ${charts} charts`);
     await shot("gpus");
+  }
+
+  // 6f. Energy & cost (e2e_seed_hour's EnergySeconds on node
+  // e2e-synthetic-energy, numbers in seed_hour.cc): 300 s of its ten minutes
+  // hold 90 kJ of GPU 0 (busy), 18 kJ of GPU 1 (idle) and 2,100 + 1,105.26 J
+  // of CPU (19 and 10 samples a second at the default 7 W per core). The tab
+  // opens the view of the range and selector: totals as the API's, measured
+  // and estimated figures marked, the stacked chart; by process the trainer
+  // has GPU 0's busy joules (the only kernels on it), estimated; by pod one
+  // row per pod; a PUE typed in reaches the URL and the CO₂; the trainer's
+  // row opens its gpu_energy flame graph (joules per stack, 90 kJ); the GPUs
+  // view links to the node's energy by GPU.
+  {
+    const energyT0 = Date.now();
+    const energyFromMs = Number(/energy_from_ms=(\d+)/.exec(seed.output)?.[1]);
+    if (!(energyFromMs > 0)) fail(`e2e_seed_hour should print energy_from_ms: ${seed.output}`);
+    const eFrom = energyFromMs + 120_000;
+    const eTo = eFrom + 300_000;
+    const energyNode = '{node="e2e-synthetic-energy"}';
+    const eRange = `from=${eFrom}&to=${eTo}&selector=${q(energyNode)}`;
+    const panel = page.locator(".view-energy .energy-panel");
+    const panelData = () => panel.evaluate((e) => ({ ...e.dataset }));
+    const rowsOf = () => panel.locator("tr.energy-row").evaluateAll((trs) => trs.map((tr) => ({ ...tr.dataset })));
+    const near = (v, want, tol) => Math.abs(Number(v) - want) <= Math.abs(want) * tol;
+    const shownBy = (groupBy) => async () => (await panel.getAttribute("data-state")) === "shown" && (await panel.getAttribute("data-group-by")) === groupBy;
+    await page.goto(`${url}/?view=targets&${eRange}`);
+    await page.locator("button.tab", { hasText: "Energy & cost" }).click();
+    await waitFor("the energy view", shownBy("node"), 15000);
+    const answer = await api(url, `/api/v1/energy?${eRange}`);
+    const d = await panelData();
+    log(`energy view: ${JSON.stringify(d)}`);
+    for (const [attr, field] of [["totalJoules", "total_joules"], ["gpuJoules", "gpu_joules"], ["gpuIdleJoules", "gpu_idle_joules"],
+      ["cpuJoules", "cpu_joules"], ["kwh", "kwh"], ["co2Grams", "co2_grams"], ["cost", "cost"]]) {
+      if (!near(d[attr], answer.total[field], 1e-6)) fail(`the energy view's ${field} should be the API's ${answer.total[field]}, found ${d[attr]}`);
+    }
+    if (!near(d.gpuJoules, 108_000, 0.01) || !near(d.gpuIdleJoules, 18_000, 0.01) || !near(d.cpuJoules, 3205.26, 0.01)) {
+      fail(`the seeded 300 s hold 108 kJ of GPU (18 kJ idle) and 3,205 J of CPU: ${JSON.stringify(d)}`);
+    }
+    const totalText = async (cls) => (await panel.locator(`.energy-totals .${cls}`).innerText()).trim();
+    const totals = { gpu: await totalText("total-gpu"), idle: await totalText("total-gpu-idle"), kwh: await totalText("total-kwh"), co2: await totalText("total-co2") };
+    if (totals.gpu !== "108 kJ" || totals.idle !== "18.0 kJ" || totals.kwh !== "≈30.9 Wh" || totals.co2 !== "≈14 g") {
+      fail(`the totals should read 108 kJ, 18.0 kJ idle, ≈30.9 Wh, ≈14 g: ${JSON.stringify(totals)}`);
+    }
+    // Measured GPU joules name their source; estimated figures say how.
+    const gpuFig = panel.locator(".energy-totals .total-gpu");
+    if (!/fig-measured/.test(await gpuFig.getAttribute("class")) || !/Measured: NVML's energy counter/.test(await gpuFig.getAttribute("title"))) {
+      fail(`the total GPU joules should be marked measured by NVML's energy counter: ${await gpuFig.getAttribute("title")}`);
+    }
+    for (const [cls, why] of [["total-co2", /PUE 1\.2 × 379 gCO₂e\/kWh/], ["total-cpu", /× 7 W per core/], ["total-cost", /× 0\.15 per kWh/]]) {
+      const f = panel.locator(`.energy-totals .${cls}`);
+      if (!/fig-estimated/.test(await f.getAttribute("class")) || !why.test(await f.getAttribute("title"))) {
+        fail(`${cls} should be marked estimated, saying how: ${await f.getAttribute("title")}`);
+      }
+    }
+    const nodeRows = await rowsOf();
+    if (nodeRows.length !== 1 || nodeRows[0].key !== "node=e2e-synthetic-energy" || nodeRows[0].kind !== "node" || !near(nodeRows[0].totalJoules, answer.total.total_joules, 1e-6)) {
+      fail(`one row for the energy node expected: ${JSON.stringify(nodeRows)}`);
+    }
+    const chart = await panel.locator(".energy-chart").evaluate((e) => ({ ...e.dataset }));
+    if (chart.series !== "3" || !(Number(chart.points) >= 100)) fail(`the stacked chart should draw GPU busy, GPU idle and CPU over 300 s: ${JSON.stringify(chart)}`);
+    await shot("energy");
+    // By process: the trainer's share of GPU 0, estimated; GPU 1's idle joules stay with the GPU.
+    await panel.locator('button[data-group="process"]').click();
+    await waitFor("the energy view by process", async () => (await shownBy("process")()) && page.url().includes("egroup=process"), 10000);
+    const byProcess = await rowsOf();
+    log(`energy by process: ${JSON.stringify(byProcess)}`);
+    const trainer = byProcess.find((r) => r.kind === "process" && r.key.includes("pid=6161")) ?? fail(`no trainer row: ${JSON.stringify(byProcess)}`);
+    const loader = byProcess.find((r) => r.kind === "process" && r.key.includes("pid=6162")) ?? fail(`no loader row: ${JSON.stringify(byProcess)}`);
+    const idleGpu = byProcess.find((r) => r.kind === "gpu-rest" && r.key.includes("gpu=1")) ?? fail(`no row for GPU 1's idle joules: ${JSON.stringify(byProcess)}`);
+    if (!near(trainer.gpuJoules, 90_000, 0.02) || !near(trainer.cpuJoules, 2100, 0.01) || !trainer.estimated.split(",").includes("gpu_joules")) {
+      fail(`the trainer should have GPU 0's 90 kJ (estimated) and 2,100 J of CPU: ${JSON.stringify(trainer)}`);
+    }
+    if (!near(loader.cpuJoules, 1105.26, 0.01) || !near(idleGpu.gpuJoules, 18_000, 0.01)) fail(`the loader's CPU and GPU 1's idle joules: ${JSON.stringify([loader, idleGpu])}`);
+    const apportioned = await panel.locator('tr.energy-row[data-key*="pid=6161"] td .fig-estimated').first().getAttribute("title");
+    if (!/apportioned/.test(apportioned)) fail(`the trainer's GPU joules should say they were apportioned: ${apportioned}`);
+    await shot("energy_by_process");
+    // By pod: one row per pod, the trainer's with its GPU joules.
+    await panel.locator('button[data-group="pod"]').click();
+    await waitFor("the energy view by pod", shownBy("pod"), 10000);
+    const byPod = await rowsOf();
+    const podRow = (pod) => byPod.find((r) => r.kind === "pod" && r.key.split(",").includes("namespace=ml") && r.key.split(",").includes(`pod=${pod}`));
+    if (!podRow("loader-0") || !near(podRow("trainer-0")?.gpuJoules, 90_000, 0.02)) fail(`a row per pod expected: ${JSON.stringify(byPod)}`);
+    await shot("energy_by_pod");
+    // A PUE typed in: in the URL, in the answer's coefficients and the CO₂; a bad one is refused.
+    const pue = panel.locator('input[data-key="pue"]');
+    await pue.fill("1.5");
+    await pue.press("Enter");
+    await waitFor("the CO₂ at PUE 1.5", async () => page.url().includes("pue=1.5") && (await shownBy("pod")()) &&
+      near((await panelData()).co2Grams, answer.total.kwh * 1.5 * answer.coefficients.carbon_intensity, 1e-6), 10000);
+    if (!/PUE 1\.5 \(set here\)/.test(await panel.locator(".energy-used").innerText())) fail("the coefficients line should say PUE 1.5 was set here");
+    await pue.fill("0.5");
+    await pue.press("Enter");
+    const coefError = await waitFor("the PUE's error", async () => (await panel.locator(".energy-coef-error").innerText()) || null, 3000);
+    if (!/expected 1 to 10/.test(coefError) || !page.url().includes("pue=1.5")) fail(`a PUE below 1 should be refused: ${coefError}, ${page.url()}`);
+    // The trainer's row: its gpu_energy flame graph over the same range, joules per stack.
+    await page.goto(`${url}/?view=energy&egroup=process&${eRange}`);
+    await waitFor("the energy view by process again", shownBy("process"), 10000);
+    const flameBefore = await flameVersion();
+    await panel.locator('tr.energy-row[data-key*="pid=6161"] button.energy-flame').click();
+    await waitFor("the trainer's gpu_energy flame graph", async () => new URL(page.url()).searchParams.get("view") === "flame" &&
+      (await flameVersion()) > flameBefore && (await flameTotal()) > 0, 15000);
+    const energyUrl = new URL(page.url()).searchParams;
+    if (energyUrl.get("type") !== "gpu_energy" || energyUrl.get("selector") !== '{node="e2e-synthetic-energy", pid="6161"}' ||
+        energyUrl.get("from") !== String(eFrom) || energyUrl.get("to") !== String(eTo)) {
+      fail(`the trainer's row should open its gpu_energy flame graph over the range: ${page.url()}`);
+    }
+    if ((await page.locator("header select").inputValue()) !== "gpu_energy") fail("the type picker should show gpu_energy");
+    const typeOptions = await page.locator("header select option").evaluateAll((os) => os.map((o) => `${o.value}=${o.textContent}`));
+    if (!typeOptions.includes("gpu_energy=GPU energy")) fail(`the type picker should offer GPU energy: ${typeOptions.join(", ")}`);
+    // 500 ms of kernels a second, all of GPU 0's busy 300 W: 90 kJ in microjoules.
+    const energyTotal = await flameTotal();
+    if (!near(energyTotal, 9e10, 0.03)) fail(`the trainer's gpu_energy flame graph should hold about 90 kJ (9e10 µJ), found ${energyTotal}`);
+    const ec = await page.locator(".view-flame .flame-canvas").boundingBox();
+    await page.mouse.move(ec.x + ec.width / 2, ec.y + 18 + 9);
+    const energyTip = await waitFor("a gpu_energy box's tooltip", async () => {
+      const t = await page.locator(".view-flame .tooltip").innerText().catch(() => "");
+      return t.includes("train_step") ? t : null;
+    }, 5000);
+    if (!/\d kJ/.test(energyTip)) fail(`a gpu_energy tooltip should read in kJ: ${energyTip}`);
+    log(`gpu_energy flame graph: ${energyTotal} µJ; tooltip ${energyTip.replace(/\s+/g, " ")}`);
+    await shot("energy_flame");
+    // The GPUs view's link: the node's energy by GPU.
+    await page.goto(`${url}/?view=gpu&gpunode=e2e-synthetic-energy&from=${eFrom}&to=${eTo}`);
+    await waitFor("the energy node's GPU charts", async () => Number(await page.locator(".view-gpu .gpu-panel").getAttribute("data-charts")) > 0, 10000);
+    await page.locator(".gpu-energy-link").click();
+    await waitFor("the node's energy by GPU", shownBy("gpu"), 10000);
+    const byGpu = await rowsOf();
+    if (byGpu.filter((r) => r.kind === "gpu").length !== 2 || new URL(page.url()).searchParams.get("selector") !== energyNode) {
+      fail(`the GPUs view should open the node's energy by GPU (two GPUs): ${JSON.stringify(byGpu)} ${page.url()}`);
+    }
+    if (consoleErrors.length) fail(`console errors in the energy view: ${consoleErrors.join(" | ")}`);
+    log(`energy view steps: ${((Date.now() - energyT0) / 1000).toFixed(1)} s, screenshots included`);
   }
 
   // 7. Range selection to updated flame graph on 1 h of data.
