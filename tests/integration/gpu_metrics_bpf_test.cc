@@ -73,16 +73,16 @@ class GpuMetricsTest : public ::testing::Test {
                        << "process 0 " << process_ << " sm 30 mem 10 used 1073741824\n";
     ASSERT_EQ(rename(tmp.c_str(), (dir_ + "/nvml.script").c_str()), 0);
   }
-  void StartAgent(const std::string& nvml_library, const std::string& pids = "") {
+  void StartAgent(const std::string& nvml_library, const std::string& pids = "",
+                  const std::vector<std::string>& more = {}) {
     setenv("WS_FAKE_NVML_SCRIPT", (dir_ + "/nvml.script").c_str(), 1);
     metrics_port_ = FreePort();
-    agent_ = std::make_unique<AgentProcess>(
-        WS_AGENT_BIN,
-        std::vector<std::string>{"--server", server_->url(), "--token", kToken, "--upload-interval", "2s",
-                                 "--state-dir", dir_ + "/agent", "--node-name", "gpu-node", "--nvml-library",
-                                 nvml_library, "--metrics-listen", "127.0.0.1:" + std::to_string(metrics_port_),
-                                 "--pid", pids.empty() ? std::to_string(process_) : pids},
-        dir_ + "/agent.log");
+    std::vector<std::string> args = {"--server", server_->url(), "--token", kToken, "--upload-interval", "2s",
+                                     "--state-dir", dir_ + "/agent", "--node-name", "gpu-node", "--nvml-library",
+                                     nvml_library, "--metrics-listen", "127.0.0.1:" + std::to_string(metrics_port_),
+                                     "--pid", pids.empty() ? std::to_string(process_) : pids};
+    args.insert(args.end(), more.begin(), more.end());
+    agent_ = std::make_unique<AgentProcess>(WS_AGENT_BIN, args, dir_ + "/agent.log");
     ASSERT_TRUE(agent_->started());
   }
   int StopAgent() { return agent_ ? agent_->Stop() : 0; }
@@ -308,6 +308,59 @@ TEST_F(GpuMetricsTest, AStarvedGpuIsAnInsightNamingTheProcessAndItsFunction) {
   EXPECT_NEAR(x["numbers"]["gpu_utilization_percent"].get<double>(), 8, 1e-9);
   EXPECT_GE(x["numbers"]["starved_seconds"].get<double>(), 10);
   EXPECT_EQ(x["links"][0]["type"], "cpu");
+  EXPECT_EQ(StopAgent(), 0);
+}
+
+// GPU energy through the real agent: the stand-in NVML's GPU alternates 4 s
+// busy at 300 W and 4 s idle at 60 W, its energy counter the exact integral
+// (read every 5th collection, as the agent reads it every 10th by default),
+// and two processes hold 60 % and 20 % of its SMs. Over two whole cycles
+// whose edges lie in idle seconds: 2880 J, 2400 of them busy, shared 3:1.
+TEST_F(GpuMetricsTest, ScriptedEnergyCounterGivesJoulesBusyIdleAndShares) {
+  const pid_t other = StartProcess({"/bin/sleep", "120"});
+  const std::string tmp = dir_ + "/nvml.script.tmp";
+  std::ofstream(tmp) << "devices 1\n"
+                     << "set 0 energy_mj 7000000000\n"
+                     << "cycle 0 4 4 300000 60000\n"
+                     << "process 0 " << process_ << " sm 60 used 1073741824\n"
+                     << "process 0 " << other << " sm 20 used 1073741824\n";
+  ASSERT_EQ(rename(tmp.c_str(), (dir_ + "/nvml.script").c_str()), 0);
+  StartAgent(WS_FAKE_NVML_PATH, std::to_string(process_) + "," + std::to_string(other),
+             {"--gpu-metrics-interval", "500ms"});
+  // The range: from the middle of an idle phase at least 6 s from now
+  // (a counter reading before it), two cycles long.
+  constexpr int64_t kCycleMs = 8000;
+  const int64_t earliest = NowMs() + 6000;
+  int64_t from = earliest / kCycleMs * kCycleMs + 6000;  // idle phase: [4 s, 8 s) of each cycle
+  if (from < earliest) from += kCycleMs;
+  const int64_t to = from + 2 * kCycleMs;
+  // A counter reading after the range, and its upload.
+  while (NowMs() < to + 6000) std::this_thread::sleep_for(200ms);
+  const std::string range = "from=" + std::to_string(from) + "&to=" + std::to_string(to);
+  json j = GetJson("/api/v1/energy?group_by=gpu&" + range);
+  kill(other, SIGKILL);
+  WaitProcess(other);
+  ASSERT_EQ(j["groups"].size(), 1u) << j.dump(2) << AgentLog();
+  const json& gpu = j["groups"][0];
+  EXPECT_EQ(gpu["gpu_source"], "energy_counter") << gpu.dump();
+  EXPECT_NEAR(gpu["gpu_joules"].get<double>(), 2880, 2880 * 0.01) << gpu.dump();
+  EXPECT_NEAR(gpu["gpu_busy_joules"].get<double>(), 2400, 2400 * 0.01) << gpu.dump();
+  EXPECT_NEAR(gpu["gpu_idle_joules"].get<double>(), 480, 2880 * 0.01) << gpu.dump();
+  // Per process: the busy joules 3:1 by SM utilization, the idle ones with the GPU.
+  j = GetJson("/api/v1/energy?group_by=process&" + range);
+  double first = -1, second = -1, idle = -1;
+  for (const json& g : j["groups"]) {
+    const std::string pid = g["labels"].value("pid", "");
+    if (pid == std::to_string(process_)) first = g["gpu_joules"].get<double>();
+    if (pid == std::to_string(other)) second = g["gpu_joules"].get<double>();
+    if (g["labels"].contains("gpu")) idle = g["gpu_idle_joules"].get<double>();
+  }
+  EXPECT_NEAR(first, 1800, 2400 * 0.01) << j.dump(2);
+  EXPECT_NEAR(second, 600, 2400 * 0.01) << j.dump(2);
+  EXPECT_NEAR(idle, 480, 2880 * 0.01) << j.dump(2);
+  // CO₂: the total's kWh × the query's PUE × intensity.
+  j = GetJson("/api/v1/energy?" + range + "&pue=1.4&carbon_intensity=250");
+  EXPECT_NEAR(j["total"]["co2_grams"].get<double>(), j["total"]["total_joules"].get<double>() / 3.6e6 * 1.4 * 250, 1e-9);
   EXPECT_EQ(StopAgent(), 0);
 }
 

@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
@@ -52,7 +53,24 @@ namespace {
 using warpscope::fake_nvml::FakeNvml;
 using warpscope::fake_nvml::State;
 
-double V(const FakeDevice& d, Value v) { return d.values[static_cast<int>(v)]; }
+// A value, or what the device's power cycle makes of it now.
+double V(const FakeDevice& d, Value v) {
+  const double set = d.values[static_cast<int>(v)];
+  const warpscope::fake_nvml::PowerCycle& c = d.cycle;
+  if (!c.on || (v != Value::utilization_gpu && v != Value::power_mw && v != Value::energy_mj)) return set;
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  const double now = static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+  const double period = c.busy_s + c.idle_s;
+  const double cycles = std::floor(now / period);
+  const double phase = now - cycles * period;
+  const bool busy = phase < c.busy_s;
+  if (v == Value::utilization_gpu) return busy ? (set > 0 ? set : 100) : 0;
+  if (v == Value::power_mw) return busy ? c.busy_mw : c.idle_mw;
+  // mW × s = mJ.
+  return set + cycles * (c.busy_s * c.busy_mw + c.idle_s * c.idle_mw) + std::min(phase, c.busy_s) * c.busy_mw +
+         std::max(0.0, phase - c.busy_s) * c.idle_mw;
+}
 unsigned int U32(const FakeDevice& d, Value v) { return static_cast<unsigned int>(V(d, v)); }
 unsigned long long U64(const FakeDevice& d, Value v) { return static_cast<unsigned long long>(V(d, v)); }
 

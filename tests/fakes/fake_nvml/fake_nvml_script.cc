@@ -240,6 +240,13 @@ bool ParseScript(const std::string& text, FakeScript* script, std::string* error
         }
       }
       targets[0]->processes.push_back(p);
+    } else if (w[0] == "cycle") {
+      double v[4];
+      if (w.size() != 6 || !ParseNumber(w[2], &v[0]) || !ParseNumber(w[3], &v[1]) || !ParseNumber(w[4], &v[2]) ||
+          !ParseNumber(w[5], &v[3]) || v[0] <= 0 || v[1] < 0) {
+        return fail("cycle I BUSY_S IDLE_S BUSY_MW IDLE_MW");
+      }
+      for (FakeDevice* d : targets) d->cycle = {true, v[0], v[1], v[2], v[3]};
     } else if (w[0] == "xid") {
       double xid = 0;
       if (w.size() != 3 || !ParseNumber(w[2], &xid)) return fail("xid I CODE");

@@ -68,6 +68,16 @@ struct FakeProcess {
   unsigned long long used = 0;
 };
 
+// `cycle I BUSY_S IDLE_S BUSY_MW IDLE_MW`: the device alternates, on the
+// wall clock from the Unix epoch, BUSY_S seconds busy (utilization_gpu as
+// set, 100 when not set; BUSY_MW) and IDLE_S seconds idle (0 %, IDLE_MW),
+// and its energy counter is energy_mj plus the exact integral of that power
+// since the epoch.
+struct PowerCycle {
+  bool on = false;
+  double busy_s = 0, idle_s = 0, busy_mw = 0, idle_mw = 0;
+};
+
 struct FakeDevice {
   std::string name;
   std::string uuid;
@@ -78,6 +88,7 @@ struct FakeDevice {
   std::array<nvml::nvmlReturn_t, kFnCount> errors{};
   std::array<nvml::nvmlReturn_t, kValueCount> value_errors{};
   std::vector<FakeProcess> processes;
+  PowerCycle cycle;
 };
 
 struct FakeScript {
