@@ -6,6 +6,8 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
+#include "query/cpu_coefficients.h"
+
 namespace warpscope::query {
 namespace {
 
@@ -197,6 +199,148 @@ TEST(EnergyTest, Co2AndCostFromTheCoefficients) {
   EXPECT_NEAR(j["groups"][0]["cost"].get<double>(), 0.01 * 0.3, 1e-12);
   EXPECT_EQ(j["coefficients"]["pue"], 1.5);
   EXPECT_EQ(j["from"], in.from_ns / 1'000'000);
+}
+
+// RAPL: a package counter read every second (100 W) and a DRAM counter
+// (10 W) make the node's CPU joules measured; its processes share them by
+// their CPU samples among every process sampled on the node.
+TEST(EnergyTest, RaplCountersAreMeasuredAndSplitBySamples) {
+  EnergyInputs in = Inputs();
+  const storage::Labels package = {{"node", "n1"}, {"zone", "package-0"}};
+  in.cpu_energy = {Metric(package, [](int64_t i) { return 5e4 + 100.0 * static_cast<double>(i + 1); })};
+  in.dram_energy = {Metric({{"node", "n1"}, {"zone", "package-0/dram"}},
+                           [](int64_t i) { return 10.0 * static_cast<double>(i + 1); })};
+  in.cpu_period_ns = kSec / 20;
+  in.node_cpu_period_ns = kSec / 20;
+  storage::Series train;
+  train.labels = {{"comm", "train"}, {"namespace", ""}, {"node", "n1"}, {"pid", "10"}, {"pod", ""}};
+  train.points = {{in.from_ns, 600}};  // 30 core-seconds
+  in.cpu = {train};
+  storage::Series node;
+  node.labels = {{"node", "n1"}};
+  node.points = {{in.from_ns, 1200}};  // the node's 60 core-seconds, every process
+  in.node_cpu = {node};
+  json j = Render(in, EnergyGrouping::kNode);
+  ASSERT_EQ(j["groups"].size(), 1u) << j.dump(2);
+  EXPECT_NEAR(j["groups"][0]["cpu_joules"].get<double>(), 6000, 1e-9);
+  EXPECT_NEAR(j["groups"][0]["dram_joules"].get<double>(), 600, 1e-9);
+  EXPECT_EQ(j["groups"][0]["cpu_source"], "rapl");
+  EXPECT_EQ(j["groups"][0]["measured"], json::array({"cpu_joules", "dram_joules"}));
+  EXPECT_NEAR(j["total"]["total_joules"].get<double>(), 6600, 1e-9);
+  j = Render(in, EnergyGrouping::kProcess);
+  ASSERT_EQ(j["groups"].size(), 1u) << j.dump(2);
+  EXPECT_NEAR(j["groups"][0]["cpu_joules"].get<double>(), 3000, 1e-9);
+  EXPECT_NEAR(j["groups"][0]["dram_joules"].get<double>(), 300, 1e-9);
+  EXPECT_EQ(j["groups"][0]["estimated"][0], "cpu_joules");
+  // Without RAPL the coefficient: estimated, and said so.
+  in.cpu_energy.clear();
+  in.dram_energy.clear();
+  j = Render(in, EnergyGrouping::kNode);
+  EXPECT_NEAR(j["groups"][0]["cpu_joules"].get<double>(), 30 * 7, 1e-9);
+  EXPECT_EQ(j["groups"][0]["cpu_source"], "coefficient");
+  EXPECT_EQ(j["groups"][0]["estimated"][0], "cpu_joules");
+}
+
+TEST(EnergyTest, DeviceOrdinalsMapToNvmlGpus) {
+  EnergyInputs in = Inputs();
+  auto gpu = [](const std::string& node, const std::string& index) {
+    return Metric({{"gpu", index}, {"node", node}}, [](int64_t) { return 100.0; });
+  };
+  in.gpu_power = {gpu("n1", "0"), gpu("n1", "1"), gpu("n1", "2"), gpu("n1", "10"), gpu("n2", "5")};
+  auto used = [](const std::string& pid, const std::string& index) {
+    return Metric({{"gpu", index}, {"node", "n1"}, {"pid", pid}}, [](int64_t) { return 1.0; });
+  };
+  // pid 1 on GPU 2 only; pid 2 on GPUs 10 and 1 (CUDA's 0 and 1 in NVML's order).
+  in.process_memory = {used("1", "2"), used("2", "10"), used("2", "1")};
+  const DeviceMap map(in);
+  EXPECT_EQ(map.Gpu("n1", "1", "0"), (GpuId{"n1", "2"}));
+  EXPECT_EQ(map.Gpu("n1", "2", "0"), (GpuId{"n1", "1"}));
+  EXPECT_EQ(map.Gpu("n1", "2", "1"), (GpuId{"n1", "10"}));
+  EXPECT_EQ(map.Gpu("n1", "3", "1"), (GpuId{"n1", "1"}));  // NVML says nothing of pid 3
+  EXPECT_EQ(map.Gpu("n2", "3", "0"), (GpuId{"n2", "5"}));  // the node's only GPU
+  EXPECT_EQ(map.Gpu("n1", "3", "7"), std::nullopt);
+  EXPECT_EQ(map.Gpu("n3", "3", "0"), std::nullopt);
+}
+
+// Joules per GPU nanosecond: busy joules of each 10 s window over the GPU
+// time every process took on the GPU then.
+TEST(EnergyTest, WeightsAreBusyJoulesPerGpuNanosecond) {
+  EnergyInputs in = Inputs();
+  in.gpu_power = {Metric(kGpu0, [](int64_t i) { return i < kPadSteps + 10 ? 400.0 : 100.0; })};
+  in.gpu_utilization = {Metric(kGpu0, [](int64_t i) { return i < kPadSteps + 50 ? 90.0 : 0.0; })};
+  auto process = [&](const std::string& pid, int64_t ns) {
+    storage::Series s;
+    s.labels = {{"device", "0"}, {"node", "n1"}, {"pid", pid}};
+    for (int64_t k = 0; k < kRangeSteps; ++k) s.points.push_back({in.from_ns + k * kSec, ns});
+    return s;
+  };
+  in.gpu_time = {process("1", 300'000'000), process("2", 100'000'000)};
+  const EnergyWeights w(in);
+  // First window: 4000 J over 4e9 ns; then 1000 J over 4e9 ns; idle after 50 s.
+  EXPECT_NEAR(w.MicrojoulesPerNs("n1", "1", "0", in.from_ns + 3 * kSec), 1.0, 1e-12);
+  EXPECT_NEAR(w.MicrojoulesPerNs("n1", "2", "0", in.from_ns + 15 * kSec), 0.25, 1e-12);
+  EXPECT_EQ(w.MicrojoulesPerNs("n1", "2", "0", in.from_ns + 55 * kSec), 0);
+  EXPECT_EQ(w.MicrojoulesPerNs("n1", "2", "1", in.from_ns + 15 * kSec), 0.25);  // the node's only GPU
+  EXPECT_EQ(w.MicrojoulesPerNs("n2", "2", "0", in.from_ns + 15 * kSec), 0);
+}
+
+TEST(EnergyTest, RegionsGiveTheirIntensityAndTheirProvidersPue) {
+  EnergyInputs in = Inputs();
+  in.gpu_power = {Metric(kGpu0, [](int64_t) { return 600.0; }),  // 0.01 kWh each
+                  Metric({{"gpu", "0"}, {"node", "n2"}}, [](int64_t) { return 600.0; })};
+  in.node_region = {{"n1", "eu-north-1"}, {"n2", "my-dc"}};
+  const RegionTable regions({{"my-dc", 100}});
+  json j = json::parse(RenderEnergyJson(ComputeEnergy(in, EnergyGrouping::kNode, {}, regions)));
+  ASSERT_EQ(j["groups"].size(), 2u) << j.dump(2);
+  for (const json& g : j["groups"]) {
+    if (g["labels"]["node"] == "n1") {
+      EXPECT_EQ(g["region"], "eu-north-1");
+      EXPECT_NEAR(g["carbon_intensity"].get<double>(), 8.8, 1e-9);  // Cloud Carbon Footprint's AWS Stockholm
+      EXPECT_NEAR(g["pue"].get<double>(), 1.135, 1e-12);              // and its AWS PUE
+      EXPECT_NEAR(g["co2_grams"].get<double>(), 0.01 * 1.135 * 8.8, 1e-9);
+    } else {
+      EXPECT_EQ(g["region"], "my-dc");
+      EXPECT_NEAR(g["co2_grams"].get<double>(), 0.01 * 1.2 * 100, 1e-9);  // the server's table, the default PUE
+    }
+  }
+  EXPECT_NEAR(j["total"]["co2_grams"].get<double>(), 0.01 * 1.135 * 8.8 + 0.01 * 1.2 * 100, 1e-9);
+  // The query's values win over regions.
+  EnergyCoefficients c;
+  c.carbon_intensity = 50;
+  c.carbon_intensity_given = true;
+  j = json::parse(RenderEnergyJson(ComputeEnergy(in, EnergyGrouping::kNode, c, regions)));
+  EXPECT_NEAR(j["total"]["co2_grams"].get<double>(), 0.01 * 1.135 * 50 + 0.01 * 1.2 * 50, 1e-9);
+  // A region nobody knows: the defaults.
+  in.node_region = {{"n1", "mars-1"}};
+  j = json::parse(RenderEnergyJson(ComputeEnergy(in, EnergyGrouping::kNode, {}, regions)));
+  EXPECT_NEAR(j["total"]["co2_grams"].get<double>(), 0.02 * 1.2 * 379, 1e-9);
+}
+
+TEST(EnergyTest, CpuFamiliesGiveTheirWattsUnlessTheNodeOrTheQuerySaysOtherwise) {
+  EXPECT_EQ(CpuFamilyOf("Intel(R) Xeon(R) Platinum 8259CL CPU @ 2.50GHz")->name, "Cascade Lake");
+  EXPECT_EQ(CpuFamilyOf("Intel(R) Xeon(R) Gold 6148 CPU @ 2.40GHz")->name, "Sky Lake");
+  EXPECT_EQ(CpuFamilyOf("Intel(R) Xeon(R) CPU E5-2686 v4 @ 2.30GHz")->name, "Broadwell");
+  EXPECT_EQ(CpuFamilyOf("AMD EPYC 7R32")->name, "EPYC 2nd Gen");
+  EXPECT_EQ(CpuFamilyOf("arm:0xd0c")->name, "Graviton2");
+  EXPECT_FALSE(CpuFamilyOf("AMD EPYC 9654 96-Core Processor"));  // not in the table: the default
+  EnergyInputs in = Inputs();
+  in.cpu_period_ns = kSec;
+  storage::Series s;
+  s.labels = {{"comm", "train"}, {"node", "n1"}, {"pid", "10"}};
+  s.points = {{in.from_ns, 100}};  // 100 core-seconds
+  in.cpu = {s};
+  in.node_cpu_model = {{"n1", "Intel(R) Xeon(R) Platinum 8259CL CPU @ 2.50GHz"}};
+  json j = Render(in, EnergyGrouping::kNode);
+  EXPECT_NEAR(j["groups"][0]["cpu_joules"].get<double>(), 397, 1e-9);
+  EXPECT_EQ(j["groups"][0]["cpu_family"], "Cascade Lake");
+  in.node_cpu_watts = {{"n1", 5}};  // the node's agent says 5 W
+  j = Render(in, EnergyGrouping::kNode);
+  EXPECT_NEAR(j["groups"][0]["cpu_joules"].get<double>(), 500, 1e-9);
+  EnergyCoefficients c;
+  c.cpu_watts_per_core = 2;
+  c.cpu_watts_given = true;
+  j = Render(in, EnergyGrouping::kNode, c);
+  EXPECT_NEAR(j["groups"][0]["cpu_joules"].get<double>(), 200, 1e-9);
 }
 
 TEST(EnergyTest, NothingReadIsNoGroups) {

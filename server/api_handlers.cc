@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "base/logging.h"
 #include "proto/warpscope/v1/ingest.pb.h"
+#include "query/energy_profile.h"
 #include "query/flame_chart.h"
 #include "query/flame_graph.h"
 #include "query/grouped_profile.h"
@@ -34,7 +36,9 @@ using storage::ProfileStore;
 
 class Handlers {
  public:
-  Handlers(ProfileStore* store, ApiOptions options) : store_(store), options_(std::move(options)) {}
+  // `store` answers the queries; `owned` (if any) is kept alive with the handlers.
+  Handlers(ProfileStore* store, ApiOptions options, std::shared_ptr<ProfileStore> owned = nullptr)
+      : store_(store), options_(std::move(options)), owned_(std::move(owned)) {}
 
   http::HttpResponse Ingest(const http::HttpRequest& req) const {
     const std::string type = req.Header("content-type").value_or("");
@@ -344,6 +348,7 @@ class Handlers {
 
   ProfileStore* store_;
   ApiOptions options_;
+  std::shared_ptr<ProfileStore> owned_;
 };
 
 }  // namespace
@@ -356,7 +361,11 @@ http::Routes ApiRoutes(ProfileStore* store, const ApiOptions& options) {
           .count();
     };
   }
-  auto h = std::make_shared<const Handlers>(store, o);
+  // Every query route sees the gpu_energy profile type (query/energy_profile.h)
+  // beside the stored ones; the routes hold the handlers, which hold it.
+  auto derived = std::make_shared<query::EnergyProfileStore>(store);
+  store = derived.get();
+  auto h = std::make_shared<const Handlers>(store, o, derived);
   auto bind = [h](http::HttpResponse (Handlers::*fn)(const http::HttpRequest&) const) {
     return [h, fn](const http::HttpRequest& req) { return ((*h).*fn)(req); };
   };

@@ -37,6 +37,8 @@ struct ApiOptions {
   // The energy answer's coefficients when a query passes none
   // (docs/design/energy.md says where the defaults come from).
   query::EnergyCoefficients energy;
+  // Carbon intensity by region (built-in table plus the server's flags).
+  query::RegionTable regions;
   // The connection layer's counters, reported by /api/v1/status; may be null.
   const http::ConnectionCounters* http_counters = nullptr;
 };

@@ -74,6 +74,7 @@ int Run(const warpscope::server::ServerOptions& options) {
   api.energy.carbon_intensity = options.carbon_intensity.value_or(api.energy.carbon_intensity);
   api.energy.price_per_kwh = options.price_per_kwh.value_or(api.energy.price_per_kwh);
   api.energy.cpu_watts_per_core = options.cpu_watts_per_core.value_or(api.energy.cpu_watts_per_core);
+  api.regions = query::RegionTable(options.region_carbon_intensity);
   http::Routes routes = server::ApiRoutes(store->get(), api);
   for (http::Route& r : server::StaticFileRoutes(server::EmbeddedUiFiles())) routes.push_back(std::move(r));
   auto httpd = http::HttpServer::Start(http, std::move(routes));

@@ -216,6 +216,13 @@ StatusOr<ServerOptions> ParseServerArgs(const std::vector<std::string>& args, co
     } else if (flag == "--cpu-watts-per-core") {
       ASSIGN_OR_RETURN(std::string text, next());
       ASSIGN_OR_RETURN(o.cpu_watts_per_core, ParseDecimal(flag, text, 0, 1000));
+    } else if (flag == "--region-carbon-intensity") {
+      ASSIGN_OR_RETURN(std::string text, next());
+      const size_t eq = text.find('=');
+      if (eq == 0 || eq == std::string::npos) {
+        return InvalidArgumentError(flag + " expects REGION=GRAMS_PER_KWH, e.g. eu-west-1=280, got '" + text + "'");
+      }
+      ASSIGN_OR_RETURN(o.region_carbon_intensity[text.substr(0, eq)], ParseDecimal(flag, text.substr(eq + 1), 0, 5000));
     } else {
       return InvalidArgumentError("unknown flag \"" + flag + "\" (see --help)");
     }
@@ -312,6 +319,11 @@ API (docs/api.md).
   --price-per-kwh P         energy answers: price of one kWh (default 0.15)
   --cpu-watts-per-core W    energy answers: watts of one busy CPU core (default 7, x86);
                             a query's parameters of the same names win
+  --region-carbon-intensity REGION=G
+                            energy answers: gCO2e per kWh of nodes whose agents run with
+                            --label region=REGION (repeatable; adds to or replaces the
+                            built-in table of AWS, Google Cloud and Azure regions, whose
+                            nodes also get their provider's PUE)
 
 Exit status: 0 after SIGINT or SIGTERM; 1 when the store cannot be opened
 (ClickHouse still unreachable after --clickhouse-start-timeout, wrong

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -43,6 +44,10 @@ struct ServerOptions {
   std::optional<double> carbon_intensity;  // gCO₂e per kWh
   std::optional<double> price_per_kwh;
   std::optional<double> cpu_watts_per_core;
+  // --region-carbon-intensity REGION=G (repeatable): gCO₂e per kWh of a
+  // region named by agents' `region` label, added to or replacing the
+  // built-in table (query/carbon_regions.h).
+  std::map<std::string, double> region_carbon_intensity;
 
   StorageKind storage = StorageKind::kEmbedded;
   // --storage clickhouse://HOST:PORT/DATABASE (or https://...: TLS), as
