@@ -39,6 +39,30 @@ Status AddPids(const std::string& text, std::vector<uint32_t>* pids) {
 
 }  // namespace
 
+constexpr size_t kMaxAgentLabels = 16;
+
+// --label KEY=VALUE: a label name as the selector syntax has it, not one the
+// agent sets itself, and a value of at most 256 bytes.
+StatusOr<std::pair<std::string, std::string>> ParseLabel(const std::string& text) {
+  const size_t eq = text.find('=');
+  const std::string key = text.substr(0, eq);
+  auto name_char = [](char c, bool first) {
+    return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (!first && c >= '0' && c <= '9');
+  };
+  bool valid = eq != std::string::npos && !key.empty() && name_char(key[0], true);
+  for (char c : key) valid = valid && name_char(c, false);
+  if (!valid) return InvalidArgumentError("--label expects KEY=VALUE with KEY like region or team_1, got '" + text + "'");
+  static const char* const kReserved[] = {"node", "pid", "comm", "thread", "tid", "exe", "gpu", "device", "stream"};
+  for (const char* r : kReserved) {
+    if (key == r) return InvalidArgumentError("--label " + key + ": the agent sets that label itself");
+  }
+  const std::string value = text.substr(eq + 1);
+  if (value.empty() || value.size() > 256) {
+    return InvalidArgumentError("--label " + key + ": the value must be 1 to 256 bytes");
+  }
+  return std::make_pair(key, value);
+}
+
 StatusOr<uint64_t> ParseByteSize(const std::string& flag, const std::string& text) {
   size_t digits = 0;
   while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
@@ -152,6 +176,24 @@ StatusOr<RunOptions> ParseRunArgs(const std::vector<std::string>& args) {
     } else if (flag == "--node-name") {
       ASSIGN_OR_RETURN(o.node_name, c.TakeValue());
       if (o.node_name.empty()) return InvalidArgumentError("--node-name is empty");
+    } else if (flag == "--label") {
+      ASSIGN_OR_RETURN(std::string v, c.TakeValue());
+      ASSIGN_OR_RETURN(auto label, ParseLabel(v));
+      for (const auto& [k, old] : o.labels) {
+        if (k == label.first) return InvalidArgumentError("--label " + k + " given twice");
+      }
+      if (o.labels.size() >= kMaxAgentLabels) {
+        return InvalidArgumentError("--label: at most " + std::to_string(kMaxAgentLabels) + " labels");
+      }
+      o.labels.push_back(std::move(label));
+    } else if (flag == "--cpu-watts-per-core") {
+      ASSIGN_OR_RETURN(std::string v, c.TakeValue());
+      char* end = nullptr;
+      const double w = std::strtod(v.c_str(), &end);
+      if (v.empty() || end != v.c_str() + v.size() || !(w > 0) || w > 1000) {
+        return InvalidArgumentError("--cpu-watts-per-core expects watts above 0 and up to 1000, got '" + v + "'");
+      }
+      o.cpu_watts_per_core = w;
     } else if (flag == "--state-dir") {
       ASSIGN_OR_RETURN(o.state_dir, c.TakeValue());
       if (o.state_dir.empty()) return InvalidArgumentError("--state-dir needs a path");
@@ -478,6 +520,14 @@ until every --pid has exited.
                             tables exceed N (default 256MiB; tables in use are
                             always kept)
       --node-name N         the "node" label (default $WARPSCOPE_NODE_NAME, else the host name)
+      --label KEY=VALUE     a label on everything this agent sends (repeatable, at most 16);
+                            region=NAME (us-east-1, europe-west4, westeurope, or one the
+                            server was given) sets the node's carbon intensity and PUE
+                            in energy answers
+      --cpu-watts-per-core W
+                            watts of one busy CPU thread of this node, for energy
+                            answers where RAPL is missing (default: the server's figure
+                            for the CPU's family)
   -p, --pid PID[,PID...]    only these processes (default: every process)
       --no-python           no CPython frames: show the interpreter's native frames
       --off-cpu             upload off-CPU time too (profile type off_cpu: how long

@@ -4,7 +4,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "agent/export/file_sink.h"
@@ -62,6 +64,12 @@ struct RunOptions {
   uint64_t upload_max_batch_bytes = 12ull << 20;
   uint64_t symbol_cache_bytes = 256ull << 20;  // Symbolizer's budget for symbol tables
   std::string node_name;  // empty: $WARPSCOPE_NODE_NAME, else the host name
+  // --label KEY=VALUE: on every series the agent sends (region=us-east-1
+  // gives the node its region's carbon intensity in energy answers).
+  std::vector<std::pair<std::string, std::string>> labels;
+  // --cpu-watts-per-core: this node's watts per busy CPU thread for energy
+  // answers where it has no RAPL (unset: its CPU family's, on the server).
+  std::optional<double> cpu_watts_per_core;
   std::vector<uint32_t> pids;  // empty: every process
   std::chrono::milliseconds drain_interval{1000};
   bool python_frames = true;

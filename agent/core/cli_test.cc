@@ -162,6 +162,23 @@ TEST(RunCliTest, GpuMetricsFlags) {
   EXPECT_NE(bad.status().message().find("between 100ms and 1m"), std::string::npos);
 }
 
+TEST(RunCliTest, LabelsAndCpuWatts) {
+  auto o = ParseRun({"--server", "http://s:1", "--label", "region=us-east-1", "--label", "team=ml",
+                     "--cpu-watts-per-core", "4.5"});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->labels, (std::vector<std::pair<std::string, std::string>>{{"region", "us-east-1"}, {"team", "ml"}}));
+  EXPECT_EQ(o->cpu_watts_per_core, 4.5);
+  EXPECT_FALSE(ParseRun({"--server", "http://s:1"})->cpu_watts_per_core.has_value());
+  for (const std::vector<std::string>& bad : std::vector<std::vector<std::string>>{
+           {"--label", "region"}, {"--label", "=x"}, {"--label", "1a=x"}, {"--label", "node=x"},
+           {"--label", "a=x", "--label", "a=y"}, {"--label", "a="}, {"--cpu-watts-per-core", "0"},
+           {"--cpu-watts-per-core", "x"}, {"--cpu-watts-per-core", "2000"}}) {
+    std::vector<std::string> args = {"--server", "http://s:1"};
+    args.insert(args.end(), bad.begin(), bad.end());
+    EXPECT_FALSE(ParseRun(args).ok()) << bad.back();
+  }
+}
+
 TEST(RunCliTest, PowercapRoot) {
   auto d = ParseRun({"--server", "http://s:1"});
   ASSERT_TRUE(d.ok());

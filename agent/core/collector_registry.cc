@@ -3,6 +3,7 @@
 #include <iostream>
 #include <string>
 
+#include "agent/collectors/cpu_energy/cpu_info.h"
 #include "agent/collectors/gpu_metrics/gpu_metrics_collector.h"
 #include "agent/collectors/gpu_time/gpu_time_collector.h"
 #include "agent/core/cuda_library.h"
@@ -52,6 +53,12 @@ StatusOr<std::unique_ptr<Collector>> MakeCpuEnergy(const RunOptions& options, Co
   auto c = std::make_unique<CpuEnergyCollector>(std::move(reader).value(), std::chrono::seconds(1));
   wiring->cpu_energy = c.get();
   return std::unique_ptr<Collector>(std::move(c));
+}
+
+// The CPU's model (and the watts per thread the agent was told), for the
+// server's CPU energy estimate where RAPL is missing.
+StatusOr<std::unique_ptr<Collector>> MakeCpuInfo(const RunOptions& options, CollectorWiring*) {
+  return std::unique_ptr<Collector>(std::make_unique<CpuInfoCollector>("/proc/cpuinfo", options.cpu_watts_per_core));
 }
 
 gpu::GpuTimeOptions GpuTimeOptionsFrom(const RunOptions& options) {
@@ -115,6 +122,7 @@ StatusOr<std::unique_ptr<Collector>> MakeGpuTime(const RunOptions& options, Coll
 constexpr CollectorEntry kRunCollectors[] = {
     {"cpu", MakeCpu},
     {"cpu_energy", MakeCpuEnergy},
+    {"cpu_info", MakeCpuInfo},
     {"gpu_metrics", MakeGpuMetrics},
     {"gpu_time", MakeGpuTime},
 };

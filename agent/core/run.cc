@@ -159,7 +159,7 @@ int RunContinuous(const RunOptions& options, const std::string& node_name) {
   const CpuEnergyCollector* cpu_energy = wiring.cpu_energy;
 
   UploadSink sink(*agent_id, node_name, options.upload_max_batch_bytes, std::move(sequencer).value(), &labels,
-                  uploader.get(), pods.get());
+                  uploader.get(), pods.get(), options.labels);
   AgentLoopOptions loop_options;
   loop_options.window_length = options.upload_interval;
   loop_options.stop_check = StopCheckOf(&stop_signals, &targets);

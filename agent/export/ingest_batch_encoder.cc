@@ -143,6 +143,11 @@ void AddProcessLabels(const ProcessLabels& p, std::map<std::string, std::string>
   (*series)["workload_kind"] = p.kubernetes.workload_kind;
 }
 
+// The agent's own labels, under whatever the series already has.
+void AddAgentLabels(const IngestBatchHeader& header, std::map<std::string, std::string>* series) {
+  for (const auto& [key, value] : header.labels) series->emplace(key, value);
+}
+
 void AddMetricPoints(std::span<const MetricReading> metrics, const IngestBatchHeader& header,
                      const ProcessLabelMap& labels, BatchTables* tables, v1::IngestBatch* batch) {
   std::map<std::pair<std::string, std::string>, uint32_t> types;  // (name, unit) -> index
@@ -159,6 +164,7 @@ void AddMetricPoints(std::span<const MetricReading> metrics, const IngestBatchHe
     if (const std::optional<uint32_t> pid = ReadingPid(m)) {
       if (auto it = labels.find(*pid); it != labels.end()) AddProcessLabels(it->second, &series);
     }
+    AddAgentLabels(header, &series);
     v1::MetricPoint* point = batch->add_metric_points();
     point->set_time_unix_nanos(m.time_unix_nanos);
     point->set_metric(type->second);
@@ -175,6 +181,7 @@ uint32_t ProcessLabelSet(uint32_t pid, const GpuTrace* trace, const IngestBatchH
     if (auto it = trace->comms.find(pid); it != trace->comms.end()) series["comm"] = it->second;
   }
   if (auto it = labels.find(pid); it != labels.end()) AddProcessLabels(it->second, &series);
+  AddAgentLabels(header, &series);
   return tables->LabelSet(series);
 }
 
@@ -312,6 +319,7 @@ Status AddProfileSamples(const IngestBatchContent::ProfileRows& rows, uint32_t t
     };
     for (const auto& [key, value] : sample.labels.extra) series[key] = value;
     if (auto it = labels.find(sample.labels.pid); it != labels.end()) AddProcessLabels(it->second, &series);
+    AddAgentLabels(header, &series);
     const uint32_t label_set = tables.LabelSet(series);
     const uint32_t stack_index = tables.Stack(stack);
     const int64_t time = sample.time_nanos != 0 ? sample.time_nanos : profile.time_nanos;

@@ -21,6 +21,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "model/gpu_trace.h"
@@ -42,6 +43,9 @@ struct IngestBatchHeader {
   std::string agent_id;
   uint64_t sequence = 0;
   std::string node;  // the "node" label of every series
+  // The agent's --label pairs, on every series beside node (a label the
+  // series has of its own, such as pid or comm, wins).
+  std::vector<std::pair<std::string, std::string>> labels;
 };
 
 // Window start and end come from the profile (time_nanos, + duration_nanos);

@@ -217,6 +217,18 @@ TEST(IngestBatchEncoderTest, SamplesStacksAndLabelsExactly) {
   ASSERT_EQ(batch->mappings_size(), 4);
 }
 
+// The agent's --label pairs go on every sample's series, under labels the
+// series has of its own.
+TEST(IngestBatchEncoderTest, AgentLabelsGoOnEverySeries) {
+  IngestBatchHeader header{kAgentId, 1, "node-a", {{"region", "eu-north-1"}, {"exe", "not-this"}}};
+  auto batch = EncodeIngestBatch(MakeTestProfile(), header, AppLabels());
+  ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+  for (const DecodedSample& s : Decode(*batch)) {
+    EXPECT_EQ(s.labels.at("region"), "eu-north-1");
+    if (s.labels.at("pid") == "100") EXPECT_EQ(s.labels.at("exe"), "/usr/bin/app");
+  }
+}
+
 TEST(IngestBatchEncoderTest, LocationsCarryFileOffsetsAndInlinedLines) {
   auto batch = EncodeIngestBatch(MakeTestProfile(), {kAgentId, 1, "n"}, {});
   ASSERT_TRUE(batch.ok());

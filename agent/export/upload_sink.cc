@@ -25,9 +25,11 @@ AgentHealth HealthBoard::SnapshotFromAnyThread() const {
 }
 
 UploadSink::UploadSink(std::string agent_id, std::string node, size_t max_batch_bytes, BatchSequencer sequencer,
-                       ProcessLabelCache* labels, Uploader* uploader, kubernetes::PodMetadataSource* pods)
+                       ProcessLabelCache* labels, Uploader* uploader, kubernetes::PodMetadataSource* pods,
+                       std::vector<std::pair<std::string, std::string>> agent_labels)
     : agent_id_(std::move(agent_id)),
       node_(std::move(node)),
+      agent_labels_(std::move(agent_labels)),
       max_batch_bytes_(max_batch_bytes),
       sequencer_(std::move(sequencer)),
       labels_(labels),
@@ -100,7 +102,7 @@ void UploadSink::Consume(Window window) {
   const WindowSources sources{&profile, window.gpu_time ? &*window.gpu_time : nullptr, &window.gpu_trace,
                               &window.metrics, window.off_cpu ? &*window.off_cpu : nullptr,
                               window.gpu_wait ? &*window.gpu_wait : nullptr};
-  auto batches = EncodeWindowBatches(sources, {agent_id_, 0, node_}, labels, max_batch_bytes_, &batch_stats_);
+  auto batches = EncodeWindowBatches(sources, {agent_id_, 0, node_, agent_labels_}, labels, max_batch_bytes_, &batch_stats_);
   if (!batches.ok()) {
     ++encode_errors_;
     LOG_ERROR() << "window skipped: " << batches.status().message();

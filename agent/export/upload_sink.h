@@ -39,9 +39,11 @@ class HealthBoard {
 class UploadSink : public WindowSink {
  public:
   // `labels` and `uploader` must outlive the sink; `pods` may be null
-  // (not in Kubernetes) and must outlive it otherwise.
+  // (not in Kubernetes) and must outlive it otherwise. `agent_labels` (the
+  // agent's --label pairs) go on every series beside node.
   UploadSink(std::string agent_id, std::string node, size_t max_batch_bytes, BatchSequencer sequencer,
-             ProcessLabelCache* labels, Uploader* uploader, kubernetes::PodMetadataSource* pods);
+             ProcessLabelCache* labels, Uploader* uploader, kubernetes::PodMetadataSource* pods,
+             std::vector<std::pair<std::string, std::string>> agent_labels = {});
 
   // Encodes the window with its GPU trace and metrics and posts the batches.
   // A window or batch that cannot be encoded is logged, counted
@@ -60,6 +62,7 @@ class UploadSink : public WindowSink {
 
   const std::string agent_id_;
   const std::string node_;
+  const std::vector<std::pair<std::string, std::string>> agent_labels_;
   const size_t max_batch_bytes_;
   BatchSequencer sequencer_;
   ProcessLabelCache* const labels_;

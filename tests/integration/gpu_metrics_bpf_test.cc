@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <iostream>
 #include <vector>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -316,6 +317,7 @@ TEST_F(GpuMetricsTest, AStarvedGpuIsAnInsightNamingTheProcessAndItsFunction) {
 // (read every 5th collection, as the agent reads it every 10th by default),
 // and two processes hold 60 % and 20 % of its SMs. Over two whole cycles
 // whose edges lie in idle seconds: 2880 J, 2400 of them busy, shared 3:1.
+// The agent's --label region=... gives the node its region's CO₂ figures.
 TEST_F(GpuMetricsTest, ScriptedEnergyCounterGivesJoulesBusyIdleAndShares) {
   const pid_t other = StartProcess({"/bin/sleep", "120"});
   const std::string tmp = dir_ + "/nvml.script.tmp";
@@ -326,7 +328,7 @@ TEST_F(GpuMetricsTest, ScriptedEnergyCounterGivesJoulesBusyIdleAndShares) {
                      << "process 0 " << other << " sm 20 used 1073741824\n";
   ASSERT_EQ(rename(tmp.c_str(), (dir_ + "/nvml.script").c_str()), 0);
   StartAgent(WS_FAKE_NVML_PATH, std::to_string(process_) + "," + std::to_string(other),
-             {"--gpu-metrics-interval", "500ms"});
+             {"--gpu-metrics-interval", "500ms", "--label", "region=eu-north-1"});
   // The range: from the middle of an idle phase at least 6 s from now
   // (a counter reading before it), two cycles long.
   constexpr int64_t kCycleMs = 8000;
@@ -343,6 +345,12 @@ TEST_F(GpuMetricsTest, ScriptedEnergyCounterGivesJoulesBusyIdleAndShares) {
   ASSERT_EQ(j["groups"].size(), 1u) << j.dump(2) << AgentLog();
   const json& gpu = j["groups"][0];
   EXPECT_EQ(gpu["gpu_source"], "energy_counter") << gpu.dump();
+  // The agent's region label: Cloud Carbon Footprint's AWS Stockholm figures.
+  EXPECT_EQ(gpu["region"], "eu-north-1");
+  EXPECT_NEAR(gpu["carbon_intensity"].get<double>(), 8.8, 1e-9);
+  EXPECT_NEAR(gpu["pue"].get<double>(), 1.135, 1e-12);
+  std::cerr << "energy through the agent: " << gpu["gpu_joules"] << " J (2880), busy " << gpu["gpu_busy_joules"]
+            << " (2400), idle " << gpu["gpu_idle_joules"] << " (480)\n";
   EXPECT_NEAR(gpu["gpu_joules"].get<double>(), 2880, 2880 * 0.01) << gpu.dump();
   EXPECT_NEAR(gpu["gpu_busy_joules"].get<double>(), 2400, 2400 * 0.01) << gpu.dump();
   EXPECT_NEAR(gpu["gpu_idle_joules"].get<double>(), 480, 2880 * 0.01) << gpu.dump();
