@@ -1,6 +1,7 @@
 #include "query/energy.h"
 
 #include "query/cpu_coefficients.h"
+#include "query/insight_support.h"
 
 #include <algorithm>
 #include <cmath>
@@ -23,12 +24,7 @@ constexpr double kJoulesPerKwh = 3.6e6;
 // below 1 % no kernel ran for practically all of the step.
 constexpr double kIdleUtilizationPercent = 1;
 
-std::string LabelOf(const Labels& labels, const std::string& name) {
-  for (const auto& [k, v] : labels) {
-    if (k == name) return v;
-  }
-  return "";
-}
+using insight_support::LabelOf;
 
 Labels Pick(const Labels& labels, std::initializer_list<const char*> names) {
   Labels out;

@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "query/energy.h"
+#include "query/insight_support.h"
 #include "query/energy_read.h"
 
 namespace warpscope::query {
@@ -14,12 +15,7 @@ namespace {
 
 constexpr char kGpuTimeType[] = "gpu_time";
 
-std::string LabelOf(const storage::Labels& labels, const std::string& name) {
-  for (const auto& [k, v] : labels) {
-    if (k == name) return v;
-  }
-  return "";
-}
+using insight_support::LabelOf;
 
 storage::ProfileTypeInfo EnergyType() { return {kGpuEnergyType, kMicrojoules, 0}; }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "query/insight_support.h"
 #include "storage/series_steps.h"
 
 namespace warpscope::query {
@@ -13,12 +14,7 @@ constexpr int64_t kMaxPaddingSteps = kPadding / kSecond;
 
 bool IsGpuLabel(const std::string& name) { return name == "node" || name == "gpu"; }
 
-std::string LabelOf(const storage::Labels& labels, const std::string& name) {
-  for (const auto& [k, v] : labels) {
-    if (k == name) return v;
-  }
-  return "";
-}
+using insight_support::LabelOf;
 
 bool HasType(storage::ProfileStore* store, const std::string& name, storage::ProfileTypeInfo* info) {
   auto types = store->ProfileTypes();
