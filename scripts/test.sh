@@ -4,6 +4,6 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 scripts/bootstrap.sh
-scripts/build.sh
+scripts/build.sh -DWARPSCOPE_BUILD_BENCH=OFF
 cd build
 ctest --output-on-failure -j"$(nproc)"

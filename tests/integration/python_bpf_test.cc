@@ -115,17 +115,30 @@ class PythonTest : public ::testing::Test {
     ASSERT_FALSE(interpreters_.empty());
   }
 
-  // Runs the workload under `python`, records it, returns the decoded profile.
-  DecodedProfile Record(const Interpreter& py, const std::string& mode, pid_t* pid_out) {
-    pid_t prog = StartProcess({py.path, kWorkload, mode, "7"});
-    std::this_thread::sleep_for(std::chrono::milliseconds(700));
-    const std::string out = dir_ + "/" + mode + std::to_string(prog) + ".pb.gz";
-    ProcessResult r = RunProcess({kAgent, "record", "--pid", std::to_string(prog), "--duration", "4s",
-                                  "--frequency", "199", "--top", "0", "--output", out});
-    kill(prog, SIGKILL);
-    WaitProcess(prog);
+  // Runs the workload in `mode` under every interpreter at once (those
+  // `wanted` picks) and records them all in one agent run: one recording
+  // instead of one per interpreter keeps the suite short, and the shares
+  // asserted are within each process, which sharing the CPUs leaves alone.
+  // pids[i] is interpreters_[i]'s process, 0 where not wanted.
+  DecodedProfile RecordAll(const std::string& mode, std::vector<pid_t>* pids,
+                           bool (*wanted)(const Interpreter&) = nullptr) {
+    std::string pid_list;
+    pids->assign(interpreters_.size(), 0);
+    for (size_t i = 0; i < interpreters_.size(); ++i) {
+      if (wanted != nullptr && !wanted(interpreters_[i])) continue;
+      (*pids)[i] = StartProcess({interpreters_[i].path, kWorkload, mode, "9"});
+      pid_list += (pid_list.empty() ? "" : ",") + std::to_string((*pids)[i]);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(900));
+    const std::string out = dir_ + "/" + mode + ".pb.gz";
+    ProcessResult r = RunProcess({kAgent, "record", "--pid", pid_list, "--duration", "4s", "--frequency", "499",
+                                  "--top", "0", "--output", out});
+    for (pid_t pid : *pids) {
+      if (pid == 0) continue;
+      kill(pid, SIGKILL);
+      WaitProcess(pid);
+    }
     EXPECT_EQ(r.exit_code, 0) << r.err;
-    *pid_out = prog;
     auto p = ReadPprofFile(out);
     EXPECT_TRUE(p.ok()) << p.status().ToString();
     return p.ok() ? std::move(p).value() : DecodedProfile{};
@@ -151,10 +164,12 @@ TEST_F(PythonTest, DebianPython3IsTested) {
 
 // Nested functions with a known 3:1 CPU split: names, lines, order, shares.
 TEST_F(PythonTest, NestedFunctionsNamesLinesOrderAndShares) {
-  for (const Interpreter& py : interpreters_) {
+  std::vector<pid_t> pids;
+  const DecodedProfile p = RecordAll("split", &pids);
+  for (size_t i = 0; i < interpreters_.size(); ++i) {
+    const Interpreter& py = interpreters_[i];
     SCOPED_TRACE(py.path);
-    pid_t pid = 0;
-    DecodedProfile p = Record(py, "split", &pid);
+    const pid_t pid = pids[i];
     const std::string spid = std::to_string(pid);
     const int64_t total = p.TotalCount(spid);
     const std::string hot = Name(py, "Pipeline.hot"), cold = Name(py, "Pipeline.cold");
@@ -200,10 +215,12 @@ TEST_F(PythonTest, NestedFunctionsNamesLinesOrderAndShares) {
 
 // A thread pool: each worker thread's Python stack, down to threading's bootstrap.
 TEST_F(PythonTest, ThreadPoolShowsEachThreadsStack) {
-  for (const Interpreter& py : interpreters_) {
+  std::vector<pid_t> pids;
+  const DecodedProfile p = RecordAll("threads", &pids);
+  for (size_t i = 0; i < interpreters_.size(); ++i) {
+    const Interpreter& py = interpreters_[i];
     SCOPED_TRACE(py.path);
-    pid_t pid = 0;
-    DecodedProfile p = Record(py, "threads", &pid);
+    const pid_t pid = pids[i];
     const std::string spid = std::to_string(pid);
     const int64_t total = p.TotalCount(spid);
     const std::string bootstrap = Name(py, "Thread._bootstrap");
@@ -237,10 +254,12 @@ TEST_F(PythonTest, ThreadPoolShowsEachThreadsStack) {
 
 // zlib.compress in a loop: libz's native frames leafward of the Python caller, never the reverse.
 TEST_F(PythonTest, CExtensionCallShowsPythonThenNativeFrames) {
-  for (const Interpreter& py : interpreters_) {
+  std::vector<pid_t> pids;
+  const DecodedProfile p = RecordAll("zlib", &pids);
+  for (size_t i = 0; i < interpreters_.size(); ++i) {
+    const Interpreter& py = interpreters_[i];
     SCOPED_TRACE(py.path);
-    pid_t pid = 0;
-    DecodedProfile p = Record(py, "zlib", &pid);
+    const pid_t pid = pids[i];
     const std::string spid = std::to_string(pid);
     const int64_t total = p.TotalCount(spid);
     int64_t in_loop = 0, through_libz = 0, misordered = 0;
@@ -274,11 +293,13 @@ TEST_F(PythonTest, CExtensionCallShowsPythonThenNativeFrames) {
 // Python calls do not nest the evaluation loop, so the stack fits; 3.10 stacks
 // this deep are truncated).
 TEST_F(PythonTest, ThirtyPythonFramesAreWhole) {
-  for (const Interpreter& py : interpreters_) {
-    if (py.minor < 11) continue;
+  std::vector<pid_t> pids;
+  const DecodedProfile p = RecordAll("deep", &pids, [](const Interpreter& py) { return py.minor >= 11; });
+  for (size_t i = 0; i < interpreters_.size(); ++i) {
+    const Interpreter& py = interpreters_[i];
+    if (pids[i] == 0) continue;
     SCOPED_TRACE(py.path);
-    pid_t pid = 0;
-    DecodedProfile p = Record(py, "deep", &pid);
+    const pid_t pid = pids[i];
     const std::string spid = std::to_string(pid);
     int64_t total = 0, whole = 0;
     for (const DecodedSample& s : p.ForPid(spid)) {
