@@ -93,7 +93,9 @@ bool ParseConfig(const uint8_t* data, size_t size, ws_cuda_config* out) {
   if (size < sizeof(ws_cuda_msg_header)) return false;
   ws_cuda_msg_header header;
   std::memcpy(&header, data, sizeof(header));
-  const size_t record = header.version == 1 ? WS_CUDA_CONFIG_V1_SIZE : sizeof(ws_cuda_config);
+  const size_t record = header.version == 1   ? WS_CUDA_CONFIG_V1_SIZE
+                        : header.version <= 4 ? WS_CUDA_CONFIG_V4_SIZE
+                                              : sizeof(ws_cuda_config);
   if (header.magic != WS_CUDA_WIRE_MAGIC || header.version < 1 || header.version > WS_CUDA_WIRE_VERSION ||
       header.type != WS_CUDA_MSG_CONFIG || header.length != size || header.count != 1 ||
       size != sizeof(header) + record) {
@@ -302,6 +304,15 @@ bool AgentSession::Attach() {
 // its kernels: the launch callbacks and memcpy/memset activity.
 bool AgentSession::AttachAndEnable() {
   if (!Attach()) return false;
+  if (s_.pc.wanted()) {
+    // Contexts being created or destroyed and modules being loaded (PC
+    // sampling); a CUPTI without them leaves PC sampling to the launches'
+    // contexts and without cubins.
+    for (CUpti_CallbackId cbid : {CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING,
+                                  CUPTI_CBID_RESOURCE_MODULE_LOADED}) {
+      (void)fn().cuptiEnableCallback(1, s_.subscriber, CUPTI_CB_DOMAIN_RESOURCE, cbid);
+    }
+  }
   if (!SetLaunchCallbacks(true)) {
     SayOnce("cuptiEnableCallback failed for every launch API; GPU profiling off");
     fatal_ = true;
@@ -317,6 +328,7 @@ bool AgentSession::StartTracing(const LinkConfig& config) {
   s_.sample_burst.store(config.sample_burst, std::memory_order_relaxed);
   s_.epoch.fetch_add(1, std::memory_order_relaxed);
   s_.pool.Configure(config.buffer_bytes, config.buffer_count);
+  s_.pc.Configure(config);
   if (config.mode == WS_CUDA_MODE_OFF) return true;
   s_.window_filter.store(false, std::memory_order_relaxed);
   if (config.windowed) return OpenWindow(MonotonicNs());
@@ -409,6 +421,7 @@ void AgentSession::StopTracing() {
     return;  // detached, or detaching: nothing of ours is enabled
   }
   const uint64_t now = MonotonicNs();
+  s_.pc.DisableAll(fn(), s_.outbox, now);
   SetKernelActivity(false, now);
   SetMemopActivity(false);
   // Buffers CUPTI still holds come back (and are converted while a connection
@@ -471,6 +484,7 @@ void AgentSession::CloseWindow(uint64_t now) {
   if (period_ns <= on_ns) {
     // Recording all the time: this window closes and the next one opens now.
     fn().cuptiActivityFlushAll(0);
+    s_.pc.Read(fn(), s_.outbox, now);
     QueueWindow(now, now);
     window_.start_ns = now;
     window_.attach_ns = 0;
@@ -479,6 +493,7 @@ void AgentSession::CloseWindow(uint64_t now) {
     window_.before_base = s_.conversion.kernels_before_window.load(std::memory_order_relaxed);
     return;
   }
+  s_.pc.DisableAll(fn(), s_.outbox, now);
   SetKernelActivity(false, now);
   SetMemopActivity(false);
   s_.callbacks_live.store(false, std::memory_order_release);
@@ -504,6 +519,7 @@ void AgentSession::FinishDrain() {
 
 void AgentSession::FlushAndQueue(uint64_t now) {
   if (CuptiLive()) {
+    if (kernel_on_) s_.pc.Read(fn(), s_.outbox, now);
     fn().cuptiActivityFlushAll(0);
     size_t dropped = 0;
     if (fn().cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS && dropped > 0) {
@@ -512,7 +528,6 @@ void AgentSession::FlushAndQueue(uint64_t now) {
   }
   QueueSampledRecords();
   s_.outbox.CloseBatches();
-  (void)now;
 }
 
 void AgentSession::QueueSampledRecords() {
@@ -548,6 +563,7 @@ void QueueStatsMessage(InjectionState& s_, uint64_t now) {
   st.waits_seen = s_.waits_seen.load(std::memory_order_relaxed);
   st.waits_sampled = s_.waits_sampled.load(std::memory_order_relaxed);
   st.wait_records_dropped = s_.wait_records_dropped.load(std::memory_order_relaxed);
+  s_.pc.FillStats(&st);
   s_.outbox.AddControl(WS_CUDA_MSG_STATS, &st, sizeof(st));
 }
 
@@ -556,6 +572,7 @@ void AgentSession::FinalDrainAndPark() {
   // A detach that no launch claimed is taken back; one running is not waited
   // for long (the process is exiting).
   if (SettleDetach(50) && CuptiLive()) {
+    s_.pc.DisableAll(fn(), s_.outbox, MonotonicNs());
     fn().cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     if (window_.open) {
       const uint64_t now = MonotonicNs();
@@ -646,10 +663,17 @@ bool AgentSession::Run() {
       while (now >= duty_window + period) duty_window += period;
       const uint64_t off_at = duty_window + config_.duty_on_ms * kMs;
       const bool want_on = now < off_at;
+      // The launch callbacks on after kernel activity and off before it, so
+      // a launch they see always finds kernel activity on.
+      if (!want_on && config_.duty_callbacks && !SetLaunchCallbacks(false)) break;
       if (!SetKernelActivity(want_on, now)) break;
-      if (config_.duty_callbacks && !SetLaunchCallbacks(want_on)) break;
+      if (want_on && config_.duty_callbacks && !SetLaunchCallbacks(true)) break;
       next_duty = want_on ? off_at : duty_window + period;
     }
+    // Contexts the application threads noted get PC sampling while kernel
+    // activity is on; cubins go out while the outbox has room.
+    if (kernel_on_ && s_.pc.wanted() && CuptiLive()) (void)s_.pc.Enable(fn());
+    s_.pc.FeedCubins(s_.outbox, config_.outbox_bytes / 2);
     if (now >= next_flush) {
       FlushAndQueue(now);
       next_flush = now + config_.flush_interval_ms * kMs;

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cupti.h>
+#include <cupti_pcsampling.h>
 
 #include <string>
 
@@ -39,7 +40,15 @@ namespace warpscope::cuda {
   X(cuptiGetGraphExecId)               \
   X(cuptiSubscribe_v2)                 \
   X(cuptiFinalize)                     \
-  X(cuptiGetStreamIdEx)
+  X(cuptiGetStreamIdEx)                \
+  X(cuptiGetDeviceId)                  \
+  X(cuptiGetCubinCrc)                  \
+  X(cuptiPCSamplingGetNumStallReasons) \
+  X(cuptiPCSamplingGetStallReasons)    \
+  X(cuptiPCSamplingSetConfigurationAttribute) \
+  X(cuptiPCSamplingEnable)             \
+  X(cuptiPCSamplingDisable)            \
+  X(cuptiPCSamplingGetData)
 
 struct CuptiFunctions {
 #define WS_CUPTI_POINTER(name) decltype(&::name) name = nullptr;

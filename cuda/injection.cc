@@ -49,14 +49,27 @@ void* LinkThreadMain(void* arg) noexcept {
 
 InjectionState* GetInjectionState() noexcept { return g_state.load(std::memory_order_acquire); }
 
-void SayOnce(const std::string& message) noexcept {
-  if (g_said.exchange(true)) return;
+namespace {
+
+void Say(const std::string& message) noexcept {
   char line[512];
   const int n = snprintf(line, sizeof(line), "warpscope-cuda: %s\n", message.c_str());
   if (n <= 0) return;
   size_t len = static_cast<size_t>(n) < sizeof(line) ? static_cast<size_t>(n) : sizeof(line) - 1;
   line[len - 1] = '\n';
   (void)!write(STDERR_FILENO, line, len);
+}
+
+std::atomic<bool> g_said_pc{false};
+
+}  // namespace
+
+void SayOnce(const std::string& message) noexcept {
+  if (!g_said.exchange(true)) Say(message);
+}
+
+void SayPcSamplingOnce(const std::string& message) noexcept {
+  if (!g_said_pc.exchange(true)) Say(message);
 }
 
 uint64_t MonotonicNs() noexcept {

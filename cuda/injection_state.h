@@ -26,6 +26,7 @@
 #include "cuda/cupti_library.h"
 #include "cuda/launch_sampler.h"
 #include "cuda/launch_times.h"
+#include "cuda/pc_sampling.h"
 #include "cuda/wire_outbox.h"
 
 namespace warpscope::cuda {
@@ -41,6 +42,8 @@ struct InjectionState {
   // Every launch made while kernel activity is on: its time and thread.
   LaunchTimeTable launch_times;
   ConversionCounters conversion;
+  // PC sampling and cubins (pc_sampling.h says which thread does what).
+  PcSampling pc;
 
   // Completed buffers are converted only while a connection wants them.
   std::atomic<bool> records_wanted{false};
@@ -108,6 +111,9 @@ InjectionState* GetInjectionState() noexcept;
 // Writes "warpscope-cuda: <message>\n" to stderr, only the first time in the
 // process; later calls are silent.
 void SayOnce(const std::string& message) noexcept;
+// The same, with its own once: PC sampling's one line, said even after
+// another (PC sampling off does not turn the library off).
+void SayPcSamplingOnce(const std::string& message) noexcept;
 
 uint64_t MonotonicNs() noexcept;
 

@@ -106,6 +106,7 @@ void OnEnter(InjectionState& s, const LaunchApi& api, CUpti_CallbackDomain domai
     return;  // no kernel record will exist to join a stack with
   }
   s.launches_seen_activity_on.fetch_add(1, std::memory_order_relaxed);
+  s.pc.NoteContext(cb.context);
   if (t.tid == 0) t.tid = static_cast<uint32_t>(syscall(SYS_gettid));
   t.timed = true;
   t.timed_id = cb.correlationId;
@@ -167,6 +168,26 @@ void DetachAtApiExit(InjectionState& s) {
   s.detach_state.store(InjectionState::kDetached, std::memory_order_release);
 }
 
+// Contexts and modules, for PC sampling (pc_sampling.h).
+void OnResourceCallback(InjectionState& s, CUpti_CallbackId cbid, const CUpti_ResourceData& data) {
+  if (!s.pc.wanted()) return;
+  switch (cbid) {
+    case CUPTI_CBID_RESOURCE_CONTEXT_CREATED:
+      s.pc.NoteContext(data.context);
+      break;
+    case CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING:
+      s.pc.OnContextDestroying(s.cupti.fn, data.context, s.outbox);
+      break;
+    case CUPTI_CBID_RESOURCE_MODULE_LOADED:
+      if (data.resourceDescriptor != nullptr) {
+        s.pc.OnModuleLoaded(s.cupti.fn, *static_cast<const CUpti_ModuleResourceData*>(data.resourceDescriptor));
+      }
+      break;
+    default:
+      break;
+  }
+}
+
 }  // namespace
 
 const LaunchApi* LaunchApis(size_t* count) noexcept {
@@ -177,6 +198,10 @@ const LaunchApi* LaunchApis(size_t* count) noexcept {
 void CUPTIAPI OnLaunchCallback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) noexcept {
   InjectionState* s = GetInjectionState();
   if (s == nullptr || data == nullptr) return;
+  if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
+    OnResourceCallback(*s, cbid, *static_cast<const CUpti_ResourceData*>(data));
+    return;
+  }
   if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
   const auto& cb = *static_cast<const CUpti_CallbackData*>(data);
   if (cb.callbackSite == CUPTI_API_EXIT &&

@@ -29,6 +29,9 @@ LinkConfig ResolveLinkConfig(const ws_cuda_config& wire) {
   c.buffer_count = std::clamp<size_t>(Or(wire.activity_buffer_count, 16), 1, 64);
   c.outbox_bytes = std::clamp<size_t>(Or(wire.outbox_bytes, 8u << 20), 256u << 10, 256u << 20);
   c.stall_timeout_ms = std::clamp<uint32_t>(Or(wire.stall_timeout_ms, 10000), 100, 600000);
+  c.pc_sampling = (wire.flags & WS_CUDA_CONFIG_PC_SAMPLING) != 0;
+  c.pc_period_log2 = std::clamp<uint32_t>(Or(wire.pc_sampling_period_log2, 20), 5, 31);
+  c.pc_max_pcs = std::clamp<uint32_t>(Or(wire.pc_sampling_max_pcs, 4096), 64, 65536);
   return c;
 }
 

@@ -32,6 +32,12 @@ struct LinkConfig {
   size_t buffer_count = 16;
   size_t outbox_bytes = 8u << 20;
   uint32_t stall_timeout_ms = 10000;
+  // WS_CUDA_CONFIG_PC_SAMPLING: PC sampling on every context while kernel
+  // activity is recorded, one sample per SM every 2^pc_period_log2 cycles,
+  // read pc_max_pcs PCs per CUPTI call.
+  bool pc_sampling = false;
+  uint32_t pc_period_log2 = 20;
+  uint32_t pc_max_pcs = 4096;
 };
 LinkConfig ResolveLinkConfig(const ws_cuda_config& wire);
 

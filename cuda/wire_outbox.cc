@@ -33,6 +33,7 @@ void WireOutbox::Reset(const WireOutboxLimits& limits) {
   memops_ = Batch{};
   launches_ = Batch{};
   waits_ = Batch{};
+  pc_samples_ = Batch{};
   id_by_pointer_.clear();
   id_by_name_.clear();
   name_by_id_.clear();
@@ -75,8 +76,8 @@ void WireOutbox::PushLocked(WireMessage&& message) {
 void WireOutbox::AppendRecordLocked(Batch& batch, ws_cuda_msg_type type, bool droppable,
                                     const void* record, size_t size) {
   if (batch.open && batch.message.bytes.size() + size > WS_CUDA_WIRE_MAX_MESSAGE) {
-    // A kernel batch may use names that are still in the open NAMES batch.
-    if (&batch == &kernels_) SealLocked(names_);
+    // A kernel or PC batch may use names that are still in the open NAMES batch.
+    if (&batch == &kernels_ || &batch == &pc_samples_) SealLocked(names_);
     SealLocked(batch);
   }
   if (!batch.open) OpenLocked(batch, type, droppable);
@@ -158,6 +159,32 @@ void WireOutbox::AddWaits(const ws_cuda_wait* waits, size_t count) {
   }
 }
 
+bool WireOutbox::AddPcSample(const ws_cuda_pc_sample& sample, const char* function_name, const char* stall_name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ws_cuda_pc_sample record = sample;
+  record.function_name_id = NameIdLocked(function_name);
+  record.stall_name_id = NameIdLocked(stall_name);
+  if (record.function_name_id == 0 || record.stall_name_id == 0) return false;
+  AppendRecordLocked(pc_samples_, WS_CUDA_MSG_PC_SAMPLES, true, &record, sizeof(record));
+  return true;
+}
+
+bool WireOutbox::AddCubinChunk(const ws_cuda_cubin_chunk& chunk, const uint8_t* bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  WireMessage message;
+  const size_t length = kHeaderSize + sizeof(chunk) + chunk.length;
+  if (length > WS_CUDA_WIRE_MAX_MESSAGE) return false;
+  message.bytes.resize(length);
+  WriteWireHeader(message.bytes.data(), WS_CUDA_MSG_CUBIN, static_cast<uint32_t>(length), 1);
+  std::memcpy(message.bytes.data() + kHeaderSize, &chunk, sizeof(chunk));
+  if (chunk.length > 0) std::memcpy(message.bytes.data() + kHeaderSize + sizeof(chunk), bytes, chunk.length);
+  message.records = 1;
+  message.droppable = true;
+  const uint64_t dropped = counters_.messages_dropped;
+  PushLocked(std::move(message));
+  return counters_.messages_dropped == dropped;
+}
+
 void WireOutbox::AddControl(ws_cuda_msg_type type, const void* record, size_t size) {
   std::lock_guard<std::mutex> lock(mu_);
   WireMessage message;
@@ -175,6 +202,7 @@ void WireOutbox::CloseBatches() {
   SealLocked(memops_);
   SealLocked(launches_);
   SealLocked(waits_);
+  SealLocked(pc_samples_);
 }
 
 WireOutbox::SendResult WireOutbox::SendSome(int fd, size_t* sent_messages) {
@@ -210,6 +238,11 @@ std::vector<WireMessage> WireOutbox::TakeAllForTest() {
 WireOutboxCounters WireOutbox::counters() const {
   std::lock_guard<std::mutex> lock(mu_);
   return counters_;
+}
+
+size_t WireOutbox::queued_data_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return queued_data_bytes_;
 }
 
 size_t WireOutbox::queued_messages() const {

@@ -3,7 +3,8 @@
 // per-connection kernel-name dictionary, and queues messages until the link
 // thread sends them with non-blocking writes.
 //
-// Bounded: unsent record messages (KERNELS, MEMOPS, LAUNCHES, WAITS) take at most
+// Bounded: unsent record messages (KERNELS, MEMOPS, LAUNCHES, WAITS,
+// PC_SAMPLES, CUBIN) take at most
 // `max_data_bytes`; a message that does not fit is dropped and counted. NAMES,
 // STATS and CLOCK messages are never dropped (the dictionary is capped at
 // `max_dictionary_bytes`; kernels beyond it get name id 0), so the agent never
@@ -67,6 +68,14 @@ class WireOutbox {
   void AddMemop(const ws_cuda_memop& memop);
   void AddLaunches(const ws_cuda_launch* launches, size_t count);
   void AddWaits(const ws_cuda_wait* waits, size_t count);
+  // `record`'s name ids are filled in from the two names. False, and
+  // nothing queued, when either name is null or did not fit the dictionary
+  // (the agent could not use the record); a full outbox drops it later,
+  // counted like other records.
+  bool AddPcSample(const ws_cuda_pc_sample& record, const char* function_name, const char* stall_name);
+  // One CUBIN message of `chunk.length` bytes, droppable like records; false
+  // when it was dropped.
+  bool AddCubinChunk(const ws_cuda_cubin_chunk& chunk, const uint8_t* bytes);
   // STATS or CLOCK: sealed as its own message at once, never dropped.
   void AddControl(ws_cuda_msg_type type, const void* record, size_t size);
   // Seals the open batches so the next SendSome sends them.
@@ -81,6 +90,8 @@ class WireOutbox {
 
   WireOutboxCounters counters() const;
   size_t queued_messages() const;
+  // Bytes of droppable messages queued.
+  size_t queued_data_bytes() const;
 
  private:
   struct Batch {
@@ -101,7 +112,7 @@ class WireOutbox {
   WireOutboxCounters counters_;
   std::deque<WireMessage> queue_;
   size_t queued_data_bytes_ = 0;
-  Batch names_, kernels_, memops_, launches_, waits_;
+  Batch names_, kernels_, memops_, launches_, waits_, pc_samples_;
   // Dictionary: CUPTI's name pointer first (cheap, verified with strcmp), then
   // the text itself.
   std::unordered_map<const char*, uint32_t> id_by_pointer_;

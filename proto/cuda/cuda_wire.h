@@ -21,6 +21,11 @@
  *                     sent before it, and no record after it belongs to it
  *   library -> agent  WAITS (version 4): host threads' waits in CUDA
  *                     synchronisation calls, sent like LAUNCHES
+ *   library -> agent  PC_SAMPLES (version 5): CUPTI PC sampling counts per
+ *                     (cubin, function, PC offset, stall reason); function
+ *                     and stall-reason names are NAMES ids, defined before use
+ *   library -> agent  CUBIN (version 5): the cubins of loaded modules, in
+ *                     chunks, each cubin once per connection
  *
  * Versioning: `version` is the protocol version of the sender. A reader accepts
  * every version it knows (1 to 4) and closes the connection on others;
@@ -33,6 +38,10 @@
  * KERNELS record is its first 88 bytes; the missing fields read as 0).
  * Version 4 added WAITS and appended the wait counters to ws_cuda_stats (a
  * version 3 STATS record is its first 112 bytes).
+ * Version 5 added PC_SAMPLES, CUBIN, WS_CUDA_CONFIG_PC_SAMPLING with
+ * ws_cuda_config's pc_sampling fields (a version 2-4 CONFIG is its first 56
+ * bytes) and the PC sampling counters of ws_cuda_stats (a version 4 STATS
+ * record is its first 136 bytes).
  */
 #ifndef WARPSCOPE_CUDA_PROTOCOL_CUDA_WIRE_H_
 #define WARPSCOPE_CUDA_PROTOCOL_CUDA_WIRE_H_
@@ -45,13 +54,17 @@ extern "C" {
 
 /* "WSCU" in memory order. */
 #define WS_CUDA_WIRE_MAGIC 0x55435357u
-#define WS_CUDA_WIRE_VERSION 4u
+#define WS_CUDA_WIRE_VERSION 5u
 /* The CONFIG record of protocol version 1 (before overhead_budget_ppm). */
 #define WS_CUDA_CONFIG_V1_SIZE 48u
+/* The CONFIG record of protocol versions 2 to 4 (before the PC sampling fields). */
+#define WS_CUDA_CONFIG_V4_SIZE 56u
 /* The ws_cuda_kernel record of protocol versions 1 and 2. */
 #define WS_CUDA_KERNEL_V2_SIZE 88u
 /* The ws_cuda_stats record of protocol versions 1 to 3. */
 #define WS_CUDA_STATS_V3_SIZE 112u
+/* The ws_cuda_stats record of protocol version 4. */
+#define WS_CUDA_STATS_V4_SIZE 136u
 /* No message is larger; readers receive into a buffer of this size + 1 and
  * treat a longer datagram (MSG_TRUNC) as malformed. */
 #define WS_CUDA_WIRE_MAX_MESSAGE 65536u
@@ -71,6 +84,8 @@ enum ws_cuda_msg_type {
   WS_CUDA_MSG_CLOCK = 8,    /* library -> agent, count 1, ws_cuda_clock_pair */
   WS_CUDA_MSG_WINDOW = 9,   /* library -> agent, count 1, ws_cuda_window (version 2) */
   WS_CUDA_MSG_WAITS = 10,   /* library -> agent, ws_cuda_wait[count] (version 4) */
+  WS_CUDA_MSG_PC_SAMPLES = 11, /* library -> agent, ws_cuda_pc_sample[count] (version 5) */
+  WS_CUDA_MSG_CUBIN = 12,      /* library -> agent, count 1, ws_cuda_cubin_chunk + `length` bytes (version 5) */
 };
 
 struct ws_cuda_msg_header {
@@ -128,6 +143,12 @@ enum ws_cuda_mode {
  * window's kernels by its period over its recording time. Implied by
  * WS_CUDA_MODE_ADAPTIVE. */
 #define WS_CUDA_CONFIG_DUTY_DETACH 0x8u
+/* Version 5: CUPTI PC sampling in continuous mode (kernels keep running
+ * concurrently; samples belong to a kernel function, not to one launch),
+ * enabled on each CUDA context while kernel activity is recorded (in the
+ * recording windows of the windowed modes), and the cubins of the modules
+ * the process loads. */
+#define WS_CUDA_CONFIG_PC_SAMPLING 0x10u
 
 /* Except for `mode` and `flags`, zero in a field means "the library's
  * default" (shown in brackets); the library clamps every value to a safe
@@ -148,6 +169,9 @@ struct ws_cuda_config {
   /* Version 2: */
   uint32_t overhead_budget_ppm;    /* adaptive mode's estimated cost bound, of the launching threads' time [10000 = 1%] */
   uint32_t reserved;
+  /* Version 5: */
+  uint32_t pc_sampling_period_log2; /* one sample per SM every 2^this cycles [20], 5..31 */
+  uint32_t pc_sampling_max_pcs;     /* PCs read per CUPTI call [4096], 64..65536 */
 };
 
 /* CUPTI gave no valid timestamps (start 0 or end before start: it had no
@@ -306,6 +330,40 @@ struct ws_cuda_window {
   uint64_t kernels_before_window;
 };
 
+/* One PC's samples with one stall reason over the read interval that ended
+ * at read_host_ns (continuous mode: no launch, no correlation id). */
+struct ws_cuda_pc_sample {
+  uint64_t cubin_crc;     /* CUPTI's cubin CRC (the CUBIN message with it carries the cubin) */
+  uint64_t pc_offset;     /* CUPTI's pcOffset of the instruction */
+  uint64_t read_host_ns;  /* CLOCK_MONOTONIC of the read that returned it */
+  uint32_t function_name_id; /* NAMES id of the function's (mangled) name */
+  uint32_t stall_name_id;    /* NAMES id of the stall reason's CUPTI name */
+  uint32_t samples;
+  uint32_t device_id;     /* CUDA device ordinal of the context, UINT32_MAX unknown */
+};
+
+#define WS_CUDA_CUBIN_FLAG_LAST 0x1u /* the cubin's last chunk */
+
+/* One piece of a cubin: `length` bytes at `offset` of the `total_bytes`
+ * long cubin follow the record. Chunks of one cubin are sent in order and
+ * not interleaved with another cubin's. */
+struct ws_cuda_cubin_chunk {
+  uint64_t cubin_crc;
+  uint64_t total_bytes;
+  uint64_t offset;
+  uint32_t length;
+  uint32_t flags; /* WS_CUDA_CUBIN_FLAG_* */
+};
+
+/* What became of PC sampling in the process (ws_cuda_stats.pc_sampling_state). */
+enum ws_cuda_pc_sampling_state {
+  WS_CUDA_PC_SAMPLING_OFF = 0,          /* not asked for, or no context yet */
+  WS_CUDA_PC_SAMPLING_ON = 1,           /* enabled on at least one context */
+  WS_CUDA_PC_SAMPLING_NO_PERMISSION = 2, /* the driver restricts profiling to admin users */
+  WS_CUDA_PC_SAMPLING_UNSUPPORTED = 3,  /* this CUPTI, driver or device has no PC sampling */
+  WS_CUDA_PC_SAMPLING_FAILED = 4,       /* another CUPTI error (pc_sampling_error) */
+};
+
 /* Counters since the library was loaded (not per connection: the agent takes
  * differences between two STATS of one connection; a baseline is sent right
  * after CONFIG). */
@@ -328,6 +386,17 @@ struct ws_cuda_stats {
   uint64_t waits_seen;          /* synchronisation calls made while recording */
   uint64_t waits_sampled;       /* of them, probe calls */
   uint64_t wait_records_dropped; /* not sent: queue full or busy */
+  /* Version 5 (0 before): */
+  uint64_t pc_samples;            /* samples in the records read from CUPTI */
+  uint64_t pc_samples_total;      /* CUPTI's totalSamples, non-user kernels and dropped ones included */
+  uint64_t pc_samples_dropped;    /* CUPTI's droppedSamples: the hardware buffer overflowed */
+  uint64_t pc_records_dropped;    /* PC records not queued: their names did not fit the dictionary
+                                   * (records lost to a full outbox count in wire_records_dropped) */
+  uint64_t pc_hardware_buffer_full; /* reads that found the hardware buffer full */
+  uint64_t cubins_sent;
+  uint64_t cubins_dropped;        /* not sent: over the pending-bytes bound, or too large */
+  uint32_t pc_sampling_state;     /* enum ws_cuda_pc_sampling_state */
+  uint32_t pc_sampling_error;     /* the CUptiResult behind NO_PERMISSION, UNSUPPORTED or FAILED */
 };
 
 #ifdef __cplusplus
@@ -340,13 +409,15 @@ struct ws_cuda_stats {
 WS_CUDA_STATIC_ASSERT(sizeof(struct ws_cuda_msg_header) == 16, "wire layout");
 WS_CUDA_STATIC_ASSERT(sizeof(struct ws_cuda_clock_pair) == 24, "wire layout");
 WS_CUDA_STATIC_ASSERT(sizeof(struct ws_cuda_hello) == 48, "wire layout");
-WS_CUDA_STATIC_ASSERT(sizeof(struct ws_cuda_config) == 56, "wire layout");
+WS_CUDA_STATIC_ASSERT(sizeof(struct ws_cuda_config) == 64, "wire layout");
 WS_CUDA_STATIC_ASSERT(sizeof(struct ws_cuda_window) == 64, "wire layout");
 WS_CUDA_STATIC_ASSERT(sizeof(struct ws_cuda_kernel) == 112, "wire layout");
 WS_CUDA_STATIC_ASSERT(sizeof(struct ws_cuda_memop) == 56, "wire layout");
 WS_CUDA_STATIC_ASSERT(sizeof(struct ws_cuda_name_entry) == 8, "wire layout");
 WS_CUDA_STATIC_ASSERT(sizeof(struct ws_cuda_launch) == 32, "wire layout");
-WS_CUDA_STATIC_ASSERT(sizeof(struct ws_cuda_stats) == 136, "wire layout");
+WS_CUDA_STATIC_ASSERT(sizeof(struct ws_cuda_stats) == 200, "wire layout");
+WS_CUDA_STATIC_ASSERT(sizeof(struct ws_cuda_pc_sample) == 40, "wire layout");
+WS_CUDA_STATIC_ASSERT(sizeof(struct ws_cuda_cubin_chunk) == 32, "wire layout");
 WS_CUDA_STATIC_ASSERT(sizeof(struct ws_cuda_wait) == 40, "wire layout");
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "cuda_wire.h: structs are sent as they are; only little-endian hosts are supported"

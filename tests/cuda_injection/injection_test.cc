@@ -198,6 +198,8 @@ class Agent {
   std::vector<ws_cuda_stats> stats;
   std::vector<ws_cuda_window> windows;
   std::vector<size_t> kernels_at_window;  // kernels.size() when each window closed
+  std::vector<CudaPcSample> pc_samples;
+  std::vector<CudaCubin> cubins;
   std::unique_ptr<CudaSocketServer> server_;
 
   ws_cuda_stats LastStats() {
@@ -221,6 +223,8 @@ class Agent {
         for (auto& k : e.kernels) kernels.push_back(std::move(k));
         memops.insert(memops.end(), e.memops.begin(), e.memops.end());
         launches.insert(launches.end(), e.launches.begin(), e.launches.end());
+        for (auto& p : e.pc_samples) pc_samples.push_back(std::move(p));
+        if (e.cubin) cubins.push_back(*e.cubin);
         if (e.stats) stats.push_back(*e.stats);
         if (e.window) {
           windows.push_back(*e.window);
@@ -438,6 +442,141 @@ TEST(CudaInjection, KernelsLaunchesAndStatsReachTheAgent) {
   }
   EXPECT_TRUE(saw_graph);
   EXPECT_EQ(host.Quit(), 0);
+}
+
+// Made-up cubin bytes, as the host makes them (injection_test_host.cc).
+std::string MadeUpCubin(size_t size, uint32_t seed) {
+  std::string bytes(size, '\0');
+  uint32_t x = seed * 2654435761u + 1;
+  for (char& c : bytes) {
+    x = x * 1664525u + 1013904223u;
+    c = static_cast<char>(x >> 24);
+  }
+  return bytes;
+}
+
+ws_cuda_config PcSamplingConfig() {
+  ws_cuda_config c = FastConfig();
+  c.flags |= WS_CUDA_CONFIG_PC_SAMPLING;
+  c.pc_sampling_period_log2 = 18;
+  c.pc_sampling_max_pcs = 64;  // more PCs than that per context take several reads
+  return c;
+}
+
+// PC sampling in continuous mode: the library enables it on the contexts of
+// launches and of context creation (configured with the agent's period),
+// reads every PC with its stall reasons by CUPTI's names, sends each cubin
+// once (in chunks), and counts; a context being destroyed is read first.
+TEST(CudaInjection, PcSamplesAndCubinsReachTheAgent) {
+  const std::string dir = TempDir();
+  Agent agent(dir + "/agent.sock", PcSamplingConfig());
+  HostProcess host(FakeEnv(dir + "/agent.sock"));
+  ASSERT_EQ(host.Command("init"), "ok 1");
+  ASSERT_EQ(host.Command("wait_subscribed 1 10000"), "ok");
+  // Device 0's context is noted by a launch; device 1's by its creation.
+  host.Number(LaunchCommand(1, 1, 0, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 0,
+                            "_Z4gemmv", 1000));
+  ASSERT_EQ(host.Command("device 1"), "ok");
+  ASSERT_EQ(host.Command("context_created"), "ok");
+  ASSERT_TRUE(WaitForNumber(host, "pc_period 0", 18));
+  ASSERT_TRUE(WaitForNumber(host, "pc_period 1", 18));
+  // A 150 000-byte cubin loaded twice (sent once) and a small one.
+  const uint64_t big = host.Number("module 150000 7");
+  EXPECT_EQ(host.Number("module 150000 7"), big);
+  const uint64_t small = host.Number("module 3000 8");
+  // Device 1: 100 PCs of softmax (several reads of 64), two stall reasons each.
+  uint64_t scripted = 0;
+  for (int pc = 0; pc < 100; ++pc) {
+    EXPECT_EQ(host.Number("pc _Z7softmaxv " + std::to_string(small) + " " + std::to_string(pc * 16) + " 5 3"), 1u);
+    EXPECT_EQ(host.Number("pc _Z7softmaxv " + std::to_string(small) + " " + std::to_string(pc * 16) + " 9 1"), 1u);
+    scripted += 4;
+  }
+  ASSERT_EQ(host.Command("device 0"), "ok");
+  EXPECT_EQ(host.Number("pc _Z4gemmv " + std::to_string(big) + " 256 2 40"), 1u);
+  EXPECT_EQ(host.Number("pc _Z4gemmv " + std::to_string(big) + " 512 14 60"), 1u);
+  scripted += 100;
+  // Device 1's context goes: its samples are read before it does.
+  ASSERT_EQ(host.Command("device 1"), "ok");
+  EXPECT_EQ(host.Number("pc _Z7softmaxv " + std::to_string(small) + " 4096 14 5"), 1u);
+  scripted += 5;
+  ASSERT_EQ(host.Command("context_destroying"), "ok");
+  EXPECT_EQ(host.Number("pc_period 1"), 0u);
+
+  ASSERT_TRUE(agent.WaitFor([&] {
+    uint64_t n = 0;
+    for (const CudaPcSample& p : agent.pc_samples) n += p.record.samples;
+    return n >= scripted && agent.cubins.size() >= 2;
+  })) << "samples and cubins";
+  std::map<std::tuple<std::string, uint64_t, std::string>, uint64_t> got;  // (function, pc, stall) -> samples
+  std::map<std::string, std::set<uint32_t>> devices;
+  {
+    std::lock_guard<std::mutex> lock(agent.mu_);
+    for (const CudaPcSample& p : agent.pc_samples) {
+      got[{p.function->text.system_name, p.record.pc_offset, p.stall_reason->text.system_name}] += p.record.samples;
+      devices[p.function->text.system_name].insert(p.record.device_id);
+      EXPECT_EQ(p.record.cubin_crc, p.function->text.system_name == "_Z4gemmv" ? big : small);
+    }
+    ASSERT_EQ(agent.cubins.size(), 2u) << "each cubin once";
+    EXPECT_EQ(agent.cubins[0].crc, big);
+    EXPECT_EQ(*agent.cubins[0].bytes, MadeUpCubin(150000, 7));
+    EXPECT_EQ(agent.cubins[1].crc, small);
+    EXPECT_EQ(*agent.cubins[1].bytes, MadeUpCubin(3000, 8));
+  }
+  EXPECT_EQ((got[{"_Z4gemmv", 256, "smsp__pcsamp_warps_issue_stalled_barrier"}]), 40u);
+  EXPECT_EQ((got[{"_Z4gemmv", 512, "smsp__pcsamp_warps_issue_stalled_selected"}]), 60u);
+  EXPECT_EQ((got[{"_Z7softmaxv", 0, "smsp__pcsamp_warps_issue_stalled_long_scoreboard"}]), 3u);
+  EXPECT_EQ((got[{"_Z7softmaxv", 99 * 16, "smsp__pcsamp_warps_issue_stalled_math_pipe_throttle"}]), 1u);
+  EXPECT_EQ((got[{"_Z7softmaxv", 4096, "smsp__pcsamp_warps_issue_stalled_selected"}]), 5u) << "read before the context went";
+  uint64_t total = 0;
+  for (const auto& [key, n] : got) total += n;
+  EXPECT_EQ(total, scripted);
+  EXPECT_EQ(devices["_Z4gemmv"], std::set<uint32_t>{0});
+  EXPECT_EQ(devices["_Z7softmaxv"], std::set<uint32_t>{1});
+  ASSERT_TRUE(agent.WaitFor([&] { return !agent.stats.empty() && agent.stats.back().pc_samples == scripted; }));
+  const ws_cuda_stats st = agent.LastStats();
+  EXPECT_EQ(st.pc_sampling_state, static_cast<uint32_t>(WS_CUDA_PC_SAMPLING_ON));
+  EXPECT_EQ(st.cubins_sent, 2u);
+  EXPECT_EQ(st.cubins_dropped, 0u);
+  EXPECT_EQ(st.pc_records_dropped, 0u);
+  EXPECT_EQ(st.pc_samples_dropped, 0u);
+  EXPECT_EQ(host.Quit(), 0);
+}
+
+// A driver that restricts profiling to admin users: one line says PC
+// sampling is off and why, it is never tried again, and GPU time goes on.
+TEST(CudaInjection, PcSamplingRefusedKeepsGpuTimeAndSaysSoOnce) {
+  const std::string dir = TempDir();
+  Agent agent(dir + "/agent.sock", PcSamplingConfig());
+  HostProcess host(FakeEnv(dir + "/agent.sock"));
+  ASSERT_EQ(host.Command("init"), "ok 1");
+  ASSERT_EQ(host.Command("fail cuptiPCSamplingEnable " + std::to_string(CUPTI_ERROR_INSUFFICIENT_PRIVILEGES)), "ok");
+  ASSERT_EQ(host.Command("wait_subscribed 1 10000"), "ok");
+  const std::string launch = LaunchCommand(1, 50, 200, CUPTI_CB_DOMAIN_RUNTIME_API,
+                                           CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 0, "_Z4gemmv", 1000);
+  host.Numbers(launch);
+  ASSERT_TRUE(WaitForNumber(host, "calls cuptiPCSamplingEnable", 1));
+  ASSERT_EQ(host.Command("device 1"), "ok");
+  ASSERT_EQ(host.Command("context_created"), "ok");
+  host.Numbers(launch);
+  ASSERT_EQ(host.Command("flush"), "ok");
+  ASSERT_TRUE(agent.WaitFor([&] { return agent.kernels.size() >= 100; })) << "GPU time goes on";
+  ASSERT_TRUE(agent.WaitFor([&] {
+    return !agent.stats.empty() && agent.stats.back().pc_sampling_state == WS_CUDA_PC_SAMPLING_NO_PERMISSION;
+  }));
+  EXPECT_EQ(agent.LastStats().pc_sampling_error, static_cast<uint32_t>(CUPTI_ERROR_INSUFFICIENT_PRIVILEGES));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(host.Number("calls cuptiPCSamplingEnable"), 1u) << "tried once";
+  EXPECT_EQ(host.Number("pc_period 0"), 0u);
+  EXPECT_EQ(host.Quit(), 0);
+  int lines = 0;
+  for (const std::string& line : host.StderrLines()) {
+    if (line.find("warpscope-cuda: PC sampling is off: the driver allows GPU profiling to admin users only") == 0) {
+      lines++;
+    } else {
+      ADD_FAILURE() << "unexpected: " << line;
+    }
+  }
+  EXPECT_EQ(lines, 1);
 }
 
 TEST(CudaInjection, RateLimitIsPerThread) {

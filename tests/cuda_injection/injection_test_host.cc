@@ -42,7 +42,31 @@ struct Hooks {
   ws_fake_cupti_fail_fn fail = nullptr;
   ws_fake_cupti_occupy_fn occupy = nullptr;
   ws_fake_cupti_min_detached_ns_fn min_detached_ns = nullptr;
+  ws_fake_cupti_set_device_fn set_device = nullptr;
+  ws_fake_cupti_context_created_fn context_created = nullptr;
+  ws_fake_cupti_context_destroying_fn context_destroying = nullptr;
+  ws_fake_cupti_load_module_fn load_module = nullptr;
+  ws_fake_cupti_pc_sample_fn pc_sample = nullptr;
+  ws_fake_cupti_pc_sampling_period_fn pc_period = nullptr;
 };
+
+// A made-up cubin of `size` bytes from `seed` (the same bytes for the test's
+// check); CUPTI's CRC of it is the fake's FNV-1a.
+std::string MadeUpCubin(size_t size, uint32_t seed) {
+  std::string bytes(size, '\0');
+  uint32_t x = seed * 2654435761u + 1;
+  for (char& c : bytes) {
+    x = x * 1664525u + 1013904223u;
+    c = static_cast<char>(x >> 24);
+  }
+  return bytes;
+}
+
+uint64_t Fnv1a(const std::string& bytes) {
+  uint64_t h = 1469598103934665603ull;
+  for (char c : bytes) h = (h ^ static_cast<uint8_t>(c)) * 1099511628211ull;
+  return h;
+}
 
 bool LoadHooks(Hooks* h) {
   const char* path = std::getenv("WARPSCOPE_CUPTI_PATH");
@@ -61,6 +85,12 @@ bool LoadHooks(Hooks* h) {
   WS_HOOK(fail, "ws_fake_cupti_fail")
   WS_HOOK(min_detached_ns, "ws_fake_cupti_min_detached_ns")
   WS_HOOK(occupy, "ws_fake_cupti_occupy")
+  WS_HOOK(set_device, "ws_fake_cupti_set_device")
+  WS_HOOK(context_created, "ws_fake_cupti_context_created")
+  WS_HOOK(context_destroying, "ws_fake_cupti_context_destroying")
+  WS_HOOK(load_module, "ws_fake_cupti_load_module")
+  WS_HOOK(pc_sample, "ws_fake_cupti_pc_sample")
+  WS_HOOK(pc_period, "ws_fake_cupti_pc_sampling_period")
 #undef WS_HOOK
   return h->launch != nullptr;
 }
@@ -167,6 +197,36 @@ int main(int argc, char** argv) {
       in >> tool;
       hooks.occupy(tool.c_str());
       Reply("ok");
+    } else if (cmd == "device") {
+      uint32_t device = 0;
+      in >> device;
+      hooks.set_device(device);
+      Reply("ok");
+    } else if (cmd == "context_created") {
+      hooks.context_created();
+      Reply("ok");
+    } else if (cmd == "context_destroying") {
+      hooks.context_destroying();
+      Reply("ok");
+    } else if (cmd == "module") {
+      // module SIZE SEED: loads a made-up cubin; replies its CRC.
+      size_t size = 0;
+      uint32_t seed = 0;
+      in >> size >> seed;
+      const std::string cubin = MadeUpCubin(size, seed);
+      hooks.load_module(cubin.data(), cubin.size());
+      Reply("ok " + std::to_string(Fnv1a(cubin)));
+    } else if (cmd == "pc") {
+      // pc FUNCTION CRC PC_OFFSET STALL_INDEX SAMPLES
+      std::string function;
+      uint64_t crc = 0, pc = 0;
+      uint32_t stall = 0, samples = 0;
+      in >> function >> crc >> pc >> stall >> samples;
+      Reply("ok " + std::to_string(hooks.pc_sample(function.c_str(), crc, pc, stall, samples)));
+    } else if (cmd == "pc_period") {
+      uint32_t device = 0;
+      in >> device;
+      Reply("ok " + std::to_string(hooks.pc_period(device)));
     } else if (cmd == "dropped") {
       Reply("ok " + std::to_string(hooks.records_dropped()));
     } else if (cmd == "fail") {

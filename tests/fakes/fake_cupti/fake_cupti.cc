@@ -14,12 +14,15 @@
 // cuptiActivityGetNextRecord, called inside the completed callback while the
 // activity lock is held, takes no lock.
 #include <cupti.h>
+#include <cupti_pcsampling.h>
 #include <time.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <map>
 #include <mutex>
+#include <tuple>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -46,7 +49,15 @@ namespace {
   X(cuptiGetTimestamp)                \
   X(cuptiGetGraphExecId)              \
   X(cuptiGetStreamIdEx)               \
-  X(cuptiFinalize)
+  X(cuptiFinalize)                    \
+  X(cuptiGetDeviceId)                 \
+  X(cuptiGetCubinCrc)                 \
+  X(cuptiPCSamplingGetNumStallReasons) \
+  X(cuptiPCSamplingGetStallReasons)   \
+  X(cuptiPCSamplingSetConfigurationAttribute) \
+  X(cuptiPCSamplingEnable)            \
+  X(cuptiPCSamplingDisable)           \
+  X(cuptiPCSamplingGetData)
 
 enum FunctionIndex {
 #define WS_FAKE_INDEX(name) k_##name,
@@ -109,6 +120,34 @@ struct FakeState {
   // ws_fake_cupti_stream_launch: CUPTI stream id -> when its last kernel
   // ends (CLOCK_MONOTONIC); guarded by mu.
   std::unordered_map<uint32_t, uint64_t> stream_busy_until;
+
+  // PC sampling, per context (guarded by mu). Samples scripted with
+  // ws_fake_cupti_pc_sample wait in `pending` until cuptiPCSamplingGetData.
+  struct PcContext {
+    bool enabled = false;
+    bool configured = false;
+    uint32_t period = 0;
+    CUpti_PCSamplingData* buffer = nullptr;
+    // (cubin crc, function, pc offset) -> stall index -> samples
+    std::map<std::tuple<uint64_t, std::string, uint64_t>, std::map<uint32_t, uint32_t>> pending;
+    uint64_t dropped = 0;  // samples scripted while sampling was off
+  };
+  std::map<CUcontext, PcContext> pc;
+  std::set<std::string> function_names;  // alive for the records' functionName
+};
+
+// Each device's context: a made-up handle (device + 1) << 12. Launches and
+// scripted samples go to the current one (ws_fake_cupti_set_device).
+CUcontext ContextOf(uint32_t device) { return reinterpret_cast<CUcontext>((uintptr_t{device} + 1) << 12); }
+std::atomic<uint32_t> g_device{0};
+
+// The stall reasons of every fake context: CUPTI index -> name, the indexes
+// not contiguous, as on real GPUs.
+const std::pair<uint32_t, const char*> kStallReasons[] = {
+    {2, "smsp__pcsamp_warps_issue_stalled_barrier"},
+    {5, "smsp__pcsamp_warps_issue_stalled_long_scoreboard"},
+    {9, "smsp__pcsamp_warps_issue_stalled_math_pipe_throttle"},
+    {14, "smsp__pcsamp_warps_issue_stalled_selected"},
 };
 
 FakeState& State() {
@@ -204,6 +243,7 @@ void RunCallback(CUpti_CallbackDomain domain, uint32_t cbid, CUpti_ApiCallbackSi
     userdata = s.userdata;
   }
   CUpti_CallbackData data{};
+  data.context = ContextOf(g_device.load());
   data.callbackSite = site;
   data.functionName = "fakeLaunch";
   data.functionParams = params;
@@ -372,6 +412,10 @@ CUptiResult CUPTIAPI cuptiFinalize() {
   if (CUptiResult r = Enter(k_cuptiFinalize)) return r;
   FakeState& s = State();
   {
+    std::lock_guard<std::mutex> lock(s.mu);
+    for (auto& [context, pc] : s.pc) pc = FakeState::PcContext{};
+  }
+  {
     std::lock_guard<std::mutex> lock(s.activity_mu);
     CompleteBufferLocked(s);
     s.request = nullptr;
@@ -394,6 +438,141 @@ CUptiResult CUPTIAPI cuptiGetGraphExecId(CUgraphExec graph_exec, uint32_t* id) {
 }
 
 // ---- test hooks ----
+
+CUptiResult CUPTIAPI cuptiGetDeviceId(CUcontext context, uint32_t* device) {
+  if (CUptiResult r = Enter(k_cuptiGetDeviceId)) return r;
+  if (context == nullptr || device == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
+  *device = static_cast<uint32_t>((reinterpret_cast<uintptr_t>(context) >> 12) - 1);
+  return CUPTI_SUCCESS;
+}
+
+// FNV-1a over the bytes: a stable id, like CUPTI's CRC.
+CUptiResult CUPTIAPI cuptiGetCubinCrc(CUpti_GetCubinCrcParams* params) {
+  if (CUptiResult r = Enter(k_cuptiGetCubinCrc)) return r;
+  if (params == nullptr || params->cubin == nullptr || params->cubinSize == 0) return CUPTI_ERROR_INVALID_PARAMETER;
+  uint64_t h = 1469598103934665603ull;
+  const auto* bytes = static_cast<const uint8_t*>(params->cubin);
+  for (size_t i = 0; i < params->cubinSize; ++i) h = (h ^ bytes[i]) * 1099511628211ull;
+  params->cubinCrc = h;
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiPCSamplingGetNumStallReasons(CUpti_PCSamplingGetNumStallReasonsParams* params) {
+  if (CUptiResult r = Enter(k_cuptiPCSamplingGetNumStallReasons)) return r;
+  if (params == nullptr || params->ctx == nullptr || params->numStallReasons == nullptr) {
+    return CUPTI_ERROR_INVALID_PARAMETER;
+  }
+  *params->numStallReasons = sizeof(kStallReasons) / sizeof(kStallReasons[0]);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiPCSamplingGetStallReasons(CUpti_PCSamplingGetStallReasonsParams* params) {
+  if (CUptiResult r = Enter(k_cuptiPCSamplingGetStallReasons)) return r;
+  if (params == nullptr || params->stallReasonIndex == nullptr || params->stallReasons == nullptr) {
+    return CUPTI_ERROR_INVALID_PARAMETER;
+  }
+  const size_t n = std::min(params->numStallReasons, sizeof(kStallReasons) / sizeof(kStallReasons[0]));
+  for (size_t i = 0; i < n; ++i) {
+    params->stallReasonIndex[i] = kStallReasons[i].first;
+    snprintf(params->stallReasons[i], CUPTI_STALL_REASON_STRING_SIZE, "%s", kStallReasons[i].second);
+  }
+  return CUPTI_SUCCESS;
+}
+
+// Like CUPTI: only on an enabled context; the sampling data buffer is kept
+// for cuptiPCSamplingGetData.
+CUptiResult CUPTIAPI cuptiPCSamplingSetConfigurationAttribute(CUpti_PCSamplingConfigurationInfoParams* params) {
+  if (CUptiResult r = Enter(k_cuptiPCSamplingSetConfigurationAttribute)) return r;
+  if (params == nullptr || params->ctx == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
+  FakeState& s = State();
+  std::lock_guard<std::mutex> lock(s.mu);
+  auto it = s.pc.find(params->ctx);
+  if (it == s.pc.end() || !it->second.enabled) return CUPTI_ERROR_INVALID_OPERATION;
+  for (size_t i = 0; i < params->numAttributes; ++i) {
+    const CUpti_PCSamplingConfigurationInfo& info = params->pPCSamplingConfigurationInfo[i];
+    switch (info.attributeType) {
+      case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD:
+        if (info.attributeData.samplingPeriodData.samplingPeriod < 5 ||
+            info.attributeData.samplingPeriodData.samplingPeriod > 31) {
+          return CUPTI_ERROR_INVALID_PARAMETER;
+        }
+        it->second.period = info.attributeData.samplingPeriodData.samplingPeriod;
+        break;
+      case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE:
+        if (info.attributeData.collectionModeData.collectionMode != CUPTI_PC_SAMPLING_COLLECTION_MODE_CONTINUOUS) {
+          return CUPTI_ERROR_NOT_SUPPORTED;  // the fake has no serialised mode
+        }
+        break;
+      case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER:
+        it->second.buffer =
+            static_cast<CUpti_PCSamplingData*>(info.attributeData.samplingDataBufferData.samplingDataBuffer);
+        break;
+      default:
+        break;
+    }
+  }
+  it->second.configured = true;
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiPCSamplingEnable(CUpti_PCSamplingEnableParams* params) {
+  if (CUptiResult r = Enter(k_cuptiPCSamplingEnable)) return r;
+  if (params == nullptr || params->ctx == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
+  FakeState& s = State();
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.pc[params->ctx].enabled = true;
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiPCSamplingDisable(CUpti_PCSamplingDisableParams* params) {
+  if (CUptiResult r = Enter(k_cuptiPCSamplingDisable)) return r;
+  if (params == nullptr || params->ctx == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
+  FakeState& s = State();
+  std::lock_guard<std::mutex> lock(s.mu);
+  auto it = s.pc.find(params->ctx);
+  if (it == s.pc.end() || !it->second.enabled) return CUPTI_ERROR_INVALID_OPERATION;
+  it->second = FakeState::PcContext{};
+  return CUPTI_SUCCESS;
+}
+
+// Hands out the pending samples, at most collectNumPcs PCs per call, each
+// with its stall reasons; the rest waits (remainingNumPcs).
+CUptiResult CUPTIAPI cuptiPCSamplingGetData(CUpti_PCSamplingGetDataParams* params) {
+  if (CUptiResult r = Enter(k_cuptiPCSamplingGetData)) return r;
+  if (params == nullptr || params->ctx == nullptr || params->pcSamplingData == nullptr) {
+    return CUPTI_ERROR_INVALID_PARAMETER;
+  }
+  FakeState& s = State();
+  std::lock_guard<std::mutex> lock(s.mu);
+  auto it = s.pc.find(params->ctx);
+  if (it == s.pc.end() || !it->second.enabled || !it->second.configured) return CUPTI_ERROR_INVALID_OPERATION;
+  auto* out = static_cast<CUpti_PCSamplingData*>(params->pcSamplingData);
+  if (out->pPcData == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
+  out->totalNumPcs = 0;
+  out->totalSamples = 0;
+  out->droppedSamples = it->second.dropped;
+  it->second.dropped = 0;
+  auto& pending = it->second.pending;
+  while (!pending.empty() && out->totalNumPcs < out->collectNumPcs) {
+    auto first = pending.begin();
+    CUpti_PCSamplingPCData& pc = out->pPcData[out->totalNumPcs++];
+    pc.cubinCrc = std::get<0>(first->first);
+    pc.functionName = const_cast<char*>(s.function_names.insert(std::get<1>(first->first)).first->c_str());
+    pc.pcOffset = std::get<2>(first->first);
+    pc.correlationId = 0;
+    size_t n = 0;
+    for (const auto& [index, samples] : first->second) {
+      pc.stallReason[n].pcSamplingStallReasonIndex = index;
+      pc.stallReason[n].samples = samples;
+      out->totalSamples += samples;
+      ++n;
+    }
+    pc.stallReasonCount = n;
+    pending.erase(first);
+  }
+  out->remainingNumPcs = pending.size();
+  return CUPTI_SUCCESS;
+}
 
 uint64_t ws_fake_cupti_call_count(const char* name) {
   uint64_t total = 0;
@@ -560,6 +739,62 @@ uint64_t ws_fake_cupti_records_dropped(void) {
   FakeState& s = State();
   std::lock_guard<std::mutex> lock(s.activity_mu);
   return s.dropped_total;
+}
+
+void ws_fake_cupti_set_device(uint32_t device) { g_device.store(device); }
+
+namespace {
+void RunResourceCallback(uint32_t cbid, CUcontext context, void* descriptor) {
+  FakeState& s = State();
+  CUpti_CallbackFunc callback;
+  void* userdata;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (!s.subscribed || s.enabled_callbacks.count({CUPTI_CB_DOMAIN_RESOURCE, cbid}) == 0) return;
+    callback = s.callback;
+    userdata = s.userdata;
+  }
+  CUpti_ResourceData data{};
+  data.context = context;
+  data.resourceDescriptor = descriptor;
+  callback(userdata, CUPTI_CB_DOMAIN_RESOURCE, cbid, &data);
+}
+}  // namespace
+
+void ws_fake_cupti_context_created(void) {
+  RunResourceCallback(CUPTI_CBID_RESOURCE_CONTEXT_CREATED, ContextOf(g_device.load()), nullptr);
+}
+
+void ws_fake_cupti_context_destroying(void) {
+  RunResourceCallback(CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING, ContextOf(g_device.load()), nullptr);
+}
+
+void ws_fake_cupti_load_module(const void* cubin, size_t size) {
+  CUpti_ModuleResourceData module{};
+  module.moduleId = 1;
+  module.cubinSize = size;
+  module.pCubin = static_cast<const char*>(cubin);
+  RunResourceCallback(CUPTI_CBID_RESOURCE_MODULE_LOADED, ContextOf(g_device.load()), &module);
+}
+
+int ws_fake_cupti_pc_sample(const char* function, uint64_t cubin_crc, uint64_t pc_offset, uint32_t stall_index,
+                            uint32_t samples) {
+  FakeState& s = State();
+  std::lock_guard<std::mutex> lock(s.mu);
+  FakeState::PcContext& pc = s.pc[ContextOf(g_device.load())];
+  if (!pc.enabled || !pc.configured) {
+    pc.dropped += samples;
+    return 0;
+  }
+  pc.pending[{cubin_crc, function, pc_offset}][stall_index] += samples;
+  return 1;
+}
+
+uint32_t ws_fake_cupti_pc_sampling_period(uint32_t device) {
+  FakeState& s = State();
+  std::lock_guard<std::mutex> lock(s.mu);
+  auto it = s.pc.find(ContextOf(device));
+  return it != s.pc.end() && it->second.enabled && it->second.configured ? it->second.period : 0;
 }
 
 void ws_fake_cupti_occupy(const char* tool) {

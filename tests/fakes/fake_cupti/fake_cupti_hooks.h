@@ -3,6 +3,7 @@
 // injection library dlopens, so both see one instance of the fake.
 #pragma once
 
+#include <stddef.h>
 #include <stdint.h>
 
 extern "C" {
@@ -62,6 +63,27 @@ typedef void (*ws_fake_cupti_occupy_fn)(const char* tool);
 typedef uint64_t (*ws_fake_cupti_min_detached_ns_fn)(void);
 // Makes CUPTI function `name` return `result` from now on (0: succeed again).
 typedef void (*ws_fake_cupti_fail_fn)(const char* name, int result);
+// The device whose context later calls use (launches' CUpti_CallbackData
+// context, resource callbacks, PC samples); 0 at start. Context handles are
+// made up: (device + 1) << 12, and cuptiGetDeviceId answers the device.
+typedef void (*ws_fake_cupti_set_device_fn)(uint32_t device);
+// Resource callbacks (when enabled) for the current device's context:
+// CONTEXT_CREATED, CONTEXT_DESTROY_STARTING, and MODULE_LOADED with `size`
+// bytes of cubin at `cubin` (cuptiGetCubinCrc: FNV-1a 64 of the bytes).
+typedef void (*ws_fake_cupti_context_created_fn)(void);
+typedef void (*ws_fake_cupti_context_destroying_fn)(void);
+typedef void (*ws_fake_cupti_load_module_fn)(const void* cubin, size_t size);
+// `samples` PC samples of `function` at `pc_offset` in the cubin `cubin_crc`
+// with stall reason `stall_index` (the fake's reasons: 2 barrier, 5
+// long_scoreboard, 9 math_pipe_throttle, 14 selected) on the current
+// device's context. Returns 1 when PC sampling is enabled and configured
+// there (the samples wait for cuptiPCSamplingGetData), else 0 (counted as
+// dropped samples at the next read).
+typedef int (*ws_fake_cupti_pc_sample_fn)(const char* function, uint64_t cubin_crc, uint64_t pc_offset,
+                                          uint32_t stall_index, uint32_t samples);
+// The sampling period (log2 cycles) configured on `device`'s context, 0 when
+// PC sampling is not enabled and configured there.
+typedef uint32_t (*ws_fake_cupti_pc_sampling_period_fn)(uint32_t device);
 }
 
 // cuptiGetTimestamp() = CLOCK_MONOTONIC + this, so tests can check calibration.

@@ -33,6 +33,12 @@ struct CudaSocketServer::Connection {
   std::unordered_map<uint32_t, std::shared_ptr<const InternedKernelName>> names;
   size_t name_bytes = 0;     // against max_name_bytes_per_connection
   size_t charged_bytes = 0;  // to the name budget
+  // The cubin being reassembled (chunks come in order, one cubin at a time);
+  // its total size is charged to cubin_bytes_in_flight_ until it completes.
+  uint64_t cubin_crc = 0;
+  uint64_t cubin_total = 0;
+  bool cubin_skipping = false;  // this cubin's chunks are dropped
+  std::string cubin;
 };
 
 namespace {
@@ -214,6 +220,8 @@ CudaSocketServerCounters CudaSocketServer::counters() const {
   c.closed_over_name_budget = closed_over_name_budget_.load();
   c.messages = messages_.load();
   c.bytes = bytes_.load();
+  c.cubins_received = cubins_received_.load();
+  c.cubins_skipped = cubins_skipped_.load();
   return c;
 }
 
@@ -406,9 +414,80 @@ Status CudaSocketServer::HandleMessage(Connection& c, CudaWireMessage&& message)
     case WS_CUDA_MSG_WINDOW:
       event.window = message.window;
       break;
+    case WS_CUDA_MSG_PC_SAMPLES: {
+      auto name = [&](uint32_t id, std::shared_ptr<const InternedKernelName>* out) {
+        auto it = c.names.find(id);
+        if (it == c.names.end()) return false;
+        *out = it->second;
+        return true;
+      };
+      event.pc_samples.reserve(message.pc_samples.size());
+      for (const ws_cuda_pc_sample& p : message.pc_samples) {
+        CudaPcSample sample;
+        sample.record = p;
+        if (!name(p.function_name_id, &sample.function) || !name(p.stall_name_id, &sample.stall_reason)) {
+          return InvalidArgumentError("PC sample uses an undefined name id");
+        }
+        event.pc_samples.push_back(std::move(sample));
+      }
+      break;
+    }
+    case WS_CUDA_MSG_CUBIN: {
+      std::optional<CudaCubin> whole = TakeCubinChunk(c, message.cubin_chunk, message.cubin_bytes);
+      if (!whole) return Status::Ok();
+      event.cubin = std::move(whole);
+      break;
+    }
   }
   consumer_(std::move(event));
   return Status::Ok();
+}
+
+std::optional<CudaCubin> CudaSocketServer::TakeCubinChunk(Connection& c, const ws_cuda_cubin_chunk& chunk,
+                                                          std::vector<uint8_t>& bytes) {
+  auto release = [&] {
+    if (!c.cubin_skipping) cubin_bytes_in_flight_ -= c.cubin_total;
+    c.cubin.clear();
+    c.cubin.shrink_to_fit();
+    c.cubin_crc = c.cubin_total = 0;
+    c.cubin_skipping = false;
+  };
+  if (chunk.offset == 0) {
+    // A new cubin; one left unfinished (its chunks dropped by the library) is skipped.
+    if (c.cubin_total != 0) {
+      if (!c.cubin_skipping) cubins_skipped_.fetch_add(1);
+      release();
+    }
+    c.cubin_crc = chunk.cubin_crc;
+    c.cubin_total = chunk.total_bytes;
+    c.cubin_skipping = cubin_bytes_in_flight_ + chunk.total_bytes > options_.max_cubin_bytes_in_flight;
+    if (c.cubin_skipping) {
+      cubins_skipped_.fetch_add(1);
+    } else {
+      cubin_bytes_in_flight_ += chunk.total_bytes;
+      c.cubin.reserve(chunk.total_bytes);
+    }
+  } else if (c.cubin_total == 0 || chunk.cubin_crc != c.cubin_crc || chunk.total_bytes != c.cubin_total ||
+             (!c.cubin_skipping && chunk.offset != c.cubin.size())) {
+    // A gap: the library dropped a chunk. The rest of this cubin is skipped.
+    if (c.cubin_total != 0 && !c.cubin_skipping) {
+      cubins_skipped_.fetch_add(1);
+      cubin_bytes_in_flight_ -= c.cubin_total;
+      c.cubin.clear();
+      c.cubin_skipping = true;
+    }
+    if ((chunk.flags & WS_CUDA_CUBIN_FLAG_LAST) != 0) release();
+    return std::nullopt;
+  }
+  if (!c.cubin_skipping) c.cubin.append(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  if ((chunk.flags & WS_CUDA_CUBIN_FLAG_LAST) == 0) return std::nullopt;
+  std::optional<CudaCubin> out;
+  if (!c.cubin_skipping) {
+    out = CudaCubin{c.cubin_crc, std::make_shared<const std::string>(std::move(c.cubin))};
+    cubins_received_.fetch_add(1);
+  }
+  release();
+  return out;
 }
 
 void CudaSocketServer::Close(Connection& c, const std::string& reason, bool protocol_error) {
@@ -421,6 +500,7 @@ void CudaSocketServer::Close(Connection& c, const std::string& reason, bool prot
   const bool announced = c.hello_seen;
   close(c.fd);
   kernel_names_->Release(c.charged_bytes);
+  if (c.cubin_total != 0 && !c.cubin_skipping) cubin_bytes_in_flight_ -= c.cubin_total;
   open_.fetch_sub(1);
   if (auto it = open_by_uid_.find(c.uid); it != open_by_uid_.end() && --it->second == 0) open_by_uid_.erase(it);
   for (auto it = connections_.begin(); it != connections_.end(); ++it) {

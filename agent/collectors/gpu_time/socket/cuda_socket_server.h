@@ -44,10 +44,23 @@ struct CudaKernel {
   std::shared_ptr<const InternedKernelName> name;
 };
 
+// A PC sampling record with its function and stall-reason names resolved.
+struct CudaPcSample {
+  ws_cuda_pc_sample record{};
+  std::shared_ptr<const InternedKernelName> function;  // never null (as CudaKernel::name)
+  std::shared_ptr<const InternedKernelName> stall_reason;
+};
+
+// A whole cubin, reassembled from its CUBIN chunks.
+struct CudaCubin {
+  uint64_t crc = 0;
+  std::shared_ptr<const std::string> bytes;
+};
+
 struct CudaProcessEvent {
   enum class Kind {
     kConnected,     // `hello` filled
-    kRecords,       // one of kernels / memops / launches / waits / stats / clock / window filled
+    kRecords,       // one of kernels / memops / launches / waits / pc_samples / cubin / stats / clock / window filled
     kDisconnected,  // `reason` says why
   };
   Kind kind = Kind::kRecords;
@@ -58,6 +71,8 @@ struct CudaProcessEvent {
   std::vector<ws_cuda_memop> memops;
   std::vector<ws_cuda_launch> launches;
   std::vector<ws_cuda_wait> waits;
+  std::vector<CudaPcSample> pc_samples;
+  std::optional<CudaCubin> cubin;
   std::optional<ws_cuda_stats> stats;
   std::optional<ws_cuda_clock_pair> clock;
   std::optional<ws_cuda_window> window;
@@ -86,6 +101,9 @@ struct CudaSocketServerOptions {
   // Names one connection may define, text plus kDictionaryEntryBytes each
   // (the library sends at most 8 MiB): a peer past it breaks the protocol.
   size_t max_name_bytes_per_connection = 64u << 20;
+  // Cubins being reassembled, all connections together; a cubin that does
+  // not fit is skipped (counted) and its samples show function + offset.
+  size_t max_cubin_bytes_in_flight = 256u << 20;
 };
 
 inline constexpr size_t kDefaultKernelNameBytes = 64u << 20;
@@ -103,6 +121,8 @@ struct CudaSocketServerCounters {
   uint64_t closed_over_name_budget = 0;
   uint64_t messages = 0;
   uint64_t bytes = 0;
+  uint64_t cubins_received = 0;
+  uint64_t cubins_skipped = 0;  // over max_cubin_bytes_in_flight, or chunks missing
 };
 
 class CudaSocketServer {
@@ -138,6 +158,9 @@ class CudaSocketServer {
   // Reads every queued message of `c`; false when the connection must close.
   bool ReadConnection(Connection& c, std::string* reason);
   Status HandleMessage(Connection& c, CudaWireMessage&& message);
+  // A CUBIN chunk; the whole cubin once its last chunk is in.
+  std::optional<CudaCubin> TakeCubinChunk(Connection& c, const ws_cuda_cubin_chunk& chunk,
+                                          std::vector<uint8_t>& bytes);
   void Close(Connection& c, const std::string& reason, bool protocol_error);
   void SendConfigToAll();
 
@@ -162,7 +185,8 @@ class CudaSocketServer {
   std::vector<uint8_t> receive_buffer_;
 
   std::atomic<uint64_t> accepted_{0}, refused_{0}, refused_per_uid_{0}, open_{0}, protocol_errors_{0},
-      closed_over_name_budget_{0}, messages_{0}, bytes_{0};
+      closed_over_name_budget_{0}, messages_{0}, bytes_{0}, cubins_received_{0}, cubins_skipped_{0};
+  size_t cubin_bytes_in_flight_ = 0;  // server thread
 };
 
 }  // namespace warpscope

@@ -165,6 +165,65 @@ TEST(CudaSocketServer, HandshakeNamesAndKernels) {
   EXPECT_EQ((*server)->counters().protocol_errors, 0u);
 }
 
+// Cubins come in chunks: a whole one is handed over once; one with a chunk
+// missing (the library's outbox dropped it) is skipped and counted, and so
+// is one that would take the agent past its in-flight bound; a PC sample's
+// names resolve through the connection's dictionary.
+TEST(CudaSocketServer, CubinsAreReassembledAndGapsOrOversizeAreSkipped) {
+  EventLog log;
+  CudaSocketServerOptions options;
+  options.socket_path = TempSocketPath();
+  options.max_cubin_bytes_in_flight = 100000;
+  auto server = CudaSocketServer::Start(options, log.consumer());
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  const int fd = Connect(options.socket_path);
+  Send(fd, Hello());
+  ASSERT_FALSE(Receive(fd).empty());
+
+  cuda::WireOutbox outbox;
+  outbox.Reset({});
+  std::string bytes(30000, 'x');
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(i * 7);
+  auto chunk = [&](uint64_t crc, uint64_t total, uint64_t offset, uint32_t length) {
+    ws_cuda_cubin_chunk c{crc, total, offset, length, offset + length == total ? WS_CUDA_CUBIN_FLAG_LAST : 0u};
+    ASSERT_TRUE(outbox.AddCubinChunk(c, reinterpret_cast<const uint8_t*>(bytes.data()) + offset));
+  };
+  chunk(1, 30000, 0, 10000);  // cubin 1: its middle chunk missing
+  chunk(1, 30000, 20000, 10000);
+  chunk(2, 30000, 0, 15000);  // cubin 2: whole
+  chunk(2, 30000, 15000, 15000);
+  chunk(3, 200000, 0, 100);   // cubin 3: past the bound
+  ws_cuda_pc_sample sample{2, 0x40, 1, 0, 0, 6, 0};
+  ASSERT_TRUE(outbox.AddPcSample(sample, "_Z4gemmv", "smsp__pcsamp_warps_issue_stalled_barrier"));
+  outbox.CloseBatches();
+  for (const cuda::WireMessage& m : outbox.TakeAllForTest()) Send(fd, m.bytes);
+
+  ASSERT_TRUE(log.WaitFor([](const auto& events) {
+    for (const auto& e : events) {
+      if (!e.pc_samples.empty()) return true;
+    }
+    return false;
+  }));
+  std::vector<CudaCubin> cubins;
+  std::vector<CudaPcSample> samples;
+  for (CudaProcessEvent& e : log.Take()) {
+    if (e.cubin) cubins.push_back(*e.cubin);
+    for (auto& p : e.pc_samples) samples.push_back(p);
+  }
+  ASSERT_EQ(cubins.size(), 1u);
+  EXPECT_EQ(cubins[0].crc, 2u);
+  EXPECT_EQ(*cubins[0].bytes, bytes);
+  ASSERT_EQ(samples.size(), 1u);
+  EXPECT_EQ(samples[0].function->text.system_name, "_Z4gemmv");
+  EXPECT_EQ(samples[0].stall_reason->text.system_name, "smsp__pcsamp_warps_issue_stalled_barrier");
+  EXPECT_EQ(samples[0].record.samples, 6u);
+  const CudaSocketServerCounters counters = (*server)->counters();
+  EXPECT_EQ(counters.cubins_received, 1u);
+  EXPECT_EQ(counters.cubins_skipped, 2u);
+  EXPECT_EQ(counters.protocol_errors, 0u);
+  close(fd);
+}
+
 TEST(CudaSocketServer, ClosesConnectionsThatBreakTheProtocol) {
   EventLog log;
   CudaSocketServerOptions options;

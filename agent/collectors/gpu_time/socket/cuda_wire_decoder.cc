@@ -10,14 +10,18 @@ namespace {
 
 constexpr size_t kHeaderSize = sizeof(ws_cuda_msg_header);
 
-// Record size of a fixed-record type in a protocol version; 0 for NAMES and
-// for types the version does not have.
+size_t ConfigSize(uint16_t version) {
+  return version == 1 ? WS_CUDA_CONFIG_V1_SIZE : version <= 4 ? WS_CUDA_CONFIG_V4_SIZE : sizeof(ws_cuda_config);
+}
+
+// Record size of a fixed-record type in a protocol version; 0 for NAMES,
+// CUBIN and for types the version does not have.
 size_t RecordSize(uint16_t version, uint16_t type) {
   switch (type) {
     case WS_CUDA_MSG_HELLO:
       return sizeof(ws_cuda_hello);
     case WS_CUDA_MSG_CONFIG:
-      return version == 1 ? WS_CUDA_CONFIG_V1_SIZE : sizeof(ws_cuda_config);
+      return ConfigSize(version);
     case WS_CUDA_MSG_WINDOW:
       return version >= 2 ? sizeof(ws_cuda_window) : 0;
     case WS_CUDA_MSG_KERNELS:
@@ -27,11 +31,13 @@ size_t RecordSize(uint16_t version, uint16_t type) {
     case WS_CUDA_MSG_LAUNCHES:
       return sizeof(ws_cuda_launch);
     case WS_CUDA_MSG_STATS:
-      return version >= 4 ? sizeof(ws_cuda_stats) : WS_CUDA_STATS_V3_SIZE;
+      return version >= 5 ? sizeof(ws_cuda_stats) : version == 4 ? WS_CUDA_STATS_V4_SIZE : WS_CUDA_STATS_V3_SIZE;
     case WS_CUDA_MSG_WAITS:
       return version >= 4 ? sizeof(ws_cuda_wait) : 0;
     case WS_CUDA_MSG_CLOCK:
       return sizeof(ws_cuda_clock_pair);
+    case WS_CUDA_MSG_PC_SAMPLES:
+      return version >= 5 ? sizeof(ws_cuda_pc_sample) : 0;
     default:
       return 0;
   }
@@ -81,6 +87,27 @@ Status DecodeNames(const uint8_t* body, size_t body_size, uint32_t count, CudaWi
   return Status::Ok();
 }
 
+Status DecodeCubinChunk(const uint8_t* body, size_t body_size, uint32_t count, CudaWireMessage* out) {
+  if (count != 1) return InvalidArgumentError("CUBIN with count " + std::to_string(count));
+  if (body_size < sizeof(ws_cuda_cubin_chunk)) return DataLossError("CUBIN: chunk header truncated");
+  ws_cuda_cubin_chunk& chunk = out->cubin_chunk;
+  std::memcpy(&chunk, body, sizeof(chunk));
+  if (chunk.length != body_size - sizeof(chunk)) {
+    return DataLossError("CUBIN: chunk says " + std::to_string(chunk.length) + " bytes, message holds " +
+                         std::to_string(body_size - sizeof(chunk)));
+  }
+  if (chunk.total_bytes == 0 || chunk.offset > chunk.total_bytes || chunk.length > chunk.total_bytes - chunk.offset) {
+    return InvalidArgumentError("CUBIN: chunk of " + std::to_string(chunk.length) + " bytes at " +
+                                std::to_string(chunk.offset) + " of " + std::to_string(chunk.total_bytes));
+  }
+  const bool last = (chunk.flags & WS_CUDA_CUBIN_FLAG_LAST) != 0;
+  if (last != (chunk.offset + chunk.length == chunk.total_bytes)) {
+    return InvalidArgumentError("CUBIN: the last-chunk flag disagrees with the chunk's end");
+  }
+  out->cubin_bytes.assign(body + sizeof(chunk), body + body_size);
+  return Status::Ok();
+}
+
 }  // namespace
 
 std::string CudaMessageTypeName(uint16_t type) {
@@ -105,6 +132,10 @@ std::string CudaMessageTypeName(uint16_t type) {
       return "WINDOW";
     case WS_CUDA_MSG_WAITS:
       return "WAITS";
+    case WS_CUDA_MSG_PC_SAMPLES:
+      return "PC_SAMPLES";
+    case WS_CUDA_MSG_CUBIN:
+      return "CUBIN";
     default:
       return "type " + std::to_string(type);
   }
@@ -133,6 +164,10 @@ StatusOr<CudaWireMessage> DecodeCudaMessage(const uint8_t* data, size_t size) {
     RETURN_IF_ERROR(DecodeNames(body, body_size, header.count, &out));
     return out;
   }
+  if (header.type == WS_CUDA_MSG_CUBIN && header.version >= 5) {
+    RETURN_IF_ERROR(DecodeCubinChunk(body, body_size, header.count, &out));
+    return out;
+  }
   const size_t record_size = RecordSize(header.version, header.type);
   if (record_size == 0) return InvalidArgumentError("unknown message " + what);
   if (IsSingleton(header.type) && header.count != 1) {
@@ -148,13 +183,16 @@ StatusOr<CudaWireMessage> DecodeCudaMessage(const uint8_t* data, size_t size) {
       if (out.hello.pid == 0) return InvalidArgumentError("HELLO with pid 0");
       break;
     case WS_CUDA_MSG_CONFIG:
-      std::memcpy(&out.config, body, record_size);  // version 1: the later fields stay 0
+      std::memcpy(&out.config, body, record_size);  // older versions: the later fields stay 0
       if (out.config.mode > WS_CUDA_MODE_ADAPTIVE) {
         return InvalidArgumentError("CONFIG with mode " + std::to_string(out.config.mode));
       }
       break;
     case WS_CUDA_MSG_STATS:
-      std::memcpy(&out.stats, body, record_size);  // before version 4: the wait counters stay 0
+      std::memcpy(&out.stats, body, record_size);  // older versions: the later counters stay 0
+      if (out.stats.pc_sampling_state > WS_CUDA_PC_SAMPLING_FAILED) {
+        return InvalidArgumentError("STATS with PC sampling state " + std::to_string(out.stats.pc_sampling_state));
+      }
       break;
     case WS_CUDA_MSG_CLOCK:
       std::memcpy(&out.clock, body, sizeof(out.clock));
@@ -194,6 +232,14 @@ StatusOr<CudaWireMessage> DecodeCudaMessage(const uint8_t* data, size_t size) {
         if (w.end_ns < w.start_ns) return InvalidArgumentError("WAITS: a wait that ends before it starts");
       }
       break;
+    case WS_CUDA_MSG_PC_SAMPLES:
+      CopyRecords(body, header.count, record_size, &out.pc_samples);
+      for (const ws_cuda_pc_sample& p : out.pc_samples) {
+        if (p.function_name_id == 0 || p.stall_name_id == 0) {
+          return InvalidArgumentError("PC_SAMPLES: a record without its function or stall reason name");
+        }
+      }
+      break;
     default:
       break;
   }
@@ -225,7 +271,7 @@ ws_cuda_config DefaultCudaConfig() {
 std::vector<uint8_t> EncodeCudaConfig(const ws_cuda_config& config, uint16_t peer_version) {
   const uint16_t version = std::clamp<uint16_t>(peer_version, 1, WS_CUDA_WIRE_VERSION);
   std::vector<uint8_t> out =
-      EncodeCudaMessage(WS_CUDA_MSG_CONFIG, &config, version == 1 ? WS_CUDA_CONFIG_V1_SIZE : sizeof(config), 1);
+      EncodeCudaMessage(WS_CUDA_MSG_CONFIG, &config, ConfigSize(version), 1);
   std::memcpy(out.data() + offsetof(ws_cuda_msg_header, version), &version, sizeof(version));
   return out;
 }

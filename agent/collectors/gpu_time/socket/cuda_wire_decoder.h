@@ -41,6 +41,10 @@ struct CudaWireMessage {
   std::vector<ws_cuda_launch> launches;
   std::vector<ws_cuda_wait> waits;
   std::vector<CudaKernelNameEntry> names;
+  std::vector<ws_cuda_pc_sample> pc_samples;
+  // CUBIN: the chunk's header and its bytes.
+  ws_cuda_cubin_chunk cubin_chunk{};
+  std::vector<uint8_t> cubin_bytes;
 };
 
 // Validates and decodes one whole datagram. Errors are kDataLoss (truncated,
@@ -55,7 +59,8 @@ ws_cuda_config DefaultCudaConfig();
 // The CONFIG message the agent sends.
 // A CONFIG in the protocol version of the peer (its HELLO's): a library
 // accepts only versions it knows, so an older library gets its own version
-// (a version 1 CONFIG is the first WS_CUDA_CONFIG_V1_SIZE bytes).
+// (a version 1 CONFIG is the first WS_CUDA_CONFIG_V1_SIZE bytes, versions
+// 2-4 the first WS_CUDA_CONFIG_V4_SIZE).
 std::vector<uint8_t> EncodeCudaConfig(const ws_cuda_config& config, uint16_t peer_version = WS_CUDA_WIRE_VERSION);
 
 // Any message with `count` fixed-size records laid end to end: the test side's

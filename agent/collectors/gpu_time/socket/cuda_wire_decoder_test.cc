@@ -211,17 +211,69 @@ TEST(CudaWireDecoder, ConfigGoesOutInThePeersVersion) {
   ws_cuda_config config{};
   config.mode = WS_CUDA_MODE_ADAPTIVE;
   config.overhead_budget_ppm = 777;
-  for (uint16_t peer : {1, 2, 3, 9}) {
+  config.pc_sampling_period_log2 = 19;
+  for (uint16_t peer : {1, 2, 3, 4, 5, 9}) {
     const std::vector<uint8_t> bytes = EncodeCudaConfig(config, peer);
     ws_cuda_msg_header header{};
     std::memcpy(&header, bytes.data(), sizeof(header));
     const uint16_t want = std::min<uint16_t>(peer, WS_CUDA_WIRE_VERSION);
     EXPECT_EQ(header.version, want) << peer;
-    EXPECT_EQ(bytes.size(), sizeof(header) + (want == 1 ? WS_CUDA_CONFIG_V1_SIZE : sizeof(config))) << peer;
+    const size_t size = want == 1 ? WS_CUDA_CONFIG_V1_SIZE : want <= 4 ? WS_CUDA_CONFIG_V4_SIZE : sizeof(config);
+    EXPECT_EQ(bytes.size(), sizeof(header) + size) << peer;
     StatusOr<CudaWireMessage> decoded = Decode(bytes);
     ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
     EXPECT_EQ(decoded->config.overhead_budget_ppm, want == 1 ? 0u : 777u);
+    EXPECT_EQ(decoded->config.pc_sampling_period_log2, want < 5 ? 0u : 19u);
   }
+}
+
+// Version 5: PC samples (names by id, checked by the server) and cubin
+// chunks whose sizes must agree; a version 4 STATS reads without the PC
+// sampling counters.
+TEST(CudaWireDecoder, PcSamplesCubinChunksAndVersion4Stats) {
+  ws_cuda_pc_sample samples[2] = {};
+  samples[0] = {0xabc, 0x40, 123, 1, 2, 7, 0};
+  samples[1] = {0xabc, 0x80, 123, 1, 3, 9, 1};
+  StatusOr<CudaWireMessage> m = Decode(EncodeCudaMessage(WS_CUDA_MSG_PC_SAMPLES, samples, sizeof(samples[0]), 2));
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  ASSERT_EQ(m->pc_samples.size(), 2u);
+  EXPECT_EQ(m->pc_samples[1].pc_offset, 0x80u);
+  EXPECT_EQ(m->pc_samples[1].samples, 9u);
+  samples[0].stall_name_id = 0;
+  EXPECT_EQ(Decode(EncodeCudaMessage(WS_CUDA_MSG_PC_SAMPLES, samples, sizeof(samples[0]), 2)).status().code(),
+            StatusCode::kInvalidArgument);
+
+  auto chunk_message = [](ws_cuda_cubin_chunk chunk, const std::string& bytes) {
+    std::string body(reinterpret_cast<const char*>(&chunk), sizeof(chunk));
+    body += bytes;
+    return EncodeCudaMessage(WS_CUDA_MSG_CUBIN, body.data(), body.size(), 1);
+  };
+  ws_cuda_cubin_chunk chunk{0x77, 10, 6, 4, WS_CUDA_CUBIN_FLAG_LAST};
+  m = Decode(chunk_message(chunk, "wxyz"));
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->cubin_chunk.cubin_crc, 0x77u);
+  EXPECT_EQ(std::string(m->cubin_bytes.begin(), m->cubin_bytes.end()), "wxyz");
+  EXPECT_EQ(Decode(chunk_message(chunk, "wxy")).status().code(), StatusCode::kDataLoss) << "length disagrees";
+  chunk.flags = 0;
+  EXPECT_EQ(Decode(chunk_message(chunk, "wxyz")).status().code(), StatusCode::kInvalidArgument) << "last, unflagged";
+  chunk = {0x77, 10, 8, 4, WS_CUDA_CUBIN_FLAG_LAST};
+  EXPECT_EQ(Decode(chunk_message(chunk, "wxyz")).status().code(), StatusCode::kInvalidArgument) << "past the end";
+  chunk = {0x77, 0, 0, 0, WS_CUDA_CUBIN_FLAG_LAST};
+  EXPECT_EQ(Decode(chunk_message(chunk, "")).status().code(), StatusCode::kInvalidArgument) << "empty cubin";
+
+  ws_cuda_stats stats{};
+  stats.waits_seen = 5;
+  stats.pc_samples = 99;
+  std::vector<uint8_t> v4 = EncodeCudaMessage(WS_CUDA_MSG_STATS, &stats, WS_CUDA_STATS_V4_SIZE, 1);
+  const uint16_t version = 4;
+  std::memcpy(v4.data() + offsetof(ws_cuda_msg_header, version), &version, sizeof(version));
+  m = Decode(v4);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->stats.waits_seen, 5u);
+  EXPECT_EQ(m->stats.pc_samples, 0u);
+  stats.pc_sampling_state = 9;
+  EXPECT_EQ(Decode(EncodeCudaMessage(WS_CUDA_MSG_STATS, &stats, sizeof(stats), 1)).status().code(),
+            StatusCode::kInvalidArgument);
 }
 
 TEST(CudaWireDecoder, RejectsMalformedHeaders) {
