@@ -71,7 +71,14 @@ std::string FrameBinary(const Profile& profile, const ProfileLocation& location)
     const uint64_t fn = location.lines.front().function_id;
     if (fn != 0 && fn <= profile.functions.size()) return profile.function(fn).filename;  // the source file
   }
-  if (location.kind == FrameKind::kCudaKernel) return kCudaKernelBinary;
+  if (location.kind == FrameKind::kCudaKernel || location.kind == FrameKind::kGpuInstruction ||
+      location.kind == FrameKind::kGpuStall) {
+    return kCudaKernelBinary;
+  }
+  if (location.kind == FrameKind::kGpuLine && !location.lines.empty()) {
+    const uint64_t fn = location.lines.front().function_id;
+    if (fn != 0 && fn <= profile.functions.size()) return profile.function(fn).filename;  // the source file
+  }
   return location.kind == FrameKind::kKernel ? kKernelBinary : "";
 }
 

@@ -79,7 +79,9 @@ std::vector<uint64_t> ProfileBuilder::InternStack(const Profile& from, const std
       const ProfileFunction& f = from.function(line.function_id);
       lines.push_back({InternFunction(f.name, f.system_name, f.filename), line.line});
     }
-    if ((loc.kind == FrameKind::kPython || loc.kind == FrameKind::kCudaKernel) && !lines.empty()) {
+    if ((loc.kind == FrameKind::kPython || loc.kind == FrameKind::kCudaKernel || loc.kind == FrameKind::kGpuLine ||
+         loc.kind == FrameKind::kGpuStall) &&
+        !lines.empty()) {
       out.push_back(InternSourceLocation(lines.front().function_id, lines.front().line, loc.kind));
       continue;
     }

@@ -42,7 +42,22 @@ struct ProfileLine {
 // table); it has no mapping and address 0.
 // kCudaKernel: a CUDA kernel (the leaf of GPU-time stacks); no mapping or
 // address, function = kernel name.
-enum class FrameKind : uint8_t { kNative = 0, kKernel = 1, kPython = 2, kCudaKernel = 3 };
+// Inside a kernel (gpu_pc stacks, leafward of the kernel): kGpuLine, a
+// source line (function = "file.cu:42" or "file.cu:42 in inlined_fn",
+// filename = the file, line = the line; no mapping or address);
+// kGpuInstruction, one SASS instruction (function = its offset and text,
+// system_name = kernel+offset, address = the PC offset, no mapping);
+// kGpuStall, the leaf: why the warps were stalled there (function = plain
+// words, system_name = CUPTI's name).
+enum class FrameKind : uint8_t {
+  kNative = 0,
+  kKernel = 1,
+  kPython = 2,
+  kCudaKernel = 3,
+  kGpuLine = 4,
+  kGpuInstruction = 5,
+  kGpuStall = 6,
+};
 
 struct ProfileLocation {
   uint64_t id = 0;

@@ -27,6 +27,9 @@ FrameKind FrameKindOf(const storage::ResolvedFrame& frame) {
     case warpscope::v1::FRAME_KIND_KERNEL: return FrameKind::kKernel;
     case warpscope::v1::FRAME_KIND_PYTHON: return FrameKind::kPython;
     case warpscope::v1::FRAME_KIND_CUDA_KERNEL: return FrameKind::kCudaKernel;
+    case warpscope::v1::FRAME_KIND_GPU_LINE: return FrameKind::kGpuLine;
+    case warpscope::v1::FRAME_KIND_GPU_INSTRUCTION: return FrameKind::kGpuInstruction;
+    case warpscope::v1::FRAME_KIND_GPU_STALL: return FrameKind::kGpuStall;
     default: return FrameKind::kNative;
   }
 }
@@ -42,6 +45,12 @@ std::string FrameDisplayName(const storage::ResolvedFrame& frame) {
       return HexAddress(frame.address);  // what kallsyms and System.map list
     case FrameKind::kCudaKernel:
       return "[unknown kernel]";
+    case FrameKind::kGpuLine:
+      return std::string(Basename(frame.file)) + ":" + std::to_string(frame.line);
+    case FrameKind::kGpuInstruction:
+      return HexAddress(frame.address);
+    case FrameKind::kGpuStall:
+      return "[unknown stall reason]";
     default:
       // Native addresses are file offsets: they survive ASLR and match
       // `addr2line -e libfoo.so` on the same binary.
@@ -52,8 +61,10 @@ std::string FrameDisplayName(const storage::ResolvedFrame& frame) {
 
 std::string FrameBinaryName(const storage::ResolvedFrame& frame) {
   const FrameKind kind = FrameKindOf(frame);
-  if (kind == FrameKind::kPython) return frame.file;
-  if (kind == FrameKind::kCudaKernel) return kCudaKernelBinary;
+  if (kind == FrameKind::kPython || kind == FrameKind::kGpuLine) return frame.file;
+  if (kind == FrameKind::kCudaKernel || kind == FrameKind::kGpuInstruction || kind == FrameKind::kGpuStall) {
+    return kCudaKernelBinary;
+  }
   if (!frame.mapping_file.empty()) return std::string(Basename(frame.mapping_file));
   return kind == FrameKind::kKernel ? kKernelBinary : "";
 }

@@ -39,11 +39,18 @@ struct FrameLabel {
 
   // The "kind" column of the JSON answers (docs/api.md): 0 native, 1 kernel,
   // 2 Python, 3 synthetic, 4 CUDA kernel (the leaf of gpu_time stacks), 5 a
-  // group's label.
+  // group's label; inside a kernel (gpu_pc): 6 source line, 7 SASS
+  // instruction, 8 stall reason.
   int JsonKind() const {
     if (synthetic) return 3;
     if (group) return 5;
-    return kind == FrameKind::kCudaKernel ? 4 : static_cast<int>(kind);
+    switch (kind) {
+      case FrameKind::kCudaKernel: return 4;
+      case FrameKind::kGpuLine: return 6;
+      case FrameKind::kGpuInstruction: return 7;
+      case FrameKind::kGpuStall: return 8;
+      default: return static_cast<int>(kind);
+    }
   }
 };
 

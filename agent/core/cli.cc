@@ -246,6 +246,18 @@ StatusOr<RunOptions> ParseRunArgs(const std::vector<std::string>& args) {
       } else {
         return InvalidArgumentError("--gpu-time-mode is adaptive, exact or duty, got '" + v + "'");
       }
+    } else if (flag == "--gpu-pc-sampling") {
+      ASSIGN_OR_RETURN(std::string v, c.TakeValue());
+      if (v != "on" && v != "off") return InvalidArgumentError("--gpu-pc-sampling is on or off, got '" + v + "'");
+      o.gpu_pc_sampling = v == "on";
+    } else if (flag == "--gpu-pc-period") {
+      ASSIGN_OR_RETURN(std::string v, c.TakeValue());
+      ASSIGN_OR_RETURN(uint64_t p, ParseUnsigned("--gpu-pc-period", v, 31));
+      if (p < 5) return InvalidArgumentError("--gpu-pc-period is log2 of cycles, 5 to 31; got '" + v + "'");
+      o.gpu_pc_period_log2 = static_cast<uint32_t>(p);
+    } else if (flag == "--nvdisasm") {
+      ASSIGN_OR_RETURN(o.nvdisasm, c.TakeValue());
+      if (o.nvdisasm.empty()) return InvalidArgumentError("--nvdisasm needs a path");
     } else if (flag == "--gpu-overhead-budget") {
       ASSIGN_OR_RETURN(std::string v, c.TakeValue());
       char* end = nullptr;
@@ -571,6 +583,15 @@ until every --pid has exited.
                             longest period; default 200ms/10s; duty: 100ms/1s)
       --gpu-overhead-budget PCT
                             adaptive mode's estimated cost bound (default 1%)
+      --gpu-pc-sampling on|off
+                            CUPTI PC sampling inside kernels while kernels
+                            are recorded: the gpu_pc profile, down to source
+                            lines, SASS instructions and stall reasons
+                            (default off)
+      --gpu-pc-period N     one PC sample per SM every 2^N cycles (default 20)
+      --nvdisasm PATH       NVIDIA's disassembler for SASS text (default:
+                            nvdisasm in $PATH or /usr/local/cuda/bin; without
+                            it instructions show as offsets)
       --gpu-launch-samples N
                             launch stacks per second per application thread
                             (default 200; other launches share their time)

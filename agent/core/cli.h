@@ -98,6 +98,12 @@ struct RunOptions {
   uint32_t gpu_overhead_budget_ppm = 10000;  // adaptive mode's cost bound (1%)
   uint32_t gpu_launch_samples = 200;   // launch stacks per second per application thread
   uint32_t gpu_trace_per_sec = 20000;  // activities per process and second kept in the trace
+  // --gpu-pc-sampling: CUPTI PC sampling inside kernels (gpu_pc profile),
+  // one sample per SM every 2^gpu_pc_period_log2 cycles; --nvdisasm: the
+  // disassembler for SASS text ("" searches $PATH and /usr/local/cuda/bin).
+  bool gpu_pc_sampling = false;
+  uint32_t gpu_pc_period_log2 = 20;
+  std::string nvdisasm;
   uint32_t gpu_connections_per_uid = 64;  // CUDA socket connections one non-root user may hold
   uint64_t gpu_kernel_name_bytes = 64ull << 20;  // all CUDA kernel names held, every connection together
   uint32_t gpu_probe_files = 16;  // distinct libwarpscope_cuda.so files probed at once

@@ -234,12 +234,23 @@ TEST(RunCliTest, GpuTimeFlags) {
   auto off = ParseRun({"--server", "http://s:1", "--no-gpu-time"});
   ASSERT_TRUE(off.ok());
   EXPECT_FALSE(off->gpu_time);
+  EXPECT_FALSE(off->gpu_pc_sampling);
+  EXPECT_EQ(off->gpu_pc_period_log2, 20u);
+  auto pc = ParseRun({"--server", "http://s:1", "--gpu-pc-sampling", "on", "--gpu-pc-period", "18", "--nvdisasm",
+                      "/opt/cuda/bin/nvdisasm"});
+  ASSERT_TRUE(pc.ok()) << pc.status().ToString();
+  EXPECT_TRUE(pc->gpu_pc_sampling);
+  EXPECT_EQ(pc->gpu_pc_period_log2, 18u);
+  EXPECT_EQ(pc->nvdisasm, "/opt/cuda/bin/nvdisasm");
   auto message = [](std::vector<std::string> args) {
     auto r = ParseRunArgs(args);
     return r.ok() ? std::string() : r.status().message();
   };
   EXPECT_EQ(message({"--server", "http://s:1", "--gpu-time-mode", "fast"}),
             "--gpu-time-mode is adaptive, exact or duty, got 'fast'");
+  EXPECT_EQ(message({"--server", "http://s:1", "--gpu-pc-sampling", "yes"}), "--gpu-pc-sampling is on or off, got 'yes'");
+  EXPECT_NE(message({"--server", "http://s:1", "--gpu-pc-period", "4"}).find("5 to 31"), std::string::npos);
+  EXPECT_FALSE(message({"--server", "http://s:1", "--gpu-pc-period", "32"}).empty());
   EXPECT_NE(message({"--server", "http://s:1", "--gpu-overhead-budget", "0"}).find("percentage"), std::string::npos);
   EXPECT_NE(message({"--server", "http://s:1", "--gpu-overhead-budget", "1x"}).find("percentage"), std::string::npos);
   EXPECT_NE(message({"--server", "http://s:1", "--gpu-duty", "1s/100ms"}).find("ON/PERIOD"), std::string::npos);

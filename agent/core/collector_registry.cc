@@ -85,6 +85,12 @@ gpu::GpuTimeOptions GpuTimeOptionsFrom(const RunOptions& options) {
   c.overhead_budget_ppm = options.gpu_overhead_budget_ppm;
   if (options.gpu_trace_per_sec > 0) c.flags |= WS_CUDA_CONFIG_MEMCPY | WS_CUDA_CONFIG_MEMSET;
   c.launch_samples_per_sec = options.gpu_launch_samples;
+  if (options.gpu_pc_sampling) c.flags |= WS_CUDA_CONFIG_PC_SAMPLING;
+  c.pc_sampling_period_log2 = options.gpu_pc_period_log2;
+  if (!options.nvdisasm.empty()) {
+    o.cubin_symbols.sass = CubinSymbolsOptions::Sass::kPath;
+    o.cubin_symbols.nvdisasm_path = options.nvdisasm;
+  }
   o.trace_per_second = options.gpu_trace_per_sec;
   return o;
 }

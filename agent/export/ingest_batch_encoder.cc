@@ -120,6 +120,9 @@ v1::FrameKind ToWire(FrameKind kind) {
     case FrameKind::kKernel: return v1::FRAME_KIND_KERNEL;
     case FrameKind::kPython: return v1::FRAME_KIND_PYTHON;
     case FrameKind::kCudaKernel: return v1::FRAME_KIND_CUDA_KERNEL;
+    case FrameKind::kGpuLine: return v1::FRAME_KIND_GPU_LINE;
+    case FrameKind::kGpuInstruction: return v1::FRAME_KIND_GPU_INSTRUCTION;
+    case FrameKind::kGpuStall: return v1::FRAME_KIND_GPU_STALL;
     case FrameKind::kNative: break;
   }
   return v1::FRAME_KIND_NATIVE;
@@ -272,7 +275,8 @@ Status AddProfileSamples(const IngestBatchContent::ProfileRows& rows, uint32_t t
     if (location_index[id - 1] >= 0) return static_cast<uint32_t>(location_index[id - 1]);
     const ProfileLocation& loc = profile.locations[id - 1];
     uint32_t mapping = 0;
-    const bool addressless = loc.kind == FrameKind::kPython || loc.kind == FrameKind::kCudaKernel;
+    const bool addressless = loc.kind == FrameKind::kPython || loc.kind == FrameKind::kCudaKernel ||
+                             loc.kind == FrameKind::kGpuLine || loc.kind == FrameKind::kGpuStall;
     uint64_t address = addressless ? 0 : loc.address;
     if (loc.mapping_id != 0 && !addressless) {
       if (!ValidId(loc.mapping_id, profile.mappings.size())) {

@@ -78,6 +78,9 @@ ProcessLabelMap UploadSink::LabelsOf(const Window& window) {
   if (window.gpu_wait) {
     for (const ProfileSample& sample : window.gpu_wait->samples) add(sample.labels.pid);
   }
+  if (window.gpu_pc) {
+    for (const ProfileSample& sample : window.gpu_pc->samples) add(sample.labels.pid);
+  }
   labels_->EndWindow();
   // Pod names as they are now: batches already made keep theirs.
   if (pods_ != nullptr) {
@@ -93,7 +96,7 @@ void UploadSink::Consume(Window window) {
   profile.duration_nanos = window.duration_nanos;
   profile.counters = std::move(window.counters);
   health_.Update(profile.counters);
-  for (std::optional<Profile>* typed : {&window.off_cpu, &window.gpu_time, &window.gpu_wait}) {
+  for (std::optional<Profile>* typed : {&window.off_cpu, &window.gpu_time, &window.gpu_wait, &window.gpu_pc}) {
     if (!*typed) continue;
     (*typed)->time_nanos = window.start_unix_nanos;
     (*typed)->duration_nanos = window.duration_nanos;
@@ -101,7 +104,8 @@ void UploadSink::Consume(Window window) {
   const ProcessLabelMap labels = LabelsOf(window);
   const WindowSources sources{&profile, window.gpu_time ? &*window.gpu_time : nullptr, &window.gpu_trace,
                               &window.metrics, window.off_cpu ? &*window.off_cpu : nullptr,
-                              window.gpu_wait ? &*window.gpu_wait : nullptr};
+                              window.gpu_wait ? &*window.gpu_wait : nullptr,
+                              window.gpu_pc ? &*window.gpu_pc : nullptr};
   auto batches = EncodeWindowBatches(sources, {agent_id_, 0, node_, agent_labels_}, labels, max_batch_bytes_, &batch_stats_);
   if (!batches.ok()) {
     ++encode_errors_;

@@ -12,6 +12,7 @@ const char* WindowSourceName(WindowSource source) {
     case WindowSource::kOffCpu: return "off_cpu";
     case WindowSource::kGpuTime: return "gpu_time";
     case WindowSource::kGpuWait: return "gpu_wait";
+    case WindowSource::kGpuPc: return "gpu_pc";
     case WindowSource::kGpuTrace: return "gpu_trace";
     case WindowSource::kGpuMetrics: return "gpu_metrics";
   }
@@ -93,10 +94,12 @@ StatusOr<std::vector<WindowBatch>> EncodeWindowBatches(const WindowSources& sour
                         return EncodeIngestBatch(c, header, labels);
                       }));
 
-  // Profiles of one sample type each (off-CPU time, GPU time, GPU wait): their rows only.
+  // Profiles of one sample type each (off-CPU time, GPU time, GPU wait, PC
+  // samples): their rows only.
   for (const auto& [source, profile] : {std::pair{WindowSource::kOffCpu, sources.off_cpu},
                                         std::pair{WindowSource::kGpuTime, sources.gpu_time},
-                                        std::pair{WindowSource::kGpuWait, sources.gpu_wait}}) {
+                                        std::pair{WindowSource::kGpuWait, sources.gpu_wait},
+                                        std::pair{WindowSource::kGpuPc, sources.gpu_pc}}) {
     if (profile == nullptr || profile->samples.empty()) continue;
     RETURN_IF_ERROR(SourceSplitter(source, max_batch_bytes, &out, stats)
                         .Add(0, profile->samples.size(), true, [&](size_t begin, size_t end, bool) {

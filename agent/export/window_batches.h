@@ -35,7 +35,7 @@ namespace warpscope {
 // decompressed.
 inline constexpr size_t kDefaultMaxBatchBytes = 12u << 20;
 
-enum class WindowSource { kCpu, kOffCpu, kGpuTime, kGpuWait, kGpuTrace, kGpuMetrics };
+enum class WindowSource { kCpu, kOffCpu, kGpuTime, kGpuWait, kGpuPc, kGpuTrace, kGpuMetrics };
 const char* WindowSourceName(WindowSource source);
 
 struct WindowSources {
@@ -45,6 +45,7 @@ struct WindowSources {
   const std::vector<MetricReading>* metrics = nullptr;  // may be null; no batch when empty
   const Profile* off_cpu = nullptr;  // may be null; no batch without samples
   const Profile* gpu_wait = nullptr;  // may be null; no batch without samples
+  const Profile* gpu_pc = nullptr;    // may be null; no batch without samples
 };
 
 struct WindowBatch {

@@ -24,6 +24,9 @@ struct Window {
   std::optional<Profile> off_cpu;   // blocked time under the stacks threads blocked in (when on)
   std::optional<Profile> gpu_time;  // CUDA kernels' GPU time under their launch stacks
   std::optional<Profile> gpu_wait;  // host threads' time blocked in CUDA synchronisation, under their stacks
+  // PC samples inside kernels (estimated GPU cycles), under the kernels'
+  // launch stacks, then kernel, source line, instruction and stall reason
+  std::optional<Profile> gpu_pc;
   GpuTrace gpu_trace;               // the kernels, copies and sets as they ran
   std::vector<MetricReading> metrics;
   // Every collector's counters (drops, errors, table sizes), in the order

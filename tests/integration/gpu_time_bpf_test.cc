@@ -24,6 +24,7 @@
 #include <sstream>
 #include <thread>
 
+#include "agent/symbolize/cubin_symbols.h"
 #include "tests/integration/agent_process.h"
 #include "tests/integration/server_process.h"
 #include "tests/integration/subprocess.h"
@@ -52,13 +53,12 @@ class GpuTimeTest : public ::testing::Test {
     RunProcess({"rm", "-rf", dir_});
   }
   std::string Socket() const { return dir_ + "/cuda.sock"; }
-  void StartAgent(const std::string& mode) {
-    agent_ = std::make_unique<AgentProcess>(
-        WS_AGENT_BIN,
-        std::vector<std::string>{"--server", server_->url(), "--token", kToken, "--upload-interval", "1s",
-                                 "--state-dir", dir_ + "/agent", "--node-name", "gpu-node", "--no-gpu-metrics",
-                                 "--cuda-socket", Socket(), "--gpu-time-mode", mode},
-        dir_ + "/agent.log");
+  void StartAgent(const std::string& mode, const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> args = {"--server", server_->url(), "--token", kToken, "--upload-interval", "1s",
+                                     "--state-dir", dir_ + "/agent", "--node-name", "gpu-node", "--no-gpu-metrics",
+                                     "--cuda-socket", Socket(), "--gpu-time-mode", mode};
+    args.insert(args.end(), extra.begin(), extra.end());
+    agent_ = std::make_unique<AgentProcess>(WS_AGENT_BIN, args, dir_ + "/agent.log");
     ASSERT_TRUE(agent_->started());
     struct stat st {};
     for (int i = 0; i < 400 && stat(Socket().c_str(), &st) != 0; ++i) std::this_thread::sleep_for(50ms);
@@ -188,6 +188,90 @@ TEST_F(GpuTimeTest, EveryKernelsTimeIsCountedUnderTheCallSiteThatLaunchedIt) {
 // spread over the sampled ones of the same call. The fake CUPTI's clock
 // makes each wait exactly as long as scripted, so the stored gpu_wait
 // profile has an exact answer per call site and per kernel waited for.
+// PC sampling through the whole pipeline: a Python application
+// (tests/testprogs/python/pc_sites.py) launches demo::scale from site_scale
+// and add_one from site_add_one, loads a real cubin built with -lineinfo
+// (agent/symbolize/testdata/cubin) and scripts PC samples at known offsets
+// with known stall reasons. The stored gpu_pc profile has each
+// (kernel, instruction, stall reason)'s samples times 2^period exactly, under
+// the kernel's call site, with the source line (inlined functions named) and
+// the stall reason in plain words; without nvdisasm (CI) instructions show as
+// offsets.
+TEST_F(GpuTimeTest, PcSamplesLandUnderTheirCallSitesKernelsLinesInstructionsAndStalls) {
+  constexpr int kPeriod = 10;
+  StartAgent("exact", {"--gpu-pc-sampling", "on", "--gpu-pc-period", std::to_string(kPeriod)});
+  const ProcessResult r =
+      RunProcess({"/usr/bin/env", "WARPSCOPE_CUPTI_PATH=" WS_FAKE_CUPTI_PATH, "WARPSCOPE_AGENT_SOCKET=" + Socket(),
+                  "/usr/bin/python3", WS_PC_SITES, WS_CUDA_LIBRARY_PATH, WS_PC_CUBIN, "1500"},
+                 120);
+  ASSERT_EQ(r.exit_code, 0) << r.err << AgentLog();
+  std::istringstream out(r.out);
+  std::string word;
+  int64_t scale = 0, add_one = 0, sampled = 0;
+  while (out >> word) {
+    if (word == "recorded") out >> scale >> add_one;
+    if (word == "sampled") out >> sampled;
+  }
+  ASSERT_GT(scale, 1400);
+  ASSERT_EQ(sampled % 6, 0);
+  const int64_t iterations = sampled / 6;  // each sampled iteration: 3 + 1 + 2
+  ASSERT_GT(iterations, 1400);
+
+  std::map<std::string, int64_t> stacks;
+  int64_t total = 0;
+  for (int i = 0; i < 160 && total < (sampled << kPeriod); ++i) {  // grace period + windows
+    std::this_thread::sleep_for(250ms);
+    stacks = Collapsed("", "gpu_pc");
+    total = 0;
+    for (const auto& [stack, cycles] : stacks) total += cycles;
+  }
+  ASSERT_EQ(total, sampled << kPeriod) << AgentLog();
+
+  // The lines the cubin gives for the sampled offsets (its own parser, no SASS).
+  std::ifstream in(WS_PC_CUBIN, std::ios::binary);
+  const std::string cubin((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CubinSymbolsOptions no_sass;
+  no_sass.sass = CubinSymbolsOptions::Sass::kDisabled;
+  auto symbols = CubinSymbols::Parse(cubin, no_sass);
+  ASSERT_TRUE(symbols.ok()) << symbols.status().ToString();
+  struct Want {
+    std::string mangled, kernel, site, pc, stall;
+    int64_t samples;
+  };
+  const std::vector<Want> wants = {
+      {"_ZN4demo5scaleEPfPKffi", "demo::scale(float*, float const*, float, int)", "site_scale", "0x0040",
+       "waiting for global or local memory (long scoreboard)", 3},
+      {"_ZN4demo5scaleEPfPKffi", "demo::scale(float*, float const*, float, int)", "site_scale", "0x0080",
+       "math pipe busy (compute bound)", 1},
+      {"add_one", "add_one", "site_add_one", "0x0030", "waiting for global or local memory (long scoreboard)", 2},
+  };
+  for (const Want& w : wants) {
+    SCOPED_TRACE(w.kernel + " " + w.pc);
+    const std::optional<GpuInstruction> inst = symbols->Find(w.mangled, std::stoull(w.pc, nullptr, 16));
+    ASSERT_TRUE(inst.has_value());
+    ASSERT_GT(inst->line, 0) << "the fixture has line information";
+    std::string line = "kernels.cu:" + std::to_string(inst->line);
+    if (!inst->inlined.empty()) line += " in " + inst->inlined.front().function;
+    // Root first: ... site ... ; kernel ; line ; instruction ; stall reason.
+    const std::string inside = ";" + w.kernel + ";" + line + ";" + w.pc + ";" + w.stall;
+    int64_t all = 0, under_site = 0;
+    for (const auto& [stack, cycles] : stacks) {
+      if (stack.size() < inside.size() || stack.compare(stack.size() - inside.size(), inside.size(), inside) != 0) {
+        continue;
+      }
+      all += cycles;
+      if (stack.find(w.site) != std::string::npos) under_site += cycles;
+    }
+    EXPECT_EQ(all, (iterations * w.samples) << kPeriod) << "every sample, as estimated cycles";
+    // The first add_one, launched outside the sites to turn sampling on,
+    // holds a hundred-thousandth of add_one's GPU time.
+    EXPECT_GE(under_site, all * 999 / 1000) << "under the kernel's call site";
+  }
+  std::string any;
+  for (const auto& [stack, cycles] : stacks) any = stack;
+  std::cerr << "a gpu_pc stack: " << any << "\n";
+}
+
 TEST_F(GpuTimeTest, GpuWaitIsExactUnderEachCallSiteWithTheKernelsItWaitedFor) {
   StartAgent("exact");
   constexpr int64_t kStreamWait = 3'000'000, kGamma = 2'000'000, kDeviceWait = 1'000'000, kDelta = 400'000;

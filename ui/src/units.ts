@@ -99,6 +99,8 @@ export function typeLabel(type: string): string {
       return "GPU wait";
     case "gpu_energy":
       return "GPU energy";
+    case "gpu_pc":
+      return "GPU instructions";
     default:
       return type;
   }

@@ -57,7 +57,7 @@ class GpuTimeCollector::Inbox {
   explicit Inbox(size_t max_records) : max_records_(max_records) {}
   // Socket thread.
   void PostFromSocketThread(CudaProcessEvent&& event) {
-    const size_t records = event.kernels.size() + event.memops.size() + event.waits.size();
+    const size_t records = event.kernels.size() + event.memops.size() + event.waits.size() + event.pc_samples.size();
     std::lock_guard<std::mutex> lock(mu_);
     if (records > 0 && queued_records_ + records > max_records_) {
       dropped_records_ += records;
@@ -112,7 +112,8 @@ GpuTimeCollector::GpuTimeCollector(const GpuTimeOptions& options, GpuTimeSession
         return a;
       }()),
       stacks_(parts_.symbolizer, parts_.python, options.max_stacks),
-      kernel_names_(std::make_shared<KernelNameTable>(options.kernel_name_bytes, DisplayKernelName)) {}
+      kernel_names_(std::make_shared<KernelNameTable>(options.kernel_name_bytes, DisplayKernelName)),
+      cubins_(std::make_unique<CubinLibrary>(options.max_cubin_bytes, options.cubin_symbols)) {}
 
 GpuTimeCollector::~GpuTimeCollector() {
   server_.reset();  // stops the socket thread before the inbox goes
@@ -385,6 +386,7 @@ void GpuTimeCollector::OnEvent(CudaProcessEvent& event, int64_t now_ns, int64_t 
     analyzer_.End(c.id);
     DetachProbe(event.connection_id, c);
     const uint32_t pid = c.pid;
+    ended_pids_.emplace_back(pid, now_ns);
     connections_.erase(it);
     bool connected = false;
     for (const auto& [id, other] : connections_) connected |= other.pid == pid;
@@ -395,6 +397,11 @@ void GpuTimeCollector::OnEvent(CudaProcessEvent& event, int64_t now_ns, int64_t 
   if (!event.kernels.empty()) OnKernels(c, event.kernels, now_ns, unix_offset_ns);
   if (!event.memops.empty()) OnMemops(c, event.memops, now_ns, unix_offset_ns);
   if (!event.waits.empty()) OnWaits(c, event.waits, now_ns);
+  for (const CudaPcSample& sample : event.pc_samples) {
+    const int64_t unix_ns = now_ns + unix_offset_ns;
+    pc_.Add(c.pid, sample, now_ns, unix_ns - unix_ns % kSecond);
+  }
+  if (event.cubin) cubins_->Add(event.cubin->crc, event.cubin->bytes);
   if (event.stats) c.stats_last = *event.stats;
   if (event.window && c.windows != nullptr) {
     const ws_cuda_window& w = *event.window;
@@ -506,7 +513,7 @@ const std::vector<uint64_t>& GpuTimeCollector::StackLocations(uint64_t stack_key
   return it->second;
 }
 
-void GpuTimeCollector::FinishWindow(ProfileBuilder* builder, GpuTrace* trace, bool final) {
+void GpuTimeCollector::FinishWindow(ProfileBuilder* builder, GpuTrace* trace, bool final, ProfileBuilder* pc_builder) {
   Poll();
   const int64_t now = ClockNanos(CLOCK_MONOTONIC);
   // The agent is stopping: windows still waiting count up to now.
@@ -530,8 +537,37 @@ void GpuTimeCollector::FinishWindow(ProfileBuilder* builder, GpuTrace* trace, bo
     labels.extra.emplace_back("stream", std::to_string(s.stream));
     builder->SetSampleTime(s.bucket);
     builder->AddSample(locations, s.gpu_ns, labels);
+    std::vector<KernelLaunchShare>& shares = kernel_shares_[{s.pid, kernel->system_name}];
+    auto same = std::find_if(shares.begin(), shares.end(),
+                             [&](const KernelLaunchShare& k) { return k.stack_key == s.stack_key && k.tid == s.tid; });
+    if (same != shares.end()) {
+      same->gpu_ns += s.gpu_ns;
+    } else {
+      shares.push_back({s.stack_key, s.tid, s.gpu_ns});
+    }
   }
   builder->SetSampleTime(0);
+  if (pc_builder != nullptr) {
+    GpuPcAggregator::Context context;
+    context.stack = [&](uint64_t key) -> const std::vector<uint64_t>& { return StackLocations(key, pc_builder); };
+    context.labels = [&](uint32_t pid, uint32_t tid) { return ThreadLabels(pid, tid); };
+    context.cubins = cubins_.get();
+    const uint32_t period = options_.socket.config.pc_sampling_period_log2;
+    context.period_log2 = period != 0 ? period : 20;
+    context.now_ns = now;
+    context.delay_ns = options_.join.grace_ns + kSecond;
+    context.final = final;
+    // Stack locations are per builder: the gpu_time builder's are done with.
+    stack_locations_.clear();
+    pc_.Finish(kernel_shares_, context, pc_builder);
+    // An ended process's splits go once its last samples are out.
+    std::erase_if(ended_pids_, [&](const std::pair<uint32_t, int64_t>& e) {
+      if (!final && now - e.second <= context.delay_ns) return false;
+      pc_.ForgetProcess(e.first);
+      return true;
+    });
+  }
+  kernel_shares_.clear();
   PruneNameKeys();
   stacks_.Expire(now, options_.join.launch_ttl_ns + 2 * options_.join.grace_ns);
   stats_.scaled_processes = 0;
@@ -643,7 +679,8 @@ void GpuTimeCollector::FinishWaits(ProfileBuilder* builder, bool final) {
 
 Status GpuTimeCollector::FinishWindow(Window* window) {
   ProfileBuilder builder(0, 0, 0);
-  FinishWindow(&builder, &window->gpu_trace, window->final);
+  ProfileBuilder pc(0, 0, 0);
+  FinishWindow(&builder, &window->gpu_trace, window->final, &pc);
   ProfileBuilder waits(0, 0, 0);
   FinishWaits(&waits, window->final);
   const int64_t now = ClockNanos(CLOCK_MONOTONIC);
@@ -659,6 +696,8 @@ Status GpuTimeCollector::FinishWindow(Window* window) {
   window->gpu_time->sample_types = {{kGpuTimeTypeName, kGpuTimeUnit}};
   window->gpu_wait = waits.Finish(0);
   window->gpu_wait->sample_types = {{kGpuWaitTypeName, kGpuTimeUnit}};
+  window->gpu_pc = pc.Finish(0);
+  window->gpu_pc->sample_types = {{kGpuPcTypeName, kGpuPcUnit}};
   return Status::Ok();
 }
 
@@ -751,6 +790,35 @@ void GpuTimeCollector::AddCounters(std::vector<ProfileCounter>* counters) const 
   SetCounter(counters, "gpu_analysis_sequences_dropped", a.sequences_dropped);
   SetCounter(counters, "gpu_analysis_readings", a.readings);
   SetCounter(counters, "gpu_wait_under_gpu_work_ns", w.overlap_ns);
+  // PC sampling: the libraries' counters (latest STATS of each connection),
+  // then the agent's.
+  uint64_t pc_samples = 0, pc_hw_dropped = 0, pc_records_dropped = 0, pc_buffer_full = 0, cubins_dropped = 0;
+  uint64_t pc_refused = 0;
+  for (const auto& [id, c] : connections_) {
+    pc_samples += c.stats_last.pc_samples;
+    pc_hw_dropped += c.stats_last.pc_samples_dropped;
+    pc_records_dropped += c.stats_last.pc_records_dropped;
+    pc_buffer_full += c.stats_last.pc_hardware_buffer_full;
+    cubins_dropped += c.stats_last.cubins_dropped;
+    pc_refused += c.stats_last.pc_sampling_state >= WS_CUDA_PC_SAMPLING_NO_PERMISSION;
+  }
+  SetCounter(counters, "cuda_lib_pc_samples", pc_samples);
+  SetCounter(counters, "cuda_lib_pc_samples_dropped", pc_hw_dropped);
+  SetCounter(counters, "cuda_lib_pc_records_dropped", pc_records_dropped);
+  SetCounter(counters, "cuda_lib_pc_hardware_buffer_full", pc_buffer_full);
+  SetCounter(counters, "cuda_lib_cubins_dropped", cubins_dropped);
+  SetCounter(counters, "cuda_lib_pc_sampling_refused", pc_refused);
+  const GpuPcStats& p = pc_.stats();
+  SetCounter(counters, "gpu_pc_samples", p.samples);
+  SetCounter(counters, "gpu_pc_samples_unjoined", p.samples_unjoined);
+  SetCounter(counters, "gpu_pc_samples_dropped", p.samples_dropped);
+  SetCounter(counters, "gpu_pc_instructions_unknown", p.instructions_unknown);
+  const CubinLibraryStats cubins = cubins_->stats();
+  SetCounter(counters, "gpu_cubins", cubins.cubins);
+  SetCounter(counters, "gpu_cubin_bytes", cubins.bytes);
+  SetCounter(counters, "gpu_cubins_refused", cubins.refused + sc.cubins_skipped);
+  SetCounter(counters, "gpu_cubin_parse_failures", cubins.parse_failures);
+  SetCounter(counters, "gpu_cubins_without_sass", cubins.without_sass);
 }
 
 }  // namespace warpscope::gpu

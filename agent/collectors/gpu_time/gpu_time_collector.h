@@ -14,7 +14,8 @@
 //     puts CUPTI's timestamps on the host clock.
 // Each upload window it adds a gpu_time/nanoseconds profile (stacks from the
 // application's code to a CUDA-kernel leaf, labels device, stream, graph_id),
-// a gpu_wait/nanoseconds profile (host threads blocked in CUDA
+// a gpu_pc/cycles profile (PC samples inside kernels, under the kernels'
+// launch stacks; gpu_pc_profile.h), a gpu_wait/nanoseconds profile (host threads blocked in CUDA
 // synchronisation calls, under the calls' stacks, with the kernels and copies
 // the GPU ran meanwhile as the call's children; WaitJoiner) and the window's
 // activity trace (thinned to a per-process, per-second budget; coverage rows
@@ -39,6 +40,7 @@
 #include <vector>
 
 #include "agent/collectors/gpu_time/activity_analyzer.h"
+#include "agent/collectors/gpu_time/gpu_pc_profile.h"
 #include "agent/collectors/gpu_time/uprobe_stack_collector.h"
 #include "model/gpu_trace.h"
 #include "model/profile.h"
@@ -83,6 +85,10 @@ struct GpuTimeOptions {
   // process mapping it; past this bound such files are not probed (their
   // launch stacks are missing) and counted.
   size_t max_probe_files = 16;
+  // PC sampling (socket.config's WS_CUDA_CONFIG_PC_SAMPLING): the cubins the
+  // libraries send, held for all processes together, and how they are read.
+  size_t max_cubin_bytes = 512u << 20;
+  CubinSymbolsOptions cubin_symbols;
 };
 
 // The CPU profiling session's parts the collector shares (sampling thread).
@@ -143,9 +149,11 @@ class GpuTimeCollector : public Collector {
   // captured launch stacks and the socket's events.
   void Poll();
   // Sampling thread, at the end of an upload window: adds the GPU time joined
-  // so far to `builder` (a gpu_time profile) and the window's trace to
-  // `trace`. `final`: everything still waiting for its grace period too.
-  void FinishWindow(ProfileBuilder* builder, GpuTrace* trace, bool final);
+  // so far to `builder` (a gpu_time profile), the window's PC samples to
+  // `pc_builder` (a gpu_pc profile; null: they wait for the next call with
+  // one) and the window's trace to `trace`. `final`: everything still
+  // waiting for its grace period too.
+  void FinishWindow(ProfileBuilder* builder, GpuTrace* trace, bool final, ProfileBuilder* pc_builder = nullptr);
   // After FinishWindow: adds the waits judged by now to `builder` (a
   // gpu_wait profile). `final`: every wait still held too.
   void FinishWaits(ProfileBuilder* builder, bool final);
@@ -167,6 +175,8 @@ class GpuTimeCollector : public Collector {
   const LaunchJoinerStats& join_stats() const { return joiner_.stats(); }
   const GpuWaitStats& wait_stats() const { return waits_.stats(); }
   const GpuTimeStats& stats() const { return stats_; }
+  const GpuPcStats& pc_stats() const { return pc_.stats(); }
+  const CubinLibrary& cubins() const { return *cubins_; }
   const std::string& socket_path() const { return server_->socket_path(); }
 
  private:
@@ -251,6 +261,12 @@ class GpuTimeCollector : public Collector {
   std::map<std::pair<uint32_t, int64_t>, Coverage> coverage_;  // (pid, Unix second) this window
   std::unordered_map<uint64_t, std::vector<uint64_t>> stack_locations_;  // this window's builder
   std::vector<CudaProcessEvent> events_;  // reused
+  GpuPcAggregator pc_;
+  std::unique_ptr<CubinLibrary> cubins_;
+  // This window's GPU time per (pid, kernel system name) and launch stack,
+  // for the PC samples' split.
+  std::map<std::pair<uint32_t, std::string>, std::vector<KernelLaunchShare>> kernel_shares_;
+  std::vector<std::pair<uint32_t, int64_t>> ended_pids_;  // (pid, when): their PC splits go later
 };
 
 }  // namespace warpscope::gpu

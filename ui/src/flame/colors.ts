@@ -17,11 +17,13 @@ const LIGHTNESS = { light: 68, dark: 38 };
 const FADED_LIGHTNESS = { light: 88, dark: 22 };
 
 // native blue, kernel orange, Python green, other grey, CUDA kernel purple,
-// a group's label (group by process or thread) teal
-const KIND_HUES = [210, 25, 130, 0, 275, 180];
-// CUDA kernels (the leaves of GPU-time stacks) and group labels keep their
-// own colour in every mode.
+// a group's label (group by process or thread) teal; inside a kernel (gpu_pc):
+// source line violet, SASS instruction lilac, stall reason pink
+const KIND_HUES = [210, 25, 130, 0, 275, 180, 295, 250, 330];
+// CUDA kernels (the leaves of GPU-time stacks), the frames inside them and
+// group labels keep their own colour in every mode.
 const CUDA_KERNEL = 4;
+const INSIDE_KERNEL = [6, 7, 8];
 
 // A binary's hue, saturation and lightness offset: warm hues (red..yellow)
 // like classic flame graphs, with a little variety.
@@ -67,7 +69,7 @@ export function framePalette(
   };
   if (mode === "kind") {
     const byKind = KIND_HUES.map((h, k) => push(h, k === 3 ? 0 : 60, 0));
-    for (let i = 0; i < n; i++) nodeStyle[i] = byKind[kind[i] <= GROUP_LABEL ? kind[i] : 3];
+    for (let i = 0; i < n; i++) nodeStyle[i] = byKind[kind[i] < KIND_HUES.length ? kind[i] : 3];
   } else {
     const byBinary = binaries.map((b) => {
       if (!b) return push(0, 0, 0);
@@ -77,9 +79,12 @@ export function framePalette(
     const grey = push(0, 0, 0);
     const cuda = push(KIND_HUES[CUDA_KERNEL], 55, 0);
     const group = push(KIND_HUES[GROUP_LABEL], 45, 0);
+    const inside = INSIDE_KERNEL.map((k) => push(KIND_HUES[k], 55, 0));
     for (let i = 0; i < n; i++) {
       const k = kind[i];
-      nodeStyle[i] = k === 3 ? grey : k === CUDA_KERNEL ? cuda : k === GROUP_LABEL ? group : (byBinary[binary[i]] ?? grey);
+      const within = INSIDE_KERNEL.indexOf(k);
+      nodeStyle[i] =
+        k === 3 ? grey : k === CUDA_KERNEL ? cuda : k === GROUP_LABEL ? group : within >= 0 ? inside[within] : (byBinary[binary[i]] ?? grey);
     }
   }
   return {
@@ -165,14 +170,19 @@ export function legendItems(d: FlameData, mode: "binary" | "kind", topBinaries: 
   });
   let cuda = false;
   let groups = false;
+  const insideSeen = new Set<number>();
   for (let i = 1; i < d.n; i++) {
     if (d.kind[i] === CUDA_KERNEL) cuda = true;
     else if (d.kind[i] === GROUP_LABEL) groups = true;
+    else if (INSIDE_KERNEL.includes(d.kind[i])) insideSeen.add(d.kind[i]);
   }
+  const inside = INSIDE_KERNEL.filter((k) => insideSeen.has(k)).map((k) => item(KIND_NAMES[k], KIND_HUES[k], 55));
   const group = groups ? [item("process / thread", KIND_HUES[GROUP_LABEL], mode === "kind" ? 60 : 45)] : [];
-  if (mode === "kind") return [0, 1, 2, 4, 3].map((k) => item(k === 3 ? "other" : KIND_NAMES[k], KIND_HUES[k], k === 3 ? 0 : 60)).concat(group);
+  if (mode === "kind") {
+    return [0, 1, 2, 4, 3].map((k) => item(k === 3 ? "other" : KIND_NAMES[k], KIND_HUES[k], k === 3 ? 0 : 60)).concat(inside, group);
+  }
   const items = topBinaries.slice(0, most).map(({ binary }) => item(binary, ...binaryHue(binary)));
   if (topBinaries.length > most) items.push({ label: `+${topBinaries.length - most} more`, light: "", dark: "" });
   if (cuda) items.push(item(KIND_NAMES[CUDA_KERNEL], KIND_HUES[CUDA_KERNEL], 55));
-  return items.concat(group);
+  return items.concat(inside, group);
 }

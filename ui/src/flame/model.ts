@@ -8,7 +8,7 @@ import type { DiffJson, ProfileJson } from "../api/types";
 
 // Frame kinds (docs/api.md): 0 native, 1 kernel, 2 Python, 3 not a frame, 4 CUDA kernel,
 // 5 a group's label (group by process or thread).
-export const KIND_NAMES = ["native", "kernel", "Python", "", "CUDA kernel", "group label"];
+export const KIND_NAMES = ["native", "kernel", "Python", "", "CUDA kernel", "group label", "GPU source line", "SASS instruction", "stall reason"];
 export const GROUP_LABEL = 5;
 
 export interface DiffValues {

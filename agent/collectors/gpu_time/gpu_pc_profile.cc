@@ -1,0 +1,258 @@
+#include "agent/collectors/gpu_time/gpu_pc_profile.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+
+namespace warpscope::gpu {
+
+namespace {
+
+constexpr char kStallPrefix[] = "smsp__pcsamp_warps_issue_stalled_";
+
+// CUPTI's stall reasons (their names without kStallPrefix) in plain words;
+// Nsight Compute's "Warp State" descriptions, shortened.
+const std::pair<const char*, const char*> kStallWords[] = {
+    {"barrier", "waiting at a block barrier (__syncthreads)"},
+    {"branch_resolving", "resolving a branch target"},
+    {"dispatch_stall", "dispatch stalled (pipeline interlock)"},
+    {"drain", "draining memory stores before exit"},
+    {"imc_miss", "waiting for the constant cache (miss)"},
+    {"lg_throttle", "local/global memory queue full (too many loads and stores)"},
+    {"long_scoreboard", "waiting for global or local memory (long scoreboard)"},
+    {"math_pipe_throttle", "math pipe busy (compute bound)"},
+    {"membar", "waiting at a memory barrier"},
+    {"mio_throttle", "shared memory or special math queue full (MIO throttle)"},
+    {"misc", "miscellaneous"},
+    {"no_instructions", "no instruction fetched (instruction cache)"},
+    {"not_selected", "ready, another warp issued"},
+    {"selected", "issuing (not stalled)"},
+    {"short_scoreboard", "waiting for shared memory or special math (short scoreboard)"},
+    {"sleeping", "sleeping (nanosleep or yield)"},
+    {"tex_throttle", "texture queue full"},
+    {"wait", "fixed-latency dependency (wait)"},
+    {"warpgroup_arrive", "waiting for a warpgroup arrive"},
+    {"gmma", "waiting for a warpgroup matrix multiply (wgmma)"},
+    {"math", "waiting for a math result"},
+};
+
+std::string Basename(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::string HexOffset(uint64_t offset) {
+  char buf[24];
+  std::snprintf(buf, sizeof(buf), "0x%04" PRIx64, offset);
+  return buf;
+}
+
+}  // namespace
+
+std::string StallReasonWords(const std::string& cupti_name) {
+  std::string reason = cupti_name;
+  if (reason.rfind(kStallPrefix, 0) == 0) reason = reason.substr(sizeof(kStallPrefix) - 1);
+  std::string suffix;
+  constexpr std::string_view kNotIssued = "_not_issued";
+  if (reason.size() > kNotIssued.size() && reason.compare(reason.size() - kNotIssued.size(), kNotIssued.size(), kNotIssued) == 0) {
+    reason.resize(reason.size() - kNotIssued.size());
+    suffix = ", not issued";
+  }
+  for (const auto& [name, words] : kStallWords) {
+    if (reason == name) return words + suffix;
+  }
+  // Unknown to this table: CUPTI's own name, readable.
+  std::replace(reason.begin(), reason.end(), '_', ' ');
+  return (reason.empty() ? cupti_name : reason) + suffix;
+}
+
+CubinLibrary::CubinLibrary(size_t max_bytes, CubinSymbolsOptions options)
+    : max_bytes_(max_bytes), options_(std::move(options)) {
+  worker_ = std::thread([this] { Run(); });
+}
+
+CubinLibrary::~CubinLibrary() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  worker_.join();
+}
+
+void CubinLibrary::Add(uint64_t crc, std::shared_ptr<const std::string> bytes) {
+  if (bytes == nullptr) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (bytes_.count(crc)) return;
+    if (stats_.bytes + bytes->size() > max_bytes_) {
+      ++stats_.refused;
+      return;
+    }
+    stats_.bytes += bytes->size();
+    ++stats_.cubins;
+    bytes_.emplace(crc, std::move(bytes));
+    queue_.push_back(crc);
+  }
+  cv_.notify_all();
+}
+
+std::shared_ptr<const CubinSymbols> CubinLibrary::Find(uint64_t crc) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = parsed_.find(crc);
+  return it != parsed_.end() ? it->second : nullptr;
+}
+
+bool CubinLibrary::WaitIdle(int timeout_ms) const {
+  std::unique_lock<std::mutex> lock(mu_);
+  return cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] { return queue_.empty() && !busy_; });
+}
+
+CubinLibraryStats CubinLibrary::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+void CubinLibrary::Run() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+    if (stop_) return;
+    const uint64_t crc = queue_.front();
+    queue_.pop_front();
+    std::shared_ptr<const std::string> bytes = bytes_[crc];
+    busy_ = true;
+    lock.unlock();
+    StatusOr<CubinSymbols> parsed = CubinSymbols::Parse(*bytes, options_);
+    lock.lock();
+    busy_ = false;
+    if (parsed.ok()) {
+      ++stats_.parsed;
+      if (!parsed->has_sass()) ++stats_.without_sass;
+      parsed_[crc] = std::make_shared<const CubinSymbols>(std::move(parsed).value());
+    } else {
+      ++stats_.parse_failures;
+    }
+    cv_.notify_all();
+  }
+}
+
+void GpuPcAggregator::Add(uint32_t pid, const CudaPcSample& sample, int64_t now_ns, int64_t unix_second) {
+  stats_.samples += sample.record.samples;
+  if (buckets_.empty() || buckets_.back().unix_second != unix_second) {
+    buckets_.push_back(Bucket{now_ns, unix_second, {}});
+  }
+  std::map<Key, uint64_t>& samples = buckets_.back().samples;
+  const Key key{pid, sample.record.device_id, sample.function->key, sample.record.cubin_crc, sample.record.pc_offset,
+                sample.stall_reason->key};
+  auto it = samples.find(key);
+  if (it == samples.end()) {
+    if (keys_ >= max_keys_) {
+      stats_.samples_dropped += sample.record.samples;
+      return;
+    }
+    it = samples.emplace(key, 0).first;
+    ++keys_;
+    names_.emplace(sample.function->key, sample.function);
+    names_.emplace(sample.stall_reason->key, sample.stall_reason);
+  }
+  it->second += sample.record.samples;
+}
+
+void GpuPcAggregator::ForgetProcess(uint32_t pid) {
+  last_shares_.erase(last_shares_.lower_bound({pid, std::string()}), last_shares_.lower_bound({pid + 1, std::string()}));
+}
+
+void GpuPcAggregator::Finish(const std::map<std::pair<uint32_t, std::string>, std::vector<KernelLaunchShare>>& shares,
+                             const Context& context, ProfileBuilder* builder) {
+  for (const auto& [key, list] : shares) last_shares_[key] = list;
+  static const std::vector<KernelLaunchShare> kNotRecorded = {{~0ull, 0, 1}};
+  std::vector<uint64_t> locations;
+  while (!buckets_.empty() && (context.final || buckets_.front().arrived_ns <= context.now_ns - context.delay_ns)) {
+    Bucket bucket = std::move(buckets_.front());
+    buckets_.pop_front();
+    keys_ -= bucket.samples.size();
+    builder->SetSampleTime(bucket.unix_second);
+    AddBucket(bucket, context, kNotRecorded, builder);
+  }
+  builder->SetSampleTime(0);
+  if (buckets_.empty()) names_.clear();
+}
+
+void GpuPcAggregator::AddBucket(const Bucket& bucket, const Context& context,
+                                const std::vector<KernelLaunchShare>& not_recorded, ProfileBuilder* builder) {
+  const std::vector<KernelLaunchShare>& kNotRecorded = not_recorded;
+  std::vector<uint64_t> locations;
+  for (const auto& [key, count] : bucket.samples) {
+    const InternedKernelName& function = *names_.at(key.function);
+    const InternedKernelName& stall = *names_.at(key.stall);
+    const std::string& mangled = function.text.system_name;
+    const auto found = last_shares_.find({key.pid, mangled});
+    const std::vector<KernelLaunchShare>* split = found != last_shares_.end() ? &found->second : &kNotRecorded;
+    if (split == &kNotRecorded) stats_.samples_unjoined += count;
+
+    const std::shared_ptr<const CubinSymbols> symbols = context.cubins ? context.cubins->Find(key.crc) : nullptr;
+    const std::optional<GpuInstruction> instruction =
+        symbols ? symbols->Find(mangled, key.pc) : std::optional<GpuInstruction>();
+    if (!instruction) ++stats_.instructions_unknown;
+
+    // Leaf first: stall reason, instruction, source line, kernel.
+    locations.clear();
+    const std::string words = StallReasonWords(stall.text.system_name);
+    locations.push_back(
+        builder->InternSourceLocation(builder->InternFunction(words, stall.text.system_name), 0, FrameKind::kGpuStall));
+    std::string text = HexOffset(key.pc);
+    if (instruction && symbols->has_sass()) text += " " + instruction->sass;
+    const uint64_t inst_fn = builder->InternFunction(text, mangled + "+" + HexOffset(key.pc));
+    locations.push_back(builder->InternLocation(0, key.pc, FrameKind::kGpuInstruction, {{inst_fn, 0}}));
+    if (instruction && instruction->line > 0) {
+      std::string name = Basename(instruction->file) + ":" + std::to_string(instruction->line);
+      std::string inlined;
+      if (!instruction->inlined.empty()) {
+        inlined = instruction->inlined.front().function;
+        name += " in " + inlined;
+      }
+      const uint64_t line_fn = builder->InternFunction(name, inlined, instruction->file);
+      locations.push_back(builder->InternSourceLocation(line_fn, instruction->line, FrameKind::kGpuLine));
+    }
+    std::string kernel_name = function.text.name;
+    if (symbols != nullptr && kernel_name == mangled) {
+      const std::string_view demangled = symbols->DemangledName(mangled);
+      if (!demangled.empty()) kernel_name = std::string(demangled);
+    }
+    locations.push_back(
+        builder->InternSourceLocation(builder->InternFunction(kernel_name, mangled), 0, FrameKind::kCudaKernel));
+    const size_t inside = locations.size();
+
+    // The kernel's estimated cycles, split over its launch stacks by their
+    // GPU time (the last share takes the rounding).
+    const uint32_t shift = std::min<uint32_t>(context.period_log2, 31);
+    const int64_t cycles = static_cast<int64_t>(std::min<uint64_t>(count, uint64_t{INT64_MAX} >> shift) << shift);
+    int64_t total_ns = 0;
+    for (const KernelLaunchShare& s : *split) total_ns += std::max<int64_t>(s.gpu_ns, 0);
+    int64_t given = 0;
+    for (size_t i = 0; i < split->size(); ++i) {
+      const KernelLaunchShare& s = (*split)[i];
+      const int64_t value = i + 1 == split->size()
+                                ? cycles - given
+                                : static_cast<int64_t>(static_cast<__int128>(cycles) * std::max<int64_t>(s.gpu_ns, 0) /
+                                                       std::max<int64_t>(total_ns, 1));
+      given += value;
+      if (value <= 0) continue;
+      locations.resize(inside);
+      if (s.stack_key == ~0ull) {
+        const uint64_t fn = builder->InternFunction("[launch not recorded]", "[launch not recorded]");
+        locations.push_back(builder->InternLocation(0, 0, FrameKind::kNative, {{fn, 0}}));
+      } else {
+        const std::vector<uint64_t>& stack = context.stack(s.stack_key);
+        locations.insert(locations.end(), stack.begin(), stack.end());
+      }
+      SampleLabels labels = context.labels(key.pid, s.stack_key == ~0ull ? 0 : s.tid);
+      labels.extra.emplace_back("device", std::to_string(key.device));
+      builder->AddSample(locations, value, labels);
+    }
+  }
+}
+
+}  // namespace warpscope::gpu

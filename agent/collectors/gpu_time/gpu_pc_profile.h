@@ -1,0 +1,168 @@
+// The gpu_pc profile: PC samples from inside kernels (docs/design/gpu_pc.md).
+//
+// CUPTI's continuous PC sampling gives counts per (process, device, kernel
+// function, cubin, PC offset, stall reason) with no launch, so a kernel's
+// samples are spread over the stacks that launched that kernel, in
+// proportion to the GPU time each stack's launches of it took in the same
+// window (the gpu_time profile's split). Each sample counts 2^period
+// cycles of one SM's warp scheduler; the profile's values are those
+// estimated cycles, so the split stays exact in integers. Leafward of the
+// kernel frame come the source line (when the cubin has line information),
+// the instruction and, as the leaf, the stall reason: the flame graph,
+// tables and diff work on it unchanged, and a stall reason is a frame one
+// can search, focus or fold like any other.
+//
+// CubinLibrary keeps the cubins the libraries sent (one copy per CRC, for
+// all processes, within a byte bound) and parses each on its own worker
+// thread (nvdisasm may take seconds); until a cubin is parsed, or when it
+// never arrived, its instructions show as offsets.
+//
+// The kernels' GPU time reaches the profile only after the join's grace
+// period (a kernel record waits for its launch stack), so PC samples wait as
+// long: they go out once the GPU time of the seconds they were read in has
+// been split, and with the last window in any case.
+//
+// Threading: CubinLibrary's Add and Find are safe from any thread;
+// GpuPcAggregator belongs to the sampling thread.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "agent/collectors/gpu_time/socket/cuda_socket_server.h"
+#include "agent/symbolize/cubin_symbols.h"
+#include "model/profile.h"
+
+namespace warpscope::gpu {
+
+inline constexpr char kGpuPcTypeName[] = "gpu_pc";
+inline constexpr char kGpuPcUnit[] = "cycles";
+
+// CUPTI's stall reason name in plain words: "waiting for global or local
+// memory (long scoreboard)" for smsp__pcsamp_warps_issue_stalled_long_scoreboard.
+std::string StallReasonWords(const std::string& cupti_name);
+
+struct CubinLibraryStats {
+  uint64_t cubins = 0;        // held now
+  uint64_t bytes = 0;         // held now
+  uint64_t refused = 0;       // over the byte bound
+  uint64_t parsed = 0;
+  uint64_t parse_failures = 0;
+  uint64_t without_sass = 0;  // parsed, but nvdisasm absent or failed
+};
+
+class CubinLibrary {
+ public:
+  CubinLibrary(size_t max_bytes, CubinSymbolsOptions options);
+  ~CubinLibrary();
+  CubinLibrary(const CubinLibrary&) = delete;
+  CubinLibrary& operator=(const CubinLibrary&) = delete;
+
+  // A cubin from a library (the same CRC again is ignored).
+  void Add(uint64_t crc, std::shared_ptr<const std::string> bytes);
+  // Null until parsed, or when it failed to parse or never came.
+  std::shared_ptr<const CubinSymbols> Find(uint64_t crc) const;
+  // Waits until every cubin added so far is parsed (tests); false after `timeout_ms`.
+  bool WaitIdle(int timeout_ms) const;
+  CubinLibraryStats stats() const;
+
+ private:
+  void Run();
+
+  const size_t max_bytes_;
+  const CubinSymbolsOptions options_;
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  std::unordered_map<uint64_t, std::shared_ptr<const std::string>> bytes_;
+  std::unordered_map<uint64_t, std::shared_ptr<const CubinSymbols>> parsed_;
+  std::deque<uint64_t> queue_;
+  bool busy_ = false;
+  bool stop_ = false;
+  CubinLibraryStats stats_;
+  std::thread worker_;
+};
+
+// GPU time of one launch stack's launches of a kernel in the window.
+struct KernelLaunchShare {
+  uint64_t stack_key = 0;  // 0: launches without a sampled stack
+  uint32_t tid = 0;
+  int64_t gpu_ns = 0;
+};
+
+struct GpuPcStats {
+  uint64_t samples = 0;            // PC samples received
+  uint64_t samples_unjoined = 0;   // of a kernel with no GPU time seen in its process yet
+  uint64_t samples_dropped = 0;    // over the window's bound of distinct keys
+  uint64_t instructions_unknown = 0;  // cubin missing or unparsed, or an offset it lacks
+};
+
+class GpuPcAggregator {
+ public:
+  explicit GpuPcAggregator(size_t max_keys = 1'000'000) : max_keys_(max_keys) {}
+
+  // `now_ns`: CLOCK_MONOTONIC when it arrived; `unix_second`: the Unix
+  // second it is reported in.
+  void Add(uint32_t pid, const CudaPcSample& sample, int64_t now_ns, int64_t unix_second);
+
+  // Hooks into the collector: the locations of a launch stack (leaf first),
+  // the labels of a launching thread.
+  struct Context {
+    std::function<const std::vector<uint64_t>&(uint64_t stack_key)> stack;
+    std::function<SampleLabels(uint32_t pid, uint32_t tid)> labels;
+    const CubinLibrary* cubins = nullptr;
+    uint32_t period_log2 = 20;
+    int64_t now_ns = 0;    // CLOCK_MONOTONIC
+    int64_t delay_ns = 0;  // samples younger than this wait (the join's grace)
+    bool final = false;    // every sample goes out
+  };
+  // Adds the samples old enough to `builder` under the kernels' launch
+  // stacks: `shares` holds the GPU time split in this window per (pid,
+  // kernel system name) and stack; a kernel takes its latest known split,
+  // or goes under "[launch not recorded]" when none is known.
+  void Finish(const std::map<std::pair<uint32_t, std::string>, std::vector<KernelLaunchShare>>& shares,
+              const Context& context, ProfileBuilder* builder);
+  // A process ended: its remembered splits go.
+  void ForgetProcess(uint32_t pid);
+
+  const GpuPcStats& stats() const { return stats_; }
+
+ private:
+  struct Key {
+    uint32_t pid;
+    uint32_t device;
+    uint64_t function;  // InternedKernelName::key
+    uint64_t crc;
+    uint64_t pc;
+    uint64_t stall;  // InternedKernelName::key
+    bool operator<(const Key& o) const {
+      return std::tie(pid, device, function, crc, pc, stall) < std::tie(o.pid, o.device, o.function, o.crc, o.pc, o.stall);
+    }
+  };
+
+  struct Bucket {
+    int64_t arrived_ns = 0;   // CLOCK_MONOTONIC of its first sample
+    int64_t unix_second = 0;  // reported in this second
+    std::map<Key, uint64_t> samples;
+  };
+
+  void AddBucket(const Bucket& bucket, const Context& context, const std::vector<KernelLaunchShare>& not_recorded,
+                 ProfileBuilder* builder);
+
+  const size_t max_keys_;
+  std::deque<Bucket> buckets_;  // oldest first
+  size_t keys_ = 0;             // in all buckets
+  std::unordered_map<uint64_t, std::shared_ptr<const InternedKernelName>> names_;  // of the buckets' keys
+  std::map<std::pair<uint32_t, std::string>, std::vector<KernelLaunchShare>> last_shares_;
+  GpuPcStats stats_;
+};
+
+}  // namespace warpscope::gpu

@@ -1,0 +1,140 @@
+#include "agent/collectors/gpu_time/gpu_pc_profile.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+namespace warpscope::gpu {
+namespace {
+
+std::shared_ptr<const InternedKernelName> Name(uint64_t key, const std::string& system_name,
+                                               const std::string& name) {
+  auto n = std::make_shared<InternedKernelName>();
+  n->key = key;
+  n->text.system_name = system_name;
+  n->text.name = name;
+  return n;
+}
+
+CudaPcSample Sample(const std::shared_ptr<const InternedKernelName>& function,
+                    const std::shared_ptr<const InternedKernelName>& stall, uint64_t pc, uint32_t samples) {
+  CudaPcSample s;
+  s.record.cubin_crc = 0xc0b;
+  s.record.pc_offset = pc;
+  s.record.samples = samples;
+  s.record.device_id = 1;
+  s.function = function;
+  s.stall_reason = stall;
+  return s;
+}
+
+// Folded stacks of a profile, root first, with values.
+std::map<std::string, int64_t> Folded(const Profile& p) {
+  std::map<std::string, int64_t> out;
+  for (const ProfileSample& s : p.samples) {
+    std::string stack;
+    for (auto it = s.location_ids.rbegin(); it != s.location_ids.rend(); ++it) {
+      const ProfileLocation& loc = p.location(*it);
+      stack += (stack.empty() ? "" : ";") + p.function(loc.lines.front().function_id).name;
+    }
+    out[stack + " tid=" + std::to_string(s.labels.tid)] += s.count;
+  }
+  return out;
+}
+
+TEST(StallReasonWordsTest, KnownNotIssuedAndUnknownReasons) {
+  EXPECT_EQ(StallReasonWords("smsp__pcsamp_warps_issue_stalled_long_scoreboard"),
+            "waiting for global or local memory (long scoreboard)");
+  EXPECT_EQ(StallReasonWords("smsp__pcsamp_warps_issue_stalled_barrier_not_issued"),
+            "waiting at a block barrier (__syncthreads), not issued");
+  EXPECT_EQ(StallReasonWords("smsp__pcsamp_warps_issue_stalled_brand_new_reason"), "brand new reason");
+  EXPECT_EQ(StallReasonWords("something_else"), "something else");
+}
+
+class GpuPcAggregatorTest : public ::testing::Test {
+ protected:
+  GpuPcAggregator::Context Context(ProfileBuilder* builder, int64_t now_ns, bool final = false) {
+    stacks_.clear();  // location ids are the builder's
+    GpuPcAggregator::Context c;
+    c.stack = [this, builder](uint64_t key) -> const std::vector<uint64_t>& {
+      auto [it, inserted] = stacks_.try_emplace(key);
+      if (inserted) {
+        const uint64_t fn = builder->InternFunction("site" + std::to_string(key), "site" + std::to_string(key));
+        it->second.push_back(builder->InternLocation(0, 0x1000 + key, FrameKind::kNative, {{fn, 0}}));
+      }
+      return it->second;
+    };
+    c.labels = [](uint32_t pid, uint32_t tid) {
+      SampleLabels l;
+      l.pid = pid;
+      l.tid = tid;
+      return l;
+    };
+    c.period_log2 = 4;
+    c.now_ns = now_ns;
+    c.delay_ns = 3'000;
+    c.final = final;
+    return c;
+  }
+
+  std::map<uint64_t, std::vector<uint64_t>> stacks_;
+  const std::shared_ptr<const InternedKernelName> kernel_ = Name(10, "_Z6kernelv", "kernel()");
+  const std::shared_ptr<const InternedKernelName> other_ = Name(11, "_Z5otherv", "other()");
+  const std::shared_ptr<const InternedKernelName> stall_ =
+      Name(20, "smsp__pcsamp_warps_issue_stalled_math_pipe_throttle", "");
+};
+
+// A kernel's samples, as cycles (samples << period), spread over its launch
+// stacks by their GPU time; a kernel never seen with GPU time goes under
+// "[launch not recorded]"; the instruction is an offset without its cubin.
+TEST_F(GpuPcAggregatorTest, SamplesAreSplitByGpuTimeAfterTheDelay) {
+  GpuPcAggregator pc;
+  pc.Add(1, Sample(kernel_, stall_, 0x40, 5), 1'000, 2'000'000'000);
+  pc.Add(2, Sample(other_, stall_, 0x10, 1), 1'000, 2'000'000'000);
+  const std::map<std::pair<uint32_t, std::string>, std::vector<KernelLaunchShare>> shares = {
+      {{1, "_Z6kernelv"}, {{7, 70, 300}, {8, 80, 100}}}};
+  {
+    ProfileBuilder early(0, 0, 0);
+    pc.Finish(shares, Context(&early, 2'000), &early);
+    EXPECT_TRUE(early.Finish(0).samples.empty()) << "younger than the delay";
+  }
+  ProfileBuilder builder(0, 0, 0);
+  pc.Finish({}, Context(&builder, 4'000), &builder);  // the split seen before still holds
+  const Profile p = builder.Finish(0);
+  const std::map<std::string, int64_t> got = Folded(p);
+  const std::string inside = "0x0040;math pipe busy (compute bound)";
+  EXPECT_EQ(got.at("site7;kernel();" + inside + " tid=70"), 60);
+  EXPECT_EQ(got.at("site8;kernel();" + inside + " tid=80"), 20);
+  EXPECT_EQ(got.at("[launch not recorded];other();0x0010;math pipe busy (compute bound) tid=0"), 16);
+  EXPECT_EQ(got.size(), 3u);
+  for (const ProfileSample& s : p.samples) {
+    ASSERT_EQ(s.labels.extra.size(), 1u);
+    EXPECT_EQ(s.labels.extra[0], (std::pair<std::string, std::string>{"device", "1"}));
+    EXPECT_EQ(s.time_nanos, 2'000'000'000);
+    EXPECT_EQ(p.location(s.location_ids[0]).kind, FrameKind::kGpuStall);
+    EXPECT_EQ(p.location(s.location_ids[1]).kind, FrameKind::kGpuInstruction);
+    EXPECT_EQ(p.location(s.location_ids[2]).kind, FrameKind::kCudaKernel);
+  }
+  EXPECT_EQ(pc.stats().samples, 6u);
+  EXPECT_EQ(pc.stats().samples_unjoined, 1u);
+  EXPECT_EQ(pc.stats().instructions_unknown, 2u);
+
+  // The last window takes everything, however young.
+  pc.Add(1, Sample(kernel_, stall_, 0x40, 1), 10'000, 3'000'000'000);
+  ProfileBuilder last(0, 0, 0);
+  pc.Finish({}, Context(&last, 10'001, /*final=*/true), &last);
+  int64_t total = 0;
+  for (const auto& [stack, v] : Folded(last.Finish(0))) total += v;
+  EXPECT_EQ(total, 16);
+}
+
+TEST_F(GpuPcAggregatorTest, DistinctKeysAreBoundedAndCounted) {
+  GpuPcAggregator pc(2);
+  for (uint64_t pcoff = 0; pcoff < 5; ++pcoff) pc.Add(1, Sample(kernel_, stall_, pcoff * 16, 3), 0, 0);
+  EXPECT_EQ(pc.stats().samples, 15u);
+  EXPECT_EQ(pc.stats().samples_dropped, 9u);
+}
+
+}  // namespace
+}  // namespace warpscope::gpu
