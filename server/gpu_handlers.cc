@@ -1,14 +1,17 @@
 #include "server/gpu_handlers.h"
 
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 
 #include "base/logging.h"
 #include "model/selector.h"
 #include "query/chrome_trace.h"
+#include "query/gpu_kernel_source.h"
 #include "query/gpu_kernel_table.h"
 #include "query/gpu_stream_timeline.h"
+#include "query/json_text.h"
 #include "server/api_params.h"
 
 namespace warpscope::server {
@@ -40,6 +43,40 @@ class GpuHandlers {
     auto activities = store_->SelectGpuActivities(*q);
     if (!activities.ok()) return ErrorFor(activities.status());
     return WithCaveats(http::HttpResponse::Json(200, query::RenderGpuTraceJson(*activities, q->from_ns, q->to_ns)),
+                       context);
+  }
+
+  // Inside one kernel (gpu_pc): its sampled instructions under their source
+  // lines with cycles per stall reason. `kernel`: its mangled or display name.
+  http::HttpResponse KernelSource(const http::HttpRequest& req) const {
+    const std::string kernel = req.QueryValue("kernel").value_or("");
+    if (kernel.empty()) return ErrorFor(InvalidArgumentError("kernel is required (its mangled or display name)"));
+    storage::QueryContext context = storage::QueryContext::WithTimeout(options_.query_timeout);
+    auto profile = PcProfile(req, &context);
+    if (!profile.ok()) return ErrorFor(profile.status());
+    auto json = query::RenderKernelSourceJson(*profile, kernel);
+    if (!json.ok()) return ErrorFor(json.status());
+    return WithCaveats(http::HttpResponse::Json(200, *json), context);
+  }
+
+  // Per kernel, the shares of its PC samples stalled on memory, compute and
+  // synchronisation.
+  http::HttpResponse Stalls(const http::HttpRequest& req) const {
+    storage::QueryContext context = storage::QueryContext::WithTimeout(options_.query_timeout);
+    auto profile = PcProfile(req, &context);
+    if (!profile.ok()) return ErrorFor(profile.status());
+    nlohmann::json kernels = nlohmann::json::array();
+    for (const query::KernelStalls& k : query::KernelStallShares(*profile)) {
+      kernels.push_back({{"kernel", k.kernel},
+                         {"system_name", k.system_name},
+                         {"value", k.value},
+                         {"memory", k.memory},
+                         {"compute", k.compute},
+                         {"sync", k.sync},
+                         {"issuing", k.issuing},
+                         {"other", k.other}});
+    }
+    return WithCaveats(http::HttpResponse::Json(200, query::DumpJson({{"unit", "cycles"}, {"kernels", kernels}})),
                        context);
   }
 
@@ -95,6 +132,13 @@ class GpuHandlers {
     return store_->SelectStackTimeline(tq);
   }
 
+  StatusOr<storage::MergedProfile> PcProfile(const http::HttpRequest& req, storage::QueryContext* context) const {
+    ASSIGN_OR_RETURN(storage::ProfileQuery p, ParseProfileQuery(req, options_.now_ns()));
+    p.type = "gpu_pc";
+    p.context = context;
+    return store_->SelectProfile(p);
+  }
+
   // from/to/selector as every query takes them; the trace's range capped.
   StatusOr<GpuActivityQuery> Parse(const http::HttpRequest& req, bool trace) const {
     ASSIGN_OR_RETURN(storage::ProfileQuery p, ParseProfileQuery(req, options_.now_ns()));
@@ -126,6 +170,8 @@ void AddGpuRoutes(storage::ProfileStore* store, const ApiOptions& options, http:
   routes->push_back({"GET", "/api/v1/gpu/kernels", bind(&GpuHandlers::Kernels)});
   routes->push_back({"GET", "/api/v1/gpu/trace", bind(&GpuHandlers::Trace)});
   routes->push_back({"GET", "/api/v1/gpu/trace.json", bind(&GpuHandlers::TraceDownload)});
+  routes->push_back({"GET", "/api/v1/gpu/kernel_source", bind(&GpuHandlers::KernelSource)});
+  routes->push_back({"GET", "/api/v1/gpu/stalls", bind(&GpuHandlers::Stalls)});
 }
 
 }  // namespace warpscope::server

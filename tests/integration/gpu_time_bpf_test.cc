@@ -270,6 +270,33 @@ TEST_F(GpuTimeTest, PcSamplesLandUnderTheirCallSitesKernelsLinesInstructionsAndS
   std::string any;
   for (const auto& [stack, cycles] : stacks) any = stack;
   std::cerr << "a gpu_pc stack: " << any << "\n";
+
+  // Inside demo::scale: its two sampled instructions under their lines, the
+  // stall reasons by class, and the shares the insights read.
+  HttpResult source = HttpGet(server_->port(),
+                              "/api/v1/gpu/kernel_source?kernel=_ZN4demo5scaleEPfPKffi&from=now-10m&to=now", kToken);
+  ASSERT_EQ(source.status, 200) << source.body;
+  const json view = json::parse(source.body);
+  EXPECT_EQ(view["kernel"], "demo::scale(float*, float const*, float, int)");
+  EXPECT_EQ(view["total"].get<int64_t>(), (iterations * 4) << kPeriod);
+  EXPECT_FALSE(view["sass"].get<bool>()) << "no nvdisasm in CI";
+  std::map<int64_t, int64_t> by_offset;
+  for (const json& line : view["lines"]) {
+    EXPECT_EQ(line["file"].get<std::string>().substr(line["file"].get<std::string>().rfind('/') + 1), "kernels.cu");
+    for (const json& i : line["instructions"]) by_offset[i["offset"].get<int64_t>()] += i["value"].get<int64_t>();
+  }
+  EXPECT_EQ(by_offset[0x40], (iterations * 3) << kPeriod);
+  EXPECT_EQ(by_offset[0x80], (iterations * 1) << kPeriod);
+  EXPECT_NEAR(view["shares"]["memory"].get<double>(), 0.75, 1e-9);
+  EXPECT_NEAR(view["shares"]["compute"].get<double>(), 0.25, 1e-9);
+  HttpResult stalls = HttpGet(server_->port(), "/api/v1/gpu/stalls?from=now-10m&to=now", kToken);
+  ASSERT_EQ(stalls.status, 200) << stalls.body;
+  const json kernels = json::parse(stalls.body)["kernels"];
+  ASSERT_EQ(kernels.size(), 2u);
+  EXPECT_EQ(kernels[0]["system_name"], "_ZN4demo5scaleEPfPKffi") << "the most sampled first";
+  EXPECT_NEAR(kernels[1]["memory"].get<double>(), 1.0, 1e-9) << "add_one waits on memory only";
+  EXPECT_EQ(HttpGet(server_->port(), "/api/v1/gpu/kernel_source?kernel=nope&from=now-10m&to=now", kToken).status,
+            404);
 }
 
 TEST_F(GpuTimeTest, GpuWaitIsExactUnderEachCallSiteWithTheKernelsItWaitedFor) {

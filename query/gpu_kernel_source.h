@@ -1,0 +1,45 @@
+// Inside one kernel, from a merged gpu_pc profile (docs/design/gpu_pc.md):
+// its sampled instructions in order, folded under their source lines, each
+// with its cycles per stall reason, for the source/SASS view; and per kernel
+// the share of stalls by class (memory, compute, synchronisation), for the
+// insights that ask whether a kernel is memory bound.
+//
+// gpu_pc stacks run, leaf first: stall reason, instruction, source line
+// (optional), kernel, then the launch stack. The view reads the frames
+// leafward of the kernel and ignores the launch stacks (a kernel's
+// instructions are the same whoever launched it).
+//
+// Threading: plain functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "storage/profile_store.h"
+
+namespace warpscope::query {
+
+// What a stall reason is waiting for (CUPTI's name, with or without the
+// smsp__pcsamp_warps_issue_stalled_ prefix and the _not_issued suffix).
+enum class StallClass { kMemory, kCompute, kSync, kIssuing, kOther };
+StallClass ClassifyStall(std::string_view cupti_name);
+const char* StallClassName(StallClass c);  // "memory", "compute", "sync", "issuing", "other"
+
+struct KernelStalls {
+  std::string kernel;       // display name
+  std::string system_name;  // mangled
+  int64_t value = 0;        // cycles sampled in the kernel
+  // Shares of `value` by StallClass (sum 1).
+  double memory = 0, compute = 0, sync = 0, issuing = 0, other = 0;
+};
+// Every kernel of the profile, the most sampled first.
+std::vector<KernelStalls> KernelStallShares(const storage::MergedProfile& profile);
+
+// The source/SASS view of the kernel named `kernel` (its mangled or display
+// name) as JSON (docs/api.md, "Inside a kernel"). NotFound when the profile
+// has no samples in it.
+StatusOr<std::string> RenderKernelSourceJson(const storage::MergedProfile& profile, std::string_view kernel);
+
+}  // namespace warpscope::query

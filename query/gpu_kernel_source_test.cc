@@ -1,0 +1,75 @@
+#include "query/gpu_kernel_source.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+namespace warpscope::query {
+namespace {
+
+using warpscope::v1::FrameKind;
+
+storage::ResolvedFrame Frame(FrameKind kind, const std::string& name, const std::string& system,
+                             uint64_t address = 0, const std::string& file = "", int64_t line = 0) {
+  storage::ResolvedFrame f;
+  f.location_id = address * 16 + static_cast<uint64_t>(kind) + std::hash<std::string>{}(name);
+  f.kind = kind;
+  f.function_name = name;
+  f.system_name = system;
+  f.address = address;
+  f.file = file;
+  f.line = line;
+  return f;
+}
+
+TEST(StallClassTest, CuptiNamesWithAndWithoutPrefixAndSuffix) {
+  EXPECT_EQ(ClassifyStall("smsp__pcsamp_warps_issue_stalled_long_scoreboard"), StallClass::kMemory);
+  EXPECT_EQ(ClassifyStall("smsp__pcsamp_warps_issue_stalled_math_pipe_throttle_not_issued"), StallClass::kCompute);
+  EXPECT_EQ(ClassifyStall("barrier"), StallClass::kSync);
+  EXPECT_EQ(ClassifyStall("smsp__pcsamp_warps_issue_stalled_selected"), StallClass::kIssuing);
+  EXPECT_EQ(ClassifyStall("smsp__pcsamp_warps_issue_stalled_branch_resolving"), StallClass::kOther);
+  EXPECT_STREQ(StallClassName(StallClass::kMemory), "memory");
+}
+
+// Two instructions on two lines of one kernel, launched from two stacks:
+// the view merges the stacks, orders by offset, and shares add up.
+TEST(KernelSourceTest, InstructionsUnderLinesWithStallsAndShares) {
+  storage::MergedProfile p;
+  p.frames = {
+      Frame(FrameKind::FRAME_KIND_GPU_STALL, "waiting for memory", "smsp__pcsamp_warps_issue_stalled_long_scoreboard"),
+      Frame(FrameKind::FRAME_KIND_GPU_STALL, "math pipe busy", "smsp__pcsamp_warps_issue_stalled_math_pipe_throttle"),
+      Frame(FrameKind::FRAME_KIND_GPU_INSTRUCTION, "0x0080 FFMA R1, R2, R3, R4", "_Z1kv+0x0080", 0x80),
+      Frame(FrameKind::FRAME_KIND_GPU_INSTRUCTION, "0x0040 LDG.E R2, desc[UR4][R2.64]", "_Z1kv+0x0040", 0x40),
+      Frame(FrameKind::FRAME_KIND_GPU_LINE, "k.cu:9", "", 0, "/src/k.cu", 9),
+      Frame(FrameKind::FRAME_KIND_GPU_LINE, "k.cu:7 in load", "load", 0, "/src/k.cu", 7),
+      Frame(FrameKind::FRAME_KIND_CUDA_KERNEL, "k()", "_Z1kv"),
+      Frame(FrameKind::FRAME_KIND_NATIVE, "site_a", "site_a", 0x10),
+      Frame(FrameKind::FRAME_KIND_NATIVE, "site_b", "site_b", 0x20),
+  };
+  p.stacks = {{{1, 2, 4, 6, 7}, 30}, {{0, 3, 5, 6, 7}, 60}, {{0, 3, 5, 6, 8}, 10}};
+  auto text = RenderKernelSourceJson(p, "k()");
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  const nlohmann::json j = nlohmann::json::parse(*text);
+  EXPECT_EQ(j["system_name"], "_Z1kv");
+  EXPECT_EQ(j["total"], 100);
+  EXPECT_TRUE(j["sass"].get<bool>());
+  ASSERT_EQ(j["stalls"].size(), 2u);
+  EXPECT_EQ(j["stalls"][0]["class"], "memory");
+  EXPECT_EQ(j["stalls"][0]["value"], 70);
+  ASSERT_EQ(j["lines"].size(), 2u);
+  EXPECT_EQ(j["lines"][0]["line"], 7) << "the line of the first instruction first";
+  EXPECT_EQ(j["lines"][0]["function"], "load");
+  EXPECT_EQ(j["lines"][0]["instructions"][0]["offset"], 0x40);
+  EXPECT_EQ(j["lines"][0]["instructions"][0]["text"], "LDG.E R2, desc[UR4][R2.64]");
+  EXPECT_EQ(j["lines"][0]["instructions"][0]["value"], 70);
+  EXPECT_EQ(j["lines"][1]["instructions"][0]["stalls"][0][0], 1) << "math pipe: the second reason";
+  EXPECT_DOUBLE_EQ(j["shares"]["memory"].get<double>(), 0.7);
+  EXPECT_DOUBLE_EQ(j["shares"]["compute"].get<double>(), 0.3);
+  EXPECT_EQ(RenderKernelSourceJson(p, "other()").status().code(), StatusCode::kNotFound);
+  const std::vector<KernelStalls> shares = KernelStallShares(p);
+  ASSERT_EQ(shares.size(), 1u);
+  EXPECT_EQ(shares[0].value, 100);
+}
+
+}  // namespace
+}  // namespace warpscope::query
