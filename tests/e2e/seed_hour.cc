@@ -14,6 +14,7 @@
 // Usage: e2e_seed_hour PORT TOKEN NODE
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -86,6 +87,32 @@ warpscope::v1::IngestBatch GpuSeconds(const std::string& node, int64_t gpu_from_
     }
     label_sets.push_back(f.batch().samples(f.batch().samples_size() - 1).label_set());
   }
+  // gpu_pc: PC samples inside the trainer's gemm_kernel, estimated cycles a
+  // second: four instructions on three lines of gemm.cu with their stall
+  // reasons (frames leafward of the kernel; their kinds are set below).
+  struct PcRow {
+    const char* line;
+    const char* instruction;
+    const char* stall;
+    int64_t cycles;
+  };
+  const PcRow pc_rows[] = {
+      {"py:gemm.cu:40@/src/gemm.cu:40", "0x0040 IMAD R2, R0, R3, RZ", "math pipe busy (compute bound)", 100'000},
+      {"py:gemm.cu:42@/src/gemm.cu:42", "0x0080 LDG.E.128 R4, desc[UR4][R2.64]",
+       "waiting for global or local memory (long scoreboard)", 600'000},
+      {"py:gemm.cu:42@/src/gemm.cu:42", "0x0080 LDG.E.128 R4, desc[UR4][R2.64]", "issuing (not stalled)", 50'000},
+      {"py:gemm.cu:44@/src/gemm.cu:44", "0x00c0 HMMA.16816.F32 R8, R4, R6, R8", "math pipe busy (compute bound)", 200'000},
+      {"py:gemm.cu:45@/src/gemm.cu:45", "0x0100 BAR.SYNC.DEFER_BLOCKING 0x0", "waiting at a block barrier (__syncthreads)",
+       50'000},
+  };
+  const GpuWork& gemm = processes[0].second[0];
+  for (int sec = 0; sec < kSeconds; ++sec) {
+    for (const PcRow& r : pc_rows) {
+      f.Add(gemm.launch_stack + ";" + gemm.name + ";" + r.line + ";" + r.instruction + "@[cuda kernel];" + r.stall +
+                "@[cuda kernel]",
+            processes[0].first, r.cycles, gpu_from_ns + sec * kSec, "gpu_pc");
+    }
+  }
   // CPU samples of the two processes' main threads in the same seconds (the
   // kernels view's CPU lanes): the trainer 60 a second, the loader 20.
   for (int sec = 0; sec < kSeconds; ++sec) {
@@ -110,6 +137,31 @@ warpscope::v1::IngestBatch GpuSeconds(const std::string& node, int64_t gpu_from_
         loc.set_address(0);
         fn->set_system_name(add_string(w.system_name));
       }
+    }
+  }
+  // Inside the kernel: source lines, instructions (at their offsets) and
+  // stall reasons (CUPTI's names as system names).
+  const std::map<std::string, std::string> cupti_stalls = {
+      {"math pipe busy (compute bound)", "smsp__pcsamp_warps_issue_stalled_math_pipe_throttle"},
+      {"waiting for global or local memory (long scoreboard)", "smsp__pcsamp_warps_issue_stalled_long_scoreboard"},
+      {"issuing (not stalled)", "smsp__pcsamp_warps_issue_stalled_selected"},
+      {"waiting at a block barrier (__syncthreads)", "smsp__pcsamp_warps_issue_stalled_barrier"}};
+  for (auto& loc : *batch.mutable_locations()) {
+    auto* fn = batch.mutable_functions(static_cast<int>(loc.lines(0).function()));
+    const std::string name = batch.strings(static_cast<int>(fn->name()));
+    if (name.rfind("gemm.cu:", 0) == 0) {
+      loc.set_kind(warpscope::v1::FRAME_KIND_GPU_LINE);
+      fn->set_system_name(add_string(""));  // the kernel's own code: no inlined function
+    } else if (name.rfind("0x0", 0) == 0) {
+      loc.set_kind(warpscope::v1::FRAME_KIND_GPU_INSTRUCTION);
+      loc.set_mapping(0);
+      loc.set_address(std::stoull(name.substr(0, name.find(' ')), nullptr, 16));
+      fn->set_system_name(add_string("_Z11gemm_kernelIfEvPfi+" + name.substr(0, name.find(' '))));
+    } else if (auto stall = cupti_stalls.find(name); stall != cupti_stalls.end()) {
+      loc.set_kind(warpscope::v1::FRAME_KIND_GPU_STALL);
+      loc.set_mapping(0);
+      loc.set_address(0);
+      fn->set_system_name(add_string(stall->second));
     }
   }
   // The trace and its coverage; the loader's third second is cut at 500 ms.

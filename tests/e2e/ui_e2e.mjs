@@ -877,6 +877,26 @@ try {
     if (add.launches !== "800" || add.totalNs !== "80000000") fail(`elementwise_add_kernel: 800 launches, 80 ms; found ${JSON.stringify(add)}`);
     if ((await page.locator("table.kernels tbody tr").first().getAttribute("data-name")) !== "void gemm_kernel<float>(float*, int)") fail("the table should start with the largest total");
 
+    // Inside gemm_kernel (gpu_pc): its seeded instructions under their lines,
+    // the hottest marked, stall reasons in plain words with CUPTI's names.
+    const source = page.locator(".kernel-source");
+    await page.locator("table.kernels tbody tr").filter({ has: page.locator("td.fn", { hasText: "void gemm_kernel<float>(float*, int)" }) })
+      .first().locator("button[data-source]").click();
+    await waitFor("the kernel's source/SASS view", async () => Number(await source.getAttribute("data-instructions")) > 0, 10000);
+    const sv = await source.evaluate((e) => ({ ...e.dataset }));
+    log(`kernel source: ${JSON.stringify(sv)}`);
+    if (sv.instructions !== "4" || sv.lines !== "4") fail(`gemm_kernel: 4 instructions on 4 lines expected, found ${JSON.stringify(sv)}`);
+    const hottest = await source.locator('tr.sass[data-hot="1"]').getAttribute("data-offset");
+    if (hottest !== String(0x80)) fail(`the hottest instruction should be the load at 0x0080, found ${hottest}`);
+    const legendFirst = source.locator(".stall-legend li").first();
+    if (!/long scoreboard/.test(await legendFirst.innerText()) || (await legendFirst.getAttribute("title")) !== "smsp__pcsamp_warps_issue_stalled_long_scoreboard") {
+      fail(`the top stall reason should be the long scoreboard, with CUPTI's name on hover: ${await legendFirst.innerText()}`);
+    }
+    if (!/LDG\.E\.128/.test(await source.innerText())) fail("the SASS text should be shown");
+    if ((await source.locator(".stall-seg").count()) !== 5) fail("one bar segment per (instruction, stall reason): 5");
+    await source.scrollIntoViewIfNeeded();
+    await shot("gpu_kernel_source");
+
     // The node's per-stream timeline: 4 streams, the loader's thinned second shaded.
     const timeline = page.locator(".stream-timeline");
     await page.goto(`${url}/?view=kernels&from=${gFrom}&to=${gTo}&selector=${q(gpuNode)}`);

@@ -109,7 +109,7 @@ uint32_t BatchFactory::Type(const std::string& type) {
   if (it != types_.end()) return it->second;
   auto* t = batch_.add_types();
   t->set_name(String(type));
-  t->set_sample_unit(String(type == "cpu" ? "samples" : "nanoseconds"));
+  t->set_sample_unit(String(type == "cpu" ? "samples" : type == "gpu_pc" ? "cycles" : "nanoseconds"));
   t->set_period_nanos(type == "cpu" ? 1'000'000'000 / 19 : 0);
   const uint32_t index = batch_.types_size() - 1;
   types_.emplace(type, index);

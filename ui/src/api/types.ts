@@ -153,6 +153,36 @@ export interface KernelsJson {
   kernels: KernelRow[]; // by total_ns, largest first
 }
 
+// GET /api/v1/gpu/kernel_source (gpu_pc: inside one kernel)
+export interface StallReason {
+  name: string; // plain words
+  cupti_name: string;
+  class: string; // memory, compute, sync, issuing, other
+  value: number;
+}
+export interface SourceInstruction {
+  offset: number;
+  text: string; // SASS; "" without nvdisasm on the agent's host
+  value: number;
+  stalls: [number, number][]; // [index into stalls, cycles]
+}
+export interface SourceLine {
+  file: string; // "" without line information
+  line: number;
+  function: string; // the inlined function, "" for the kernel's own code
+  value: number;
+  instructions: SourceInstruction[];
+}
+export interface KernelSourceJson {
+  kernel: string;
+  system_name: string;
+  total: number;
+  sass: boolean;
+  stalls: StallReason[];
+  lines: SourceLine[];
+  shares: Record<string, number>;
+}
+
 // GET /api/v1/gpu/trace
 // [start_ns (absolute unix), duration_ns, name index, kind, correlation_id, graph_id,
 //  launch_start_ns (absolute; 0 unknown), launch_duration_ns, launch_tid, launch_api (index into launch_apis)]

@@ -16,6 +16,7 @@ export interface KernelTableEvents {
   onSort: (key: KernelSortKey) => void;
   onSelect: (name: string) => void; // "" clears
   onFlame: (name: string) => void;
+  onSource: (row: KernelRow) => void; // inside the kernel (gpu_pc)
 }
 
 const MAX_ROWS = 1000;
@@ -73,7 +74,12 @@ export function renderKernelTable(
         <td class="share"><span class="share-bar" style="width:${((100 * k.share) / maxShare).toFixed(1)}%"></span><span class="share-text">${(
           100 * k.share
         ).toFixed(1)}%</span></td>
-        <td>${k.kind === "kernel" ? `<button class="link" data-flame="${i}" title="the gpu_time flame graph, searching for this kernel">flame graph</button>` : ""}</td></tr>`;
+        <td>${
+          k.kind === "kernel"
+            ? `<button class="link" data-flame="${i}" title="the gpu_time flame graph, searching for this kernel">flame graph</button> ·
+               <button class="link" data-source="${i}" title="its instructions, source lines and stall reasons (PC samples)">source</button>`
+            : ""
+        }</td></tr>`;
       })
       .join("")}</tbody></table>
     <p class="muted small">${rows.length} of ${json.kernels.length} kernels and copies${rows.length > shown.length ? `, first ${shown.length} shown` : ""}.</p>`;
@@ -83,6 +89,7 @@ export function renderKernelTable(
       const k = shown[Number(tr.dataset.row)];
       const label = kernelLabel(k);
       if ((e.target as HTMLElement).dataset.flame !== undefined) events.onFlame(k.name);
+      else if ((e.target as HTMLElement).dataset.source !== undefined) events.onSource(k);
       else events.onSelect(label === selected ? "" : label);
     }),
   );

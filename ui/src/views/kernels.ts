@@ -25,6 +25,8 @@ import { TraceModel, buildTrace } from "../gpu/trace_model";
 import { ViewState } from "../state";
 import { formatNanos, formatTime, resolveTime } from "../time";
 import { KernelSortKey, describeKernel, renderKernelTable } from "./kernel_table";
+import { renderKernelSource } from "./kernel_source";
+import type { KernelSourceJson } from "../api/types";
 import { Shell, View, openSandwich } from "./view";
 
 // The busiest threads shown under the stream timeline.
@@ -44,6 +46,7 @@ export class KernelsView implements View {
   readonly root = el("div", "kernels-panel");
   private summary = el("div", "kernels-summary");
   private tableEl = el("div", "table-wrap kernels-table");
+  private sourceEl = el("div", "kernel-source");
   private traceHead = el("div", "trace-head");
   private exportLink = el("a", "export-trace", "⤓ Export trace (Perfetto/Chrome JSON)");
   private timeline: StreamTimeline;
@@ -71,7 +74,7 @@ export class KernelsView implements View {
       onSelectRange: (from, to) => shell.update({ from: String(from), to: String(to), live: false, kernel: "" }, true),
       onContext: openSandwich(shell),
     });
-    this.root.append(this.summary, this.tableEl, this.traceHead, this.timeline.panel, this.cpuHead, this.cpuPanel);
+    this.root.append(this.summary, this.tableEl, this.sourceEl, this.traceHead, this.timeline.panel, this.cpuHead, this.cpuPanel);
     section.append(this.root);
   }
 
@@ -96,6 +99,9 @@ export class KernelsView implements View {
     const toMs = resolveTime(s.to, now) ?? now;
     const fromMs = resolveTime(s.from, now) ?? toMs - 3600e3;
     const params: Params = { from: fromMs, to: toMs, selector: s.selector || undefined };
+    if (this.loaded?.fromMs !== fromMs || this.loaded?.toMs !== toMs || this.loaded?.params.selector !== params.selector) {
+      renderKernelSource(this.sourceEl, null);  // of another range
+    }
     const withTrace = toMs - fromMs <= MAX_TRACE_MS;
     // The table is the view; a trace that fails (a server's other limit)
     // leaves the table and says why where the timeline would be.
@@ -137,8 +143,25 @@ export class KernelsView implements View {
     }
   }
 
+  // The kernel's instructions, lines and stalls under the table (same range
+  // and selector).
+  private async openSource(kernel: string): Promise<void> {
+    const l = this.loaded;
+    if (!l) return;
+    this.sourceEl.dataset.loading = "1";
+    try {
+      const json = await apiGet<KernelSourceJson>("/api/v1/gpu/kernel_source", { ...l.params, kernel });
+      renderKernelSource(this.sourceEl, json);
+    } catch (e) {
+      renderKernelSource(this.sourceEl, null, `No PC samples of this kernel in the range (${errorText(e)}); agents sample inside kernels with --gpu-pc-sampling on.`);
+    }
+    delete this.sourceEl.dataset.loading;
+    this.sourceEl.scrollIntoView({ block: "nearest" });
+  }
+
   // Nothing stale under an error message.
   private clear(): void {
+    this.sourceEl.replaceChildren();
     this.loaded = null;
     this.timeline.setData(null);
     this.summary.replaceChildren();
@@ -166,6 +189,7 @@ export class KernelsView implements View {
       onSelect: (name) => this.select(name),
       // A kernel's launch stacks: the gpu_time flame graph, searching for it.
       onFlame: (name) => this.shell.update({ view: "flame", type: "gpu_time", search: name, focus: "" }, true),
+      onSource: (row) => void this.openSource(row.system_name || row.name),
     });
     this.exportLink.href = apiUrl("/api/v1/gpu/trace.json", l.params);
     this.exportLink.setAttribute("download", `warpscope-gpu-trace-${l.fromMs}.json`);
