@@ -6,6 +6,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "query/insight_support.h"
 #include "query/json_text.h"
 
 namespace warpscope::query {
@@ -112,6 +113,43 @@ std::vector<KernelStalls> KernelStallShares(const storage::MergedProfile& p) {
     out.push_back(std::move(k));
   }
   std::stable_sort(out.begin(), out.end(), [](const KernelStalls& a, const KernelStalls& b) { return a.value > b.value; });
+  return out;
+}
+
+std::vector<Insight> FindMemoryBoundKernels(const storage::MergedProfile& p, const InsightInputs& in,
+                                            const InsightOptions& o, const std::string& selector) {
+  using insight_support::Percent;
+  using insight_support::Severity;
+  std::vector<Insight> out;
+  const std::vector<KernelStalls> kernels = KernelStallShares(p);
+  int64_t total = 0;
+  for (const KernelStalls& k : kernels) total += k.value;
+  for (const KernelStalls& k : kernels) {
+    const double share = static_cast<double>(k.value) / static_cast<double>(total);
+    if (share < o.memory_bound_kernel_share || k.memory < o.memory_bound_stall_share) continue;
+    Insight x;
+    x.kind = "memory_bound";
+    x.target = {{"kernel", k.kernel}};
+    x.severity = Severity(share);
+    // Samples: cycles over the smallest sampling period's (2^5); only the
+    // order of magnitude matters for the wording.
+    x.confidence = k.value >= (int64_t{10000} << 5) ? "high" : k.value >= (int64_t{1000} << 5) ? "medium" : "low";
+    x.confidence_reason = "from PC samples inside the kernel (" + Percent(share) +
+                          " of the range's sampled GPU cycles); the saving is not estimated (it depends on the kernel)";
+    x.summary = k.kernel + " spent " + Percent(k.memory) + " of its sampled cycles with warps waiting on memory (" +
+                Percent(k.compute) + " on math, " + Percent(k.sync) + " on synchronisation): it is memory bound.";
+    x.fix = "Read each byte fewer times: fuse it with the kernels around it (torch.compile), coalesce its loads, use "
+            "shared memory or lower precision for what it streams, and give it more work per byte (a larger batch).";
+    x.fix_reason = "Its warps wait for loads, not for math: a faster math path does not help, fewer or wider memory "
+                   "accesses do. The kernel's source view shows which instructions and lines wait.";
+    x.ranges = {{in.from_ns, in.to_ns}};
+    x.numbers = {{"memory_stall_share", k.memory}, {"compute_stall_share", k.compute}, {"sync_stall_share", k.sync},
+                 {"kernel_share", share}};
+    x.kernels = {{k.kernel, "[cuda kernel]", 4, k.value, share}};
+    x.evidence_type = "gpu_pc";
+    x.evidence_selector = selector;
+    out.push_back(std::move(x));
+  }
   return out;
 }
 

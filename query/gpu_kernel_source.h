@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "query/insights.h"
 #include "storage/profile_store.h"
 
 namespace warpscope::query {
@@ -36,6 +37,14 @@ struct KernelStalls {
 };
 // Every kernel of the profile, the most sampled first.
 std::vector<KernelStalls> KernelStallShares(const storage::MergedProfile& profile);
+
+// memory_bound from PC samples: each kernel of `profile` (the gpu_pc
+// profile of the request's range and selector) that holds at least
+// memory_bound_kernel_share of its cycles and was stalled on memory at
+// least memory_bound_stall_share of them; a hint whose saving is not
+// estimated (0), ranked by the kernel's share.
+std::vector<Insight> FindMemoryBoundKernels(const storage::MergedProfile& profile, const InsightInputs& in,
+                                            const InsightOptions& options, const std::string& selector);
 
 // The source/SASS view of the kernel named `kernel` (its mangled or display
 // name) as JSON (docs/api.md, "Inside a kernel"). NotFound when the profile

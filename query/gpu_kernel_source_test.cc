@@ -69,6 +69,21 @@ TEST(KernelSourceTest, InstructionsUnderLinesWithStallsAndShares) {
   const std::vector<KernelStalls> shares = KernelStallShares(p);
   ASSERT_EQ(shares.size(), 1u);
   EXPECT_EQ(shares[0].value, 100);
+
+  // 70 % of its cycles on memory: memory bound at the default 60 %, not at 80 %.
+  InsightInputs in;
+  in.from_ns = 1;
+  in.to_ns = 2;
+  const std::vector<Insight> found = FindMemoryBoundKernels(p, in, InsightOptions{}, "{pid=\"7\"}");
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].kind, "memory_bound");
+  EXPECT_EQ(found[0].target, (storage::Labels{{"kernel", "k()"}}));
+  EXPECT_EQ(found[0].evidence_type, "gpu_pc");
+  EXPECT_EQ(found[0].evidence_selector, "{pid=\"7\"}");
+  EXPECT_EQ(found[0].severity, "high");
+  InsightOptions strict;
+  strict.memory_bound_stall_share = 0.8;
+  EXPECT_TRUE(FindMemoryBoundKernels(p, in, strict, "").empty());
 }
 
 }  // namespace

@@ -412,7 +412,9 @@ std::string RenderInsightsJson(std::vector<Insight> insights, const InsightInput
                   {"throttle_share", o.throttle_share},
                   {"transfer_share", o.transfer_share},
                   {"memory_bound_dram_percent", o.memory_bound_dram_percent},
-                  {"memory_bound_tensor_percent", o.memory_bound_tensor_percent}};
+                  {"memory_bound_tensor_percent", o.memory_bound_tensor_percent},
+                  {"memory_bound_stall_share", o.memory_bound_stall_share},
+                  {"memory_bound_kernel_share", o.memory_bound_kernel_share}};
   json answer = {{"version", 1},          {"from", in.from_ns / kMs}, {"to", in.to_ns / kMs},
                  {"step_ms", in.step_ns / kMs}, {"options", options},   {"insights", list}};
   return answer.dump();

@@ -64,6 +64,11 @@ struct InsightOptions {
   // cores are active at most memory_bound_tensor_percent of the time.
   double memory_bound_dram_percent = 60;
   double memory_bound_tensor_percent = 20;
+  // memory_bound from PC samples (gpu_pc): a kernel holding at least
+  // memory_bound_kernel_share of the range's sampled cycles whose warps
+  // were stalled on memory at least memory_bound_stall_share of them.
+  double memory_bound_stall_share = 0.6;
+  double memory_bound_kernel_share = 0.1;
   // Top functions / call sites named in the evidence.
   size_t top = 5;
 };
@@ -95,6 +100,8 @@ struct InsightInputs {
   // NVML per GPU (node, gpu): gpu_clocks_throttled by reason too, the SM
   // clocks, and GPM's DRAM bandwidth and tensor activity (percent).
   std::vector<storage::MetricSeries> throttled, sm_clock, sm_clock_max, dram_bandwidth, tensor_activity;
+  // The store holds gpu_pc samples (PC sampling inside kernels).
+  bool has_gpu_pc = false;
 };
 
 struct InsightRange {

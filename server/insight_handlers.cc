@@ -6,6 +6,7 @@
 #include <string>
 
 #include "model/selector.h"
+#include "query/gpu_kernel_source.h"
 #include "query/insights.h"
 #include "server/api_params.h"
 
@@ -69,6 +70,17 @@ class InsightHandlers {
     }
     for (query::Insight& x : query::FindThrottled(in, *o)) insights.push_back(std::move(x));
     for (query::Insight& x : query::FindMemoryBound(in, *o)) insights.push_back(std::move(x));
+    // From PC samples inside kernels, where agents sample them.
+    if (in.has_gpu_pc) {
+      storage::ProfileQuery p = *q;
+      p.type = "gpu_pc";
+      auto pc = store_->SelectProfile(p);
+      if (!pc.ok()) return ErrorFor(pc.status());
+      for (query::Insight& x :
+           query::FindMemoryBoundKernels(*pc, in, *o, req.QueryValue("selector").value_or("{}"))) {
+        insights.push_back(std::move(x));
+      }
+    }
     query::DropExplainedStarvation(&insights);
     return WithCaveats(http::HttpResponse::Json(200, query::RenderInsightsJson(std::move(insights), in, *o)), context);
   }
@@ -96,6 +108,10 @@ class InsightHandlers {
     ASSIGN_OR_RETURN(o.transfer_share, ParseNumber(req, "transfer_share", o.transfer_share, 0, 1));
     ASSIGN_OR_RETURN(o.memory_bound_dram_percent,
                      ParseNumber(req, "memory_bound_dram_percent", o.memory_bound_dram_percent, 0, 100));
+    ASSIGN_OR_RETURN(o.memory_bound_stall_share,
+                     ParseNumber(req, "memory_bound_stall_share", o.memory_bound_stall_share, 0, 1));
+    ASSIGN_OR_RETURN(o.memory_bound_kernel_share,
+                     ParseNumber(req, "memory_bound_kernel_share", o.memory_bound_kernel_share, 0, 1));
     ASSIGN_OR_RETURN(o.memory_bound_tensor_percent,
                      ParseNumber(req, "memory_bound_tensor_percent", o.memory_bound_tensor_percent, 0, 100));
     ASSIGN_OR_RETURN(const uint64_t top, ParseUnsigned(req, "top", o.top, 50));
@@ -164,6 +180,7 @@ class InsightHandlers {
     };
     RETURN_IF_ERROR(series("cpu", &in->cpu_threads));
     RETURN_IF_ERROR(series("gpu_wait", &in->wait_threads));
+    in->has_gpu_pc = std::any_of(types.begin(), types.end(), [](const auto& t) { return t.name == "gpu_pc"; });
     return Status::Ok();
   }
 

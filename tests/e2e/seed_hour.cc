@@ -88,8 +88,10 @@ warpscope::v1::IngestBatch GpuSeconds(const std::string& node, int64_t gpu_from_
     label_sets.push_back(f.batch().samples(f.batch().samples_size() - 1).label_set());
   }
   // gpu_pc: PC samples inside the trainer's gemm_kernel, estimated cycles a
-  // second: four instructions on three lines of gemm.cu with their stall
-  // reasons (frames leafward of the kernel; their kinds are set below).
+  // second: four instructions on four lines of gemm.cu with their stall
+  // reasons (frames leafward of the kernel; their kinds are set below); 55 %
+  // on memory, under the memory_bound insight's 60 %, so the insights the
+  // test expects stay the same.
   struct PcRow {
     const char* line;
     const char* instruction;
@@ -97,9 +99,9 @@ warpscope::v1::IngestBatch GpuSeconds(const std::string& node, int64_t gpu_from_
     int64_t cycles;
   };
   const PcRow pc_rows[] = {
-      {"py:gemm.cu:40@/src/gemm.cu:40", "0x0040 IMAD R2, R0, R3, RZ", "math pipe busy (compute bound)", 100'000},
+      {"py:gemm.cu:40@/src/gemm.cu:40", "0x0040 IMAD R2, R0, R3, RZ", "math pipe busy (compute bound)", 150'000},
       {"py:gemm.cu:42@/src/gemm.cu:42", "0x0080 LDG.E.128 R4, desc[UR4][R2.64]",
-       "waiting for global or local memory (long scoreboard)", 600'000},
+       "waiting for global or local memory (long scoreboard)", 550'000},
       {"py:gemm.cu:42@/src/gemm.cu:42", "0x0080 LDG.E.128 R4, desc[UR4][R2.64]", "issuing (not stalled)", 50'000},
       {"py:gemm.cu:44@/src/gemm.cu:44", "0x00c0 HMMA.16816.F32 R8, R4, R6, R8", "math pipe busy (compute bound)", 200'000},
       {"py:gemm.cu:45@/src/gemm.cu:45", "0x0100 BAR.SYNC.DEFER_BLOCKING 0x0", "waiting at a block barrier (__syncthreads)",

@@ -297,6 +297,17 @@ TEST_F(GpuTimeTest, PcSamplesLandUnderTheirCallSitesKernelsLinesInstructionsAndS
   EXPECT_NEAR(kernels[1]["memory"].get<double>(), 1.0, 1e-9) << "add_one waits on memory only";
   EXPECT_EQ(HttpGet(server_->port(), "/api/v1/gpu/kernel_source?kernel=nope&from=now-10m&to=now", kToken).status,
             404);
+  // Both kernels wait on memory (75 % and 100 % of their cycles): memory_bound
+  // insights from the PC samples, demo::scale the larger.
+  HttpResult insights = HttpGet(server_->port(), "/api/v1/insights?from=now-10m&to=now", kToken);
+  ASSERT_EQ(insights.status, 200) << insights.body;
+  std::vector<std::string> memory_bound;
+  const json found = json::parse(insights.body);
+  for (const json& x : found["insights"]) {
+    if (x["kind"] == "memory_bound" && x["target"].contains("kernel")) memory_bound.push_back(x["target"]["kernel"]);
+  }
+  EXPECT_EQ(memory_bound, (std::vector<std::string>{"demo::scale(float*, float const*, float, int)", "add_one"}))
+      << insights.body.substr(0, 2000);
 }
 
 TEST_F(GpuTimeTest, GpuWaitIsExactUnderEachCallSiteWithTheKernelsItWaitedFor) {
