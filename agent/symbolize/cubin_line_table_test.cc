@@ -1,4 +1,5 @@
 #include "agent/symbolize/cubin_line_table.h"
+#include "agent/symbolize/cubin_test_fixtures.h"
 
 #include <elf.h>
 #include <gtest/gtest.h>
@@ -12,31 +13,13 @@
 namespace warpscope {
 namespace {
 
+using cubin_test::ReadFixture;
 const std::string kTestdata = WS_CUBIN_TESTDATA;
 
-std::string ReadFixture(const std::string& name) {
-  std::ifstream in(kTestdata + "/" + name, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// The bytes of the section called `name` (a test's own reading of the
-// section headers, independent of the code under test).
+// The bytes of the section called `name`.
 std::string_view SectionOf(std::string_view elf, std::string_view name) {
-  Elf64_Ehdr eh;
-  std::memcpy(&eh, elf.data(), sizeof(eh));
-  auto header = [&](size_t i) {
-    Elf64_Shdr sh;
-    std::memcpy(&sh, elf.data() + eh.e_shoff + i * sizeof(sh), sizeof(sh));
-    return sh;
-  };
-  const Elf64_Shdr names = header(eh.e_shstrndx);
-  for (size_t i = 1; i < eh.e_shnum; ++i) {
-    const Elf64_Shdr sh = header(i);
-    if (elf.data() + names.sh_offset + sh.sh_name == name) return elf.substr(sh.sh_offset, sh.sh_size);
-  }
-  return {};
+  const cubin_test::SectionPlace place = cubin_test::FindSection(elf, name);
+  return place.found ? elf.substr(place.offset, place.size) : std::string_view();
 }
 
 // A line-table unit assembled by hand.

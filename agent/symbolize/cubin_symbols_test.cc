@@ -1,4 +1,5 @@
 #include "agent/symbolize/cubin_symbols.h"
+#include "agent/symbolize/cubin_test_fixtures.h"
 
 #include <elf.h>
 #include <gtest/gtest.h>
@@ -22,13 +23,7 @@ const std::string kTestdata = WS_CUBIN_TESTDATA;
 const std::string kScale = "_ZN4demo5scaleEPfPKffi";
 const std::string kSqrtSlowPath = "$__internal_0_$__cuda_sm20_sqrt_rn_f32_slowpath";
 
-std::string ReadFixture(const std::string& name) {
-  std::ifstream in(kTestdata + "/" + name, std::ios::binary);
-  EXPECT_TRUE(in.good()) << name;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using cubin_test::ReadFixture;
 
 // The line of kernels.cu that carries "MARK: <name>".
 int Mark(const std::string& name) {
@@ -57,26 +52,12 @@ bool EndsWith(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// A section's place in an ELF image, read independently of the code under test.
-struct SectionPlace {
-  size_t offset = 0;
-  size_t size = 0;
-};
+// A section's place in an ELF image.
+using cubin_test::SectionPlace;
 SectionPlace Section(const std::string& elf, const std::string& name) {
-  Elf64_Ehdr eh;
-  std::memcpy(&eh, elf.data(), sizeof(eh));
-  auto header = [&](size_t i) {
-    Elf64_Shdr sh;
-    std::memcpy(&sh, elf.data() + eh.e_shoff + i * sizeof(sh), sizeof(sh));
-    return sh;
-  };
-  const Elf64_Shdr names = header(eh.e_shstrndx);
-  for (size_t i = 1; i < eh.e_shnum; ++i) {
-    const Elf64_Shdr sh = header(i);
-    if (name == elf.data() + names.sh_offset + sh.sh_name) return {sh.sh_offset, sh.sh_size};
-  }
-  ADD_FAILURE() << "no section " << name;
-  return {};
+  const SectionPlace place = cubin_test::FindSection(elf, name);
+  if (!place.found) ADD_FAILURE() << "no section " << name;
+  return place;
 }
 
 void Store64(std::string& bytes, size_t offset, uint64_t v) { std::memcpy(bytes.data() + offset, &v, sizeof(v)); }

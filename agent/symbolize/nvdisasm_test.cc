@@ -1,4 +1,5 @@
 #include "agent/symbolize/nvdisasm.h"
+#include "agent/symbolize/cubin_test_fixtures.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -15,13 +16,7 @@ namespace {
 
 const std::string kTestdata = WS_CUBIN_TESTDATA;
 
-std::string ReadFixture(const std::string& name) {
-  std::ifstream in(kTestdata + "/" + name, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  EXPECT_TRUE(in.good() || in.eof()) << name;
-  return ss.str();
-}
+using cubin_test::ReadFixture;
 
 void WriteExecutable(const std::string& path, const std::string& contents) {
   std::ofstream(path) << contents;

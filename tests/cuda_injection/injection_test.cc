@@ -444,17 +444,6 @@ TEST(CudaInjection, KernelsLaunchesAndStatsReachTheAgent) {
   EXPECT_EQ(host.Quit(), 0);
 }
 
-// Made-up cubin bytes, as the host makes them (injection_test_host.cc).
-std::string MadeUpCubin(size_t size, uint32_t seed) {
-  std::string bytes(size, '\0');
-  uint32_t x = seed * 2654435761u + 1;
-  for (char& c : bytes) {
-    x = x * 1664525u + 1013904223u;
-    c = static_cast<char>(x >> 24);
-  }
-  return bytes;
-}
-
 ws_cuda_config PcSamplingConfig() {
   ws_cuda_config c = FastConfig();
   c.flags |= WS_CUDA_CONFIG_PC_SAMPLING;
@@ -518,9 +507,9 @@ TEST(CudaInjection, PcSamplesAndCubinsReachTheAgent) {
     }
     ASSERT_EQ(agent.cubins.size(), 2u) << "each cubin once";
     EXPECT_EQ(agent.cubins[0].crc, big);
-    EXPECT_EQ(*agent.cubins[0].bytes, MadeUpCubin(150000, 7));
+    EXPECT_EQ(*agent.cubins[0].bytes, WsFakeCuptiMadeUpCubin(150000, 7));
     EXPECT_EQ(agent.cubins[1].crc, small);
-    EXPECT_EQ(*agent.cubins[1].bytes, MadeUpCubin(3000, 8));
+    EXPECT_EQ(*agent.cubins[1].bytes, WsFakeCuptiMadeUpCubin(3000, 8));
   }
   EXPECT_EQ((got[{"_Z4gemmv", 256, "smsp__pcsamp_warps_issue_stalled_barrier"}]), 40u);
   EXPECT_EQ((got[{"_Z4gemmv", 512, "smsp__pcsamp_warps_issue_stalled_selected"}]), 60u);

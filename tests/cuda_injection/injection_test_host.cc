@@ -50,18 +50,6 @@ struct Hooks {
   ws_fake_cupti_pc_sampling_period_fn pc_period = nullptr;
 };
 
-// A made-up cubin of `size` bytes from `seed` (the same bytes for the test's
-// check); CUPTI's CRC of it is the fake's FNV-1a.
-std::string MadeUpCubin(size_t size, uint32_t seed) {
-  std::string bytes(size, '\0');
-  uint32_t x = seed * 2654435761u + 1;
-  for (char& c : bytes) {
-    x = x * 1664525u + 1013904223u;
-    c = static_cast<char>(x >> 24);
-  }
-  return bytes;
-}
-
 uint64_t Fnv1a(const std::string& bytes) {
   uint64_t h = 1469598103934665603ull;
   for (char c : bytes) h = (h ^ static_cast<uint8_t>(c)) * 1099511628211ull;
@@ -213,7 +201,7 @@ int main(int argc, char** argv) {
       size_t size = 0;
       uint32_t seed = 0;
       in >> size >> seed;
-      const std::string cubin = MadeUpCubin(size, seed);
+      const std::string cubin = WsFakeCuptiMadeUpCubin(size, seed);
       hooks.load_module(cubin.data(), cubin.size());
       Reply("ok " + std::to_string(Fnv1a(cubin)));
     } else if (cmd == "pc") {

@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <string>
+
 extern "C" {
 // Calls of a CUPTI function since load (`name` null: of all of them).
 typedef uint64_t (*ws_fake_cupti_call_count_fn)(const char* name);
@@ -84,6 +86,18 @@ typedef int (*ws_fake_cupti_pc_sample_fn)(const char* function, uint64_t cubin_c
 // The sampling period (log2 cycles) configured on `device`'s context, 0 when
 // PC sampling is not enabled and configured there.
 typedef uint32_t (*ws_fake_cupti_pc_sampling_period_fn)(uint32_t device);
+}
+
+// A made-up cubin of `size` bytes from `seed`, for the module-load tests
+// (the host that loads it and the test that checks what arrived).
+inline std::string WsFakeCuptiMadeUpCubin(size_t size, uint32_t seed) {
+  std::string bytes(size, '\0');
+  uint32_t x = seed * 2654435761u + 1;
+  for (char& c : bytes) {
+    x = x * 1664525u + 1013904223u;
+    c = static_cast<char>(x >> 24);
+  }
+  return bytes;
 }
 
 // cuptiGetTimestamp() = CLOCK_MONOTONIC + this, so tests can check calibration.
