@@ -93,9 +93,7 @@ bool ParseConfig(const uint8_t* data, size_t size, ws_cuda_config* out) {
   if (size < sizeof(ws_cuda_msg_header)) return false;
   ws_cuda_msg_header header;
   std::memcpy(&header, data, sizeof(header));
-  const size_t record = header.version == 1   ? WS_CUDA_CONFIG_V1_SIZE
-                        : header.version <= 4 ? WS_CUDA_CONFIG_V4_SIZE
-                                              : sizeof(ws_cuda_config);
+  const size_t record = ws_cuda_config_size(header.version);
   if (header.magic != WS_CUDA_WIRE_MAGIC || header.version < 1 || header.version > WS_CUDA_WIRE_VERSION ||
       header.type != WS_CUDA_MSG_CONFIG || header.length != size || header.count != 1 ||
       size != sizeof(header) + record) {

@@ -247,11 +247,12 @@ StatusOr<std::string> RenderKernelSourceJson(const storage::MergedProfile& p, st
                          {"instructions", std::move(instructions)}});
   }
   j["lines"] = std::move(out_lines);
-  for (const KernelStalls& k : KernelStallShares(p)) {
-    if (k.system_name != system) continue;
-    j["shares"] = {{"memory", k.memory}, {"compute", k.compute}, {"sync", k.sync}, {"issuing", k.issuing},
-                   {"other", k.other}};
-  }
+  // The kernel's cycles by stall class, from its reasons.
+  KernelStalls shares;
+  for (const auto& [cupti, words_value] : stalls) AddShare(&shares, ClassifyStall(cupti), words_value.second);
+  const double t = static_cast<double>(total);
+  j["shares"] = {{"memory", shares.memory / t}, {"compute", shares.compute / t}, {"sync", shares.sync / t},
+                 {"issuing", shares.issuing / t}, {"other", shares.other / t}};
   return DumpJson(j);
 }
 

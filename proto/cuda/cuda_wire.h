@@ -406,6 +406,12 @@ struct ws_cuda_stats {
 #define WS_CUDA_STATIC_ASSERT _Static_assert
 #endif
 
+/* The CONFIG record's size in protocol `version` (both ends read and write
+ * the peer's version). */
+static inline uint32_t ws_cuda_config_size(uint16_t version) {
+  return version == 1 ? WS_CUDA_CONFIG_V1_SIZE : version <= 4 ? WS_CUDA_CONFIG_V4_SIZE : (uint32_t)sizeof(struct ws_cuda_config);
+}
+
 WS_CUDA_STATIC_ASSERT(sizeof(struct ws_cuda_msg_header) == 16, "wire layout");
 WS_CUDA_STATIC_ASSERT(sizeof(struct ws_cuda_clock_pair) == 24, "wire layout");
 WS_CUDA_STATIC_ASSERT(sizeof(struct ws_cuda_hello) == 48, "wire layout");

@@ -42,6 +42,9 @@ std::string Basename(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
+// The split of a kernel no GPU time was seen for: one placeholder stack.
+const std::vector<KernelLaunchShare> kNotRecorded = {{~0ull, 0, 1}};
+
 std::string HexOffset(uint64_t offset) {
   char buf[24];
   std::snprintf(buf, sizeof(buf), "0x%04" PRIx64, offset);
@@ -164,25 +167,33 @@ void GpuPcAggregator::ForgetProcess(uint32_t pid) {
   last_shares_.erase(last_shares_.lower_bound({pid, std::string()}), last_shares_.lower_bound({pid + 1, std::string()}));
 }
 
-void GpuPcAggregator::Finish(const std::map<std::pair<uint32_t, std::string>, std::vector<KernelLaunchShare>>& shares,
-                             const Context& context, ProfileBuilder* builder) {
-  for (const auto& [key, list] : shares) last_shares_[key] = list;
-  static const std::vector<KernelLaunchShare> kNotRecorded = {{~0ull, 0, 1}};
-  std::vector<uint64_t> locations;
+void GpuPcAggregator::AddGpuTime(uint32_t pid, const std::string& kernel, uint64_t stack_key, uint32_t tid,
+                                 int64_t gpu_ns) {
+  std::vector<KernelLaunchShare>& shares = window_shares_[{pid, kernel}];
+  auto same = std::find_if(shares.begin(), shares.end(),
+                           [&](const KernelLaunchShare& k) { return k.stack_key == stack_key && k.tid == tid; });
+  if (same != shares.end()) {
+    same->gpu_ns += gpu_ns;
+  } else {
+    shares.push_back({stack_key, tid, gpu_ns});
+  }
+}
+
+void GpuPcAggregator::Finish(const Context& context, ProfileBuilder* builder) {
+  for (auto& [key, list] : window_shares_) last_shares_[key] = std::move(list);
+  window_shares_.clear();
   while (!buckets_.empty() && (context.final || buckets_.front().arrived_ns <= context.now_ns - context.delay_ns)) {
     Bucket bucket = std::move(buckets_.front());
     buckets_.pop_front();
     keys_ -= bucket.samples.size();
     builder->SetSampleTime(bucket.unix_second);
-    AddBucket(bucket, context, kNotRecorded, builder);
+    AddBucket(bucket, context, builder);
   }
   builder->SetSampleTime(0);
   if (buckets_.empty()) names_.clear();
 }
 
-void GpuPcAggregator::AddBucket(const Bucket& bucket, const Context& context,
-                                const std::vector<KernelLaunchShare>& not_recorded, ProfileBuilder* builder) {
-  const std::vector<KernelLaunchShare>& kNotRecorded = not_recorded;
+void GpuPcAggregator::AddBucket(const Bucket& bucket, const Context& context, ProfileBuilder* builder) {
   std::vector<uint64_t> locations;
   for (const auto& [key, count] : bucket.samples) {
     const InternedKernelName& function = *names_.at(key.function);

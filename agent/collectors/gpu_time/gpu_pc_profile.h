@@ -112,6 +112,10 @@ class GpuPcAggregator {
   // `now_ns`: CLOCK_MONOTONIC when it arrived; `unix_second`: the Unix
   // second it is reported in.
   void Add(uint32_t pid, const CudaPcSample& sample, int64_t now_ns, int64_t unix_second);
+  // GPU time the gpu_time profile gave one launch stack's launches of
+  // `kernel` (its system name) in this window: the split Finish uses, from
+  // then on, for the kernel's samples.
+  void AddGpuTime(uint32_t pid, const std::string& kernel, uint64_t stack_key, uint32_t tid, int64_t gpu_ns);
 
   // Hooks into the collector: the locations of a launch stack (leaf first),
   // the labels of a launching thread.
@@ -125,11 +129,10 @@ class GpuPcAggregator {
     bool final = false;    // every sample goes out
   };
   // Adds the samples old enough to `builder` under the kernels' launch
-  // stacks: `shares` holds the GPU time split in this window per (pid,
-  // kernel system name) and stack; a kernel takes its latest known split,
-  // or goes under "[launch not recorded]" when none is known.
-  void Finish(const std::map<std::pair<uint32_t, std::string>, std::vector<KernelLaunchShare>>& shares,
-              const Context& context, ProfileBuilder* builder);
+  // stacks: a kernel takes its latest split (this window's AddGpuTime, else
+  // an earlier window's), or goes under "[launch not recorded]" when none
+  // is known.
+  void Finish(const Context& context, ProfileBuilder* builder);
   // A process ended: its remembered splits go.
   void ForgetProcess(uint32_t pid);
 
@@ -154,14 +157,14 @@ class GpuPcAggregator {
     std::map<Key, uint64_t> samples;
   };
 
-  void AddBucket(const Bucket& bucket, const Context& context, const std::vector<KernelLaunchShare>& not_recorded,
-                 ProfileBuilder* builder);
+  void AddBucket(const Bucket& bucket, const Context& context, ProfileBuilder* builder);
 
   const size_t max_keys_;
   std::deque<Bucket> buckets_;  // oldest first
   size_t keys_ = 0;             // in all buckets
   std::unordered_map<uint64_t, std::shared_ptr<const InternedKernelName>> names_;  // of the buckets' keys
-  std::map<std::pair<uint32_t, std::string>, std::vector<KernelLaunchShare>> last_shares_;
+  // (pid, kernel system name) -> split: this window's, and the latest one.
+  std::map<std::pair<uint32_t, std::string>, std::vector<KernelLaunchShare>> window_shares_, last_shares_;
   GpuPcStats stats_;
 };
 

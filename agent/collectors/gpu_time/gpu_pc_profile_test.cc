@@ -92,15 +92,16 @@ TEST_F(GpuPcAggregatorTest, SamplesAreSplitByGpuTimeAfterTheDelay) {
   GpuPcAggregator pc;
   pc.Add(1, Sample(kernel_, stall_, 0x40, 5), 1'000, 2'000'000'000);
   pc.Add(2, Sample(other_, stall_, 0x10, 1), 1'000, 2'000'000'000);
-  const std::map<std::pair<uint32_t, std::string>, std::vector<KernelLaunchShare>> shares = {
-      {{1, "_Z6kernelv"}, {{7, 70, 300}, {8, 80, 100}}}};
+  pc.AddGpuTime(1, "_Z6kernelv", 7, 70, 200);
+  pc.AddGpuTime(1, "_Z6kernelv", 8, 80, 100);
+  pc.AddGpuTime(1, "_Z6kernelv", 7, 70, 100);  // the same stack again: 300 in all
   {
     ProfileBuilder early(0, 0, 0);
-    pc.Finish(shares, Context(&early, 2'000), &early);
+    pc.Finish(Context(&early, 2'000), &early);
     EXPECT_TRUE(early.Finish(0).samples.empty()) << "younger than the delay";
   }
   ProfileBuilder builder(0, 0, 0);
-  pc.Finish({}, Context(&builder, 4'000), &builder);  // the split seen before still holds
+  pc.Finish(Context(&builder, 4'000), &builder);  // the split seen before still holds
   const Profile p = builder.Finish(0);
   const std::map<std::string, int64_t> got = Folded(p);
   const std::string inside = "0x0040;math pipe busy (compute bound)";
@@ -123,7 +124,7 @@ TEST_F(GpuPcAggregatorTest, SamplesAreSplitByGpuTimeAfterTheDelay) {
   // The last window takes everything, however young.
   pc.Add(1, Sample(kernel_, stall_, 0x40, 1), 10'000, 3'000'000'000);
   ProfileBuilder last(0, 0, 0);
-  pc.Finish({}, Context(&last, 10'001, /*final=*/true), &last);
+  pc.Finish(Context(&last, 10'001, /*final=*/true), &last);
   int64_t total = 0;
   for (const auto& [stack, v] : Folded(last.Finish(0))) total += v;
   EXPECT_EQ(total, 16);

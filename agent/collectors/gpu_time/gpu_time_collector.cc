@@ -537,14 +537,7 @@ void GpuTimeCollector::FinishWindow(ProfileBuilder* builder, GpuTrace* trace, bo
     labels.extra.emplace_back("stream", std::to_string(s.stream));
     builder->SetSampleTime(s.bucket);
     builder->AddSample(locations, s.gpu_ns, labels);
-    std::vector<KernelLaunchShare>& shares = kernel_shares_[{s.pid, kernel->system_name}];
-    auto same = std::find_if(shares.begin(), shares.end(),
-                             [&](const KernelLaunchShare& k) { return k.stack_key == s.stack_key && k.tid == s.tid; });
-    if (same != shares.end()) {
-      same->gpu_ns += s.gpu_ns;
-    } else {
-      shares.push_back({s.stack_key, s.tid, s.gpu_ns});
-    }
+    pc_.AddGpuTime(s.pid, kernel->system_name, s.stack_key, s.tid, s.gpu_ns);
   }
   builder->SetSampleTime(0);
   if (pc_builder != nullptr) {
@@ -559,7 +552,7 @@ void GpuTimeCollector::FinishWindow(ProfileBuilder* builder, GpuTrace* trace, bo
     context.final = final;
     // Stack locations are per builder: the gpu_time builder's are done with.
     stack_locations_.clear();
-    pc_.Finish(kernel_shares_, context, pc_builder);
+    pc_.Finish(context, pc_builder);
     // An ended process's splits go once its last samples are out.
     std::erase_if(ended_pids_, [&](const std::pair<uint32_t, int64_t>& e) {
       if (!final && now - e.second <= context.delay_ns) return false;
@@ -567,7 +560,6 @@ void GpuTimeCollector::FinishWindow(ProfileBuilder* builder, GpuTrace* trace, bo
       return true;
     });
   }
-  kernel_shares_.clear();
   PruneNameKeys();
   stacks_.Expire(now, options_.join.launch_ttl_ns + 2 * options_.join.grace_ns);
   stats_.scaled_processes = 0;
@@ -752,26 +744,32 @@ void GpuTimeCollector::AddCounters(std::vector<ProfileCounter>* counters) const 
   SetCounter(counters, "cuda_kernel_names_refused", names.refused);
   SetCounter(counters, "cuda_kernel_names_evicted", names.evicted);
   SetCounter(counters, "gpu_kernel_names_lost", stats_.kernel_names_lost);
-  uint64_t cupti_dropped = 0, denied = 0, wire_dropped = 0, launch_dropped = 0;
+  // The libraries' counters: the latest STATS of each connection, summed.
+  ws_cuda_stats lib{};
+  uint64_t pc_refused = 0;  // processes whose driver or GPU refused PC sampling
   for (const auto& [id, c] : connections_) {
-    cupti_dropped += c.stats_last.cupti_dropped_records;
-    denied += c.stats_last.buffers_denied;
-    wire_dropped += c.stats_last.wire_records_dropped;
-    launch_dropped += c.stats_last.launch_records_dropped;
+    const ws_cuda_stats& s = c.stats_last;
+    lib.cupti_dropped_records += s.cupti_dropped_records;
+    lib.buffers_denied += s.buffers_denied;
+    lib.wire_records_dropped += s.wire_records_dropped;
+    lib.launch_records_dropped += s.launch_records_dropped;
+    lib.waits_seen += s.waits_seen;
+    lib.waits_sampled += s.waits_sampled;
+    lib.wait_records_dropped += s.wait_records_dropped;
+    lib.pc_samples += s.pc_samples;
+    lib.pc_samples_dropped += s.pc_samples_dropped;
+    lib.pc_records_dropped += s.pc_records_dropped;
+    lib.pc_hardware_buffer_full += s.pc_hardware_buffer_full;
+    lib.cubins_dropped += s.cubins_dropped;
+    pc_refused += s.pc_sampling_state >= WS_CUDA_PC_SAMPLING_NO_PERMISSION;
   }
-  SetCounter(counters, "cuda_lib_cupti_dropped_records", cupti_dropped);
-  SetCounter(counters, "cuda_lib_buffers_denied", denied);
-  SetCounter(counters, "cuda_lib_wire_records_dropped", wire_dropped);
-  SetCounter(counters, "cuda_lib_launch_records_dropped", launch_dropped);
-  uint64_t waits_seen = 0, waits_sampled = 0, waits_dropped = 0;
-  for (const auto& [id, c] : connections_) {
-    waits_seen += c.stats_last.waits_seen;
-    waits_sampled += c.stats_last.waits_sampled;
-    waits_dropped += c.stats_last.wait_records_dropped;
-  }
-  SetCounter(counters, "cuda_lib_waits", waits_seen);
-  SetCounter(counters, "cuda_lib_waits_sampled", waits_sampled);
-  SetCounter(counters, "cuda_lib_wait_records_dropped", waits_dropped);
+  SetCounter(counters, "cuda_lib_cupti_dropped_records", lib.cupti_dropped_records);
+  SetCounter(counters, "cuda_lib_buffers_denied", lib.buffers_denied);
+  SetCounter(counters, "cuda_lib_wire_records_dropped", lib.wire_records_dropped);
+  SetCounter(counters, "cuda_lib_launch_records_dropped", lib.launch_records_dropped);
+  SetCounter(counters, "cuda_lib_waits", lib.waits_seen);
+  SetCounter(counters, "cuda_lib_waits_sampled", lib.waits_sampled);
+  SetCounter(counters, "cuda_lib_wait_records_dropped", lib.wait_records_dropped);
   const GpuWaitStats& w = waits_.stats();
   SetCounter(counters, "gpu_waits", w.waits);
   SetCounter(counters, "gpu_waits_sampled", w.waits_sampled);
@@ -790,23 +788,12 @@ void GpuTimeCollector::AddCounters(std::vector<ProfileCounter>* counters) const 
   SetCounter(counters, "gpu_analysis_sequences_dropped", a.sequences_dropped);
   SetCounter(counters, "gpu_analysis_readings", a.readings);
   SetCounter(counters, "gpu_wait_under_gpu_work_ns", w.overlap_ns);
-  // PC sampling: the libraries' counters (latest STATS of each connection),
-  // then the agent's.
-  uint64_t pc_samples = 0, pc_hw_dropped = 0, pc_records_dropped = 0, pc_buffer_full = 0, cubins_dropped = 0;
-  uint64_t pc_refused = 0;
-  for (const auto& [id, c] : connections_) {
-    pc_samples += c.stats_last.pc_samples;
-    pc_hw_dropped += c.stats_last.pc_samples_dropped;
-    pc_records_dropped += c.stats_last.pc_records_dropped;
-    pc_buffer_full += c.stats_last.pc_hardware_buffer_full;
-    cubins_dropped += c.stats_last.cubins_dropped;
-    pc_refused += c.stats_last.pc_sampling_state >= WS_CUDA_PC_SAMPLING_NO_PERMISSION;
-  }
-  SetCounter(counters, "cuda_lib_pc_samples", pc_samples);
-  SetCounter(counters, "cuda_lib_pc_samples_dropped", pc_hw_dropped);
-  SetCounter(counters, "cuda_lib_pc_records_dropped", pc_records_dropped);
-  SetCounter(counters, "cuda_lib_pc_hardware_buffer_full", pc_buffer_full);
-  SetCounter(counters, "cuda_lib_cubins_dropped", cubins_dropped);
+  // PC sampling: the libraries', then the agent's.
+  SetCounter(counters, "cuda_lib_pc_samples", lib.pc_samples);
+  SetCounter(counters, "cuda_lib_pc_samples_dropped", lib.pc_samples_dropped);
+  SetCounter(counters, "cuda_lib_pc_records_dropped", lib.pc_records_dropped);
+  SetCounter(counters, "cuda_lib_pc_hardware_buffer_full", lib.pc_hardware_buffer_full);
+  SetCounter(counters, "cuda_lib_cubins_dropped", lib.cubins_dropped);
   SetCounter(counters, "cuda_lib_pc_sampling_refused", pc_refused);
   const GpuPcStats& p = pc_.stats();
   SetCounter(counters, "gpu_pc_samples", p.samples);

@@ -150,8 +150,9 @@ class GpuTimeCollector : public Collector {
   void Poll();
   // Sampling thread, at the end of an upload window: adds the GPU time joined
   // so far to `builder` (a gpu_time profile), the window's PC samples to
-  // `pc_builder` (a gpu_pc profile; null: they wait for the next call with
-  // one) and the window's trace to `trace`. `final`: everything still
+  // `pc_builder` (a gpu_pc profile; null: they, and the GPU time's split
+  // of their kernels, wait for the next call with one) and the window's
+  // trace to `trace`. `final`: everything still
   // waiting for its grace period too.
   void FinishWindow(ProfileBuilder* builder, GpuTrace* trace, bool final, ProfileBuilder* pc_builder = nullptr);
   // After FinishWindow: adds the waits judged by now to `builder` (a
@@ -175,8 +176,6 @@ class GpuTimeCollector : public Collector {
   const LaunchJoinerStats& join_stats() const { return joiner_.stats(); }
   const GpuWaitStats& wait_stats() const { return waits_.stats(); }
   const GpuTimeStats& stats() const { return stats_; }
-  const GpuPcStats& pc_stats() const { return pc_.stats(); }
-  const CubinLibrary& cubins() const { return *cubins_; }
   const std::string& socket_path() const { return server_->socket_path(); }
 
  private:
@@ -263,9 +262,6 @@ class GpuTimeCollector : public Collector {
   std::vector<CudaProcessEvent> events_;  // reused
   GpuPcAggregator pc_;
   std::unique_ptr<CubinLibrary> cubins_;
-  // This window's GPU time per (pid, kernel system name) and launch stack,
-  // for the PC samples' split.
-  std::map<std::pair<uint32_t, std::string>, std::vector<KernelLaunchShare>> kernel_shares_;
   std::vector<std::pair<uint32_t, int64_t>> ended_pids_;  // (pid, when): their PC splits go later
 };
 

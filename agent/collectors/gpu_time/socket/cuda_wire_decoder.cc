@@ -10,10 +10,6 @@ namespace {
 
 constexpr size_t kHeaderSize = sizeof(ws_cuda_msg_header);
 
-size_t ConfigSize(uint16_t version) {
-  return version == 1 ? WS_CUDA_CONFIG_V1_SIZE : version <= 4 ? WS_CUDA_CONFIG_V4_SIZE : sizeof(ws_cuda_config);
-}
-
 // Record size of a fixed-record type in a protocol version; 0 for NAMES,
 // CUBIN and for types the version does not have.
 size_t RecordSize(uint16_t version, uint16_t type) {
@@ -21,7 +17,7 @@ size_t RecordSize(uint16_t version, uint16_t type) {
     case WS_CUDA_MSG_HELLO:
       return sizeof(ws_cuda_hello);
     case WS_CUDA_MSG_CONFIG:
-      return ConfigSize(version);
+      return ws_cuda_config_size(version);
     case WS_CUDA_MSG_WINDOW:
       return version >= 2 ? sizeof(ws_cuda_window) : 0;
     case WS_CUDA_MSG_KERNELS:
@@ -271,7 +267,7 @@ ws_cuda_config DefaultCudaConfig() {
 std::vector<uint8_t> EncodeCudaConfig(const ws_cuda_config& config, uint16_t peer_version) {
   const uint16_t version = std::clamp<uint16_t>(peer_version, 1, WS_CUDA_WIRE_VERSION);
   std::vector<uint8_t> out =
-      EncodeCudaMessage(WS_CUDA_MSG_CONFIG, &config, ConfigSize(version), 1);
+      EncodeCudaMessage(WS_CUDA_MSG_CONFIG, &config, ws_cuda_config_size(version), 1);
   std::memcpy(out.data() + offsetof(ws_cuda_msg_header, version), &version, sizeof(version));
   return out;
 }
