@@ -1280,5 +1280,7 @@ try {
   }
   await sleep(300);
   for (const c of children) if (!c.exited) c.kill("SIGKILL");
+  // A killed process may still hold files open for a moment: remove the directory once all have exited.
+  for (let i = 0; i < 50 && children.some((c) => !c.exited); ++i) await sleep(100);
   fs.rmSync(dir, { recursive: true, force: true });
 }

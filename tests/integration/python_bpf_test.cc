@@ -126,10 +126,17 @@ class PythonTest : public ::testing::Test {
     pids->assign(interpreters_.size(), 0);
     for (size_t i = 0; i < interpreters_.size(); ++i) {
       if (wanted != nullptr && !wanted(interpreters_[i])) continue;
-      (*pids)[i] = StartProcess({interpreters_[i].path, kWorkload, mode, "9"});
+      // Far longer than the recording: they start one after another on a busy machine and are killed after it.
+      (*pids)[i] = StartProcess({interpreters_[i].path, kWorkload, mode, "60"}, "/dev/null",
+                                dir_ + "/" + mode + std::to_string(i) + ".out");
       pid_list += (pid_list.empty() ? "" : ",") + std::to_string((*pids)[i]);
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(900));
+    for (size_t i = 0; i < interpreters_.size(); ++i) {
+      if ((*pids)[i] == 0) continue;
+      EXPECT_TRUE(WaitForFileText(dir_ + "/" + mode + std::to_string(i) + ".out", "ready", 60))
+          << interpreters_[i].path << " did not start its " << mode << " workload";
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
     const std::string out = dir_ + "/" + mode + ".pb.gz";
     ProcessResult r = RunProcess({kAgent, "record", "--pid", pid_list, "--duration", "4s", "--frequency", "499",
                                   "--top", "0", "--output", out});

@@ -10,6 +10,9 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <thread>
 
 #include "tests/support/loopback_client.h"
 
@@ -79,17 +82,35 @@ ProcessResult RunProcess(const std::vector<std::string>& argv, int timeout_s) {
 pid_t StartProcess(const std::vector<std::string>& argv) { return StartProcess(argv, "/dev/null"); }
 
 pid_t StartProcess(const std::vector<std::string>& argv, const std::string& stderr_path) {
+  return StartProcess(argv, stderr_path, "/dev/null");
+}
+
+pid_t StartProcess(const std::vector<std::string>& argv, const std::string& stderr_path,
+                   const std::string& stdout_path) {
   pid_t pid = fork();
   if (pid == 0) {
     int devnull = open("/dev/null", O_WRONLY);
+    int out = open(stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     int err = open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    dup2(devnull, 1);
+    dup2(out >= 0 ? out : devnull, 1);
     dup2(err >= 0 ? err : devnull, 2);
     auto v = Argv(argv);
     execv(v[0], v.data());
     _exit(127);
   }
   return pid;
+}
+
+bool WaitForFileText(const std::string& path, const std::string& text, int timeout_s) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  do {
+    std::ifstream in(path);
+    std::stringstream content;
+    content << in.rdbuf();
+    if (content.str().find(text) != std::string::npos) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  } while (std::chrono::steady_clock::now() < deadline);
+  return false;
 }
 
 int WaitProcess(pid_t pid) {

@@ -22,6 +22,11 @@ ProcessResult RunProcess(const std::vector<std::string>& argv, int timeout_s = 1
 pid_t StartProcess(const std::vector<std::string>& argv);
 // The same with stderr written to `stderr_path` (created or truncated).
 pid_t StartProcess(const std::vector<std::string>& argv, const std::string& stderr_path);
+// The same with stdout written to `stdout_path` too.
+pid_t StartProcess(const std::vector<std::string>& argv, const std::string& stderr_path,
+                   const std::string& stdout_path);
+// Waits until the file at `path` contains `text`; false after timeout_s.
+bool WaitForFileText(const std::string& path, const std::string& text, int timeout_s);
 // Waits for a background process; returns its exit code (-1 on signal).
 int WaitProcess(pid_t pid);
 

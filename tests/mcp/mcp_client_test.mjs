@@ -236,7 +236,12 @@ try {
   console.log(`FAIL - setup: ${e.stack}`);
   if (server) console.log(server.log());
 } finally {
-  server?.child.kill("SIGTERM");
+  // The server flushes its store on SIGTERM; remove the directory only after it has exited.
+  if (server && server.child.exitCode === null && server.child.signalCode === null) {
+    const exited = new Promise((resolve) => server.child.once("exit", resolve));
+    server.child.kill("SIGTERM");
+    await exited;
+  }
   rmSync(dir, { recursive: true, force: true });
 }
 process.exit(exitCode);
