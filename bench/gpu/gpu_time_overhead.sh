@@ -2,12 +2,14 @@
 # GPU host: what GPU time costs a launch-heavy PyTorch loop (not a test):
 #   MODES="adaptive exact" bench/gpu/gpu_time_overhead.sh DIR [ROUNDS] [SECONDS] [LOOP]
 # One real agent per mode in MODES runs throughout (`warpscope-agent run
-# --gpu-time-mode MODE`, each on its own socket, all streaming to a real
+# --gpu-time-mode MODE`; mode "pc" is adaptive with `--gpu-pc-sampling on`,
+# "exact_pc" exact with it; each on its own socket, all streaming to a real
 # warpscope-server), and ROUNDS interleaved rounds (order rotating) of
-# bench/gpu/launch_heavy.py (LOOP=launch) or a matmul loop (LOOP=matmul), one
-# process per run, under: none (no injection library), each mode,
-# torch_profiler (EXTRA="" leaves it out). Prints iterations/s per run and
-# the median ratio to "none"; samples the agents' resident memory every 10 s.
+# bench/gpu/launch_heavy.py (LOOP=launch) or a matmul loop (LOOP=matmul), or
+# both in each process (LOOP=launch+matmul), one process per run, under: none
+# (no injection library), each mode, torch_profiler (EXTRA="" leaves it out).
+# Prints iterations/s per run and the median ratio to "none" per loop;
+# samples the agents' resident memory every 10 s.
 # Writes to $OUT. AGENT_FLAGS adds agent flags (-v logs each recording window).
 set -u
 DIR=$(cd "$1" && pwd); ROUNDS=${2:-10}; SECS=${3:-2}; LOOP=${4:-launch}
@@ -26,6 +28,13 @@ API=http://127.0.0.1:17071
 # they are still alive and stops them at its end (after MIN_AGENT_SECS of
 # agent uptime, if set: a long memory run spanning calls).
 KEEP=${KEEP_AGENTS:-0}
+mode_flags() {
+  case $1 in
+    pc) echo --gpu-time-mode adaptive --gpu-pc-sampling on ;;
+    exact_pc) echo --gpu-time-mode exact --gpu-pc-sampling on ;;
+    *) echo --gpu-time-mode "$1" ;;
+  esac
+}
 STATE=/tmp/ws-oh-state
 bg() { if [[ $KEEP == 1 ]]; then setsid "$@" & else "$@" & fi; }
 declare -A AGENT
@@ -44,7 +53,7 @@ else
   sleep 1
   for MODE in $MODES; do
     bg env $WSLIB "$DIR/bin/warpscope-agent" run --server $API --state-dir /tmp/ws-oh-$MODE \
-      --cuda-socket /tmp/ws-oh-sock-$MODE/cuda.sock --gpu-time-mode $MODE --no-gpu-metrics ${AGENT_FLAGS:-} > $STATE/agent_$MODE.log 2>&1
+      --cuda-socket /tmp/ws-oh-sock-$MODE/cuda.sock $(mode_flags $MODE) --no-gpu-metrics ${AGENT_FLAGS:-} > $STATE/agent_$MODE.log 2>&1
     AGENT[$MODE]=$!
     echo ${AGENT[$MODE]} > $STATE/agent_$MODE.pid
   done
@@ -66,22 +75,22 @@ run() {  # config
     *) env=(WARPSCOPE_AGENT_SOCKET=/tmp/ws-oh-sock-$1/cuda.sock CUDA_INJECTION64_PATH=$LIB) ;;
   esac
   env "${env[@]}" LD_LIBRARY_PATH=$CUDA_LIBS timeout 60 "$PY" "$HERE/launch_heavy.py" "$SECS" $LOOP 2>>"$OUT/oh_stderr.txt" |
-    awk -v c="$1" '/it_per_s/ {print c, $2}'
+    awk -v c="$1" '/it_per_s/ {print ($3 == "" ? c : c "/" $3), $2}'
 }
 CONFIGS=(none $MODES ${EXTRA-torch_profiler})
 for ((r = 0; r < ROUNDS; r++)); do
   for ((i = 0; i < ${#CONFIGS[@]}; i++)); do
     run "${CONFIGS[$(((i + r) % ${#CONFIGS[@]}))]}"
   done
-done | tee "$OUT/oh_runs_$LOOP.txt"
-"$PY" - "$OUT/oh_runs_$LOOP.txt" <<'PYEOF'
+done | tee "$OUT/oh_runs.txt"
+"$PY" - "$OUT/oh_runs.txt" <<'PYEOF'
 import statistics, sys
 runs = {}
 for line in open(sys.argv[1]):
     c, v = line.split()
     runs.setdefault(c, []).append(float(v))
-base = statistics.median(runs["none"])
-for c, v in runs.items():
+for c, v in sorted(runs.items(), key=lambda x: (x[0].partition("/")[2], x[0] != "none" and not x[0].startswith("none/"))):
+    base = statistics.median(runs["none" + c[c.index("/"):] if "/" in c else "none"])
     q = statistics.quantiles([x / base for x in v], n=4) if len(v) > 1 else [0, 0, 0]
     print(f"{c:15s} n={len(v):2d} median it/s {statistics.median(v):10.1f}  ratio {statistics.median(v) / base:.3f}  quartiles {q[0]:.3f}..{q[2]:.3f}")
 PYEOF
