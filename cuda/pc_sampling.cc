@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
+#include <string_view>
+#include <unordered_map>
 
 #include "cuda/injection_state.h"
 
@@ -155,10 +158,20 @@ bool PcSampling::EnableLocked(const CuptiFunctions& fn, Context& c) noexcept {
       return false;
     }
     c.stall_names.clear();
+    c.not_issued_of.clear();
+    std::unordered_map<std::string, uint32_t> index_of;
     for (size_t i = 0; i < count; ++i) {
       names[i].back() = '\0';
       c.stall_names[c.stall_indexes[i]] = names[i].data();
+      index_of[names[i].data()] = c.stall_indexes[i];
     }
+    constexpr std::string_view kNotIssued = "_not_issued";
+    for (const auto& [name, index] : index_of) {
+      if (name.size() <= kNotIssued.size() || name.compare(name.size() - kNotIssued.size(), std::string::npos, kNotIssued) != 0) continue;
+      auto base = index_of.find(name.substr(0, name.size() - kNotIssued.size()));
+      if (base != index_of.end()) c.not_issued_of[index] = base->second;
+    }
+    c.reason_samples.assign(count, 0);
     // The buffer CUPTI fills on each read: max_pcs_ PCs, each with room for
     // every stall reason.
     c.pcs.assign(max_pcs_, CUpti_PCSamplingPCData{});
@@ -265,13 +278,27 @@ void PcSampling::ReadLocked(const CuptiFunctions& fn, Context& c, WireOutbox& ou
       record.pc_offset = pc.pcOffset;
       record.read_host_ns = now_ns;
       record.device_id = c.device;
-      const size_t reasons = std::min(pc.stallReasonCount, reasons_room);
+      const size_t reasons = std::min({pc.stallReasonCount, reasons_room, c.reason_samples.size()});
+      // A sample counts under its reason and, when the scheduler issued no
+      // instruction in that cycle, under the reason's "_not_issued" twin as
+      // well. The records partition the samples instead: the twin's, and the
+      // reason's less the twin's.
+      for (size_t j = 0; j < reasons; ++j) c.reason_samples[j] = pc.stallReason[j].samples;
+      for (size_t j = 0; j < reasons; ++j) {
+        auto base = c.not_issued_of.find(pc.stallReason[j].pcSamplingStallReasonIndex);
+        if (base == c.not_issued_of.end()) continue;
+        for (size_t k = 0; k < reasons; ++k) {
+          if (pc.stallReason[k].pcSamplingStallReasonIndex != base->second) continue;
+          c.reason_samples[k] -= std::min(c.reason_samples[k], pc.stallReason[j].samples);
+          break;
+        }
+      }
       for (size_t j = 0; j < reasons; ++j) {
         const CUpti_PCSamplingStallReason& reason = pc.stallReason[j];
-        if (reason.samples == 0) continue;
+        if (c.reason_samples[j] == 0) continue;
         auto name = c.stall_names.find(reason.pcSamplingStallReasonIndex);
-        record.samples = reason.samples;
-        counters_.samples.fetch_add(reason.samples, std::memory_order_relaxed);
+        record.samples = c.reason_samples[j];
+        counters_.samples.fetch_add(record.samples, std::memory_order_relaxed);
         if (!outbox.AddPcSample(record, pc.functionName, name == c.stall_names.end() ? nullptr : name->second.c_str())) {
           counters_.records_dropped.fetch_add(1, std::memory_order_relaxed);
         }

@@ -106,6 +106,9 @@ class PcSampling {
     bool enabled = false;
     std::vector<uint32_t> stall_indexes;
     std::unordered_map<uint32_t, std::string> stall_names;  // CUPTI index -> name
+    // CUPTI index of each "<reason>_not_issued" -> that of "<reason>".
+    std::unordered_map<uint32_t, uint32_t> not_issued_of;
+    std::vector<uint32_t> reason_samples;  // one PC's samples per reason (scratch)
     std::vector<CUpti_PCSamplingPCData> pcs;
     std::vector<CUpti_PCSamplingStallReason> stall_storage;  // pcs.size() x stall reasons
     CUpti_PCSamplingData data{};

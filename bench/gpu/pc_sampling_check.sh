@@ -15,7 +15,7 @@ set -u
 DIR=$(cd "$1" && pwd); SECS=${2:-30}; PERIOD=${3:-20}
 OUT=${OUT:-/tmp/pc}
 PY=${PY:-/opt/torch/.venv/bin/python3}
-NCU=${NCU:-/usr/local/cuda/bin/ncu}
+NCU=${NCU-/usr/local/cuda/bin/ncu}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$HERE/pipeline.sh"
 mkdir -p "$OUT"
@@ -46,9 +46,10 @@ done < "$OUT/kernels.txt"
 curl -s -m 10 http://127.0.0.1:17175/metrics | grep -E "pc_|cubin|resident" > "$OUT/agent_metrics.txt"
 grep -E "pc sampling|PC sampling|cupti" "$OUT/agent.log" "$OUT/job_stderr.txt" | head -20
 stop_pipeline
-# Nsight Compute on the same loop: every kernel from launch 60 on, 12 launches.
-timeout 400 "$NCU" --section WarpStateStats --section SourceCounters --print-kernel-base mangled \
+# Nsight Compute on the same loop: every kernel from launch 60 on, 12 launches
+# (NCU= leaves it out).
+[[ -n $NCU ]] && timeout 400 "$NCU" --section WarpStateStats --section SourceCounters --print-kernel-base mangled \
   --launch-skip 60 --launch-count 12 --csv --page raw "$PY" "$HERE/pc_loop.py" --steps 40 \
   > "$OUT/ncu.csv" 2> "$OUT/ncu_stderr.txt"
-echo "ncu exit $? ($(wc -l < "$OUT/ncu.csv") lines)"
+[[ -n $NCU ]] && echo "ncu exit $? ($(wc -l < "$OUT/ncu.csv") lines)"
 "$PY" "$HERE/pc_summary.py" "$OUT" | tee "$OUT/summary.txt"

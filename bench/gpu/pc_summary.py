@@ -103,7 +103,9 @@ def base_reason(name):
 
 
 def ours(views):
-    """kernel system name -> (shares over the reasons without the _not_issued twins, not-issued/all)."""
+    """kernel system name -> (shares of all samples per reason, not-issued/all). The
+    library sends a reason's samples split in two (its "_not_issued" twin, and the
+    rest): their sum is the reason's "All Samples" in Nsight Compute's terms."""
     result = {}
     for v in views:
         all_, not_issued = defaultdict(int), 0
@@ -111,8 +113,8 @@ def ours(views):
             name = s["cupti_name"]
             if name.endswith(NOT_ISSUED):
                 not_issued += s["value"]
-            else:
-                all_[base_reason(name)] += s["value"]
+                name = name[:-len(NOT_ISSUED)]
+            all_[base_reason(name)] += s["value"]
         n = sum(all_.values())
         if n:
             result[v["system_name"]] = ({r: c / n for r, c in all_.items()}, not_issued / n)
@@ -122,6 +124,9 @@ def ours(views):
 def ncu(out):
     """kernel name -> {source: shares} from the raw CSV (one row per launch)."""
     path = os.path.join(out, "ncu.csv")
+    if not os.path.exists(path):
+        print("ncu: not run")
+        return {}
     rows = list(csv.reader(line for line in open(path) if line.startswith('"')))
     if len(rows) < 3:
         print(f"ncu: no rows ({os.path.join(out, 'ncu_stderr.txt')})")
@@ -158,7 +163,7 @@ def compare(out, views):
     for kernel, (shares, not_issued) in sorted(mine.items(), key=lambda x: x[0]):
         match = next((k for k in theirs if k == kernel), None) or \
             next((k for k in theirs if kernel_family(k) == kernel_family(kernel) != "other"), None)
-        print(f"{kernel[:70]} ({kernel_family(kernel)}; not-issued twins sum to {not_issued:.2f} of all)")
+        print(f"{kernel[:70]} ({kernel_family(kernel)}; nothing issued in {not_issued:.2f} of its samples)")
         if match is None:
             print("  not in Nsight Compute's launches")
             continue

@@ -484,6 +484,11 @@ TEST(CudaInjection, PcSamplesAndCubinsReachTheAgent) {
   EXPECT_EQ(host.Number("pc _Z4gemmv " + std::to_string(big) + " 256 2 40"), 1u);
   EXPECT_EQ(host.Number("pc _Z4gemmv " + std::to_string(big) + " 512 14 60"), 1u);
   scripted += 100;
+  // 50 samples in long scoreboard, 30 of them with nothing issued: sent as
+  // 20 and 30, so that the records partition the samples.
+  EXPECT_EQ(host.Number("pc _Z4gemmv " + std::to_string(big) + " 768 5 50"), 1u);
+  EXPECT_EQ(host.Number("pc _Z4gemmv " + std::to_string(big) + " 768 6 30"), 1u);
+  scripted += 50;
   // Device 1's context goes: its samples are read before it does.
   ASSERT_EQ(host.Command("device 1"), "ok");
   EXPECT_EQ(host.Number("pc _Z7softmaxv " + std::to_string(small) + " 4096 14 5"), 1u);
@@ -513,6 +518,8 @@ TEST(CudaInjection, PcSamplesAndCubinsReachTheAgent) {
   }
   EXPECT_EQ((got[{"_Z4gemmv", 256, "smsp__pcsamp_warps_issue_stalled_barrier"}]), 40u);
   EXPECT_EQ((got[{"_Z4gemmv", 512, "smsp__pcsamp_warps_issue_stalled_selected"}]), 60u);
+  EXPECT_EQ((got[{"_Z4gemmv", 768, "smsp__pcsamp_warps_issue_stalled_long_scoreboard"}]), 20u);
+  EXPECT_EQ((got[{"_Z4gemmv", 768, "smsp__pcsamp_warps_issue_stalled_long_scoreboard_not_issued"}]), 30u);
   EXPECT_EQ((got[{"_Z7softmaxv", 0, "smsp__pcsamp_warps_issue_stalled_long_scoreboard"}]), 3u);
   EXPECT_EQ((got[{"_Z7softmaxv", 99 * 16, "smsp__pcsamp_warps_issue_stalled_math_pipe_throttle"}]), 1u);
   EXPECT_EQ((got[{"_Z7softmaxv", 4096, "smsp__pcsamp_warps_issue_stalled_selected"}]), 5u) << "read before the context went";
@@ -528,6 +535,7 @@ TEST(CudaInjection, PcSamplesAndCubinsReachTheAgent) {
   EXPECT_EQ(st.cubins_dropped, 0u);
   EXPECT_EQ(st.pc_records_dropped, 0u);
   EXPECT_EQ(st.pc_samples_dropped, 0u);
+  EXPECT_EQ(st.pc_samples_total, scripted) << "CUPTI's totalSamples: each sample once";
   EXPECT_EQ(host.Quit(), 0);
 }
 

@@ -19,6 +19,7 @@
 #include <fstream>
 #include <cstdio>
 #include <map>
+#include <regex>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -199,7 +200,9 @@ TEST_F(GpuTimeTest, EveryKernelsTimeIsCountedUnderTheCallSiteThatLaunchedIt) {
 // offsets.
 TEST_F(GpuTimeTest, PcSamplesLandUnderTheirCallSitesKernelsLinesInstructionsAndStalls) {
   constexpr int kPeriod = 10;
-  StartAgent("exact", {"--gpu-pc-sampling", "on", "--gpu-pc-period", std::to_string(kPeriod)});
+  const int metrics_port = FreePort();
+  StartAgent("exact", {"--gpu-pc-sampling", "on", "--gpu-pc-period", std::to_string(kPeriod), "--metrics-listen",
+                       "127.0.0.1:" + std::to_string(metrics_port)});
   const ProcessResult r =
       RunProcess({"/usr/bin/env", "WARPSCOPE_CUPTI_PATH=" WS_FAKE_CUPTI_PATH, "WARPSCOPE_AGENT_SOCKET=" + Socket(),
                   "/usr/bin/python3", WS_PC_SITES, WS_CUDA_LIBRARY_PATH, WS_PC_CUBIN, "1500"},
@@ -226,6 +229,17 @@ TEST_F(GpuTimeTest, PcSamplesLandUnderTheirCallSitesKernelsLinesInstructionsAndS
     for (const auto& [stack, cycles] : stacks) total += cycles;
   }
   ASSERT_EQ(total, sampled << kPeriod) << AgentLog();
+  // The library's counters outlive its process in the agent's.
+  auto counter = [&](const std::string& event) -> int64_t {
+    const HttpResult m = HttpGet(metrics_port, "/metrics", "");
+    const std::regex line("event=\"" + event + "\"\\} ([0-9]+)");
+    std::smatch match;
+    return std::regex_search(m.body, match, line) ? std::stoll(match[1]) : -1;
+  };
+  for (int i = 0; i < 40 && counter("cuda_lib_pc_samples") != sampled; ++i) std::this_thread::sleep_for(250ms);
+  EXPECT_EQ(counter("cuda_lib_pc_samples"), sampled);
+  EXPECT_EQ(counter("cuda_lib_pc_samples_total"), sampled);
+  EXPECT_EQ(counter("gpu_pc_samples"), sampled);
 
   // The lines the cubin gives for the sampled offsets (its own parser, no SASS).
   std::ifstream in(WS_PC_CUBIN, std::ios::binary);

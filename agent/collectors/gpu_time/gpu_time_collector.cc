@@ -387,6 +387,7 @@ void GpuTimeCollector::OnEvent(CudaProcessEvent& event, int64_t now_ns, int64_t 
     DetachProbe(event.connection_id, c);
     const uint32_t pid = c.pid;
     ended_pids_.emplace_back(pid, now_ns);
+    ended_libraries_.Add(c.stats_last);
     connections_.erase(it);
     bool connected = false;
     for (const auto& [id, other] : connections_) connected |= other.pid == pid;
@@ -744,25 +745,10 @@ void GpuTimeCollector::AddCounters(std::vector<ProfileCounter>* counters) const 
   SetCounter(counters, "cuda_kernel_names_refused", names.refused);
   SetCounter(counters, "cuda_kernel_names_evicted", names.evicted);
   SetCounter(counters, "gpu_kernel_names_lost", stats_.kernel_names_lost);
-  // The libraries' counters: the latest STATS of each connection, summed.
-  ws_cuda_stats lib{};
-  uint64_t pc_refused = 0;  // processes whose driver or GPU refused PC sampling
-  for (const auto& [id, c] : connections_) {
-    const ws_cuda_stats& s = c.stats_last;
-    lib.cupti_dropped_records += s.cupti_dropped_records;
-    lib.buffers_denied += s.buffers_denied;
-    lib.wire_records_dropped += s.wire_records_dropped;
-    lib.launch_records_dropped += s.launch_records_dropped;
-    lib.waits_seen += s.waits_seen;
-    lib.waits_sampled += s.waits_sampled;
-    lib.wait_records_dropped += s.wait_records_dropped;
-    lib.pc_samples += s.pc_samples;
-    lib.pc_samples_dropped += s.pc_samples_dropped;
-    lib.pc_records_dropped += s.pc_records_dropped;
-    lib.pc_hardware_buffer_full += s.pc_hardware_buffer_full;
-    lib.cubins_dropped += s.cubins_dropped;
-    pc_refused += s.pc_sampling_state >= WS_CUDA_PC_SAMPLING_NO_PERMISSION;
-  }
+  // The libraries' counters: those of ended connections, plus the latest
+  // STATS of each open one.
+  LibraryTotals lib = ended_libraries_;
+  for (const auto& [id, c] : connections_) lib.Add(c.stats_last);
   SetCounter(counters, "cuda_lib_cupti_dropped_records", lib.cupti_dropped_records);
   SetCounter(counters, "cuda_lib_buffers_denied", lib.buffers_denied);
   SetCounter(counters, "cuda_lib_wire_records_dropped", lib.wire_records_dropped);
@@ -790,11 +776,12 @@ void GpuTimeCollector::AddCounters(std::vector<ProfileCounter>* counters) const 
   SetCounter(counters, "gpu_wait_under_gpu_work_ns", w.overlap_ns);
   // PC sampling: the libraries', then the agent's.
   SetCounter(counters, "cuda_lib_pc_samples", lib.pc_samples);
+  SetCounter(counters, "cuda_lib_pc_samples_total", lib.pc_samples_total);
   SetCounter(counters, "cuda_lib_pc_samples_dropped", lib.pc_samples_dropped);
   SetCounter(counters, "cuda_lib_pc_records_dropped", lib.pc_records_dropped);
   SetCounter(counters, "cuda_lib_pc_hardware_buffer_full", lib.pc_hardware_buffer_full);
   SetCounter(counters, "cuda_lib_cubins_dropped", lib.cubins_dropped);
-  SetCounter(counters, "cuda_lib_pc_sampling_refused", pc_refused);
+  SetCounter(counters, "cuda_lib_pc_sampling_refused", lib.pc_refused);
   const GpuPcStats& p = pc_.stats();
   SetCounter(counters, "gpu_pc_samples", p.samples);
   SetCounter(counters, "gpu_pc_samples_unjoined", p.samples_unjoined);

@@ -192,6 +192,30 @@ class GpuTimeCollector : public Collector {
     // gives their weight.
     std::vector<ws_cuda_wait> open_waits;
   };
+  // The libraries' counters summed over connections.
+  struct LibraryTotals {
+    uint64_t cupti_dropped_records = 0, buffers_denied = 0, wire_records_dropped = 0, launch_records_dropped = 0;
+    uint64_t waits_seen = 0, waits_sampled = 0, wait_records_dropped = 0;
+    uint64_t pc_samples = 0, pc_samples_total = 0, pc_samples_dropped = 0, pc_records_dropped = 0;
+    uint64_t pc_hardware_buffer_full = 0, cubins_dropped = 0;
+    uint64_t pc_refused = 0;  // processes whose driver or GPU refused PC sampling
+    void Add(const ws_cuda_stats& s) {
+      cupti_dropped_records += s.cupti_dropped_records;
+      buffers_denied += s.buffers_denied;
+      wire_records_dropped += s.wire_records_dropped;
+      launch_records_dropped += s.launch_records_dropped;
+      waits_seen += s.waits_seen;
+      waits_sampled += s.waits_sampled;
+      wait_records_dropped += s.wait_records_dropped;
+      pc_samples += s.pc_samples;
+      pc_samples_total += s.pc_samples_total;
+      pc_samples_dropped += s.pc_samples_dropped;
+      pc_records_dropped += s.pc_records_dropped;
+      pc_hardware_buffer_full += s.pc_hardware_buffer_full;
+      cubins_dropped += s.cubins_dropped;
+      pc_refused += s.pc_sampling_state >= WS_CUDA_PC_SAMPLING_NO_PERMISSION;
+    }
+  };
   struct Coverage {
     uint64_t recorded = 0;
     uint64_t sent = 0;
@@ -233,6 +257,7 @@ class GpuTimeCollector : public Collector {
   LaunchStackTable stacks_;
   GpuTimeStats stats_;
   std::map<uint64_t, Connection> connections_;  // by connection id
+  LibraryTotals ended_libraries_;              // counters of the connections that ended
   struct ProbedFile {
     uint64_t probe = 0;               // UprobeStackCollector handle
     std::set<uint64_t> connections;   // connected processes mapping the file

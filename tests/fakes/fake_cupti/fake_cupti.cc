@@ -142,10 +142,12 @@ CUcontext ContextOf(uint32_t device) { return reinterpret_cast<CUcontext>((uintp
 std::atomic<uint32_t> g_device{0};
 
 // The stall reasons of every fake context: CUPTI index -> name, the indexes
-// not contiguous, as on real GPUs.
+// not contiguous, as on real GPUs. As on real GPUs, a "_not_issued" twin's
+// samples are also counted under its reason (totalSamples counts them once).
 const std::pair<uint32_t, const char*> kStallReasons[] = {
     {2, "smsp__pcsamp_warps_issue_stalled_barrier"},
     {5, "smsp__pcsamp_warps_issue_stalled_long_scoreboard"},
+    {6, "smsp__pcsamp_warps_issue_stalled_long_scoreboard_not_issued"},
     {9, "smsp__pcsamp_warps_issue_stalled_math_pipe_throttle"},
     {14, "smsp__pcsamp_warps_issue_stalled_selected"},
 };
@@ -564,7 +566,7 @@ CUptiResult CUPTIAPI cuptiPCSamplingGetData(CUpti_PCSamplingGetDataParams* param
     for (const auto& [index, samples] : first->second) {
       pc.stallReason[n].pcSamplingStallReasonIndex = index;
       pc.stallReason[n].samples = samples;
-      out->totalSamples += samples;
+      if (index != 6) out->totalSamples += samples;
       ++n;
     }
     pc.stallReasonCount = n;

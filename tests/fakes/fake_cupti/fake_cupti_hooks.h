@@ -77,7 +77,8 @@ typedef void (*ws_fake_cupti_context_destroying_fn)(void);
 typedef void (*ws_fake_cupti_load_module_fn)(const void* cubin, size_t size);
 // `samples` PC samples of `function` at `pc_offset` in the cubin `cubin_crc`
 // with stall reason `stall_index` (the fake's reasons: 2 barrier, 5
-// long_scoreboard, 9 math_pipe_throttle, 14 selected) on the current
+// long_scoreboard, 6 long_scoreboard_not_issued, which like CUPTI's counts a
+// subset of 5's samples, 9 math_pipe_throttle, 14 selected) on the current
 // device's context. Returns 1 when PC sampling is enabled and configured
 // there (the samples wait for cuptiPCSamplingGetData), else 0 (counted as
 // dropped samples at the next read).
