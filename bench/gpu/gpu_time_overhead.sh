@@ -15,6 +15,7 @@ set -u
 DIR=$(cd "$1" && pwd); ROUNDS=${2:-10}; SECS=${3:-2}; LOOP=${4:-launch}
 MODES=${MODES:-adaptive exact}
 OUT=${OUT:-/tmp}
+mkdir -p "$OUT"
 PY=${PY:-/opt/torch/.venv/bin/python3}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 LIB=$DIR/lib/libwarpscope_cuda.so
