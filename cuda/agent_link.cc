@@ -406,6 +406,8 @@ void AgentSession::RequestDetach() {
     return;
   }
   // No cuptiFinalize (an old CUPTI): unsubscribing is the most we can do.
+  // (Such a CUPTI has no PC sampling API: nothing is enabled there.)
+  s_.pc.DisableAll(fn(), s_.outbox, MonotonicNs());
   fn().cuptiUnsubscribe(s_.subscriber);
   s_.subscriber = nullptr;
   s_.attached = false;
@@ -419,7 +421,7 @@ void AgentSession::StopTracing() {
     return;  // detached, or detaching: nothing of ours is enabled
   }
   const uint64_t now = MonotonicNs();
-  s_.pc.DisableAll(fn(), s_.outbox, now);
+  s_.pc.Read(fn(), s_.outbox, now);  // PC sampling is disabled by the detach (PcSampling::DisableAll)
   SetKernelActivity(false, now);
   SetMemopActivity(false);
   // Buffers CUPTI still holds come back (and are converted while a connection
@@ -491,7 +493,8 @@ void AgentSession::CloseWindow(uint64_t now) {
     window_.before_base = s_.conversion.kernels_before_window.load(std::memory_order_relaxed);
     return;
   }
-  s_.pc.DisableAll(fn(), s_.outbox, now);
+  // PC sampling goes on until the detach disables it (PcSampling::DisableAll).
+  s_.pc.Read(fn(), s_.outbox, now);
   SetKernelActivity(false, now);
   SetMemopActivity(false);
   s_.callbacks_live.store(false, std::memory_order_release);
@@ -570,7 +573,7 @@ void AgentSession::FinalDrainAndPark() {
   // A detach that no launch claimed is taken back; one running is not waited
   // for long (the process is exiting).
   if (SettleDetach(50) && CuptiLive()) {
-    s_.pc.DisableAll(fn(), s_.outbox, MonotonicNs());
+    s_.pc.Read(fn(), s_.outbox, MonotonicNs());
     fn().cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     if (window_.open) {
       const uint64_t now = MonotonicNs();

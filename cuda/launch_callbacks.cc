@@ -163,6 +163,10 @@ void DetachAtApiExit(InjectionState& s) {
   int expected = InjectionState::kDetachRequested;
   if (!s.detach_state.compare_exchange_strong(expected, InjectionState::kDetaching, std::memory_order_acq_rel)) return;
   const uint64_t start = MonotonicNs();
+  // PC sampling is disabled here, on an application thread inside a
+  // callback, never from the link thread: there, cuptiPCSamplingDisable
+  // deadlocks against a launch in flight on the context (seen on an H100).
+  s.pc.DisableAll(s.cupti.fn, s.outbox, start);
   if (s.cupti.fn.cuptiFinalize != nullptr) s.cupti.fn.cuptiFinalize();
   s.finalize_ns.store(MonotonicNs() - start, std::memory_order_relaxed);
   s.detach_state.store(InjectionState::kDetached, std::memory_order_release);

@@ -13,13 +13,19 @@
 //     (NoteContext: a launch's context, or a context being created) and copy
 //     the cubin of a module being loaded (OnModuleLoaded; cuptiGetCubinCrc
 //     names it). A context being destroyed is read and disabled on its own
-//     thread (OnContextDestroying), before the context goes.
+//     thread (OnContextDestroying), before the context goes; every context
+//     is read and disabled by the application thread that detaches CUPTI,
+//     just before cuptiFinalize (DisableAll).
 //   - the link thread enables sampling on the noted contexts (Enable), reads
-//     what CUPTI collected (Read: every flush interval, and before each
-//     detach), turns it into PC_SAMPLES records, feeds pending cubins into
-//     the outbox as CUBIN chunks while it has room (FeedCubins), and disables
-//     every context before CUPTI is detached or the configuration changes
-//     (DisableAll).
+//     what CUPTI collected (Read: every flush interval, and when a window
+//     closes), turns it into PC_SAMPLES records, and feeds pending cubins
+//     into the outbox as CUBIN chunks while it has room (FeedCubins).
+// The link thread never disables: cuptiPCSamplingDisable there deadlocks
+// against a launch in flight on the same context (CUPTI 13 on an H100: the
+// disable waits for a lock the launch holds while the launch waits for one
+// the disable holds). So sampling goes on between a window's close and the
+// detach that follows it (the drain), and a process that never launches
+// again after its last window keeps it enabled on an idle GPU.
 // Everything CUPTI returns is bounded: PCs per read (LinkConfig::pc_max_pcs),
 // reads per call, contexts (kMaxContexts), pending cubin bytes; what does not
 // fit is counted in ws_cuda_stats.
@@ -88,9 +94,9 @@ class PcSampling {
   // false once sampling is refused for good (the state says why).
   bool Enable(const CuptiFunctions& fn) noexcept;
   void Read(const CuptiFunctions& fn, WireOutbox& outbox, uint64_t now_ns) noexcept;
-  // Reads and disables every enabled context (before a detach, a new
-  // CONFIG, or the end of the connection); NoteContext notes them again
-  // from their next launch.
+  // Reads and disables every enabled context; NoteContext notes them again
+  // from their next launch. Only on an application thread inside a CUPTI
+  // callback (the detach), or where no launch can be in flight.
   void DisableAll(const CuptiFunctions& fn, WireOutbox& outbox, uint64_t now_ns) noexcept;
   // Moves pending cubins into the outbox as CUBIN chunks while its queued
   // data stays under `room_bytes`.
