@@ -62,6 +62,13 @@ Status WriteFileAtomically(const std::string& path, const std::string& data) {
   return Status::Ok();
 }
 
+Status FsyncDir(const std::string& dir) {
+  ScopedFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd.valid()) return ErrnoError(errno, "open " + dir);
+  if (::fsync(fd.get()) != 0) return ErrnoError(errno, "fsync " + dir);
+  return Status::Ok();
+}
+
 Status CheckWritable(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0) {

@@ -46,6 +46,10 @@ StatusOr<std::string> ReadFileToString(const std::string& path);
 // fsync, then rename. The error names the path and the reason.
 Status WriteFileAtomically(const std::string& path, const std::string& data);
 
+// fsyncs a directory, so that the names created, renamed or deleted in it
+// are durable.
+Status FsyncDir(const std::string& dir);
+
 // Checks that path can be created/overwritten, without leaving a file behind
 // if it did not exist. Used to fail fast before a long recording.
 Status CheckWritable(const std::string& path);

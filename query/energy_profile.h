@@ -41,6 +41,14 @@ class EnergyProfileStore final : public storage::ProfileStore {
   StatusOr<std::vector<std::string>> LabelValues(const std::string& name) override { return inner_->LabelValues(name); }
   // The inner store's types, and gpu_energy after gpu_time when it has that.
   StatusOr<std::vector<storage::ProfileTypeInfo>> ProfileTypes() override;
+  StatusOr<storage::CubinPutResult> PutCubin(const std::string& hash, const std::string& bytes) override {
+    return inner_->PutCubin(hash, bytes);
+  }
+  StatusOr<std::optional<storage::CubinInfo>> FindCubin(const std::string& hash) override {
+    return inner_->FindCubin(hash);
+  }
+  StatusOr<std::optional<std::string>> ReadCubin(const std::string& hash) override { return inner_->ReadCubin(hash); }
+  Status NoteCubinUses(const std::vector<std::string>& hashes) override { return inner_->NoteCubinUses(hashes); }
   storage::StoreStats stats() const override { return inner_->stats(); }
 
  private:

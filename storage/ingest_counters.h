@@ -1,4 +1,5 @@
-// IngestCounters: what every store counts of its Ingest calls (StoreStats),
+// IngestCounters: what every store counts of its Ingest calls (StoreStats;
+// its cubins are counted apart, storage/cubin_store.h),
 // with the two outcomes that end an Ingest early.
 //
 //   if (Status s = counters_.CheckSchema(batch); !s.ok()) return s;
@@ -64,7 +65,8 @@ class IngestCounters {
                       .metric_points = metric_points_.load(),
                       .gpu_activities = gpu_activities_.load(),
                       .dropped_too_old = dropped_too_old_.load(),
-                      .dropped_too_new = dropped_too_new_.load()};
+                      .dropped_too_new = dropped_too_new_.load(),
+                      .cubins = {}};
   }
 
  private:

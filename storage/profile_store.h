@@ -12,12 +12,14 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "base/status.h"
 #include "proto/warpscope/v1/ingest.pb.h"
 #include "model/selector.h"
+#include "storage/cubin_store.h"
 #include "storage/ingest_time_bounds.h"
 #include "storage/query_context.h"
 #include "storage/store_types.h"
@@ -191,6 +193,7 @@ struct StoreStats {
   // Rows left out of stored batches by IngestTimeBounds since start.
   uint64_t dropped_too_old = 0;
   uint64_t dropped_too_new = 0;
+  CubinStats cubins;
 };
 
 class ProfileStore {
@@ -229,6 +232,22 @@ class ProfileStore {
   virtual StatusOr<std::vector<std::string>> LabelValues(const std::string& name) = 0;
   // Profile types only; metrics are listed by MetricNames.
   virtual StatusOr<std::vector<ProfileTypeInfo>> ProfileTypes() = 0;
+
+  // Cubins by content hash (storage/cubin_store.h). PutCubin returns
+  // kStored only once the cubin is durable (survives kill -9); refusals
+  // (kTooLarge, kStoreFull) store nothing. InvalidArgument for a malformed
+  // hash or bytes whose hash is another; ResourceExhausted for a full disk;
+  // Unavailable when the backend cannot take writes now.
+  virtual StatusOr<CubinPutResult> PutCubin(const std::string& hash, const std::string& bytes) = 0;
+  // The cubin's size; nullopt when the store does not hold it (or it is past
+  // retention). InvalidArgument for a malformed hash.
+  virtual StatusOr<std::optional<CubinInfo>> FindCubin(const std::string& hash) = 0;
+  // The cubin's bytes; nullopt as for FindCubin.
+  virtual StatusOr<std::optional<std::string>> ReadCubin(const std::string& hash) = 0;
+  // Batches whose instruction frames name these cubins were stored: each
+  // one held counts as used now (retention keeps it). Hashes the store does
+  // not hold, malformed ones included, are ignored.
+  virtual Status NoteCubinUses(const std::vector<std::string>& hashes) = 0;
 
   virtual StoreStats stats() const = 0;
 };

@@ -1,4 +1,4 @@
-// ClickHouseProfileStore: opening, ingest, retention and stats. Queries:
+// ClickHouseProfileStore: opening, ingest, retention, cubins and stats. Queries:
 // clickhouse_profile_query.cc (profiles, series, timelines),
 // clickhouse_catalog_query.cc (labels, types, metrics), clickhouse_gpu_query.cc.
 #include "storage/clickhouse/clickhouse_store.h"
@@ -23,8 +23,8 @@ constexpr int64_t kDayNs = int64_t{86400} * 1'000'000'000;
 constexpr size_t kMaxCachedDictionaryEntries = 1'000'000;
 
 // Tables whose rows expire: partitioned by day (schema_migrations.cc).
-constexpr const char* kFactTables[] = {"samples", "samples_1h", "metric_points", "gpu_activities",
-                                       "gpu_trace_coverage"};
+constexpr const char* kFactTables[] = {"samples",           "samples_1h", "metric_points", "gpu_activities",
+                                       "gpu_trace_coverage", "cubin_uses"};
 
 int64_t NowNs() {
   timespec ts{};
@@ -83,7 +83,9 @@ ClickHouseProfileStore::ClickHouseProfileStore(const ClickHouseOptions& options,
           GroupCommitOptions{.max_batches = options.group_max_batches,
                              .max_rows = options.group_max_rows,
                              .max_wait = std::chrono::milliseconds(std::max(0, options.group_max_wait_ms))})),
-      dictionary_(std::make_unique<DictionaryReader>(client_.get(), kMaxCachedDictionaryEntries)) {}
+      dictionary_(std::make_unique<DictionaryReader>(client_.get(), kMaxCachedDictionaryEntries)),
+      cubins_(std::make_unique<ClickHouseCubins>(
+          client_.get(), options.cubins, [this] { return Now(); }, [this] { return RetentionCutoff(); })) {}
 
 ClickHouseProfileStore::~ClickHouseProfileStore() {
   const IngestGroupCommitter::Counters c = committer_->counters();
@@ -172,6 +174,9 @@ Status ClickHouseProfileStore::ApplyRetentionNow() {
             .status());
     LOG_INFO() << "ClickHouse retention: dropped " << endpoint().database << "." << table << " day " << partition;
   }
+  ASSIGN_OR_RETURN(const uint64_t unused, cubins_->RemoveUnused());
+  cubin_counters_.Expired(unused);
+  if (unused > 0) LOG_INFO() << "ClickHouse retention: deleting " << unused << " cubins no longer used";
   return Status::Ok();
 }
 
@@ -209,6 +214,27 @@ StatusOr<std::vector<TypeRow>> ClickHouseProfileStore::LoadTypes() {
   return out;
 }
 
-storage::StoreStats ClickHouseProfileStore::stats() const { return counters_.Stats(); }
+StatusOr<storage::CubinPutResult> ClickHouseProfileStore::PutCubin(const std::string& hash, const std::string& bytes) {
+  ASSIGN_OR_RETURN(storage::CubinPutResult result, cubins_->Put(hash, bytes));
+  return cubin_counters_.Count(result);
+}
+
+StatusOr<std::optional<storage::CubinInfo>> ClickHouseProfileStore::FindCubin(const std::string& hash) {
+  return cubins_->Find(hash);
+}
+
+StatusOr<std::optional<std::string>> ClickHouseProfileStore::ReadCubin(const std::string& hash) {
+  return cubins_->Read(hash);
+}
+
+Status ClickHouseProfileStore::NoteCubinUses(const std::vector<std::string>& hashes) {
+  return cubins_->NoteUses(hashes);
+}
+
+storage::StoreStats ClickHouseProfileStore::stats() const {
+  storage::StoreStats s = counters_.Stats();
+  s.cubins = cubin_counters_.Stats();
+  return s;
+}
 
 }  // namespace warpscope::clickhouse

@@ -13,6 +13,8 @@
 //            dictionaries (dictionary_reader.h)
 //   retention: whole day partitions older than now - retention dropped by a
 //            background thread; queries never look before the cutoff
+//   cubins:  clickhouse_cubins.h, shared by the replicas; retention drops
+//            their use days with the facts
 //
 // ClickHouse going away makes Ingest and queries return Unavailable (the
 // server answers 503; agents keep their batches and re-send); nothing
@@ -38,6 +40,7 @@
 
 #include "base/status.h"
 #include "storage/clickhouse/clickhouse_client.h"
+#include "storage/clickhouse/clickhouse_cubins.h"
 #include "storage/clickhouse/clickhouse_url.h"
 #include "storage/clickhouse/content_ids.h"
 #include "storage/clickhouse/dictionary_reader.h"
@@ -82,6 +85,7 @@ struct ClickHouseOptions {
   int group_max_batches = 64;
   uint64_t group_max_rows = 500'000;  // well below max_insert_block_size: one block per INSERT
   int group_max_wait_ms = 50;
+  storage::CubinLimits cubins;
 };
 
 class ClickHouseProfileStore final : public storage::ProfileStore {
@@ -102,10 +106,15 @@ class ClickHouseProfileStore final : public storage::ProfileStore {
   StatusOr<std::vector<std::string>> LabelNames() override;
   StatusOr<std::vector<std::string>> LabelValues(const std::string& name) override;
   StatusOr<std::vector<storage::ProfileTypeInfo>> ProfileTypes() override;
+  StatusOr<storage::CubinPutResult> PutCubin(const std::string& hash, const std::string& bytes) override;
+  StatusOr<std::optional<storage::CubinInfo>> FindCubin(const std::string& hash) override;
+  StatusOr<std::optional<std::string>> ReadCubin(const std::string& hash) override;
+  Status NoteCubinUses(const std::vector<std::string>& hashes) override;
   storage::StoreStats stats() const override;
 
-  // Drops every day partition of the fact tables that ends before
-  // now - retention (no-op without retention). Any thread.
+  // Drops every day partition of the fact tables (and of cubin_uses) that
+  // ends before now - retention, then the cubins no use names any more
+  // (no-op without retention). Any thread.
   Status ApplyRetentionNow();
 
   const ClickHouseEndpoint& endpoint() const { return client_->endpoint(); }
@@ -125,6 +134,7 @@ class ClickHouseProfileStore final : public storage::ProfileStore {
   std::unique_ptr<IngestWriter> writer_;
   std::unique_ptr<IngestGroupCommitter> committer_;  // after writer_: stopped before it goes
   std::unique_ptr<DictionaryReader> dictionary_;
+  std::unique_ptr<ClickHouseCubins> cubins_;
 
   // Per-agent gate and duplicate cache: it only ever answers "duplicate" (a
   // sequence <= one this replica saw stored); "new" is always asked of
@@ -137,6 +147,7 @@ class ClickHouseProfileStore final : public storage::ProfileStore {
   std::thread bg_thread_;
 
   storage::IngestCounters counters_;
+  storage::CubinCounters cubin_counters_;
 };
 
 }  // namespace warpscope::clickhouse

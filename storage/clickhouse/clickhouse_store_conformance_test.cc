@@ -24,10 +24,15 @@ std::unique_ptr<ProfileStore> OpenAt(const std::string& dir, int64_t now_ns, int
   });
 }
 
+std::unique_ptr<ProfileStore> OpenWithCubinLimits(const std::string& dir, const storage::CubinLimits& limits) {
+  return testing::OpenShared(testing::DatabaseFor(dir), [&](ClickHouseOptions& o) { o.cubins = limits; });
+}
+
 WS_INSTANTIATE_STORE_CONFORMANCE(ClickHouse, (StoreBackend{.name = "clickhouse_18_16",
                                                            .open = OpenOnDir,
                                                            .reopen = {},
-                                                           .open_at = OpenAt}));
+                                                           .open_at = OpenAt,
+                                                           .open_with_cubin_limits = OpenWithCubinLimits}));
 
 }  // namespace
 }  // namespace warpscope::clickhouse

@@ -1,6 +1,6 @@
 // ClickHouse store tests beyond the conformance suite, on the binary's shared
 // server: ids equal the server's sipHash64, the re-send repair, replicas
-// sharing a database, migrations, credentials, retention.
+// sharing a database, migrations, credentials, retention, shared cubins.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -8,6 +8,7 @@
 #include <set>
 #include <thread>
 
+#include "model/cubin_hash.h"
 #include "storage/clickhouse/batch_rows.h"
 #include "storage/clickhouse/clickhouse_store_test_util.h"
 #include "storage/clickhouse/content_ids.h"
@@ -199,7 +200,7 @@ TEST(ClickHouseStore, MigrationsAreIdempotentAndANewerSchemaIsRefused) {
   EXPECT_EQ(*versions, std::to_string(kLatestSchemaVersion) + "\t" + std::to_string(kLatestSchemaVersion) + "\n");
   StatusOr<std::string> tables = ch->Query("SELECT count() FROM system.tables WHERE database = '" + db + "'");
   ASSERT_TRUE(tables.ok());
-  EXPECT_EQ(*tables, "13\n");
+  EXPECT_EQ(*tables, "15\n");
 
   ASSERT_TRUE(ch->Query("INSERT INTO " + db + ".schema_migrations (version, description, applied_by) VALUES (" +
                         std::to_string(kLatestSchemaVersion + 1) + ", 'from the future', 'test')")
@@ -258,6 +259,42 @@ TEST(ClickHouseStore, RetentionDropsWholeOldDaysAndQueriesIgnoreOlderRows) {
   StatusOr<storage::IngestResult> again = (*store)->Ingest(OneSample("a", 1, kT0, 5));
   ASSERT_TRUE(again.ok());
   EXPECT_TRUE(again->duplicate);
+}
+
+// Stateless replicas share the cubins; retention drops the use days past it
+// and then deletes the cubins no use names (a mutation ClickHouse applies in
+// the background).
+TEST(ClickHouseStore, ReplicasShareCubinsAndRetentionDeletesUnusedOnes) {
+  ClickHouseInstance* ch = Server();
+  ASSERT_NE(ch, nullptr);
+  const std::string db = TestDatabase();
+  const auto at_t0 = [](ClickHouseOptions& o) { o.now_ns = [] { return kT0; }; };
+  std::unique_ptr<ClickHouseProfileStore> a = testing::OpenShared(db, at_t0);
+  std::unique_ptr<ClickHouseProfileStore> b = testing::OpenShared(db, at_t0);
+  ASSERT_TRUE(a != nullptr && b != nullptr);
+  const std::string bytes(70'000, '\x7f');
+  const std::string hash = CubinHash(bytes);
+  ASSERT_EQ(a->PutCubin(hash, bytes)->outcome, storage::CubinPutOutcome::kStored);
+  EXPECT_EQ(b->PutCubin(hash, bytes)->outcome, storage::CubinPutOutcome::kAlreadyStored);
+  StatusOr<std::optional<std::string>> read = b->ReadCubin(hash);
+  ASSERT_TRUE(read.ok() && read->has_value()) << read.status().ToString();
+  EXPECT_TRUE(**read == bytes);
+  StatusOr<std::string> rows = ch->Query("SELECT count() FROM " + db + ".cubins FINAL");
+  ASSERT_TRUE(rows.ok());
+  EXPECT_EQ(*rows, "1\n");
+
+  ClickHouseOptions o = testing::OptionsFor(*ch, db);
+  o.retention_ns = 24 * kHour;  // the wall clock: kT0's day is long past
+  StatusOr<std::unique_ptr<ClickHouseProfileStore>> later = ClickHouseProfileStore::Open(o);  // applies it once
+  ASSERT_TRUE(later.ok()) << later.status().ToString();
+  EXPECT_EQ((*later)->stats().cubins.expired, 1u);
+  EXPECT_FALSE((*later)->FindCubin(hash)->has_value());
+  for (int i = 0; i < 100 && rows.ok() && *rows != "0\n"; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    rows = ch->Query("SELECT count() FROM " + db + ".cubins");
+  }
+  ASSERT_TRUE(rows.ok());
+  EXPECT_EQ(*rows, "0\n") << "the delete mutation ran";
 }
 
 // Profiles over whole hours come from samples_1h, the edges from samples:

@@ -85,6 +85,18 @@ std::vector<std::string> Version1(const std::string& db, const SchemaFeatures& f
   };
 }
 
+// The cubins (clickhouse_cubins.h): one row per cubin, and one per cubin and
+// day it was used, in day partitions that retention drops like the facts'.
+std::vector<std::string> Version4(const std::string& db) {
+  const std::string d = "`" + db + "`.";
+  return {
+      "CREATE TABLE IF NOT EXISTS " + d +
+          "cubins (hash String, bytes String, size UInt64) ENGINE = ReplacingMergeTree ORDER BY hash",
+      "CREATE TABLE IF NOT EXISTS " + d +
+          "cubin_uses (hash String, day Date) ENGINE = ReplacingMergeTree PARTITION BY toYYYYMMDD(day) ORDER BY hash",
+  };
+}
+
 std::string Quote(const std::string& s) {
   std::string out = "'";
   for (char c : s) {
@@ -134,6 +146,8 @@ std::vector<std::string> MigrationStatements(uint32_t version, const std::string
       return Version1(database, features);
     case 2:
       return {"SELECT 1"};  // the id encoding changed (schema_migrations.h); nothing to alter
+    case 4:
+      return Version4(database);
     default:
       return {};
   }

@@ -23,6 +23,7 @@
 // twice, once under each id), so it is only applied to an empty one.
 // 3 = gpu_activities gains the launch call's columns (launch_start_ns,
 // launch_duration_ns, launch_tid, launch_api; 0 in older rows).
+// 4 = cubins and cubin_uses (clickhouse_cubins.h).
 #pragma once
 
 #include <cstdint>
@@ -34,7 +35,7 @@
 
 namespace warpscope::clickhouse {
 
-inline constexpr uint32_t kLatestSchemaVersion = 3;
+inline constexpr uint32_t kLatestSchemaVersion = 4;
 
 struct ServerVersion {
   int major = 0;

@@ -44,6 +44,12 @@ void StoreConformanceTest::OpenAt(int64_t now_ns, int64_t retention_ns) {
   ASSERT_NE(store_, nullptr);
 }
 
+void StoreConformanceTest::OpenWithCubinLimits(const CubinLimits& limits) {
+  store_.reset();
+  store_ = GetParam().open_with_cubin_limits(dir_, limits);
+  ASSERT_NE(store_, nullptr);
+}
+
 std::vector<SeriesPoint> StoreConformanceTest::SeriesPoints(const std::string& selector, int64_t from_ns,
                                                             int64_t to_ns, int64_t step_ns, const std::string& type,
                                                             ProfileTypeInfo* answer_type) {

@@ -35,6 +35,9 @@ struct StoreBackend {
   // A store on `dir` whose clock reads `now_ns` and that keeps `retention_ns`
   // (0: everything), for the time-bound tests; empty: those tests are skipped.
   std::function<std::unique_ptr<ProfileStore>(const std::string& dir, int64_t now_ns, int64_t retention_ns)> open_at;
+  // A store on `dir` with these cubin limits; empty: the bounds test is skipped.
+  std::function<std::unique_ptr<ProfileStore>(const std::string& dir, const CubinLimits& limits)>
+      open_with_cubin_limits;
   // The backend's batch limits (the suite sends batches just past them).
   size_t max_string_bytes = 4096;
   size_t max_labels_per_set = 64;
@@ -51,6 +54,8 @@ class StoreConformanceTest : public ::testing::TestWithParam<StoreBackend> {
   ProfileStore& store() { return *store_; }
   // Replaces the store by GetParam().open_at(dir(), now_ns, retention_ns).
   void OpenAt(int64_t now_ns, int64_t retention_ns);
+  // Replaces the store by GetParam().open_with_cubin_limits(dir(), limits).
+  void OpenWithCubinLimits(const CubinLimits& limits);
   void Reopen();
   const std::string& dir() const { return dir_; }
 

@@ -92,6 +92,8 @@ StatusOr<std::unique_ptr<EmbeddedProfileStore>> EmbeddedProfileStore::Open(const
   }
   std::unique_ptr<EmbeddedProfileStore> store(new EmbeddedProfileStore(options, std::move(lock_fd)));
   RETURN_IF_ERROR(store->Recover().WithContext("opening data dir " + options.data_dir));
+  ASSIGN_OR_RETURN(store->cubins_, CubinDirectory::Open(options.data_dir + "/cubins", options.cubins,
+                                                        [s = store.get()] { return s->Now(); }));
   if (options.background) store->bg_thread_ = std::thread([s = store.get()] { s->RunBackground(); });
   return store;
 }
@@ -221,7 +223,29 @@ void EmbeddedProfileStore::RunBackground() {
   }
 }
 
-storage::StoreStats EmbeddedProfileStore::stats() const { return counters_.Stats(); }
+StatusOr<storage::CubinPutResult> EmbeddedProfileStore::PutCubin(const std::string& hash, const std::string& bytes) {
+  ASSIGN_OR_RETURN(storage::CubinPutResult result, cubins_->Put(hash, bytes));
+  return cubin_counters_.Count(result);
+}
+
+StatusOr<std::optional<storage::CubinInfo>> EmbeddedProfileStore::FindCubin(const std::string& hash) {
+  return cubins_->Find(hash, RetentionCutoff());
+}
+
+StatusOr<std::optional<std::string>> EmbeddedProfileStore::ReadCubin(const std::string& hash) {
+  return cubins_->Read(hash, RetentionCutoff());
+}
+
+Status EmbeddedProfileStore::NoteCubinUses(const std::vector<std::string>& hashes) {
+  cubins_->NoteUses(hashes);
+  return Status::Ok();
+}
+
+storage::StoreStats EmbeddedProfileStore::stats() const {
+  storage::StoreStats s = counters_.Stats();
+  s.cubins = cubin_counters_.Stats();
+  return s;
+}
 
 EmbeddedStoreState EmbeddedProfileStore::state() const {
   EmbeddedStoreState out;
@@ -238,6 +262,7 @@ EmbeddedStoreState EmbeddedProfileStore::state() const {
   out.head_rows = active_.size() + (frozen_ ? frozen_->size() : 0) + active_gpu_.size() +
                   (frozen_gpu_ ? frozen_gpu_->size() : 0);
   out.covered_seq = covered_seq_;
+  out.cubins = cubins_->state();
   out.wal_next_seq = wal_->next_seq();
   return out;
 }

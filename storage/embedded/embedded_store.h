@@ -11,6 +11,8 @@
 //                                 named by the WAL range they hold (segment_catalog.h)
 //   <data_dir>/quarantine/        files a start with `repair` could not read
 //                                 (quarantine.h); never read by the store
+//   <data_dir>/cubins/            the cubins, one file each, named by their
+//                                 hash (cubin_directory.h)
 //
 // Ingest: validate -> duplicate check on (agent_id, sequence) -> intern the
 // dictionaries (SQLite, durable, but *not* the sequence) -> leave out rows
@@ -30,7 +32,7 @@
 // record agent sequences -> delete WAL files below hi. Compaction merges runs
 // of small segments adjacent in WAL order into one [lo, hi] file; retention
 // deletes segments wholly older than now - retention and queries ignore rows
-// older than that. dictionary.sqlite also keeps the manifest of published
+// older than that; it deletes cubins unused for as long too. dictionary.sqlite also keeps the manifest of published
 // segments (dictionary/segment_manifest.h), updated by each of these steps.
 //
 // Damage: a damaged block of a segment is skipped and the answer carries a
@@ -67,6 +69,7 @@
 #include "base/file_util.h"
 #include "base/status.h"
 #include "storage/embedded/append_gate.h"
+#include "storage/embedded/cubin_directory.h"
 #include "storage/embedded/dictionary/dictionary_store.h"
 #include "storage/embedded/gpu_activity_row.h"
 #include "storage/embedded/resolved_stack_cache.h"
@@ -116,6 +119,8 @@ struct EmbeddedStoreOptions {
   // distinct frames) left 16 MB resident after the query.
   size_t stack_cache_bytes = size_t{64} << 20;
   SegmentWriteOptions segment;
+  // The cubins under <data_dir>/cubins/ (cubin_directory.h).
+  storage::CubinLimits cubins;
   // A compaction output of at least this many rows gets a rollup
   // (segment_catalog.h) when the rollup is at least this many times smaller.
   uint64_t min_rollup_input_rows = 10'000;
@@ -156,6 +161,7 @@ struct EmbeddedStoreState {
   uint64_t rollup_scans = 0;               // segments a query read from their rollup, since open
   uint64_t damaged_blocks = 0;             // distinct damaged segment blocks queries or compaction met, since open
   std::vector<dictionary::RecordedGap> gaps;  // time ranges known lost (repair), reported by answers
+  CubinDirectoryState cubins;
 };
 
 class EmbeddedProfileStore final : public storage::ProfileStore {
@@ -177,6 +183,10 @@ class EmbeddedProfileStore final : public storage::ProfileStore {
   StatusOr<std::vector<std::string>> LabelNames() override;
   StatusOr<std::vector<std::string>> LabelValues(const std::string& name) override;
   StatusOr<std::vector<storage::ProfileTypeInfo>> ProfileTypes() override;
+  StatusOr<storage::CubinPutResult> PutCubin(const std::string& hash, const std::string& bytes) override;
+  StatusOr<std::optional<storage::CubinInfo>> FindCubin(const std::string& hash) override;
+  StatusOr<std::optional<std::string>> ReadCubin(const std::string& hash) override;
+  Status NoteCubinUses(const std::vector<std::string>& hashes) override;
   storage::StoreStats stats() const override;
 
   // Maintenance, normally run by the background thread; any thread may call
@@ -218,6 +228,7 @@ class EmbeddedProfileStore final : public storage::ProfileStore {
   // Writes the rollup of a compaction output; null when not worth it.
   StatusOr<std::unique_ptr<SegmentReader>> WriteRollup(const Segment& segment);
   Status RetentionLocked();
+  Status CubinRetentionLocked();
 
   // Visits every row of the given types in [from, to) whose series passes
   // `series_filter` (called per row for head rows, per run for segments),
@@ -266,6 +277,7 @@ class EmbeddedProfileStore final : public storage::ProfileStore {
   std::unique_ptr<SeriesCatalog> series_;
   std::unique_ptr<ResolvedStackCache> stacks_;
   std::unique_ptr<wal::WalWriter> wal_;
+  std::unique_ptr<CubinDirectory> cubins_;
 
   // Shared by Ingest from its WAL append until its rows are in the head and
   // its sequence in agents_; exclusive for a flush's freeze, which therefore
@@ -304,6 +316,7 @@ class EmbeddedProfileStore final : public storage::ProfileStore {
   std::atomic<uint64_t> rollup_scans_{0};
   std::atomic<uint64_t> damaged_blocks_{0};
   storage::IngestCounters counters_;
+  storage::CubinCounters cubin_counters_;
 };
 
 }  // namespace warpscope::embedded

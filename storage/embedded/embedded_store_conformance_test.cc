@@ -31,10 +31,15 @@ std::unique_ptr<ProfileStore> OpenAt(const std::string& dir, int64_t now_ns, int
   })(dir);
 }
 
+std::unique_ptr<ProfileStore> OpenWithCubinLimits(const std::string& dir, const storage::CubinLimits& limits) {
+  return Opener([&](EmbeddedStoreOptions& o) { o.cubins = limits; })(dir);
+}
+
 WS_INSTANTIATE_STORE_CONFORMANCE(Embedded, (StoreBackend{.name = "server_defaults",
                                                          .open = Opener([](EmbeddedStoreOptions&) {}),
                                                          .reopen = {},
-                                                         .open_at = OpenAt}));
+                                                         .open_at = OpenAt,
+                                                         .open_with_cubin_limits = OpenWithCubinLimits}));
 WS_INSTANTIATE_STORE_CONFORMANCE(EmbeddedWalOnly, (StoreBackend{.name = "never_flushed",
                                                                 .open = Opener([](EmbeddedStoreOptions& o) {
                                                                   o.background = false;

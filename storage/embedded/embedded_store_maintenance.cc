@@ -93,7 +93,18 @@ Status EmbeddedProfileStore::CompactNow() {
 
 Status EmbeddedProfileStore::ApplyRetentionNow() {
   std::lock_guard<std::mutex> lock(maintenance_mu_);
-  return RetentionLocked();
+  RETURN_IF_ERROR(RetentionLocked());
+  return CubinRetentionLocked();
+}
+
+Status EmbeddedProfileStore::CubinRetentionLocked() {
+  const int64_t cutoff = RetentionCutoff();
+  if (cutoff == INT64_MIN) return Status::Ok();
+  const StatusOr<uint64_t> removed = cubins_->RemoveUnusedBefore(cutoff);
+  if (!removed.ok()) return removed.status().WithContext("cubin retention");
+  cubin_counters_.Expired(*removed);
+  if (*removed > 0) LOG_INFO() << "retention deleted " << *removed << " cubins unused for longer than the retention";
+  return Status::Ok();
 }
 
 Status EmbeddedProfileStore::FlushLocked() {
