@@ -55,6 +55,19 @@ Inside Split(const storage::MergedProfile& p, const storage::StackValue& s) {
 
 const std::string& Name(const storage::ResolvedFrame& f) { return f.function_name.empty() ? f.system_name : f.function_name; }
 
+// Calls fn(stack, its frames leafward of the kernel) for each sampled
+// instruction of the kernel named `kernel` (mangled or display name).
+template <typename Fn>
+void ForEachInstructionOf(const storage::MergedProfile& p, std::string_view kernel, Fn fn) {
+  for (const storage::StackValue& s : p.stacks) {
+    const Inside in = Split(p, s);
+    if (in.kernel < 0 || in.instruction < 0 || in.stall < 0) continue;
+    const storage::ResolvedFrame& k = p.frame(in.kernel);
+    if (k.system_name != kernel && k.function_name != kernel) continue;
+    fn(s, in);
+  }
+}
+
 void AddShare(KernelStalls* k, StallClass c, int64_t v) {
   const double d = static_cast<double>(v);
   switch (c) {
@@ -153,7 +166,17 @@ std::vector<Insight> FindMemoryBoundKernels(const storage::MergedProfile& p, con
   return out;
 }
 
-StatusOr<std::string> RenderKernelSourceJson(const storage::MergedProfile& p, std::string_view kernel) {
+std::vector<std::string> KernelCubinHashes(const storage::MergedProfile& p, std::string_view kernel) {
+  std::set<std::string> hashes;
+  ForEachInstructionOf(p, kernel, [&](const storage::StackValue&, const Inside& in) {
+    const std::string& hash = p.frame(in.instruction).build_id;
+    if (!hash.empty()) hashes.insert(hash);
+  });
+  return {hashes.begin(), hashes.end()};
+}
+
+StatusOr<std::string> RenderKernelSourceJson(const storage::MergedProfile& p, std::string_view kernel,
+                                             const std::vector<KernelCubin>& cubins) {
   // Stall reasons by CUPTI name, with their totals.
   std::map<std::string, std::pair<std::string, int64_t>> stalls;  // cupti name -> (words, value)
   struct Instruction {
@@ -171,11 +194,8 @@ StatusOr<std::string> RenderKernelSourceJson(const storage::MergedProfile& p, st
   std::string display, system;
   int64_t total = 0;
   bool sass = false;
-  for (const storage::StackValue& s : p.stacks) {
-    const Inside in = Split(p, s);
-    if (in.kernel < 0 || in.instruction < 0 || in.stall < 0) continue;
+  ForEachInstructionOf(p, kernel, [&](const storage::StackValue& s, const Inside& in) {
     const storage::ResolvedFrame& k = p.frame(in.kernel);
-    if (k.system_name != kernel && k.function_name != kernel) continue;
     display = Name(k);
     system = k.system_name;
     total += s.value;
@@ -204,7 +224,7 @@ StatusOr<std::string> RenderKernelSourceJson(const storage::MergedProfile& p, st
     }
     i.value += s.value;
     i.by_stall[stall.system_name] += s.value;
-  }
+  });
   if (total == 0) return NotFoundError("no gpu_pc samples in kernel '" + std::string(kernel) + "' in this range");
 
   nlohmann::json j;
@@ -253,6 +273,9 @@ StatusOr<std::string> RenderKernelSourceJson(const storage::MergedProfile& p, st
   const double t = static_cast<double>(total);
   j["shares"] = {{"memory", shares.memory / t}, {"compute", shares.compute / t}, {"sync", shares.sync / t},
                  {"issuing", shares.issuing / t}, {"other", shares.other / t}};
+  nlohmann::json out_cubins = nlohmann::json::array();
+  for (const KernelCubin& c : cubins) out_cubins.push_back({{"hash", c.hash}, {"stored", c.stored}, {"bytes", c.bytes}});
+  j["cubins"] = std::move(out_cubins);
   return DumpJson(j);
 }
 

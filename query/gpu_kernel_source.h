@@ -46,9 +46,23 @@ std::vector<KernelStalls> KernelStallShares(const storage::MergedProfile& profil
 std::vector<Insight> FindMemoryBoundKernels(const storage::MergedProfile& profile, const InsightInputs& in,
                                             const InsightOptions& options, const std::string& selector);
 
+// A cubin that a kernel's sampled instructions came from (their mapping's
+// build id, model/cubin_hash.h), and whether the server's store holds it.
+struct KernelCubin {
+  std::string hash;
+  bool stored = false;
+  uint64_t bytes = 0;  // 0 when not stored
+};
+
+// The cubins of the kernel named `kernel`'s sampled instructions, sorted,
+// each once (none for instructions without a cubin mapping).
+std::vector<std::string> KernelCubinHashes(const storage::MergedProfile& profile, std::string_view kernel);
+
 // The source/SASS view of the kernel named `kernel` (its mangled or display
-// name) as JSON (docs/api.md, "Inside a kernel"). NotFound when the profile
-// has no samples in it.
-StatusOr<std::string> RenderKernelSourceJson(const storage::MergedProfile& profile, std::string_view kernel);
+// name) as JSON (docs/api.md, "Inside a kernel"), with `cubins` (from
+// KernelCubinHashes and the store). NotFound when the profile has no
+// samples in it.
+StatusOr<std::string> RenderKernelSourceJson(const storage::MergedProfile& profile, std::string_view kernel,
+                                             const std::vector<KernelCubin>& cubins = {});
 
 }  // namespace warpscope::query

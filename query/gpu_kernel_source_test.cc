@@ -22,6 +22,33 @@ storage::ResolvedFrame Frame(FrameKind kind, const std::string& name, const std:
   return f;
 }
 
+// Instructions name their cubin as their mapping's build id: the view lists
+// each cubin once, with what the caller learnt from the store.
+TEST(KernelSourceTest, ListsTheCubinsOfTheKernelsInstructions) {
+  const std::string held(32, 'a'), missing(32, 'b');
+  storage::MergedProfile p;
+  p.frames = {
+      Frame(FrameKind::FRAME_KIND_GPU_STALL, "waiting for memory", "smsp__pcsamp_warps_issue_stalled_long_scoreboard"),
+      Frame(FrameKind::FRAME_KIND_GPU_INSTRUCTION, "0x0040", "_Z1kv+0x0040", 0x40),
+      Frame(FrameKind::FRAME_KIND_GPU_INSTRUCTION, "0x0080", "_Z1kv+0x0080", 0x80),
+      Frame(FrameKind::FRAME_KIND_GPU_INSTRUCTION, "0x0040", "_Z1jv+0x0040", 0x40),
+      Frame(FrameKind::FRAME_KIND_CUDA_KERNEL, "k()", "_Z1kv"),
+      Frame(FrameKind::FRAME_KIND_CUDA_KERNEL, "j()", "_Z1jv"),
+  };
+  for (int i : {1, 2}) p.frames[i].build_id = held;
+  p.frames[3].build_id = missing;
+  p.stacks = {{{0, 1, 4}, 3}, {{0, 2, 4}, 1}, {{0, 3, 5}, 2}};
+  EXPECT_EQ(KernelCubinHashes(p, "k()"), std::vector<std::string>{held});
+  EXPECT_EQ(KernelCubinHashes(p, "_Z1jv"), std::vector<std::string>{missing});
+  auto text = RenderKernelSourceJson(p, "k()", {{held, true, 5000}});
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  const nlohmann::json j = nlohmann::json::parse(*text);
+  ASSERT_EQ(j["cubins"].size(), 1u);
+  EXPECT_EQ(j["cubins"][0]["hash"], held);
+  EXPECT_TRUE(j["cubins"][0]["stored"].get<bool>());
+  EXPECT_EQ(j["cubins"][0]["bytes"], 5000);
+}
+
 TEST(StallClassTest, CuptiNamesWithAndWithoutPrefixAndSuffix) {
   EXPECT_EQ(ClassifyStall("smsp__pcsamp_warps_issue_stalled_long_scoreboard"), StallClass::kMemory);
   EXPECT_EQ(ClassifyStall("smsp__pcsamp_warps_issue_stalled_math_pipe_throttle_not_issued"), StallClass::kCompute);
@@ -66,6 +93,7 @@ TEST(KernelSourceTest, InstructionsUnderLinesWithStallsAndShares) {
   EXPECT_DOUBLE_EQ(j["shares"]["memory"].get<double>(), 0.7);
   EXPECT_DOUBLE_EQ(j["shares"]["compute"].get<double>(), 0.3);
   EXPECT_EQ(RenderKernelSourceJson(p, "other()").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(j["cubins"], nlohmann::json::array()) << "instructions without a cubin mapping";
   const std::vector<KernelStalls> shares = KernelStallShares(p);
   ASSERT_EQ(shares.size(), 1u);
   EXPECT_EQ(shares[0].value, 100);

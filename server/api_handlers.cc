@@ -21,6 +21,7 @@
 #include "model/selector.h"
 #include "query/top_table.h"
 #include "server/api_params.h"
+#include "server/cubin_handlers.h"
 #include "server/energy_handlers.h"
 #include "server/gpu_handlers.h"
 #include "server/insight_handlers.h"
@@ -64,6 +65,7 @@ class Handlers {
       }
       return ErrorFor(result.status());
     }
+    if (!result->duplicate) NoteCubinUses(store_, batch);
     if (result->dropped.total() > 0) {
       LOG_WARNING_EVERY_N_SEC(60) << "ingest from agent " << batch.agent_id() << ": dropped "
                                   << result->dropped.too_old << " rows older than retention and "
@@ -306,7 +308,13 @@ class Handlers {
                 {"metric_points", s.metric_points},
                 {"gpu_activities", s.gpu_activities},
                 {"dropped_too_old", s.dropped_too_old},
-                {"dropped_too_new", s.dropped_too_new}};
+                {"dropped_too_new", s.dropped_too_new},
+                {"cubins",
+                 {{"stored", s.cubins.stored},
+                  {"already_stored", s.cubins.already_stored},
+                  {"refused_too_large", s.cubins.too_large},
+                  {"refused_store_full", s.cubins.refused_full},
+                  {"expired", s.cubins.expired}}}};
     if (const http::ConnectionCounters* c = options_.http_counters) {
       out["http"] = {{"connections_accepted", c->accepted.load()},
                      {"connections_refused", c->refused_connections.load()},
@@ -384,6 +392,7 @@ http::Routes ApiRoutes(ProfileStore* store, const ApiOptions& options) {
   routes.push_back({"GET", "/api/v1/types", bind(&Handlers::Types)});
   routes.push_back({"GET", "/api/v1/status", bind(&Handlers::StatusPage), http::RouteLane::kIngest});
   AddGpuRoutes(store, o, &routes);
+  AddCubinRoutes(store, &routes);
   AddInsightRoutes(store, o, &routes);
   AddEnergyRoutes(store, o, &routes);
   AddMcpRoutes(o, &routes);  // answered by the routes above

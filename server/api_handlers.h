@@ -45,8 +45,8 @@ struct ApiOptions {
 
 // Every API route (ingest, profile, top, diff, series, flamechart, metrics,
 // metric names, labels, label values, targets, types, status, gpu/kernels,
-// gpu/trace, gpu/trace.json, insights, energy, and the MCP endpoint /mcp) plus
-// /healthz. `store` must outlive the routes.
+// gpu/trace, gpu/trace.json, gpu/cubins, insights, energy, and the MCP
+// endpoint /mcp) plus /healthz. `store` must outlive the routes.
 http::Routes ApiRoutes(storage::ProfileStore* store, const ApiOptions& options);
 
 

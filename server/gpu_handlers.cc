@@ -47,14 +47,22 @@ class GpuHandlers {
   }
 
   // Inside one kernel (gpu_pc): its sampled instructions under their source
-  // lines with cycles per stall reason. `kernel`: its mangled or display name.
+  // lines with cycles per stall reason, and the cubins they came from (held
+  // by the store or not). `kernel`: its mangled or display name.
   http::HttpResponse KernelSource(const http::HttpRequest& req) const {
     const std::string kernel = req.QueryValue("kernel").value_or("");
     if (kernel.empty()) return ErrorFor(InvalidArgumentError("kernel is required (its mangled or display name)"));
     storage::QueryContext context = storage::QueryContext::WithTimeout(options_.query_timeout);
     auto profile = PcProfile(req, &context);
     if (!profile.ok()) return ErrorFor(profile.status());
-    auto json = query::RenderKernelSourceJson(*profile, kernel);
+    std::vector<query::KernelCubin> cubins;
+    for (std::string& hash : query::KernelCubinHashes(*profile, kernel)) {
+      auto found = store_->FindCubin(hash);
+      if (!found.ok() && found.status().code() != StatusCode::kInvalidArgument) return ErrorFor(found.status());
+      const bool stored = found.ok() && found->has_value();
+      cubins.push_back({std::move(hash), stored, stored ? (*found)->bytes : 0});
+    }
+    auto json = query::RenderKernelSourceJson(*profile, kernel, cubins);
     if (!json.ok()) return ErrorFor(json.status());
     return WithCaveats(http::HttpResponse::Json(200, *json), context);
   }

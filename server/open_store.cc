@@ -14,11 +14,16 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::duration_cast;
 using std::chrono::milliseconds;
 
+storage::CubinLimits CubinLimitsOf(const ServerOptions& options) {
+  return storage::CubinLimits{.max_cubin_bytes = options.cubin_max_bytes, .max_store_bytes = options.cubin_store_bytes};
+}
+
 StatusOr<std::unique_ptr<storage::ProfileStore>> OpenEmbedded(const ServerOptions& options) {
   embedded::EmbeddedStoreOptions store_options;
   store_options.data_dir = options.data_dir;
   store_options.retention_ns = options.retention.count();
   store_options.repair = options.repair;
+  store_options.cubins = CubinLimitsOf(options);
   ASSIGN_OR_RETURN(auto store, embedded::EmbeddedProfileStore::Open(store_options));
   return std::unique_ptr<storage::ProfileStore>(std::move(store));
 }
@@ -31,6 +36,7 @@ StatusOr<std::unique_ptr<storage::ProfileStore>> OpenClickHouse(const ServerOpti
   ch.password = options.clickhouse_password;
   ch.ca_file = options.clickhouse_ca_file;
   ch.retention_ns = options.retention.count();
+  ch.cubins = CubinLimitsOf(options);
   ch.timeout_ms = static_cast<int>(duration_cast<milliseconds>(options.clickhouse_request_timeout).count());
   const Clock::time_point deadline = Clock::now() + options.clickhouse_start_timeout;
   // Rounded for log lines: "giving up in 41.5s", not "41.497s".

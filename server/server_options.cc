@@ -182,6 +182,16 @@ StatusOr<ServerOptions> ParseServerArgs(const std::vector<std::string>& args, co
       ASSIGN_OR_RETURN(uint64_t bytes, ParseSize(flag, text));
       if (bytes < 1024 || bytes > (1ull << 30)) return InvalidArgumentError("--max-request-bytes: between 1K and 1G");
       o.max_request_bytes = bytes;
+    } else if (flag == "--cubin-max-bytes") {
+      ASSIGN_OR_RETURN(std::string text, next());
+      ASSIGN_OR_RETURN(o.cubin_max_bytes, ParseSize(flag, text));
+      if (o.cubin_max_bytes < 1024 || o.cubin_max_bytes > (1ull << 30)) {
+        return InvalidArgumentError("--cubin-max-bytes: between 1K and 1G");
+      }
+    } else if (flag == "--cubin-store-bytes") {
+      ASSIGN_OR_RETURN(std::string text, next());
+      ASSIGN_OR_RETURN(o.cubin_store_bytes, ParseSize(flag, text));
+      if (o.cubin_store_bytes < 1024) return InvalidArgumentError("--cubin-store-bytes: at least 1K");
     } else if (flag == "--threads") {
       ASSIGN_OR_RETURN(std::string text, next());
       ASSIGN_OR_RETURN(long n, ParseCount(flag, text, 1, 256));
@@ -302,6 +312,11 @@ API (docs/api.md).
   --retention DURATION      delete profiles older than this (default 14d; 0 keeps everything);
                             with ClickHouse, whole days are dropped
   --max-request-bytes SIZE  largest request body accepted (default 16M)
+  --cubin-max-bytes SIZE    largest cubin the cubin store takes (default 32M; agents send them
+                            zstd-compressed, within --max-request-bytes)
+  --cubin-store-bytes SIZE  the cubin store's bound, all cubins together (default 1G); a full
+                            store refuses new cubins (507, counted) until retention frees room:
+                            a cubin goes once no PUT or batch has used it for --retention
   --threads N               queries handled at once (default 8)
   --ingest-threads N        ingest requests (and /healthz) handled at once, by workers of their
                             own that queries never take (default 4)

@@ -26,6 +26,9 @@ struct ServerOptions {
   bool insecure_listen_any = false;
   std::chrono::nanoseconds retention = std::chrono::hours(24 * 14);  // 0 keeps everything
   size_t max_request_bytes = 16u << 20;
+  // The cubin store (storage/cubin_store.h): one cubin, and all of them.
+  uint64_t cubin_max_bytes = uint64_t{32} << 20;
+  uint64_t cubin_store_bytes = uint64_t{1} << 30;
   int threads = 8;         // query workers
   int ingest_threads = 4;  // ingest and /healthz workers, apart from the queries'
   // Each query stops with 503 past this.

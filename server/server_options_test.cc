@@ -39,6 +39,10 @@ TEST(ServerOptionsTest, ParsesEveryFlag) {
   EXPECT_EQ(limits->max_connections, 100u);
   EXPECT_EQ(limits->max_connections_per_client, 10u);
   EXPECT_TRUE(limits->repair);
+  auto cubins = ParseServerArgs({"--cubin-max-bytes", "8M", "--cubin-store-bytes", "2G"});
+  ASSERT_TRUE(cubins.ok()) << cubins.status().message();
+  EXPECT_EQ(cubins->cubin_max_bytes, uint64_t{8} << 20);
+  EXPECT_EQ(cubins->cubin_store_bytes, uint64_t{2} << 30);
 }
 
 // A bad --listen, or a non-loopback one without a token, is a flag error
@@ -88,6 +92,8 @@ TEST(ServerOptionsTest, RejectsBadValuesWithTheFlagName) {
       {{"--retention", "soon"}, "--retention"},
       {{"--max-request-bytes", "12Q"}, "unknown size suffix"},
       {{"--max-request-bytes", "10"}, "between 1K and 1G"},
+      {{"--cubin-max-bytes", "2G"}, "--cubin-max-bytes: between 1K and 1G"},
+      {{"--cubin-store-bytes", "100"}, "--cubin-store-bytes: at least 1K"},
       {{"--threads", "0"}, "--threads: expected 1 to 256"},
       {{"--ingest-threads", "0"}, "--ingest-threads: expected 1 to 256"},
       {{"--query-timeout", "10ms"}, "--query-timeout: at least 100ms"},
@@ -268,7 +274,7 @@ TEST(ServerOptionsTest, HelpMentionsEveryFlag) {
                            "--clickhouse-password-file", "WARPSCOPE_CLICKHOUSE_PASSWORD", "--clickhouse-start-timeout",
                            "--clickhouse-timeout", "--ingest-threads", "--query-timeout", "--max-connections",
                            "--max-connections-per-client", "--repair", "--pue", "--carbon-intensity",
-                           "--price-per-kwh", "--cpu-watts-per-core"}) {
+                           "--price-per-kwh", "--cpu-watts-per-core", "--cubin-max-bytes", "--cubin-store-bytes"}) {
     EXPECT_NE(usage.find(flag), std::string::npos) << flag;
   }
 }

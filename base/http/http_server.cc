@@ -163,12 +163,12 @@ struct HttpServer::Impl {
       }
     }
     if (candidates == nullptr) return HttpResponse::Error(404, "no such path: " + req.path);
-    const std::string method = req.method == "HEAD" ? "GET" : req.method;
-    if (FindRoute(*candidates, method) == nullptr) {
+    if (FindRoute(*candidates, req.method) == nullptr) {
       std::string allow;
+      const bool own_head = FindRoute(*candidates, "HEAD", /*get_for_head=*/false) != nullptr;
       for (const Route& r : *candidates) {
         allow += (allow.empty() ? "" : ", ") + r.method;
-        if (r.method == "GET") allow += ", HEAD";
+        if (r.method == "GET" && !own_head) allow += ", HEAD";
       }
       HttpResponse r = HttpResponse::Error(405, "method " + req.method + " not allowed on " + req.path);
       r.headers.emplace_back("Allow", allow);
@@ -204,15 +204,18 @@ struct HttpServer::Impl {
     const std::string path(target.substr(0, target.find('?')));
     const std::vector<Route>* candidates = RoutesFor(path);
     if (candidates == nullptr) return 0;
-    const Route* route = FindRoute(*candidates, method == "HEAD" ? "GET" : std::string(method));
+    const Route* route = FindRoute(*candidates, method);
     return route != nullptr && route->lane == RouteLane::kIngest && options.ingest_threads > 0 ? 1 : 0;
   }
 
-  static const Route* FindRoute(const std::vector<Route>& candidates, const std::string& method) {
+  // The route of `method`; a HEAD without a route of its own is served by
+  // the GET route (httplib sends the head of its answer only).
+  static const Route* FindRoute(const std::vector<Route>& candidates, std::string_view method,
+                                bool get_for_head = true) {
     for (const Route& r : candidates) {
       if (r.method == method) return &r;
     }
-    return nullptr;
+    return get_for_head && method == "HEAD" ? FindRoute(candidates, "GET", false) : nullptr;
   }
 
   // Reads the body (when `reader` is given), decodes it and runs the handler.
@@ -267,7 +270,7 @@ struct HttpServer::Impl {
     } else {
       request.body = std::move(raw);
     }
-    const Route* route = FindRoute(*RoutesFor(req.path), req.method == "HEAD" ? "GET" : req.method);
+    const Route* route = FindRoute(*RoutesFor(req.path), req.method);
     // The one place exceptions are caught: a handler should return errors as
     // responses, but one that throws must not take the server down.
     try {
@@ -309,7 +312,7 @@ StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions&
     }
     std::vector<Route>& same_path =
         prefix ? impl->prefix_routes[r.path.substr(0, r.path.size() - 1)] : impl->routes[r.path];
-    if (Impl::FindRoute(same_path, r.method) != nullptr) {
+    if (Impl::FindRoute(same_path, r.method, /*get_for_head=*/false) != nullptr) {
       return InvalidArgumentError("duplicate route " + r.method + " " + r.path);
     }
     same_path.push_back(std::move(r));

@@ -61,7 +61,7 @@ struct CaseInsensitiveLess {
 };
 
 struct HttpRequest {
-  std::string method;  // "GET", "POST", ... ("HEAD" is routed as GET)
+  std::string method;  // "GET", "POST", ... ("HEAD" goes to the GET route unless the path has a HEAD route)
   std::string path;    // without the query string, percent-decoded
   // Query parameters, percent-decoded ('+' is a space); a key may repeat.
   std::multimap<std::string, std::string> query;
@@ -94,7 +94,9 @@ using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
 enum class RouteLane { kQuery, kIngest };
 
 struct Route {
-  std::string method;  // "GET", "POST", ...
+  // "GET", "POST", ...; a GET route also serves HEAD, unless the path has a
+  // HEAD route of its own (one in another lane, say).
+  std::string method;
   // An exact path ("/api/v1/ingest"), or a prefix ending in '*' ("/assets/*";
   // "/*" is a fallback for every path). An exact route wins over any prefix,
   // a longer prefix over a shorter one.

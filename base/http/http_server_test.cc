@@ -579,6 +579,38 @@ TEST(HttpServerTest, PrefixRoutesAndFallback) {
   EXPECT_EQ(HttpServer::Start(LoopbackOptions(), dup).status().code(), StatusCode::kInvalidArgument);
 }
 
+// A path may route HEAD apart from GET (to another lane): HEAD goes there,
+// GET and its HEAD-less siblings as before.
+TEST(HttpServerTest, AHeadRouteOfItsOwnTakesHeadRequests) {
+  Routes routes = TestRoutes();
+  auto answer = [](std::string who) {
+    return [who](const HttpRequest& req) {
+      HttpResponse r = HttpResponse::Json(200, "{}");
+      r.headers.emplace_back("X-Served-By", who + " " + req.method);
+      return r;
+    };
+  };
+  routes.push_back({"GET", "/blobs/*", answer("get")});
+  routes.push_back({"HEAD", "/blobs/*", answer("head"), RouteLane::kIngest});
+  auto started = HttpServer::Start(LoopbackOptions(), std::move(routes));
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  auto server = std::move(started).value();
+  httplib::Client c("127.0.0.1", server->port());
+  auto head = c.Head("/blobs/a");
+  ASSERT_TRUE(head);
+  EXPECT_EQ(head->get_header_value("X-Served-By"), "head HEAD");
+  auto get = c.Get("/blobs/a");
+  ASSERT_TRUE(get);
+  EXPECT_EQ(get->get_header_value("X-Served-By"), "get GET");
+  auto post = c.Post("/blobs/a", "x", "text/plain");
+  ASSERT_TRUE(post);
+  EXPECT_EQ(post->status, 405);
+  EXPECT_EQ(post->get_header_value("Allow"), "GET, HEAD");
+  auto plain = c.Head("/healthz");  // no HEAD route: the GET route's
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain->status, 200);
+}
+
 // A client cannot make the server hold more than one head's bytes: 100 KB
 // of headers (no token) get 431 and the connection is closed, long before
 // they are all sent.

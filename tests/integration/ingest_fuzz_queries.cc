@@ -1,5 +1,5 @@
 // Query strings of the ingest fuzz (ingest_fuzz_cases.h): every GET route of
-// docs/api.md with random and extreme parameters, ranges mostly over the
+// docs/api.md with random and extreme parameters (and paths: a cubin's hash), ranges mostly over the
 // fuzz's data (the last hour), and random selectors of bounded size.
 #include <ctime>
 #include <string>
@@ -122,9 +122,14 @@ FuzzCase MakeQueryCase(CaseRng& r, int64_t now_ns) {
                                  {"/api/v1/metric_names", 0}, {"/api/v1/labels", 0},       {"/api/v1/label_values", 0},
                                  {"/api/v1/targets", 86'400}, {"/api/v1/types", 0},        {"/api/v1/status", 0},
                                  {"/api/v1/gpu/kernels", 86'400}, {"/api/v1/gpu/trace", 10},
-                                 {"/api/v1/gpu/trace.json", 10}};
+                                 {"/api/v1/gpu/trace.json", 10}, {"/api/v1/gpu/cubins/", 0}};
   const Route& route = routes[r.Below(std::size(routes))];
-  const std::string path = route.path;
+  std::string path = route.path;
+  if (path == "/api/v1/gpu/cubins/") {  // the hash is the path's last part
+    path += r.Pick(std::vector<std::string>{"0123456789abcdef0123456789abcdef", "0123456789ABCDEF0123456789ABCDEF",
+                                            "", "abc", "../../dictionary.sqlite", "%2e%2e%2fLOCK", "%00",
+                                            std::string(33, 'a'), std::string(5000, 'f'), "\xff"});
+  }
   std::vector<std::pair<std::string, std::string>> params;
   auto maybe = [&](double p, const std::string& k, const std::string& v) {
     if (r.Chance(p)) params.push_back({k, v});

@@ -1,8 +1,8 @@
 // warpscope-server end to end, without an agent: a real server process on
 // loopback with the embedded store, fed hand-built batches over HTTP.
 // Covers the query API's answers, bad input (each rejected with a 4xx and
-// nothing stored), and kill -9 during ingest (every acknowledged batch is
-// there after a restart, nothing twice).
+// nothing stored), the cubin store, and kill -9 during ingest (every
+// acknowledged batch is there after a restart, nothing twice).
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <signal.h>
@@ -15,6 +15,7 @@
 #include <set>
 #include <thread>
 
+#include "model/cubin_hash.h"
 #include "tests/integration/batch_factory.h"
 #include "tests/integration/pprof_reader.h"
 #include "tests/integration/agent_process.h"
@@ -47,9 +48,11 @@ class ServerApiTest : public ::testing::Test {
     server_.reset();
     RunProcess({"rm", "-rf", dir_});
   }
-  void Restart(int port = 0) {
+  void Restart(int port = 0, const std::vector<std::string>& extra = {}) {
     // --retention 0: the batches are dated in the past (kT0) and must not expire.
-    auto s = ServerProcess::Start(WS_SERVER_BIN, dir_ + "/data", {"--token", kToken, "--retention", "0"}, port);
+    std::vector<std::string> args = {"--token", kToken, "--retention", "0"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto s = ServerProcess::Start(WS_SERVER_BIN, dir_ + "/data", args, port);
     ASSERT_TRUE(s.ok()) << s.status().message();
     server_ = std::move(s).value();
   }
@@ -563,6 +566,71 @@ TEST_F(ServerApiTest, GpuKernelsTraceAndChromeTraceOfAnIngestedBatch) {
   server_->Kill();
   Restart(port);
   check();
+}
+
+// The cubin store over HTTP: the token, the hash checked (in the path and
+// against the body), both bounds, stored once, byte-exact through HEAD and
+// GET, and still there after a kill -9.
+TEST_F(ServerApiTest, CubinsArePutOnceAndReadBackByteExact) {
+  const std::vector<std::string> limits = {"--cubin-max-bytes", "64K", "--cubin-store-bytes", "150K"};
+  const int port = server_->port();
+  server_->Stop();
+  Restart(port, limits);
+  auto bytes = [](size_t size, char seed) {
+    std::string b(size, '\0');
+    for (size_t i = 0; i < size; ++i) b[i] = static_cast<char>(seed * 31 + i * i % 251);
+    return b;
+  };
+  const std::string a = bytes(60'000, 1), b = bytes(60'000, 2), c = bytes(60'000, 3);
+  const std::string path = "/api/v1/gpu/cubins/" + CubinHash(a);
+
+  EXPECT_EQ(HttpPutCubin(port, CubinHash(a), a, "").status, 401);
+  EXPECT_EQ(HttpHead(port, path, "").status, 401);
+  EXPECT_EQ(HttpGet(port, path, "").status, 401);
+  EXPECT_EQ(HttpPutCubin(port, CubinHash(a), a, "wrong").status, 401);
+
+  HttpResult r = HttpPutCubin(port, "not-a-hash", a, kToken);
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.body.find("malformed"), std::string::npos) << r.body;
+  EXPECT_EQ(HttpGet(port, "/api/v1/gpu/cubins/" + CubinHash(a).substr(1), kToken).status, 400);
+  EXPECT_EQ(HttpHead(port, "/api/v1/gpu/cubins/..%2fLOCK", kToken).status, 400);
+  r = HttpPutCubin(port, CubinHash(a), b, kToken);
+  EXPECT_EQ(r.status, 400) << "the body is not the hash's";
+  EXPECT_NE(r.body.find(CubinHash(b)), std::string::npos) << r.body;
+  r = HttpPutCubin(port, CubinHash(bytes(70'000, 4)), bytes(70'000, 4), kToken);
+  EXPECT_EQ(r.status, 413) << r.body;
+  EXPECT_EQ(HttpHead(port, path, kToken).status, 404);
+  EXPECT_EQ(Get(path).status, 404);
+
+  r = HttpPutCubin(port, CubinHash(a), a, kToken, /*compress=*/false);
+  ASSERT_EQ(r.status, 201) << r.body;
+  EXPECT_TRUE(json::parse(r.body)["stored"].get<bool>());
+  r = HttpPutCubin(port, CubinHash(a), a, kToken);  // zstd this time
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_TRUE(json::parse(r.body)["already_stored"].get<bool>()) << r.body;
+  EXPECT_EQ(HttpHead(port, path, kToken).status, 200);
+  HttpResult got = Get(path);
+  ASSERT_EQ(got.status, 200);
+  EXPECT_EQ(got.content_type, "application/octet-stream");
+  EXPECT_TRUE(got.body == a) << "byte-exact";
+
+  // 150K holds two of these 60K cubins, not three.
+  EXPECT_EQ(HttpPutCubin(port, CubinHash(b), b, kToken).status, 201);
+  r = HttpPutCubin(port, CubinHash(c), c, kToken);
+  EXPECT_EQ(r.status, 507) << r.body;
+  EXPECT_NE(r.body.find("--cubin-store-bytes"), std::string::npos) << r.body;
+  const json cubins = GetJson("/api/v1/status")["cubins"];
+  EXPECT_EQ(cubins["stored"], 2);
+  EXPECT_EQ(cubins["already_stored"], 1);
+  EXPECT_EQ(cubins["refused_too_large"], 1);
+  EXPECT_EQ(cubins["refused_store_full"], 1);
+
+  server_->Kill();
+  Restart(port, limits);
+  got = Get(path);
+  ASSERT_EQ(got.status, 200);
+  EXPECT_TRUE(got.body == a) << "acknowledged, so it survives kill -9";
+  EXPECT_EQ(HttpPutCubin(port, CubinHash(b), b, kToken).status, 200);
 }
 
 TEST_F(ServerApiTest, KillNineDuringIngestLosesNoAcknowledgedBatch) {

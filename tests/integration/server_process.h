@@ -77,6 +77,10 @@ HttpResult HttpGet(int port, const std::string& path_and_query, const std::strin
 HttpResult HttpPostIngest(int port, const std::string& body, const std::string& token = "",
                           const std::string& content_type = "application/x-protobuf", bool compress = true);
 HttpResult PostBatch(int port, const warpscope::v1::IngestBatch& batch, const std::string& token = "");
+HttpResult HttpHead(int port, const std::string& path, const std::string& token = "");
+// PUT /api/v1/gpu/cubins/<hash> with `bytes`, zstd-compressed unless !compress.
+HttpResult HttpPutCubin(int port, const std::string& hash, const std::string& bytes, const std::string& token = "",
+                        bool compress = true);
 
 // Percent-encodes a query parameter value.
 std::string UrlEncode(const std::string& text);
