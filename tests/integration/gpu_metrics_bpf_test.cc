@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <vector>
@@ -370,6 +371,76 @@ TEST_F(GpuMetricsTest, ScriptedEnergyCounterGivesJoulesBusyIdleAndShares) {
   j = GetJson("/api/v1/energy?" + range + "&pue=1.4&carbon_intensity=250");
   EXPECT_NEAR(j["total"]["co2_grams"].get<double>(), j["total"]["total_joules"].get<double>() / 3.6e6 * 1.4 * 250, 1e-9);
   EXPECT_EQ(StopAgent(), 0);
+}
+
+// A node with eight GPUs and one process per GPU (as torchrun runs them):
+// every GPU has its own series with its own values, each process's
+// utilization is on the GPU it uses, and the Targets list has all eight.
+TEST_F(GpuMetricsTest, EightGpusEachWithItsSeriesAndItsProcess) {
+  constexpr int kGpus = 8;
+  std::vector<pid_t> ranks;
+  std::string pids;
+  for (int i = 0; i < kGpus; ++i) {
+    ranks.push_back(StartProcess({"/bin/sleep", "120"}));
+    pids += (i ? "," : "") + std::to_string(ranks.back());
+  }
+  {
+    std::ofstream out(dir_ + "/nvml.script.tmp");
+    out << "devices " << kGpus << "\n";
+    for (int i = 0; i < kGpus; ++i) {
+      char uuid[64], pci[64];
+      std::snprintf(uuid, sizeof(uuid), "GPU-%08d", i);
+      std::snprintf(pci, sizeof(pci), "00000000:%02x:00.0", 0x19 + i * 0x10);
+      out << "device " << i << " name \"NVIDIA H200\" uuid " << uuid << " pci " << pci << "\n"
+          << "set " << i << " utilization_gpu " << 10 + i * 10 << "\n"
+          << "set " << i << " power_mw " << (100 + i * 50) * 1000 << "\n"
+          << "process " << i << " " << ranks[i] << " sm " << 5 + i * 10 << " used 1073741824\n";
+    }
+  }
+  ASSERT_EQ(rename((dir_ + "/nvml.script.tmp").c_str(), (dir_ + "/nvml.script").c_str()), 0);
+  StartAgent(WS_FAKE_NVML_PATH, pids);
+  auto all_there = [&] {
+    json proc = Metric("gpu_process_sm_utilization", "pid,gpu");
+    for (int i = 0; i < kGpus; ++i) {
+      if (StepOf(proc, "pid", std::to_string(ranks[i])).is_null()) return false;
+    }
+    return true;
+  };
+  for (int i = 0; i < 120 && !all_there(); ++i) std::this_thread::sleep_for(250ms);
+  ASSERT_TRUE(all_there()) << AgentLog();
+
+  json util = Metric("gpu_utilization", "gpu"), power = Metric("gpu_power", "gpu");
+  json proc = Metric("gpu_process_sm_utilization", "pid,gpu");
+  for (int i = 0; i < kGpus; ++i) {
+    SCOPED_TRACE("gpu " + std::to_string(i));
+    const std::string gpu = std::to_string(i);
+    ASSERT_FALSE(StepOf(util, "gpu", gpu).is_null()) << util.dump();
+    EXPECT_EQ(StepOf(util, "gpu", gpu)[3].get<double>(), 10 + i * 10);
+    EXPECT_EQ(StepOf(power, "gpu", gpu)[3].get<double>(), 100 + i * 50);
+    for (const json& series : proc["series"]) {
+      if (series["labels"].value("pid", "") != std::to_string(ranks[i])) continue;
+      EXPECT_EQ(series["labels"].value("gpu", ""), gpu) << "the GPU the process uses, on its series";
+      EXPECT_EQ(series["points"][0][3].get<double>(), 5 + i * 10);
+    }
+  }
+  EXPECT_EQ(util["series"].size(), static_cast<size_t>(kGpus)) << util.dump();
+
+  json targets = GetJson("/api/v1/targets?from=" + std::to_string(start_ms_) + "&to=now");
+  for (const json& node : targets["nodes"]) {
+    if (node["node"] != "gpu-node") continue;
+    ASSERT_EQ(node["gpus"].size(), static_cast<size_t>(kGpus)) << node.dump();
+    for (int i = 0; i < kGpus; ++i) {
+      EXPECT_EQ(node["gpus"][i]["gpu"], std::to_string(i)) << "by index";
+      char uuid[64];
+      std::snprintf(uuid, sizeof(uuid), "GPU-%08d", i);
+      EXPECT_EQ(node["gpus"][i]["uuid"], uuid);
+    }
+  }
+  EXPECT_EQ(StopAgent(), 0);
+  for (pid_t pid : ranks) {
+    kill(pid, SIGKILL);
+    WaitProcess(pid);
+  }
 }
 
 }  // namespace

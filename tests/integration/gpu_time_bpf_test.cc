@@ -198,6 +198,99 @@ TEST_F(GpuTimeTest, EveryKernelsTimeIsCountedUnderTheCallSiteThatLaunchedIt) {
 // the kernel's call site, with the source line (inlined functions named) and
 // the stall reason in plain words; without nvdisasm (CI) instructions show as
 // offsets.
+// Four ranks of a data-parallel job, one process per GPU: each rank's
+// kernels are on its own device in the gpu_time profile and in the
+// analyses, NCCL's all-reduce is under its Python call site and counted as
+// communication, and the deliberately slow rank 2 shows twice the GPU time
+// per step in its GEMM.
+TEST_F(GpuTimeTest, RanksOnFourDevicesKeepTheirKernelsApart) {
+  constexpr int kRanks = 4, kIterations = 300;
+  constexpr int64_t kGemm = 300'000, kAllReduce = 200'000;
+  const int64_t start_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                               std::chrono::system_clock::now().time_since_epoch()).count() - 1000;
+  StartAgent("exact");
+  std::vector<pid_t> pids;
+  for (int rank = 0; rank < kRanks; ++rank) {
+    pids.push_back(StartProcess({"/usr/bin/env", "WARPSCOPE_CUPTI_PATH=" WS_FAKE_CUPTI_PATH,
+                                 "WARPSCOPE_AGENT_SOCKET=" + Socket(), "/usr/bin/python3", WS_RANKS,
+                                 WS_CUDA_LIBRARY_PATH, std::to_string(rank), std::to_string(kIterations),
+                                 std::to_string(rank == 2 ? 2 * kGemm : kGemm)},
+                                dir_ + "/rank" + std::to_string(rank) + ".err",
+                                dir_ + "/rank" + std::to_string(rank) + ".out"));
+  }
+  std::vector<std::pair<int64_t, int64_t>> recorded(kRanks);
+  for (int rank = 0; rank < kRanks; ++rank) {
+    ASSERT_EQ(WaitProcess(pids[rank]), 0) << rank << AgentLog();
+    std::ifstream out(dir_ + "/rank" + std::to_string(rank) + ".out");
+    std::string word;
+    out >> word >> recorded[rank].first >> recorded[rank].second;
+    ASSERT_EQ(word, "recorded");
+    ASSERT_GT(recorded[rank].first, kIterations * 9 / 10) << rank;
+  }
+  auto selector = [&](int rank, int device) {
+    return "%7Bpid%3D%22" + std::to_string(pids[rank]) + "%22%2Cdevice%3D%22" + std::to_string(device) + "%22%7D";
+  };
+  auto total = [](const std::map<std::string, int64_t>& stacks) {
+    int64_t n = 0;
+    for (const auto& [stack, ns] : stacks) n += ns;
+    return n;
+  };
+  const int64_t want0 = recorded[0].first * kGemm + recorded[0].second * kAllReduce;
+  for (int i = 0; i < 80 && total(Collapsed(selector(0, 0))) < want0; ++i) std::this_thread::sleep_for(250ms);
+  for (int rank = 0; rank < kRanks; ++rank) {
+    SCOPED_TRACE("rank " + std::to_string(rank));
+    const int64_t gemm_ns = rank == 2 ? 2 * kGemm : kGemm;
+    std::map<std::string, int64_t> own = Collapsed(selector(rank, rank));
+    for (int i = 0; i < 40 && total(own) < recorded[rank].first * gemm_ns + recorded[rank].second * kAllReduce; ++i) {
+      std::this_thread::sleep_for(250ms);
+      own = Collapsed(selector(rank, rank));
+    }
+    int64_t gemm = 0, reduce = 0;
+    for (const auto& [stack, ns] : own) {
+      if (Leaf(stack) == "gemm_step" && stack.find("forward;") != std::string::npos) gemm += ns;
+      if (Leaf(stack).rfind("ncclDevKernel_AllReduce", 0) == 0 && stack.find("all_reduce;") != std::string::npos) {
+        reduce += ns;
+      }
+    }
+    EXPECT_EQ(gemm, recorded[rank].first * gemm_ns) << "its GEMMs under forward, on its device";
+    EXPECT_EQ(reduce, recorded[rank].second * kAllReduce) << "NCCL's kernel under all_reduce";
+    EXPECT_EQ(total(own), gemm + reduce);
+    const int other = (rank + 1) % kRanks;
+    EXPECT_EQ(total(Collapsed(selector(rank, other))), 0) << "nothing on another rank's device";
+    // The analyses: the all-reduce is communication, on the rank's device
+    // (the last seconds come once the process has ended).
+    const double want_communication = recorded[rank].second * kAllReduce / 1e9;
+    const double want_compute = recorded[rank].first * gemm_ns / 1e9;
+    std::map<std::pair<std::string, std::string>, double> seconds;
+    json busy;
+    for (int i = 0; i < 60; ++i) {
+      busy = GetApiJson(server_->port(),
+                        "/api/v1/metrics?name=cuda_gpu_busy_seconds&from=" + std::to_string(start_ms) +
+                            "&to=now&step=1h&group_by=device,category&selector=%7Bpid%3D%22" +
+                            std::to_string(pids[rank]) + "%22%7D",
+                        kToken);
+      seconds.clear();
+      for (const json& series : busy["series"]) {
+        for (const json& p : series["points"]) {
+          seconds[{series["labels"].value("device", ""), series["labels"].value("category", "")}] +=
+              p[3].get<double>();
+        }
+      }
+      if (seconds[{std::to_string(rank), "compute"}] >= want_compute * 0.99 &&
+          seconds[{std::to_string(rank), "communication"}] >= want_communication * 0.99) {
+        break;
+      }
+      std::this_thread::sleep_for(250ms);
+    }
+    EXPECT_NEAR((seconds[{std::to_string(rank), "communication"}]), want_communication, want_communication * 0.01)
+        << busy.dump();
+    EXPECT_NEAR((seconds[{std::to_string(rank), "compute"}]), want_compute, want_compute * 0.01);
+    for (const auto& [key, value] : seconds) {
+      if (value > 0) EXPECT_EQ(key.first, std::to_string(rank)) << "device " << key.first;
+    }
+  }
+}
+
 TEST_F(GpuTimeTest, PcSamplesLandUnderTheirCallSitesKernelsLinesInstructionsAndStalls) {
   constexpr int kPeriod = 10;
   const int metrics_port = FreePort();

@@ -694,8 +694,8 @@ bool QueueKernel(const char* name, uint64_t start, uint64_t duration_ns, uint32_
   k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
   k.start = start;
   k.end = k.start + duration_ns;
-  k.deviceId = 0;
-  k.contextId = 1;
+  k.deviceId = g_device.load();  // the device current at the launch (ws_fake_cupti_set_device)
+  k.contextId = k.deviceId + 1;
   k.streamId = stream;
   k.gridX = 128;
   k.gridY = k.gridZ = 1;
