@@ -6,7 +6,9 @@
 // socket as ws_cuda_kernel / ws_cuda_memop (proto/). Plain data; any thread.
 #pragma once
 
+#include <cctype>
 #include <cstdint>
+#include <string_view>
 
 namespace warpscope {
 
@@ -33,6 +35,21 @@ inline const char* GpuLaunchApiName(uint32_t api) {
       "",       "cudaLaunchKernel",  "cudaLaunchKernelExC",       "cudaLaunchCooperativeKernel", "cudaGraphLaunch",
       "cuLaunchKernel", "cuLaunchKernelEx", "cuLaunchCooperativeKernel", "cuGraphLaunch"};
   return api < kGpuLaunchApiCount ? kNames[api] : "";
+}
+
+// NCCL's kernels (collectives, send/recv): communication, not compute. By
+// name, mangled or not ("ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+// "_Z20ncclDevKernel_GenericP11ncclDevComm").
+inline bool IsNcclKernel(std::string_view name) {
+  for (size_t i = 0; i + 4 <= name.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(name[i])) == 'n' &&
+        std::tolower(static_cast<unsigned char>(name[i + 1])) == 'c' &&
+        std::tolower(static_cast<unsigned char>(name[i + 2])) == 'c' &&
+        std::tolower(static_cast<unsigned char>(name[i + 3])) == 'l') {
+      return true;
+    }
+  }
+  return false;
 }
 
 struct GpuActivityFields {

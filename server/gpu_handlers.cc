@@ -10,6 +10,7 @@
 #include "query/chrome_trace.h"
 #include "query/gpu_kernel_source.h"
 #include "query/gpu_kernel_table.h"
+#include "query/gpu_ranks.h"
 #include "query/gpu_stream_timeline.h"
 #include "query/json_text.h"
 #include "server/api_params.h"
@@ -33,6 +34,28 @@ class GpuHandlers {
     if (!activities.ok()) return ErrorFor(activities.status());
     return WithCaveats(http::HttpResponse::Json(200, query::RenderKernelTableJson(*activities, q->from_ns, q->to_ns)),
                        context);
+  }
+
+  // The ranks of a multi-GPU job side by side, and the straggler of each
+  // collective step (query/gpu_ranks.h).
+  http::HttpResponse Ranks(const http::HttpRequest& req) const {
+    auto q = Parse(req, /*trace=*/false);
+    if (!q.ok()) return ErrorFor(q.status());
+    auto tolerance_us = ParseUnsigned(req, "step_tolerance_us", 2000, 1'000'000);
+    if (!tolerance_us.ok()) return ErrorFor(tolerance_us.status());
+    auto max_kernels = ParseUnsigned(req, "kernels", 20, 1000);
+    if (!max_kernels.ok()) return ErrorFor(max_kernels.status());
+    storage::QueryContext context = storage::QueryContext::WithTimeout(options_.query_timeout);
+    q->context = &context;
+    auto activities = store_->SelectGpuActivities(*q);
+    if (!activities.ok()) return ErrorFor(activities.status());
+    query::RankOptions options;
+    options.step_tolerance_ns = static_cast<int64_t>(*tolerance_us) * 1000;
+    options.max_kernels = *max_kernels;
+    return WithCaveats(
+        http::HttpResponse::Json(200, query::RenderRanksJson(query::CompareRanks(*activities, options), q->from_ns,
+                                                              q->to_ns)),
+        context);
   }
 
   http::HttpResponse Trace(const http::HttpRequest& req) const {
@@ -176,6 +199,7 @@ void AddGpuRoutes(storage::ProfileStore* store, const ApiOptions& options, http:
     return [h, fn](const http::HttpRequest& req) { return ((*h).*fn)(req); };
   };
   routes->push_back({"GET", "/api/v1/gpu/kernels", bind(&GpuHandlers::Kernels)});
+  routes->push_back({"GET", "/api/v1/gpu/ranks", bind(&GpuHandlers::Ranks)});
   routes->push_back({"GET", "/api/v1/gpu/trace", bind(&GpuHandlers::Trace)});
   routes->push_back({"GET", "/api/v1/gpu/trace.json", bind(&GpuHandlers::TraceDownload)});
   routes->push_back({"GET", "/api/v1/gpu/kernel_source", bind(&GpuHandlers::KernelSource)});

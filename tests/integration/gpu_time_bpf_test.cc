@@ -289,6 +289,26 @@ TEST_F(GpuTimeTest, RanksOnFourDevicesKeepTheirKernelsApart) {
       if (value > 0) EXPECT_EQ(key.first, std::to_string(rank)) << "device " << key.first;
     }
   }
+  // The ranks side by side: each on its device, rank 2's GEMM twice as long.
+  json ranks = GetApiJson(server_->port(),
+                          "/api/v1/gpu/ranks?from=" + std::to_string(start_ms) + "&to=now&selector=%7Bnode%3D%22gpu-node%22%7D",
+                          kToken);
+  ASSERT_EQ(ranks["ranks"].size(), static_cast<size_t>(kRanks)) << ranks.dump();
+  std::map<std::string, int> index;  // pid -> index in ranks
+  for (size_t i = 0; i < ranks["ranks"].size(); ++i) index[ranks["ranks"][i]["pid"]] = static_cast<int>(i);
+  json gemm;
+  for (const json& k : ranks["kernels"]) {
+    if (k["system_name"] == "gemm_step") gemm = k;
+  }
+  ASSERT_FALSE(gemm.is_null()) << ranks.dump();
+  EXPECT_DOUBLE_EQ(gemm["spread"].get<double>(), 2.0);
+  for (int rank = 0; rank < kRanks; ++rank) {
+    const int i = index.at(std::to_string(pids[rank]));
+    EXPECT_EQ(ranks["ranks"][i]["device"], rank);
+    for (const json& row : gemm["ranks"]) {
+      if (row["rank"] == i) EXPECT_EQ(row["mean_ns"], rank == 2 ? 2 * kGemm : kGemm);
+    }
+  }
 }
 
 TEST_F(GpuTimeTest, PcSamplesLandUnderTheirCallSitesKernelsLinesInstructionsAndStalls) {

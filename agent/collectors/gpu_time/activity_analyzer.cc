@@ -1,5 +1,7 @@
 #include "agent/collectors/gpu_time/activity_analyzer.h"
 
+#include "model/gpu_activity.h"
+
 #include <algorithm>
 #include <cctype>
 #include <limits>
@@ -61,15 +63,7 @@ std::string ShortKernelName(const InternedKernelName* k) {
 }  // namespace
 
 GpuWorkCategory KernelCategory(const std::string& system_name) {
-  for (size_t i = 0; i + 4 <= system_name.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(system_name[i])) == 'n' &&
-        std::tolower(static_cast<unsigned char>(system_name[i + 1])) == 'c' &&
-        std::tolower(static_cast<unsigned char>(system_name[i + 2])) == 'c' &&
-        std::tolower(static_cast<unsigned char>(system_name[i + 3])) == 'l') {
-      return GpuWorkCategory::kCommunication;
-    }
-  }
-  return GpuWorkCategory::kCompute;
+  return IsNcclKernel(system_name) ? GpuWorkCategory::kCommunication : GpuWorkCategory::kCompute;
 }
 
 CopyMemory CopyMemoryOf(uint8_t src_kind, uint8_t dst_kind) {
