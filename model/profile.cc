@@ -58,6 +58,18 @@ uint64_t ProfileBuilder::InternSourceLocation(uint64_t function_id, int64_t line
   return it->second;
 }
 
+uint64_t ProfileBuilder::InternFunctionLocation(uint64_t mapping_id, uint64_t address, FrameKind kind,
+                                                uint64_t function_id) {
+  DCHECK(mapping_id <= profile_.mappings.size()) << "unknown mapping id " << mapping_id;
+  DCHECK(function_id >= 1 && function_id <= profile_.functions.size()) << "unknown function id " << function_id;
+  auto [it, inserted] = function_location_ids_.try_emplace(std::make_tuple(mapping_id, address, kind, function_id),
+                                                           profile_.locations.size() + 1);
+  if (inserted) {
+    profile_.locations.push_back(ProfileLocation{it->second, mapping_id, address, kind, {ProfileLine{function_id, 0}}});
+  }
+  return it->second;
+}
+
 bool ProfileBuilder::HasLocation(uint64_t mapping_id, uint64_t address, FrameKind kind) const {
   return location_ids_.count(LocationKey{mapping_id, address, kind}) != 0;
 }
@@ -86,6 +98,10 @@ std::vector<uint64_t> ProfileBuilder::InternStack(const Profile& from, const std
       continue;
     }
     const uint64_t mapping = loc.mapping_id == 0 ? 0 : InternMapping(from.mapping(loc.mapping_id));
+    if (loc.kind == FrameKind::kGpuInstruction && !lines.empty()) {
+      out.push_back(InternFunctionLocation(mapping, loc.address, loc.kind, lines.front().function_id));
+      continue;
+    }
     out.push_back(InternLocation(mapping, loc.address, loc.kind, lines));
   }
   return out;

@@ -46,7 +46,8 @@ struct ProfileLine {
 // source line (function = "file.cu:42" or "file.cu:42 in inlined_fn",
 // filename = the file, line = the line; no mapping or address);
 // kGpuInstruction, one SASS instruction (function = its offset and text,
-// system_name = kernel+offset, address = the PC offset, no mapping);
+// system_name = kernel+offset, address = the PC offset, mapping = the cubin:
+// build_id its content hash, model/cubin_hash.h; none when the agent lacks it);
 // kGpuStall, the leaf: why the warps were stalled there (function = plain
 // words, system_name = CUPTI's name).
 enum class FrameKind : uint8_t {
@@ -147,6 +148,11 @@ class ProfileBuilder {
   uint64_t InternLocation(uint64_t mapping_id, uint64_t address, FrameKind kind,
                           const std::vector<ProfileLine>& lines);
   bool HasLocation(uint64_t mapping_id, uint64_t address, FrameKind kind) const;
+  // A location at an address that is relative to its function, so one
+  // address of one mapping is several locations: a GPU instruction (PC
+  // offsets count from the kernel's start, and a cubin holds many kernels).
+  // Dedup key: (mapping_id, address, kind, function_id).
+  uint64_t InternFunctionLocation(uint64_t mapping_id, uint64_t address, FrameKind kind, uint64_t function_id);
   // A location with no address (interpreter frames). Dedup key: (function, line, kind).
   uint64_t InternSourceLocation(uint64_t function_id, int64_t line, FrameKind kind);
 
@@ -183,6 +189,7 @@ class ProfileBuilder {
   std::map<std::tuple<std::string, std::string, std::string>, uint64_t> function_ids_;
   std::map<LocationKey, uint64_t> location_ids_;
   std::map<std::tuple<uint64_t, int64_t, FrameKind>, uint64_t> source_location_ids_;
+  std::map<std::tuple<uint64_t, uint64_t, FrameKind, uint64_t>, uint64_t> function_location_ids_;
   std::map<std::tuple<std::vector<uint64_t>, SampleLabels, int64_t>, size_t> sample_index_;
   int64_t sample_time_nanos_ = 0;
 };

@@ -51,6 +51,27 @@ TEST(ProfileBuilderTest, InternsDenseOneBasedIds) {
   EXPECT_EQ(p.duration_nanos, 5);
 }
 
+// GPU instructions: an offset of one cubin belongs to each of its kernels,
+// so the function is part of the key, also when a stack is copied.
+TEST(ProfileBuilderTest, FunctionLocationsAtOneAddressStayApart) {
+  ProfileBuilder b(0, 0, 0);
+  const uint64_t cubin = b.InternMapping(ProfileMapping{0, 0, 0, 0, "cubin", "8e2b", false});
+  const uint64_t k = b.InternFunction("0x0040", "k+0x0040"), j = b.InternFunction("0x0040", "j+0x0040");
+  const uint64_t in_k = b.InternFunctionLocation(cubin, 0x40, FrameKind::kGpuInstruction, k);
+  const uint64_t in_j = b.InternFunctionLocation(cubin, 0x40, FrameKind::kGpuInstruction, j);
+  EXPECT_NE(in_k, in_j);
+  EXPECT_EQ(b.InternFunctionLocation(cubin, 0x40, FrameKind::kGpuInstruction, k), in_k);
+  b.AddSample({in_k}, 1, {});
+  b.AddSample({in_j}, 2, {});
+  const Profile src = b.Finish(0);
+  ProfileBuilder to(0, 0, 0);
+  const std::vector<uint64_t> ids = to.InternStack(src, {in_k, in_j});
+  const Profile copied = to.Finish(0);
+  ASSERT_EQ(copied.locations.size(), 2u);
+  EXPECT_EQ(copied.function(copied.location(ids[1]).lines.front().function_id).system_name, "j+0x0040");
+  EXPECT_EQ(copied.mapping(copied.location(ids[1]).mapping_id).build_id, "8e2b");
+}
+
 TEST(ProfileBuilderTest, MergesIdenticalSamplesOnly) {
   ProfileBuilder b(0, 10'000'000, 100);
   const uint64_t f = b.InternFunction("f", "f");

@@ -1,8 +1,8 @@
 // `warpscope-agent run`: the collectors of collector_registry.h into the
 // agent loop, each window to the UploadSink; the pod metadata source, the
-// Prometheus endpoint and the uploader around them. Wiring only: the
-// sources live in agent/collectors/, the loop in agent/pipeline/, the
-// sinks in agent/export/.
+// Prometheus endpoint, the uploader and the cubin uploader around them.
+// Wiring only: the sources live in agent/collectors/, the loop in
+// agent/pipeline/, the sinks in agent/export/.
 #include "agent/core/run.h"
 
 #include <signal.h>
@@ -16,6 +16,7 @@
 #include "agent/core/metrics_endpoint.h"
 #include "agent/core/preflight.h"
 #include "agent/export/agent_identity.h"
+#include "agent/export/cubin_uploader.h"
 #include "agent/export/upload_sink.h"
 #include "agent/export/uploader.h"
 #include "agent/kubernetes/pod_metadata_source.h"
@@ -124,12 +125,14 @@ int RunContinuous(const RunOptions& options, const std::string& node_name) {
   auto agent_id = LoadOrCreateAgentId(options.state_dir);
   if (!agent_id.ok()) return ReportFailure(kExitUsage, agent_id.status().WithContext("--state-dir " + options.state_dir));
 
+  ServerConnectionOptions server;
+  server.server_url = options.server_url;
+  server.token = *token;
+  server.user_agent = std::string("warpscope-agent/") + WARPSCOPE_VERSION;
   UploaderOptions upload_options;
-  upload_options.server_url = options.server_url;
-  upload_options.token = *token;
+  upload_options.server = server;
   upload_options.spool_dir = options.spool_dir;
   upload_options.spool_max_bytes = options.spool_max_bytes;
-  upload_options.user_agent = std::string("warpscope-agent/") + WARPSCOPE_VERSION;
   auto uploader_or = Uploader::Create(upload_options);
   if (!uploader_or.ok()) {
     const Status& s = uploader_or.status();
@@ -138,6 +141,13 @@ int RunContinuous(const RunOptions& options, const std::string& node_name) {
                          s.WithContext("spool " + options.spool_dir));
   }
   std::unique_ptr<Uploader> uploader = std::move(uploader_or).value();
+  CubinUploaderOptions cubin_options;
+  cubin_options.server = server;
+  // A 32 MiB cubin over a slow link: the default 30 s would not do.
+  cubin_options.server.request_timeout = std::chrono::minutes(2);
+  auto cubins_or = CubinUploader::Create(cubin_options);
+  if (!cubins_or.ok()) return ReportFailure(kExitUsage, cubins_or.status());
+  std::unique_ptr<CubinUploader> cubins = std::move(cubins_or).value();
   auto sequencer = BatchSequencer::Open(options.state_dir, uploader->newest_spooled_sequence());
   if (!sequencer.ok()) return ReportFailure(kExitUsage, sequencer.status());
 
@@ -159,7 +169,7 @@ int RunContinuous(const RunOptions& options, const std::string& node_name) {
   const CpuEnergyCollector* cpu_energy = wiring.cpu_energy;
 
   UploadSink sink(*agent_id, node_name, options.upload_max_batch_bytes, std::move(sequencer).value(), &labels,
-                  uploader.get(), pods.get(), options.labels);
+                  uploader.get(), cubins.get(), pods.get(), options.labels);
   AgentLoopOptions loop_options;
   loop_options.window_length = options.upload_interval;
   loop_options.stop_check = StopCheckOf(&stop_signals, &targets);
@@ -179,8 +189,10 @@ int RunContinuous(const RunOptions& options, const std::string& node_name) {
   }
 
   uploader->Start();
+  cubins->Start();
   if (Status s = loop.Start(); !s.ok()) {
     if (metrics_endpoint) metrics_endpoint->Stop();
+    cubins->Stop();
     uploader->Stop();
     return ReportFailure(ExitCodeForStartFailure(s, kExitError), s);
   }
@@ -199,6 +211,7 @@ int RunContinuous(const RunOptions& options, const std::string& node_name) {
   if (pods) pods->Stop();
   // Sends what is queued while the server answers (bounded), spools the rest.
   uploader->Stop();
+  cubins->Stop();
   const UploaderStats up = uploader->StatsFromAnyThread();
   std::cerr << "warpscope-agent: stopped (" << StopReasonOf(result.stop, options.pids.size()) << ") after "
             << FormatDuration(result.elapsed) << "; " << sink.samples() << " samples in " << sink.batches()

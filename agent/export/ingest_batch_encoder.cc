@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/http/zstd_body.h"
+
 namespace warpscope {
 namespace {
 
@@ -398,19 +400,9 @@ StatusOr<v1::IngestBatch> EncodeIngestBatch(const Profile& profile, const Ingest
 StatusOr<std::string> CompressIngestBatch(const v1::IngestBatch& batch, int zstd_level) {
   std::string raw;
   if (!batch.SerializeToString(&raw)) return InternalError("serializing the ingest batch failed");
-  // With a content checksum, a body damaged after compression (in the spool
-  // on disk, or on the way) is refused by the server's decompressor instead
-  // of parsing as some other batch.
-  ZSTD_CCtx* ctx = ZSTD_createCCtx();
-  if (ctx == nullptr) return InternalError("zstd: out of memory");
-  ZSTD_CCtx_setParameter(ctx, ZSTD_c_compressionLevel, zstd_level);
-  ZSTD_CCtx_setParameter(ctx, ZSTD_c_checksumFlag, 1);
-  std::string out(ZSTD_compressBound(raw.size()), '\0');
-  const size_t n = ZSTD_compress2(ctx, out.data(), out.size(), raw.data(), raw.size());
-  ZSTD_freeCCtx(ctx);
-  if (ZSTD_isError(n)) return InternalError(std::string("zstd: ") + ZSTD_getErrorName(n));
-  out.resize(n);
-  return out;
+  // The checksum makes a batch damaged in the spool a refusal, never some
+  // other batch.
+  return http::CompressZstd(raw, zstd_level);
 }
 
 StatusOr<v1::IngestBatch> DecompressIngestBatch(std::string_view body, size_t max_bytes) {

@@ -25,8 +25,8 @@ AgentHealth HealthBoard::SnapshotFromAnyThread() const {
 }
 
 UploadSink::UploadSink(std::string agent_id, std::string node, size_t max_batch_bytes, BatchSequencer sequencer,
-                       ProcessLabelCache* labels, Uploader* uploader, kubernetes::PodMetadataSource* pods,
-                       std::vector<std::pair<std::string, std::string>> agent_labels)
+                       ProcessLabelCache* labels, Uploader* uploader, CubinUploader* cubins,
+                       kubernetes::PodMetadataSource* pods, std::vector<std::pair<std::string, std::string>> agent_labels)
     : agent_id_(std::move(agent_id)),
       node_(std::move(node)),
       agent_labels_(std::move(agent_labels)),
@@ -34,6 +34,7 @@ UploadSink::UploadSink(std::string agent_id, std::string node, size_t max_batch_
       sequencer_(std::move(sequencer)),
       labels_(labels),
       uploader_(uploader),
+      cubins_(cubins),
       pods_(pods) {}
 
 void UploadSink::AddCounters(std::vector<ProfileCounter>* counters) const {
@@ -48,6 +49,13 @@ void UploadSink::AddCounters(std::vector<ProfileCounter>* counters) const {
   SetCounter(counters, "upload_window_batches", batch_stats_.batches);
   SetCounter(counters, "upload_batches_split", batch_stats_.split);
   SetCounter(counters, "upload_rows_too_large", batch_stats_.rows_too_large);
+  const CubinUploaderStats cubins = cubins_->StatsFromAnyThread();
+  SetCounter(counters, "cubin_uploads", cubins.uploaded);
+  SetCounter(counters, "cubin_uploads_already_stored", cubins.already_stored);
+  SetCounter(counters, "cubin_uploads_rejected", cubins.rejected);
+  SetCounter(counters, "cubin_uploads_dropped", cubins.dropped);
+  SetCounter(counters, "cubin_upload_failures", cubins.failures);
+  SetCounter(counters, "cubin_uploads_queued", cubins.queued);
   if (pods_ == nullptr) return;
   const kubernetes::PodSourceStats ks = pods_->StatsFromAnyThread();
   SetCounter(counters, "kubernetes_pod_list_fetches", ks.fetches);
@@ -90,6 +98,7 @@ ProcessLabelMap UploadSink::LabelsOf(const Window& window) {
 }
 
 void UploadSink::Consume(Window window) {
+  for (const WindowCubin& cubin : window.cubins) cubins_->PostCubinFromAnyThread(cubin);
   AddCounters(&window.counters);
   Profile& profile = window.cpu;
   profile.time_nanos = window.start_unix_nanos;

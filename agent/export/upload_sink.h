@@ -2,7 +2,8 @@
 // batches, every source in batches of its own below the server's size
 // limit (window_batches.h), labelled with the processes' exe, container and
 // pod; the batches go to the Uploader, whose thread sends them and spools
-// what the server cannot take.
+// what the server cannot take. The window's new cubins go to the
+// CubinUploader, whose thread sends each to the server's cubin store.
 //
 // Threading: Consume runs on the sampling thread; health() is read by the
 // Prometheus endpoint's threads (HealthBoard locks).
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "agent/export/agent_identity.h"
+#include "agent/export/cubin_uploader.h"
 #include "agent/export/prometheus_exposition.h"
 #include "agent/export/uploader.h"
 #include "agent/export/window_batches.h"
@@ -38,11 +40,11 @@ class HealthBoard {
 
 class UploadSink : public WindowSink {
  public:
-  // `labels` and `uploader` must outlive the sink; `pods` may be null
-  // (not in Kubernetes) and must outlive it otherwise. `agent_labels` (the
-  // agent's --label pairs) go on every series beside node.
+  // `labels`, `uploader` and `cubins` must outlive the sink; `pods` may be
+  // null (not in Kubernetes) and must outlive it otherwise. `agent_labels`
+  // (the agent's --label pairs) go on every series beside node.
   UploadSink(std::string agent_id, std::string node, size_t max_batch_bytes, BatchSequencer sequencer,
-             ProcessLabelCache* labels, Uploader* uploader, kubernetes::PodMetadataSource* pods,
+             ProcessLabelCache* labels, Uploader* uploader, CubinUploader* cubins, kubernetes::PodMetadataSource* pods,
              std::vector<std::pair<std::string, std::string>> agent_labels = {});
 
   // Encodes the window with its GPU trace and metrics and posts the batches.
@@ -67,6 +69,7 @@ class UploadSink : public WindowSink {
   BatchSequencer sequencer_;
   ProcessLabelCache* const labels_;
   Uploader* const uploader_;
+  CubinUploader* const cubins_;
   kubernetes::PodMetadataSource* const pods_;
   HealthBoard health_;
   uint64_t encode_errors_ = 0;

@@ -1,11 +1,7 @@
 #include "agent/export/uploader.h"
 
-#include <curl/curl.h>
-
 #include <algorithm>
-#include <nlohmann/json.hpp>
 
-#include "base/ca_bundle.h"
 #include "base/logging.h"
 
 namespace warpscope {
@@ -13,111 +9,18 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr size_t kMaxResponseBytes = 64 * 1024;
 constexpr size_t kMaxLoggedMessages = 64;
 
 int64_t SteadyNanos(Clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
 }
 
-// The server's errors are {"error": {"code": N, "message": "..."}}; anything
-// else is shown as (the start of) the raw body.
-std::string ErrorMessage(const std::string& body) {
-  auto json = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (json.is_object() && json.contains("error") && json["error"].is_object() && json["error"].contains("message") &&
-      json["error"]["message"].is_string()) {
-    return json["error"]["message"].get<std::string>();
-  }
-  std::string text = body.substr(0, 200);
-  std::replace(text.begin(), text.end(), '\n', ' ');
-  return text;
-}
-
-size_t CollectBody(char* data, size_t size, size_t n, void* user) {
-  auto* out = static_cast<std::string*>(user);
-  const size_t bytes = size * n;
-  if (out->size() < kMaxResponseBytes) out->append(data, std::min(bytes, kMaxResponseBytes - out->size()));
-  return bytes;
-}
-
-int AbortAtDeadline(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
-  const auto* abort_at_ns = static_cast<const std::atomic<int64_t>*>(user);
-  return SteadyNanos(Clock::now()) >= abort_at_ns->load(std::memory_order_relaxed) ? 1 : 0;
-}
-
 }  // namespace
 
-UploadOutcome ClassifyHttpStatus(long status) {
-  if (status >= 200 && status < 300) return UploadOutcome::kAccepted;
-  if (status == 401 || status == 403) return UploadOutcome::kAuthRetry;
-  if (status == 408 || status == 425 || status == 429) return UploadOutcome::kRetry;
-  if (status >= 400 && status < 500) return UploadOutcome::kRejected;
-  // 5xx, and answers an ingest endpoint never gives (1xx, 3xx: a proxy or a
-  // wrong URL, fixable without losing data).
-  return UploadOutcome::kRetry;
-}
-
-std::chrono::milliseconds BackoffDelay(std::chrono::milliseconds initial, std::chrono::milliseconds max,
-                                       uint64_t consecutive_failures, double unit) {
-  if (consecutive_failures == 0) return std::chrono::milliseconds(0);
-  std::chrono::milliseconds d = initial;
-  for (uint64_t i = 1; i < consecutive_failures && d < max; ++i) d *= 2;
-  d = std::min(d, max);
-  const auto half = d / 2;
-  return half + std::chrono::milliseconds(static_cast<int64_t>(static_cast<double>((d - half).count()) * unit));
-}
-
-// The easy handle and its header list, reused for every request so the
-// connection is kept alive. Uploader thread only.
-class Uploader::Connection {
- public:
-  Connection(const UploaderOptions& options, const std::string& url, std::atomic<int64_t>* abort_at_ns) {
-    curl_ = curl_easy_init();
-    if (curl_ == nullptr) return;
-    headers_ = curl_slist_append(headers_, "Content-Type: application/x-protobuf");
-    headers_ = curl_slist_append(headers_, "Content-Encoding: zstd");
-    headers_ = curl_slist_append(headers_, "Expect:");  // no 100-continue round trip
-    if (!options.token.empty()) {
-      headers_ = curl_slist_append(headers_, ("Authorization: Bearer " + options.token).c_str());
-    }
-    curl_easy_setopt(curl_, CURLOPT_URL, url.c_str());
-    curl_easy_setopt(curl_, CURLOPT_HTTPHEADER, headers_);
-    curl_easy_setopt(curl_, CURLOPT_POST, 1L);
-    curl_easy_setopt(curl_, CURLOPT_USERAGENT, options.user_agent.c_str());
-    curl_easy_setopt(curl_, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options.connect_timeout.count()));
-    curl_easy_setopt(curl_, CURLOPT_TIMEOUT_MS, static_cast<long>(options.request_timeout.count()));
-    curl_easy_setopt(curl_, CURLOPT_NOSIGNAL, 1L);  // threads: no SIGALRM for DNS timeouts
-    curl_easy_setopt(curl_, CURLOPT_TCP_KEEPALIVE, 1L);
-    curl_easy_setopt(curl_, CURLOPT_WRITEFUNCTION, CollectBody);
-    curl_easy_setopt(curl_, CURLOPT_WRITEDATA, &response_);
-    curl_easy_setopt(curl_, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(curl_, CURLOPT_XFERINFOFUNCTION, AbortAtDeadline);
-    curl_easy_setopt(curl_, CURLOPT_XFERINFODATA, abort_at_ns);
-    curl_easy_setopt(curl_, CURLOPT_ERRORBUFFER, error_);
-    if (!SystemCaBundle().empty()) curl_easy_setopt(curl_, CURLOPT_CAINFO, SystemCaBundle().c_str());
-  }
-  ~Connection() {
-    if (curl_ != nullptr) curl_easy_cleanup(curl_);
-    curl_slist_free_all(headers_);
-  }
-  Connection(const Connection&) = delete;
-  Connection& operator=(const Connection&) = delete;
-
-  CURL* curl() { return curl_; }
-  std::string& response() { return response_; }
-  const char* error() const { return error_; }
-  void ClearError() { error_[0] = '\0'; }
-
- private:
-  CURL* curl_ = nullptr;
-  curl_slist* headers_ = nullptr;
-  std::string response_;
-  char error_[CURL_ERROR_SIZE] = {};
-};
-
 StatusOr<std::unique_ptr<Uploader>> Uploader::Create(UploaderOptions options) {
-  if (options.server_url.rfind("http://", 0) != 0 && options.server_url.rfind("https://", 0) != 0) {
-    return InvalidArgumentError("server URL must start with http:// or https://, got '" + options.server_url + "'");
+  const std::string& url = options.server.server_url;
+  if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0) {
+    return InvalidArgumentError("server URL must start with http:// or https://, got '" + url + "'");
   }
   ASSIGN_OR_RETURN(std::unique_ptr<Spool> spool, Spool::Open(options.spool_dir, options.spool_max_bytes));
   return std::unique_ptr<Uploader>(new Uploader(std::move(options), std::move(spool)));
@@ -125,11 +28,6 @@ StatusOr<std::unique_ptr<Uploader>> Uploader::Create(UploaderOptions options) {
 
 Uploader::Uploader(UploaderOptions options, std::unique_ptr<Spool> spool)
     : options_(std::move(options)),
-      url_([&] {
-        std::string base = options_.server_url;
-        while (!base.empty() && base.back() == '/') base.pop_back();
-        return base + kIngestPath;
-      }()),
       spool_(std::move(spool)),
       jitter_(options_.jitter_seed ? options_.jitter_seed : std::random_device()()) {
   std::lock_guard lock(mu_);
@@ -277,39 +175,12 @@ void Uploader::LogOnceLocked(const std::string& message) {
   LOG_WARNING() << message;
 }
 
-Uploader::SendResult Uploader::Send(Connection& connection, const std::string& body) {
-  SendResult result;
-  CURL* curl = connection.curl();
-  if (curl == nullptr) {
-    result.message = "curl_easy_init failed";
-    return result;
-  }
-  connection.response().clear();
-  connection.ClearError();
-  curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.data());
-  curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
-  const CURLcode rc = curl_easy_perform(curl);
-  if (rc != CURLE_OK) {
-    result.outcome = UploadOutcome::kRetry;
-    result.message = connection.error()[0] ? connection.error() : curl_easy_strerror(rc);
-    return result;
-  }
-  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &result.http_status);
-  curl_off_t retry_after = 0;
-  if (curl_easy_getinfo(curl, CURLINFO_RETRY_AFTER, &retry_after) == CURLE_OK && retry_after > 0) {
-    result.retry_after = std::chrono::seconds(retry_after);
-  }
-  result.outcome = ClassifyHttpStatus(result.http_status);
-  if (result.outcome != UploadOutcome::kAccepted) result.message = ErrorMessage(connection.response());
-  return result;
-}
-
-void Uploader::HandleResultLocked(const QueuedBatch& head, const SendResult& r) {
+void Uploader::HandleResultLocked(const QueuedBatch& head, const ServerAnswer& r) {
   stats_.last_http_status = static_cast<int>(r.http_status);
   switch (r.outcome) {
     case UploadOutcome::kAccepted:
       if (stats_.consecutive_failures > 0) {
-        LOG_INFO() << "server " << options_.server_url << " answers again after " << stats_.consecutive_failures
+        LOG_INFO() << "server " << options_.server.server_url << " answers again after " << stats_.consecutive_failures
                    << " failed attempts; " << spool_->size() << " spooled batches to send";
       }
       ++stats_.batches_sent;
@@ -335,7 +206,7 @@ void Uploader::HandleResultLocked(const QueuedBatch& head, const SendResult& r) 
       break;
     case UploadOutcome::kRetry:
       if (stats_.consecutive_failures == 0) {
-        LOG_WARNING() << "upload to " << url_ << " failed ("
+        LOG_WARNING() << "upload to " << options_.server.server_url << kIngestPath << " failed ("
                       << (r.http_status ? "HTTP " + std::to_string(r.http_status) + ": " : std::string())
                       << r.message << "); spooling batches and retrying with backoff";
       } else {
@@ -357,7 +228,7 @@ void Uploader::HandleResultLocked(const QueuedBatch& head, const SendResult& r) 
 }
 
 void Uploader::ThreadMain() {
-  Connection connection(options_, url_, &abort_at_ns_);
+  ServerConnection connection(options_.server, &abort_at_ns_);
   std::unique_lock lock(mu_);
   for (;;) {
     // Keep the order: once anything is spooled, queued batches go behind it.
@@ -381,7 +252,7 @@ void Uploader::ThreadMain() {
       SyncSpoolStatsLocked();
       if (!peeked.ok()) {
         LogOnceLocked("reading the spool failed: " + peeked.status().message());
-        HandleResultLocked({}, SendResult{UploadOutcome::kRetry, 0, "spool read error", {}});
+        HandleResultLocked({}, ServerAnswer{UploadOutcome::kRetry, 0, "spool read error", {}});
         continue;
       }
       if (!peeked->has_value()) continue;  // every file was corrupt, now deleted
@@ -395,7 +266,7 @@ void Uploader::ThreadMain() {
     }
 
     lock.unlock();
-    const SendResult result = Send(connection, *head.body);
+    const ServerAnswer result = connection.Send("POST", kIngestPath, "application/x-protobuf", *head.body);
     lock.lock();
     HandleResultLocked(head, result);
   }

@@ -10,8 +10,9 @@
 //   other 4xx (400 bad batch, 413 too large, ...): permanent for this batch: logged once per
 //                       distinct message, counted, dropped
 //   5xx, network errors, timeouts: transient: kept, retried
-// Retries back off exponentially with jitter (initial_backoff doubling up to
-// max_backoff, each wait drawn from [d/2, d]); a success resets the backoff.
+// (ClassifyHttpStatus, server_connection.h). Retries back off exponentially
+// with jitter (BackoffDelay: initial_backoff doubling up to max_backoff, each
+// wait drawn from [d/2, d]); a success resets the backoff.
 //
 // Ordering: the server treats any sequence <= the highest it stored as a
 // duplicate, so batches must arrive in increasing sequence order. The
@@ -23,7 +24,7 @@
 //
 // Threading: PostBatch and StatsFromAnyThread may be called from any thread
 // (the run loop); everything else from the owning thread. The uploader thread
-// owns the curl handle (reused, so connections are kept alive). The queue and
+// owns the ServerConnection (reused, so connections are kept alive). The queue and
 // the Spool are guarded by mu_, which is never held across a request: the
 // Spool is used by the uploader thread, and by PostBatch only when the queue
 // is full (the uploader is stuck in a request), so memory stays bounded and
@@ -43,6 +44,7 @@
 #include <string>
 #include <thread>
 
+#include "agent/export/server_connection.h"
 #include "agent/export/spool.h"
 #include "base/status.h"
 
@@ -51,8 +53,7 @@ namespace warpscope {
 inline constexpr char kIngestPath[] = "/api/v1/ingest";
 
 struct UploaderOptions {
-  std::string server_url;  // "http://host:port" or "https://..."; kIngestPath is appended
-  std::string token;       // bearer token; empty sends no Authorization header
+  ServerConnectionOptions server;  // kIngestPath is appended to its URL
   std::string spool_dir;
   uint64_t spool_max_bytes = 256ull << 20;
   // In memory, between the run loop and the uploader thread (a window makes
@@ -61,8 +62,6 @@ struct UploaderOptions {
   // batch is dropped and counted.
   size_t max_queued_batches = 16;
   uint64_t max_queued_bytes = 48ull << 20;
-  std::chrono::milliseconds connect_timeout{5000};
-  std::chrono::milliseconds request_timeout{30000};
   std::chrono::milliseconds initial_backoff{1000};
   // A server that comes back is noticed at most this late (the wait is drawn
   // from [max/2, max] once it is reached): short enough that little is lost
@@ -72,7 +71,6 @@ struct UploaderOptions {
   // At Stop(), how long the batches still queued may take to send before the
   // rest is spooled (a request in flight is aborted at this deadline).
   std::chrono::milliseconds shutdown_timeout{10000};
-  std::string user_agent = "warpscope-agent";
   uint64_t jitter_seed = 0;  // 0: seeded from std::random_device
 };
 
@@ -91,16 +89,6 @@ struct UploaderStats {
   size_t queued = 0;              // batches in memory now
   size_t spooled = 0;             // batches in the spool now
 };
-
-// How one answer is treated (see the contract above).
-enum class UploadOutcome { kAccepted, kRejected, kRetry, kAuthRetry };
-UploadOutcome ClassifyHttpStatus(long http_status);
-
-// The wait before retry number `consecutive_failures` (1-based):
-// d = min(max, initial * 2^(n-1)), then a uniform draw in [d/2, d] from `unit`
-// (in [0, 1)), so a fleet of agents does not retry in lockstep.
-std::chrono::milliseconds BackoffDelay(std::chrono::milliseconds initial, std::chrono::milliseconds max,
-                                       uint64_t consecutive_failures, double unit);
 
 class Uploader {
  public:
@@ -134,18 +122,10 @@ class Uploader {
     uint64_t sequence = 0;
     std::shared_ptr<const std::string> body;
   };
-  struct SendResult {
-    UploadOutcome outcome = UploadOutcome::kRetry;
-    long http_status = 0;
-    std::string message;  // server's error message or the network error
-    std::chrono::milliseconds retry_after{0};
-  };
-  class Connection;
 
   Uploader(UploaderOptions options, std::unique_ptr<Spool> spool);
   void ThreadMain();
-  SendResult Send(Connection& connection, const std::string& body);
-  void HandleResultLocked(const QueuedBatch& head, const SendResult& result);
+  void HandleResultLocked(const QueuedBatch& head, const ServerAnswer& result);
   // Moves queued batches, oldest first, into the spool (stops at a disk error,
   // keeping the rest in memory so order is kept).
   void SpoolQueueLocked();
@@ -158,7 +138,6 @@ class Uploader {
   void LogOnceLocked(const std::string& message);
 
   const UploaderOptions options_;
-  const std::string url_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

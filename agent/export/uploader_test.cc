@@ -38,13 +38,13 @@ std::string Body(uint64_t sequence) {
 
 UploaderOptions FastOptions(const std::string& url, const std::string& spool_dir) {
   UploaderOptions o;
-  o.server_url = url;
-  o.token = kToken;
+  o.server.server_url = url;
+  o.server.token = kToken;
   o.spool_dir = spool_dir;
   o.initial_backoff = milliseconds(40);
   o.max_backoff = milliseconds(200);
-  o.connect_timeout = milliseconds(1000);
-  o.request_timeout = milliseconds(5000);
+  o.server.connect_timeout = milliseconds(1000);
+  o.server.request_timeout = milliseconds(5000);
   o.shutdown_timeout = milliseconds(2000);
   o.jitter_seed = 1;
   return o;
@@ -115,7 +115,7 @@ TEST(UploaderTest, ServerThatComesBackIsNoticedWithinTheDefaultBackoffCap) {
   FakeIngestServer server;
   server.SetDefaultStatus(503);
   UploaderOptions o;
-  o.server_url = server.url();
+  o.server.server_url = server.url();
   o.spool_dir = TempDir();
   o.jitter_seed = 7;
   auto up = MakeUploader(o);
@@ -299,7 +299,7 @@ TEST(UploaderTest, StuckServerNeverBlocksPostBatchAndOrderSurvives) {
   server.Block();
   auto o = FastOptions(server.url(), TempDir());
   o.max_queued_batches = 2;
-  o.request_timeout = milliseconds(20000);
+  o.server.request_timeout = milliseconds(20000);
   auto up = MakeUploader(o);
   up->Start();
   up->PostBatch(1, Body(1));
@@ -328,7 +328,7 @@ TEST(UploaderTest, StuckServerQueueIsBoundedInBytesToo) {
   server.Block();
   auto o = FastOptions(server.url(), TempDir());
   o.max_queued_bytes = 2 * Body(1).size() + 10;  // room for two
-  o.request_timeout = milliseconds(20000);
+  o.server.request_timeout = milliseconds(20000);
   auto up = MakeUploader(o);
   up->Start();
   up->PostBatch(1, Body(1));

@@ -63,7 +63,7 @@ Profile GpuTimeProfile(const Profile& cpu) {
 std::unique_ptr<Uploader> StartUploader(const std::string& url) {
   char dir[] = "/tmp/ws_window_batches_XXXXXX";
   UploaderOptions o;
-  o.server_url = url;
+  o.server.server_url = url;
   o.spool_dir = mkdtemp(dir);
   o.initial_backoff = milliseconds(20);
   o.max_backoff = milliseconds(100);

@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "model/gpu_trace.h"
@@ -13,6 +15,14 @@
 #include "model/profile.h"
 
 namespace warpscope {
+
+// A CUDA module's binary that a library sent, named by its content hash
+// (model/cubin_hash.h). The bytes are shared with whoever holds the cubin
+// (the collector keeps it for symbolizing); nobody changes them.
+struct WindowCubin {
+  std::string hash;
+  std::shared_ptr<const std::string> bytes;
+};
 
 struct Window {
   int64_t start_unix_nanos = 0;
@@ -28,6 +38,10 @@ struct Window {
   // launch stacks, then kernel, source line, instruction and stall reason
   std::optional<Profile> gpu_pc;
   GpuTrace gpu_trace;               // the kernels, copies and sets as they ran
+  // Cubins that arrived in the window, each once for the agent's life: the
+  // gpu_pc profile's instruction frames name them (their mapping's build
+  // id), and `run` uploads them to the server's cubin store.
+  std::vector<WindowCubin> cubins;
   std::vector<MetricReading> metrics;
   // Every collector's counters (drops, errors, table sizes), in the order
   // they were set; a sink adds its own and reports them with the CPU profile.

@@ -57,4 +57,17 @@ StatusOr<std::string> DecompressZstdCapped(std::string_view input, size_t max_ou
   return out;
 }
 
+StatusOr<std::string> CompressZstd(std::string_view input, int level) {
+  ZSTD_CCtx* ctx = ZSTD_createCCtx();
+  if (ctx == nullptr) return InternalError("zstd: out of memory");
+  ZSTD_CCtx_setParameter(ctx, ZSTD_c_compressionLevel, level);
+  ZSTD_CCtx_setParameter(ctx, ZSTD_c_checksumFlag, 1);
+  std::string out(ZSTD_compressBound(input.size()), '\0');
+  const size_t n = ZSTD_compress2(ctx, out.data(), out.size(), input.data(), input.size());
+  ZSTD_freeCCtx(ctx);
+  if (ZSTD_isError(n)) return InternalError(std::string("zstd: ") + ZSTD_getErrorName(n));
+  out.resize(n);
+  return out;
+}
+
 }  // namespace warpscope::http

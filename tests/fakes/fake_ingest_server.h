@@ -3,7 +3,9 @@
 // sizes and decompresses zstd) with a handler that records every request and
 // answers what the test scripts. It keeps the server's idempotency rule: a
 // batch whose sequence is <= the highest stored for its agent is a duplicate,
-// answered 200 and not stored again.
+// answered 200 and not stored again. And its cubin store, for the cubin
+// uploader's tests: HEAD and PUT /api/v1/gpu/cubins/<hash> (the body checked
+// against the hash), or one scripted status for every cubin request.
 //
 // Threading: handlers run on the server's threads; every method is thread-safe.
 #pragma once
@@ -38,6 +40,14 @@ class FakeIngestServer {
     bool duplicate = false;
   };
 
+  struct CubinRequest {
+    std::string method;  // HEAD or PUT
+    std::string hash;
+    std::string authorization;
+    std::string content_encoding;
+    int answered = 0;
+  };
+
   FakeIngestServer();
   ~FakeIngestServer();
 
@@ -50,6 +60,14 @@ class FakeIngestServer {
   void Block();
   void Unblock();
 
+  // Every cubin request from now on gets `status`; 0: the store's answers.
+  void SetCubinStatus(int status);
+  // As if another agent had uploaded it.
+  void StoreCubin(const std::string& hash, const std::string& bytes);
+  std::vector<CubinRequest> cubin_requests() const;
+  std::map<std::string, std::string> cubins() const;  // hash -> bytes
+  bool WaitForCubinRequests(size_t count, std::chrono::milliseconds timeout = std::chrono::seconds(20)) const;
+
   std::vector<Request> requests() const;
   std::vector<uint64_t> request_sequences() const;
   std::vector<uint64_t> stored_sequences() const;
@@ -59,6 +77,7 @@ class FakeIngestServer {
 
  private:
   http::HttpResponse Handle(const http::HttpRequest& request);
+  http::HttpResponse HandleCubin(const http::HttpRequest& request);
 
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
@@ -68,6 +87,9 @@ class FakeIngestServer {
   std::vector<Request> requests_;
   std::vector<uint64_t> stored_;
   std::map<std::string, uint64_t> highest_;  // agent id -> highest stored sequence
+  int cubin_status_ = 0;
+  std::vector<CubinRequest> cubin_requests_;
+  std::map<std::string, std::string> cubins_;
   std::unique_ptr<http::HttpServer> server_;
 };
 

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <cstdio>
 #include <map>
@@ -26,7 +27,9 @@
 #include <thread>
 
 #include "agent/symbolize/cubin_symbols.h"
+#include "model/cubin_hash.h"
 #include "tests/integration/agent_process.h"
+#include "tests/integration/pprof_reader.h"
 #include "tests/integration/server_process.h"
 #include "tests/integration/subprocess.h"
 
@@ -189,15 +192,6 @@ TEST_F(GpuTimeTest, EveryKernelsTimeIsCountedUnderTheCallSiteThatLaunchedIt) {
 // spread over the sampled ones of the same call. The fake CUPTI's clock
 // makes each wait exactly as long as scripted, so the stored gpu_wait
 // profile has an exact answer per call site and per kernel waited for.
-// PC sampling through the whole pipeline: a Python application
-// (tests/testprogs/python/pc_sites.py) launches demo::scale from site_scale
-// and add_one from site_add_one, loads a real cubin built with -lineinfo
-// (agent/symbolize/testdata/cubin) and scripts PC samples at known offsets
-// with known stall reasons. The stored gpu_pc profile has each
-// (kernel, instruction, stall reason)'s samples times 2^period exactly, under
-// the kernel's call site, with the source line (inlined functions named) and
-// the stall reason in plain words; without nvdisasm (CI) instructions show as
-// offsets.
 // Four ranks of a data-parallel job, one process per GPU: each rank's
 // kernels are on its own device in the gpu_time profile and in the
 // analyses, NCCL's all-reduce is under its Python call site and counted as
@@ -311,27 +305,53 @@ TEST_F(GpuTimeTest, RanksOnFourDevicesKeepTheirKernelsApart) {
   }
 }
 
+// PC sampling through the whole pipeline: a Python application
+// (tests/testprogs/python/pc_sites.py) launches demo::scale from site_scale
+// and add_one from site_add_one, loads a real cubin built with -lineinfo
+// (agent/symbolize/testdata/cubin) and scripts PC samples at known offsets
+// with known stall reasons. The stored gpu_pc profile has each
+// (kernel, instruction, stall reason)'s samples times 2^period exactly, under
+// the kernel's call site, with the source line (inlined functions named) and
+// the stall reason in plain words; without nvdisasm (CI) instructions show as
+// offsets. Two processes load the cubin: the server's cubin store holds it
+// once, and every instruction frame points at it.
 TEST_F(GpuTimeTest, PcSamplesLandUnderTheirCallSitesKernelsLinesInstructionsAndStalls) {
   constexpr int kPeriod = 10;
   const int metrics_port = FreePort();
   StartAgent("exact", {"--gpu-pc-sampling", "on", "--gpu-pc-period", std::to_string(kPeriod), "--metrics-listen",
                        "127.0.0.1:" + std::to_string(metrics_port)});
-  const ProcessResult r =
-      RunProcess({"/usr/bin/env", "WARPSCOPE_CUPTI_PATH=" WS_FAKE_CUPTI_PATH, "WARPSCOPE_AGENT_SOCKET=" + Socket(),
-                  "/usr/bin/python3", WS_PC_SITES, WS_CUDA_LIBRARY_PATH, WS_PC_CUBIN, "1500"},
-                 120);
-  ASSERT_EQ(r.exit_code, 0) << r.err << AgentLog();
-  std::istringstream out(r.out);
-  std::string word;
-  int64_t scale = 0, add_one = 0, sampled = 0;
-  while (out >> word) {
-    if (word == "recorded") out >> scale >> add_one;
-    if (word == "sampled") out >> sampled;
-  }
-  ASSERT_GT(scale, 1400);
+  // Two processes load the same cubin: the agent keeps one copy, uploads it
+  // once, and the server stores it once.
+  struct Run {
+    ProcessResult result;
+    int64_t scale = 0, add_one = 0, sampled = 0;
+  };
+  auto run = [&](int iterations) {
+    Run run;
+    run.result = RunProcess({"/usr/bin/env", "WARPSCOPE_CUPTI_PATH=" WS_FAKE_CUPTI_PATH,
+                             "WARPSCOPE_AGENT_SOCKET=" + Socket(), "/usr/bin/python3", WS_PC_SITES,
+                             WS_CUDA_LIBRARY_PATH, WS_PC_CUBIN, std::to_string(iterations)},
+                            120);
+    std::istringstream out(run.result.out);
+    std::string word;
+    while (out >> word) {
+      if (word == "recorded") out >> run.scale >> run.add_one;
+      if (word == "sampled") out >> run.sampled;
+    }
+    return run;
+  };
+  Run second;
+  std::thread other([&] { second = run(300); });
+  const Run first = run(1500);
+  other.join();
+  ASSERT_EQ(first.result.exit_code, 0) << first.result.err << AgentLog();
+  ASSERT_EQ(second.result.exit_code, 0) << second.result.err << AgentLog();
+  ASSERT_GT(first.scale, 1400);
+  ASSERT_GT(second.scale, 280);
+  const int64_t sampled = first.sampled + second.sampled;
   ASSERT_EQ(sampled % 6, 0);
   const int64_t iterations = sampled / 6;  // each sampled iteration: 3 + 1 + 2
-  ASSERT_GT(iterations, 1400);
+  ASSERT_GT(iterations, 1680);
 
   std::map<std::string, int64_t> stacks;
   int64_t total = 0;
@@ -435,6 +455,61 @@ TEST_F(GpuTimeTest, PcSamplesLandUnderTheirCallSitesKernelsLinesInstructionsAndS
   }
   EXPECT_EQ(memory_bound, (std::vector<std::string>{"demo::scale(float*, float const*, float, int)", "add_one"}))
       << insights.body.substr(0, 2000);
+
+  // The cubin reached the server's store once (the agent's HEAD found
+  // nothing, its PUT stored it), byte for byte, and each kernel's source
+  // view names it as stored.
+  const std::string hash = CubinHash(cubin);
+  for (int i = 0; i < 40 && counter("cubin_uploads") != 1; ++i) std::this_thread::sleep_for(250ms);
+  EXPECT_EQ(counter("cubin_uploads"), 1);
+  EXPECT_EQ(counter("cubin_uploads_already_stored"), 0);
+  EXPECT_EQ(counter("cubin_uploads_dropped"), 0);
+  const json status = GetApiJson(server_->port(), "/api/v1/status", kToken);
+  EXPECT_EQ(status["cubins"]["stored"], 1);
+  EXPECT_EQ(status["cubins"]["already_stored"], 0);
+  size_t files = 0;
+  for ([[maybe_unused]] const auto& f : std::filesystem::directory_iterator(dir_ + "/data/cubins")) ++files;
+  EXPECT_EQ(files, 1u) << "one stored object";
+  const HttpResult stored = HttpGet(server_->port(), "/api/v1/gpu/cubins/" + hash, kToken);
+  ASSERT_EQ(stored.status, 200) << stored.body.substr(0, 300);
+  EXPECT_TRUE(stored.body == cubin) << "byte-exact with the fixture";
+  for (const char* kernel : {"_ZN4demo5scaleEPfPKffi", "add_one"}) {
+    source = HttpGet(server_->port(),
+                     std::string("/api/v1/gpu/kernel_source?kernel=") + kernel + "&from=now-10m&to=now", kToken);
+    ASSERT_EQ(source.status, 200) << source.body;
+    EXPECT_EQ(json::parse(source.body)["cubins"],
+              json::array({{{"hash", hash}, {"stored", true}, {"bytes", cubin.size()}}}))
+        << kernel;
+  }
+  // Every instruction of the gpu_pc profile, exported as pprof, has the
+  // cubin as its mapping (build id its hash) at its PC offset.
+  const HttpResult pprof =
+      HttpGet(server_->port(), "/api/v1/profile?type=gpu_pc&from=now-10m&to=now&format=pprof", kToken);
+  ASSERT_EQ(pprof.status, 200);
+  StatusOr<std::string> raw = Gunzip(pprof.body);
+  ASSERT_TRUE(raw.ok()) << raw.status().ToString();
+  perftools::profiles::Profile exported;
+  ASSERT_TRUE(exported.ParseFromString(*raw));
+  std::map<uint64_t, const perftools::profiles::Function*> functions;
+  for (const auto& f : exported.function()) functions[f.id()] = &f;
+  std::map<uint64_t, const perftools::profiles::Mapping*> mappings;
+  for (const auto& m : exported.mapping()) mappings[m.id()] = &m;
+  std::set<std::string> instructions;
+  for (const auto& loc : exported.location()) {
+    if (loc.line_size() == 0) continue;
+    const std::string& system = exported.string_table(functions.at(loc.line(0).function_id())->system_name());
+    const size_t plus = system.rfind("+0x");
+    const std::string function = system.substr(0, plus);
+    if (plus == std::string::npos || (function != "_ZN4demo5scaleEPfPKffi" && function != "add_one")) continue;
+    instructions.insert(system);
+    ASSERT_TRUE(mappings.count(loc.mapping_id())) << system;
+    const perftools::profiles::Mapping& m = *mappings.at(loc.mapping_id());
+    EXPECT_EQ(exported.string_table(m.build_id()), hash) << system;
+    EXPECT_EQ(exported.string_table(m.filename()), "cubin") << system;
+    EXPECT_EQ(loc.address(), std::stoull(system.substr(plus + 1), nullptr, 16)) << system;
+  }
+  EXPECT_EQ(instructions, (std::set<std::string>{"_ZN4demo5scaleEPfPKffi+0x0040", "_ZN4demo5scaleEPfPKffi+0x0080",
+                                                 "add_one+0x0030"}));
 }
 
 TEST_F(GpuTimeTest, GpuWaitIsExactUnderEachCallSiteWithTheKernelsItWaitedFor) {

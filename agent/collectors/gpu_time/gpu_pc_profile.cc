@@ -4,6 +4,9 @@
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
+#include <utility>
+
+#include "model/cubin_hash.h"
 
 namespace warpscope::gpu {
 
@@ -88,17 +91,30 @@ void CubinLibrary::Add(uint64_t crc, std::shared_ptr<const std::string> bytes) {
   if (bytes == nullptr) return;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (bytes_.count(crc)) return;
+    if (held_.count(crc)) return;
     if (stats_.bytes + bytes->size() > max_bytes_) {
       ++stats_.refused;
       return;
     }
     stats_.bytes += bytes->size();
     ++stats_.cubins;
-    bytes_.emplace(crc, std::move(bytes));
+    WindowCubin cubin{CubinHash(*bytes), std::move(bytes)};
+    added_.push_back(cubin);
+    held_.emplace(crc, std::move(cubin));
     queue_.push_back(crc);
   }
   cv_.notify_all();
+}
+
+std::string CubinLibrary::HashOf(uint64_t crc) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = held_.find(crc);
+  return it != held_.end() ? it->second.hash : std::string();
+}
+
+std::vector<WindowCubin> CubinLibrary::TakeAdded() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::exchange(added_, {});
 }
 
 std::shared_ptr<const CubinSymbols> CubinLibrary::Find(uint64_t crc) const {
@@ -124,7 +140,7 @@ void CubinLibrary::Run() {
     if (stop_) return;
     const uint64_t crc = queue_.front();
     queue_.pop_front();
-    std::shared_ptr<const std::string> bytes = bytes_[crc];
+    std::shared_ptr<const std::string> bytes = held_[crc].bytes;
     busy_ = true;
     lock.unlock();
     StatusOr<CubinSymbols> parsed = CubinSymbols::Parse(*bytes, options_);
@@ -216,7 +232,18 @@ void GpuPcAggregator::AddBucket(const Bucket& bucket, const Context& context, Pr
     std::string text = HexOffset(key.pc);
     if (instruction && symbols->has_sass()) text += " " + instruction->sass;
     const uint64_t inst_fn = builder->InternFunction(text, mangled + "+" + HexOffset(key.pc));
-    locations.push_back(builder->InternLocation(0, key.pc, FrameKind::kGpuInstruction, {{inst_fn, 0}}));
+    // The cubin as the instruction's mapping, so a sample leads to the
+    // server's copy; offsets count from the kernel's start, so each kernel's
+    // instruction at an offset is a location of its own.
+    const std::string hash = context.cubins ? context.cubins->HashOf(key.crc) : std::string();
+    uint64_t mapping = 0;
+    if (!hash.empty()) {
+      ProfileMapping cubin;
+      cubin.filename = kCubinMappingName;
+      cubin.build_id = hash;
+      mapping = builder->InternMapping(cubin);
+    }
+    locations.push_back(builder->InternFunctionLocation(mapping, key.pc, FrameKind::kGpuInstruction, inst_fn));
     if (instruction && instruction->line > 0) {
       std::string name = Basename(instruction->file) + ":" + std::to_string(instruction->line);
       std::string inlined;

@@ -15,7 +15,10 @@
 // CubinLibrary keeps the cubins the libraries sent (one copy per CRC, for
 // all processes, within a byte bound) and parses each on its own worker
 // thread (nvdisasm may take seconds); until a cubin is parsed, or when it
-// never arrived, its instructions show as offsets.
+// never arrived, its instructions show as offsets. It names each cubin by
+// its content hash (model/cubin_hash.h): the instruction frames carry it as
+// their mapping's build id, and the window hands each new cubin to the sink,
+// which uploads it to the server's cubin store.
 //
 // The kernels' GPU time reaches the profile only after the join's grace
 // period (a kernel record waits for its launch stack), so PC samples wait as
@@ -39,6 +42,7 @@
 #include <vector>
 
 #include "agent/collectors/gpu_time/socket/cuda_socket_server.h"
+#include "agent/pipeline/window.h"
 #include "agent/symbolize/cubin_symbols.h"
 #include "model/profile.h"
 
@@ -46,6 +50,9 @@ namespace warpscope::gpu {
 
 inline constexpr char kGpuPcTypeName[] = "gpu_pc";
 inline constexpr char kGpuPcUnit[] = "cycles";
+// The file name of the instruction frames' mapping (its build id is the
+// cubin's content hash).
+inline constexpr char kCubinMappingName[] = "cubin";
 
 // CUPTI's stall reason name in plain words: "waiting for global or local
 // memory (long scoreboard)" for smsp__pcsamp_warps_issue_stalled_long_scoreboard.
@@ -67,10 +74,15 @@ class CubinLibrary {
   CubinLibrary(const CubinLibrary&) = delete;
   CubinLibrary& operator=(const CubinLibrary&) = delete;
 
-  // A cubin from a library (the same CRC again is ignored).
+  // A cubin from a library (the same CRC again is ignored). Hashes it: a
+  // few milliseconds for the largest, once per cubin.
   void Add(uint64_t crc, std::shared_ptr<const std::string> bytes);
   // Null until parsed, or when it failed to parse or never came.
   std::shared_ptr<const CubinSymbols> Find(uint64_t crc) const;
+  // The content hash of the cubin with `crc`; "" when it is not held.
+  std::string HashOf(uint64_t crc) const;
+  // The cubins added since the last call, oldest first.
+  std::vector<WindowCubin> TakeAdded();
   // Waits until every cubin added so far is parsed (tests); false after `timeout_ms`.
   bool WaitIdle(int timeout_ms) const;
   CubinLibraryStats stats() const;
@@ -82,8 +94,9 @@ class CubinLibrary {
   const CubinSymbolsOptions options_;
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
-  std::unordered_map<uint64_t, std::shared_ptr<const std::string>> bytes_;
+  std::unordered_map<uint64_t, WindowCubin> held_;  // by CRC
   std::unordered_map<uint64_t, std::shared_ptr<const CubinSymbols>> parsed_;
+  std::vector<WindowCubin> added_;  // since the last TakeAdded
   std::deque<uint64_t> queue_;
   bool busy_ = false;
   bool stop_ = false;

@@ -5,6 +5,8 @@
 #include <map>
 #include <string>
 
+#include "model/cubin_hash.h"
+
 namespace warpscope::gpu {
 namespace {
 
@@ -128,6 +130,45 @@ TEST_F(GpuPcAggregatorTest, SamplesAreSplitByGpuTimeAfterTheDelay) {
   int64_t total = 0;
   for (const auto& [stack, v] : Folded(last.Finish(0))) total += v;
   EXPECT_EQ(total, 16);
+}
+
+// Each instruction names its cubin: a mapping whose build id is the cubin's
+// content hash. Offsets count from each kernel's start, so two kernels'
+// instructions at one offset of one cubin stay apart.
+TEST_F(GpuPcAggregatorTest, InstructionsPointAtTheirCubinByHash) {
+  CubinSymbolsOptions options;
+  options.sass = CubinSymbolsOptions::Sass::kDisabled;
+  CubinLibrary cubins(1 << 20, options);
+  const auto bytes = std::make_shared<const std::string>("not really a cubin");
+  cubins.Add(0xc0b, bytes);
+  cubins.Add(0xc0b, bytes);  // another process loads it too
+  const std::vector<WindowCubin> added = cubins.TakeAdded();
+  ASSERT_EQ(added.size(), 1u);
+  EXPECT_EQ(added[0].hash, CubinHash(*bytes));
+  EXPECT_EQ(added[0].bytes, bytes);
+  EXPECT_TRUE(cubins.TakeAdded().empty());
+  EXPECT_EQ(cubins.HashOf(0xc0b), CubinHash(*bytes));
+  EXPECT_EQ(cubins.HashOf(0xbad), "");
+
+  GpuPcAggregator pc;
+  pc.Add(1, Sample(kernel_, stall_, 0x40, 1), 1'000, 2'000'000'000);
+  pc.Add(1, Sample(other_, stall_, 0x40, 2), 1'000, 2'000'000'000);
+  ProfileBuilder builder(0, 0, 0);
+  GpuPcAggregator::Context context = Context(&builder, 4'000);
+  context.cubins = &cubins;
+  pc.Finish(context, &builder);
+  const Profile p = builder.Finish(0);
+  std::map<std::string, int64_t> by_instruction;
+  for (const ProfileSample& s : p.samples) {
+    const ProfileLocation& inst = p.location(s.location_ids[1]);
+    ASSERT_EQ(inst.kind, FrameKind::kGpuInstruction);
+    EXPECT_EQ(inst.address, 0x40u);
+    ASSERT_NE(inst.mapping_id, 0u);
+    EXPECT_EQ(p.mapping(inst.mapping_id).build_id, CubinHash(*bytes));
+    EXPECT_EQ(p.mapping(inst.mapping_id).filename, kCubinMappingName);
+    by_instruction[p.function(inst.lines.front().function_id).system_name] += s.count;
+  }
+  EXPECT_EQ(by_instruction, (std::map<std::string, int64_t>{{"_Z6kernelv+0x0040", 16}, {"_Z5otherv+0x0040", 32}}));
 }
 
 TEST_F(GpuPcAggregatorTest, DistinctKeysAreBoundedAndCounted) {

@@ -691,6 +691,7 @@ Status GpuTimeCollector::FinishWindow(Window* window) {
   window->gpu_wait->sample_types = {{kGpuWaitTypeName, kGpuTimeUnit}};
   window->gpu_pc = pc.Finish(0);
   window->gpu_pc->sample_types = {{kGpuPcTypeName, kGpuPcUnit}};
+  window->cubins = cubins_->TakeAdded();
   return Status::Ok();
 }
 
