@@ -173,6 +173,11 @@ export interface SourceLine {
   value: number;
   instructions: SourceInstruction[];
 }
+export interface KernelCubin {
+  hash: string; // XXH3-128 of the cubin, 32 hex digits
+  stored: boolean; // the server's cubin store holds it: GET /api/v1/gpu/cubins/<hash>
+  bytes: number; // 0 when not stored
+}
 export interface KernelSourceJson {
   kernel: string;
   system_name: string;
@@ -181,6 +186,7 @@ export interface KernelSourceJson {
   stalls: StallReason[];
   lines: SourceLine[];
   shares: Record<string, number>;
+  cubins?: KernelCubin[]; // the cubins its instructions came from
 }
 
 // GET /api/v1/gpu/trace

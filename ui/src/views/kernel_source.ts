@@ -4,10 +4,13 @@
 // the hottest instructions marked, and the kernel's top stall reasons as a
 // summary (plain words; CUPTI's name on hover). Opened from a kernel's row
 // in the kernel table.
+// A "download cubin" link for each cubin the server's store holds (fetched
+// with the token, as the other downloads are).
 // For the end-to-end test the panel carries data-kernel, data-total,
 // data-lines and data-instructions, and the hottest rows data-hot (their
 // rank, 1 the hottest).
-import { escapeHtml } from "../base/dom";
+import { errorText, escapeHtml } from "../base/dom";
+import { apiBlob, saveBlob } from "../api/client";
 import type { KernelSourceJson } from "../api/types";
 
 // Hues of the stall classes; reasons of one class differ in lightness.
@@ -26,6 +29,27 @@ export function stallColors(json: KernelSourceJson): string[] {
     const hue = CLASS_HUES[s.class] ?? 0;
     return s.class === "other" ? `hsl(0,0%,${60 + 8 * n}%)` : `hsl(${hue},65%,${50 + 9 * (n % 4)}%)`;
   });
+}
+
+function cubinLinks(json: KernelSourceJson): string {
+  return (json.cubins ?? [])
+    .filter((c) => c.stored)
+    .map(
+      (c) =>
+        ` · <a href="#" class="cubin-download" data-hash="${escapeHtml(c.hash)}" title="the cubin its instructions came from (${escapeHtml(
+          c.hash,
+        )}, ${Math.ceil(c.bytes / 1024)} KiB)">download cubin</a>`,
+    )
+    .join("");
+}
+
+async function downloadCubin(link: HTMLAnchorElement): Promise<void> {
+  const hash = link.dataset.hash ?? "";
+  try {
+    saveBlob(await apiBlob(`/api/v1/gpu/cubins/${hash}`, {}), `${hash}.cubin`);
+  } catch (e) {
+    link.textContent = `download failed: ${errorText(e)}`;
+  }
 }
 
 export function renderKernelSource(panel: HTMLElement, json: KernelSourceJson | null, error = ""): void {
@@ -85,11 +109,17 @@ export function renderKernelSource(panel: HTMLElement, json: KernelSourceJson | 
   panel.innerHTML = `<h3>Inside ${escapeHtml(json.kernel)}</h3>
     <p class="small">Stalls: ${shares || "none"}${
       json.sass ? "" : ` · <span class="muted">SASS text unavailable: no nvdisasm on the agent's host (instructions show as offsets)</span>`
-    }</p>
+    }${cubinLinks(json)}</p>
     <ul class="stall-legend">${legend}</ul>
     <table class="top source-view"><thead><tr><th class="num">Offset</th><th>Instruction</th><th class="num">Share</th>
     <th>Cycles by stall reason</th></tr></thead><tbody>${rows}</tbody></table>
     <p class="muted small">Sampled instructions only; PC samples from agents run with --gpu-pc-sampling on.</p>`;
+  for (const link of panel.querySelectorAll<HTMLAnchorElement>("a.cubin-download")) {
+    link.addEventListener("click", (e) => {
+      e.preventDefault();
+      void downloadCubin(link);
+    });
+  }
   ds.kernel = json.kernel;
   ds.total = String(json.total);
   ds.lines = String(json.lines.length);
