@@ -6,17 +6,16 @@
 
 #include <gtest/gtest.h>
 
-#include <thread>
-
 #include "model/cubin_hash.h"
 #include "tests/fakes/fake_ingest_server.h"
+#include "tests/support/wait_for.h"
 
 namespace warpscope {
 namespace {
 
 using std::chrono::milliseconds;
 using testing::FakeIngestServer;
-using Clock = std::chrono::steady_clock;
+using testing::WaitFor;
 
 constexpr char kToken[] = "cubin-token";
 
@@ -44,16 +43,6 @@ std::unique_ptr<CubinUploader> Start(const CubinUploaderOptions& o) {
   if (!u.ok()) return nullptr;
   (*u)->Start();
   return std::move(u).value();
-}
-
-template <typename Pred>
-bool WaitFor(Pred pred, milliseconds timeout = milliseconds(20000)) {
-  const auto end = Clock::now() + timeout;
-  while (Clock::now() < end) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(milliseconds(5));
-  }
-  return pred();
 }
 
 std::vector<std::string> Methods(const std::vector<FakeIngestServer::CubinRequest>& requests) {

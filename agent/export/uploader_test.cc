@@ -12,12 +12,14 @@
 #include "tests/fakes/fake_ingest_server.h"
 #include "agent/export/ingest_batch_encoder.h"
 #include "tests/support/test_profile.h"
+#include "tests/support/wait_for.h"
 
 namespace warpscope {
 namespace {
 
 using std::chrono::milliseconds;
 using testing::FakeIngestServer;
+using testing::WaitFor;
 using Clock = std::chrono::steady_clock;
 
 constexpr char kAgentId[] = "00112233445566778899aabbccddeeff";
@@ -54,16 +56,6 @@ std::unique_ptr<Uploader> MakeUploader(const UploaderOptions& o) {
   auto u = Uploader::Create(o);
   EXPECT_TRUE(u.ok()) << u.status().ToString();
   return u.ok() ? std::move(u).value() : nullptr;
-}
-
-template <typename Pred>
-bool WaitFor(Pred pred, milliseconds timeout = milliseconds(20000)) {
-  const auto end = Clock::now() + timeout;
-  while (Clock::now() < end) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(milliseconds(5));
-  }
-  return pred();
 }
 
 TEST(UploaderPolicyTest, StatusClasses) {

@@ -21,11 +21,7 @@ constexpr int64_t kDay = 86400 * kSec;
 // `size` bytes that differ per `seed`, NULs and high bytes included.
 std::string CubinBytes(size_t size, uint32_t seed) {
   std::string bytes(size, '\0');
-  uint32_t x = seed * 2654435761u + 1;
-  for (char& c : bytes) {
-    x = x * 1664525u + 1013904223u;
-    c = static_cast<char>(x >> 24);
-  }
+  for (size_t i = 0; i < size; ++i) bytes[i] = static_cast<char>((i * i + i / 256 + seed * 131) % 251);
   return bytes;
 }
 

@@ -140,13 +140,21 @@ httplib::Headers AuthHeaders(const std::string& token) {
   return h;
 }
 
-// `body` zstd-compressed, with its Content-Encoding header added to *headers.
-std::string ZstdBody(const std::string& body, httplib::Headers* headers) {
-  std::string payload(ZSTD_compressBound(body.size()), '\0');
-  const size_t n = ZSTD_compress(payload.data(), payload.size(), body.data(), body.size(), 3);
-  payload.resize(ZSTD_isError(n) ? 0 : n);
-  headers->emplace("Content-Encoding", "zstd");
-  return payload;
+// A POST or PUT of `body` (zstd-compressed, with its Content-Encoding, unless !compress).
+HttpResult SendBody(int port, const std::string& method, const std::string& path, const std::string& body,
+                    const std::string& token, const std::string& content_type, bool compress) {
+  httplib::Client client("127.0.0.1", port);
+  client.set_read_timeout(60, 0);
+  httplib::Headers headers = AuthHeaders(token);
+  std::string payload = body;
+  if (compress) {
+    payload.resize(ZSTD_compressBound(body.size()));
+    const size_t n = ZSTD_compress(payload.data(), payload.size(), body.data(), body.size(), 3);
+    payload.resize(ZSTD_isError(n) ? 0 : n);
+    headers.emplace("Content-Encoding", "zstd");
+  }
+  return FromResult(method == "PUT" ? client.Put(path.c_str(), headers, payload, content_type.c_str())
+                                    : client.Post(path.c_str(), headers, payload, content_type.c_str()));
 }
 
 }  // namespace
@@ -159,11 +167,7 @@ HttpResult HttpGet(int port, const std::string& path_and_query, const std::strin
 
 HttpResult HttpPostIngest(int port, const std::string& body, const std::string& token, const std::string& content_type,
                           bool compress) {
-  httplib::Client client("127.0.0.1", port);
-  client.set_read_timeout(60, 0);
-  httplib::Headers headers = AuthHeaders(token);
-  const std::string payload = compress ? ZstdBody(body, &headers) : body;
-  return FromResult(client.Post("/api/v1/ingest", headers, payload, content_type.c_str()));
+  return SendBody(port, "POST", "/api/v1/ingest", body, token, content_type, compress);
 }
 
 HttpResult HttpHead(int port, const std::string& path, const std::string& token) {
@@ -173,11 +177,7 @@ HttpResult HttpHead(int port, const std::string& path, const std::string& token)
 
 HttpResult HttpPutCubin(int port, const std::string& hash, const std::string& bytes, const std::string& token,
                         bool compress) {
-  httplib::Client client("127.0.0.1", port);
-  client.set_read_timeout(60, 0);
-  httplib::Headers headers = AuthHeaders(token);
-  const std::string payload = compress ? ZstdBody(bytes, &headers) : bytes;
-  return FromResult(client.Put(("/api/v1/gpu/cubins/" + hash).c_str(), headers, payload, "application/octet-stream"));
+  return SendBody(port, "PUT", "/api/v1/gpu/cubins/" + hash, bytes, token, "application/octet-stream", compress);
 }
 
 HttpResult PostBatch(int port, const warpscope::v1::IngestBatch& batch, const std::string& token) {
