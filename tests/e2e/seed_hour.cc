@@ -12,6 +12,7 @@
 // the gpu_energy flame graph. Prints `gpu_from_ms=<ms>`,
 // `threads_from_ms=<ms>` and `energy_from_ms=<ms>`, the first of those seconds.
 // Usage: e2e_seed_hour PORT TOKEN NODE
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -491,6 +492,33 @@ int main(int argc, char** argv) {
       f.AddMetric("gpu_temperature", "celsius", gpu, dip ? 48 : 71, at);
     }
     if (!Post(port, token, f.batch(), "GPU metrics batch")) return 1;
+  }
+  // A node with eight GPUs, one rank of a job on each, over the same five
+  // minutes, every 10 s: GPU 5 is the slow one (35 % busy, 250 W; the others
+  // 90 %, 600 W), for the GPUs view's small multiples.
+  {
+    const int64_t metrics_from = (now_ns / kSec - 300) * kSec;
+    BatchFactory f("e2e-seed-" + node + "-8gpu", 1, metrics_from, metrics_from + 300 * kSec);
+    for (int i = 0; i < 8; ++i) {
+      char uuid[64], pci[32];
+      std::snprintf(uuid, sizeof(uuid), "GPU-e2e00000-0000-0000-0000-0000000008%02d", i);
+      std::snprintf(pci, sizeof(pci), "00000000:%02x:00.0", 0x19 + 0x10 * i);
+      const Labels gpu = {{"node", node + "-8gpu"}, {"gpu", std::to_string(i)}, {"uuid", uuid},
+                          {"gpu_name", "NVIDIA H200"}, {"pci_bus_id", pci}};
+      Labels rank = gpu;  // as the agent sends them: the GPU's labels and the process's
+      rank.insert(rank.end(), {{"pid", std::to_string(7000 + i)}, {"comm", "python3"}});
+      std::sort(rank.begin(), rank.end());
+      const bool slow = i == 5;
+      for (int64_t t = 0; t < 300 * kSec; t += 10 * kSec) {
+        const int64_t at = metrics_from + t;
+        f.AddMetric("gpu_utilization", "percent", gpu, slow ? 35 : 90, at);
+        f.AddMetric("gpu_power", "watts", gpu, slow ? 250 : 600, at);
+        f.AddMetric("gpu_memory_used", "bytes", gpu, 60e9, at);
+        f.AddMetric("gpu_memory_total", "bytes", gpu, 141e9, at);
+        f.AddMetric("gpu_process_sm_utilization", "percent", rank, slow ? 30 : 85, at);
+      }
+    }
+    if (!Post(port, token, f.batch(), "eight-GPU batch")) return 1;
   }
   // The threads view's four seconds, ending 36 s ago.
   const int64_t threads_from_ns = (now_ns / kSec - 40) * kSec;

@@ -1044,6 +1044,22 @@ try {
     }, 10000);
     log(`GPUs view: ${charts} charts`);
     await shot("gpus");
+    // Eight GPUs (e2e_seed_hour's eight-GPU node): a tile each, the slow
+    // GPU 5 readable at a glance; a tile picks its GPU.
+    await page.goto(`${url}/?view=gpu&gpunode=e2e-synthetic-8gpu&from=now-5m&to=now`);
+    const tiles = page.locator(".gpu-multiples .gpu-tile");
+    await waitFor("eight GPU tiles", async () => (await tiles.count()) === 8, 10000);
+    const texts = await tiles.allInnerTexts();
+    if (!/^GPU 5\b/.test(texts[5]) || !texts[5].includes("35%") || !texts[5].includes("python3 (7005)")) {
+      fail(`GPU 5's tile should say 35% busy and name python3 (7005): ${texts[5]}`);
+    }
+    if (!texts[0].includes("90%")) fail(`GPU 0's tile should say 90% busy: ${texts[0]}`);
+    const lagging = await page.locator(".gpu-tile.lagging").evaluateAll((ts) => ts.map((t) => t.dataset.gpu));
+    if (lagging.join() !== "5") fail(`only GPU 5 should be marked below the others: ${lagging}`);
+    await shot("gpus_eight");
+    await tiles.nth(3).click();
+    await waitFor("GPU 3 picked", async () => new URL(page.url()).searchParams.get("gpu") === "3" &&
+      (await page.locator(".gpu-multiples").isHidden()), 10000);
   }
 
   // 6f. Energy & cost (e2e_seed_hour's EnergySeconds on node

@@ -14,13 +14,17 @@
 // charts) and data-insight-marks (insight bands per chart); each
 // `.gpu-chart` has data-metric (its first metric), data-metrics and
 // data-points (points plotted); each band is a `.insight-mark` (data-key).
+// With three or more GPUs and none picked, a tile per GPU comes first
+// (`.gpu-multiples`, a `.gpu-tile` per GPU with data-gpu; gpu/multiples.ts):
+// a click picks that GPU.
 // Which charts and lines: gpu/chart_specs.ts; drawing them: gpu/charts.ts.
 import { apiGet } from "../api/client";
 import type { GpuInfo, InsightsJson, MetricJson, MetricNamesJson, TargetsJson } from "../api/types";
 import { el, escapeHtml } from "../base/dom";
 import { byGpuIndex, gpuChartSpecs } from "../gpu/chart_specs";
 import { DrawnChart, drawChart, readTheme } from "../gpu/charts";
-import { GPU_METRICS, selectorOf } from "../gpu/data";
+import { GPU_METRICS, formatValue, scaleFor, selectorOf } from "../gpu/data";
+import { MULTIPLES_FROM, gpuTiles, sparkPoints } from "../gpu/multiples";
 import { InsightMarks } from "../insight_marks";
 import { ViewState } from "../state";
 import { formatDuration, resolveTime } from "../time";
@@ -54,6 +58,7 @@ export class GpuView implements View {
   private focusChip = el("span", "gpu-focus");
   private energyLink = el("button", "link gpu-energy-link", "Energy &amp; cost →");
   private hint = el("div", "gpu-hint muted small");
+  private multiples = el("div", "gpu-multiples");
   private chartsEl = el("div", "gpu-charts");
   private drawn: DrawnChart[] = [];
   private loaded: Loaded | null = null;
@@ -81,7 +86,11 @@ export class GpuView implements View {
       this.shell.update({ view: "energy", selector: selectorOf({ node }), egroup: pid ? "process" : "gpu", search: "" }, true);
     });
     this.controls.append(nodeLabel, gpuLabel, this.info, this.focusChip, this.energyLink);
-    this.root.append(this.controls, this.hint, this.chartsEl);
+    this.root.append(this.controls, this.hint, this.multiples, this.chartsEl);
+    this.multiples.addEventListener("click", (e) => {
+      const tile = (e.target as HTMLElement).closest<HTMLElement>(".gpu-tile");
+      if (tile?.dataset.gpu !== undefined) this.pick({ gpu: tile.dataset.gpu });
+    });
     this.root.dataset.version = "0";
     this.root.dataset.charts = "0";
     this.root.dataset.series = "0";
@@ -206,6 +215,7 @@ export class GpuView implements View {
     this.release();
     this.renderKey = key;
     this.renderControls(d, s);
+    this.renderMultiples(d);
     let series = 0;
     if (!d.node) {
       this.hint.hidden = true;
@@ -283,6 +293,29 @@ export class GpuView implements View {
     this.focusChip.innerHTML = s.gpupid
       ? `focused: <b>${escapeHtml(this.processName(d, s.gpupid))}</b> <button class="link" title="unfocus">✕</button>`
       : "";
+  }
+
+  private renderMultiples(d: Loaded): void {
+    const gpus = this.gpusOf(d);
+    this.multiples.hidden = !d.node || d.gpu !== "" || gpus.length < MULTIPLES_FROM;
+    if (this.multiples.hidden) {
+      this.multiples.replaceChildren();
+      return;
+    }
+    const number = (v: number | null, unit: string) => (v === null ? "–" : formatValue(v, scaleFor(unit, Math.abs(v))));
+    this.multiples.innerHTML = gpuTiles(d.metrics, gpus)
+      .map((t) => {
+        const memory = t.memoryUsed === null ? "" : ` · ${number(t.memoryUsed, "bytes")}${t.memoryTotal ? ` of ${number(t.memoryTotal, "bytes")}` : ""}`;
+        const lagging = t.lagging ? ` <span class="gpu-tile-lag">below the others</span>` : "";
+        return `<button class="gpu-tile${t.lagging ? " lagging" : ""}" data-gpu="${escapeHtml(t.gpu)}" title="show GPU ${escapeHtml(t.gpu)} alone">
+          <div><b>GPU ${escapeHtml(t.gpu)}</b> <span class="muted">${escapeHtml(t.name)}</span>${lagging}</div>
+          <svg class="gpu-tile-spark" viewBox="0 0 120 28" preserveAspectRatio="none"><rect x="0" y="0" width="120" height="28"/>
+            <polyline points="${sparkPoints(t.spark, d.fromMs, d.toMs, 120, 28)}"/></svg>
+          <div>${number(t.utilization, "percent")} busy · ${number(t.power, "watts")}${memory}</div>
+          <div class="muted">${t.process ? `${escapeHtml(t.process)}: ${number(t.processShare, "percent")} of SMs` : "no process seen"}</div>
+        </button>`;
+      })
+      .join("");
   }
 
   private gpusOf(d: Loaded): GpuInfo[] {
