@@ -125,10 +125,11 @@ FuzzCase MakeQueryCase(CaseRng& r, int64_t now_ns) {
                                  {"/api/v1/gpu/trace.json", 10}, {"/api/v1/gpu/cubins/", 0}};
   const Route& route = routes[r.Below(std::size(routes))];
   std::string path = route.path;
-  if (path == "/api/v1/gpu/cubins/") {  // the hash is the path's last part
-    path += r.Pick(std::vector<std::string>{"0123456789abcdef0123456789abcdef", "0123456789ABCDEF0123456789ABCDEF",
-                                            "", "abc", "../../dictionary.sqlite", "%2e%2e%2fLOCK", "%00",
-                                            std::string(33, 'a'), std::string(5000, 'f'), "\xff"});
+  if (path == "/api/v1/gpu/cubins/") {  // the hash is the path's last part, percent-encoded
+    path += UrlEncode(r.Pick(std::vector<std::string>{"0123456789abcdef0123456789abcdef",
+                                                      "0123456789ABCDEF0123456789ABCDEF", "", "abc",
+                                                      "../../dictionary.sqlite", std::string("\0", 1),
+                                                      std::string(33, 'a'), std::string(2000, 'f'), "\xff"}));
   }
   std::vector<std::pair<std::string, std::string>> params;
   auto maybe = [&](double p, const std::string& k, const std::string& v) {
