@@ -252,7 +252,8 @@ TEST_F(GpuTimeTest, RanksOnFourDevicesKeepTheirKernelsApart) {
     const int other = (rank + 1) % kRanks;
     EXPECT_EQ(total(Collapsed(selector(rank, other))), 0) << "nothing on another rank's device";
     // The analyses: the all-reduce is communication, on the rank's device
-    // (the last seconds come once the process has ended).
+    // (the last seconds come once the process has ended; one reading a
+    // second, so 1 s points add up).
     const double want_communication = recorded[rank].second * kAllReduce / 1e9;
     const double want_compute = recorded[rank].first * gemm_ns / 1e9;
     std::map<std::pair<std::string, std::string>, double> seconds;
@@ -260,7 +261,7 @@ TEST_F(GpuTimeTest, RanksOnFourDevicesKeepTheirKernelsApart) {
     for (int i = 0; i < 60; ++i) {
       busy = GetApiJson(server_->port(),
                         "/api/v1/metrics?name=cuda_gpu_busy_seconds&from=" + std::to_string(start_ms) +
-                            "&to=now&step=1h&group_by=device,category&selector=%7Bpid%3D%22" +
+                            "&to=now&step=1s&group_by=device,category&selector=%7Bpid%3D%22" +
                             std::to_string(pids[rank]) + "%22%7D",
                         kToken);
       seconds.clear();
