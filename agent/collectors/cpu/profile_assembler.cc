@@ -124,7 +124,7 @@ void ProfileAssembler::AddBatch(const CpuSampleBatch& batch) {
     if (locations.empty()) {
       // Both stacks failed: keep the sample visible rather than drop its time.
       const uint64_t fn = builder_->InternFunction("[no stack]", "[no stack]");
-      locations.push_back(builder_->InternLocation(0, 0, FrameKind::kNative, {{fn, 0}}));
+      locations.push_back(builder_->InternFunctionLocation(0, 0, FrameKind::kNative, fn));
     }
     SampleLabels labels;
     labels.pid = sample.pid;

@@ -281,7 +281,7 @@ void GpuPcAggregator::AddBucket(const Bucket& bucket, const Context& context, Pr
       locations.resize(inside);
       if (s.stack_key == ~0ull) {
         const uint64_t fn = builder->InternFunction("[launch not recorded]", "[launch not recorded]");
-        locations.push_back(builder->InternLocation(0, 0, FrameKind::kNative, {{fn, 0}}));
+        locations.push_back(builder->InternFunctionLocation(0, 0, FrameKind::kNative, fn));
       } else {
         const std::vector<uint64_t>& stack = context.stack(s.stack_key);
         locations.insert(locations.end(), stack.begin(), stack.end());

@@ -499,7 +499,7 @@ const std::vector<uint64_t>& GpuTimeCollector::StackLocations(uint64_t stack_key
     if (stack_key != 0) ++stats_.launch_stacks_expired;
     const char* label = stack_key == 0 ? "[launch not sampled]" : "[launch stack expired]";
     const uint64_t fn = builder->InternFunction(label, label);
-    it->second.push_back(builder->InternLocation(0, 0, FrameKind::kNative, {{fn, 0}}));
+    it->second.push_back(builder->InternFunctionLocation(0, 0, FrameKind::kNative, fn));
     return it->second;
   }
   for (const CapturedFrame& f : stack->frames) {
@@ -654,9 +654,9 @@ void GpuTimeCollector::FinishWaits(ProfileBuilder* builder, bool final) {
     if (s.stack_key == 0) {
       // No sampled wait of this call in the process: the call's name under a placeholder.
       const uint64_t call = builder->InternFunction(api, api);
-      locations.push_back(builder->InternLocation(0, 0, FrameKind::kNative, {{call, 0}}));
+      locations.push_back(builder->InternFunctionLocation(0, 0, FrameKind::kNative, call));
       const uint64_t fn = builder->InternFunction("[wait not sampled]", "[wait not sampled]");
-      locations.push_back(builder->InternLocation(0, 0, FrameKind::kNative, {{fn, 0}}));
+      locations.push_back(builder->InternFunctionLocation(0, 0, FrameKind::kNative, fn));
     } else {
       const std::vector<uint64_t>& stack = StackLocations(s.stack_key, builder);
       locations.insert(locations.end(), stack.begin(), stack.end());

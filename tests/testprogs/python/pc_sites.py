@@ -14,9 +14,10 @@
 # ADD_ONE" (launches whose kernel record was queued) and "sampled N" (PC
 # samples CUPTI took while sampling was on).
 import ctypes
-import os
 import sys
 import time
+
+import fake_cuda
 
 SCALE = b"_ZN4demo5scaleEPfPKffi"
 ADD_ONE = b"add_one"
@@ -40,12 +41,10 @@ def fnv1a(data):
 
 def main():
     library_path, cubin_path, iterations = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    mode = os.RTLD_NOW | os.RTLD_LOCAL
-    library = ctypes.CDLL(library_path, mode=mode)
-    fake = ctypes.CDLL(os.environ["WARPSCOPE_CUPTI_PATH"], mode=mode)
-    if library.InitializeInjection() != 1:
-        print("InitializeInjection failed", file=sys.stderr)
+    attached = fake_cuda.attach(library_path)
+    if attached is None:
         return 1
+    library, fake = attached
     fake.ws_fake_cupti_launch.restype = ctypes.c_uint32
     fake.ws_fake_cupti_launch.argtypes = [ctypes.c_int, ctypes.c_uint32, ctypes.c_char_p, ctypes.c_uint64,
                                           ctypes.c_uint32, ctypes.c_uint64]
@@ -54,15 +53,6 @@ def main():
                                              ctypes.c_uint32]
     fake.ws_fake_cupti_pc_sampling_period.restype = ctypes.c_uint32
     fake.ws_fake_cupti_load_module.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
-    fake.ws_fake_cupti_subscribed.restype = ctypes.c_int
-
-    deadline = time.monotonic() + 30
-    while not fake.ws_fake_cupti_subscribed() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    if not fake.ws_fake_cupti_subscribed():
-        print("no agent answered on the socket", file=sys.stderr)
-        return 1
-    time.sleep(1.5)  # the agent attaches its probe
 
     with open(cubin_path, "rb") as f:
         cubin = f.read()
@@ -81,6 +71,7 @@ def main():
     # The first launch notes the context; the library's thread enables PC
     # sampling on it.
     launch(ADD_ONE, 1000)
+    deadline = time.monotonic() + 30
     while fake.ws_fake_cupti_pc_sampling_period(0) == 0 and time.monotonic() < deadline:
         time.sleep(0.01)
     scale = add_one = sampled = 0

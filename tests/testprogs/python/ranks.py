@@ -12,9 +12,10 @@
 # all-reduce kernel (ALL_REDUCE_NS) from all_reduce, on DEVICE. Prints
 # "recorded GEMM ALL_REDUCE" (launches whose kernel record was queued).
 import ctypes
-import os
 import sys
 import time
+
+import fake_cuda
 
 GEMM = b"gemm_step"
 ALL_REDUCE = b"ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"
@@ -25,25 +26,14 @@ CUDA_LAUNCH_KERNEL = 211  # CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000
 
 def main():
     library_path, device, iterations, compute_ns = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-    mode = os.RTLD_NOW | os.RTLD_LOCAL
-    library = ctypes.CDLL(library_path, mode=mode)
-    fake = ctypes.CDLL(os.environ["WARPSCOPE_CUPTI_PATH"], mode=mode)
-    fake.ws_fake_cupti_set_device(ctypes.c_uint32(device))
-    if library.InitializeInjection() != 1:
-        print("InitializeInjection failed", file=sys.stderr)
+    attached = fake_cuda.attach(library_path, device)
+    if attached is None:
         return 1
+    library, fake = attached
     fake.ws_fake_cupti_stream_launch.restype = ctypes.c_uint32
     fake.ws_fake_cupti_stream_launch.argtypes = [ctypes.c_int, ctypes.c_uint32, ctypes.c_uint64, ctypes.c_char_p,
                                                  ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_void_p,
                                                  ctypes.c_void_p]
-    fake.ws_fake_cupti_subscribed.restype = ctypes.c_int
-    deadline = time.monotonic() + 30
-    while not fake.ws_fake_cupti_subscribed() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    if not fake.ws_fake_cupti_subscribed():
-        print("no agent answered on the socket", file=sys.stderr)
-        return 1
-    time.sleep(1.5)  # the agent attaches its probe
 
     def launch(kernel, ns):
         # On one simulated stream: the all-reduce waits for the GEMM, as on a GPU.
