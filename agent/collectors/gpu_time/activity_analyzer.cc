@@ -258,7 +258,10 @@ void GpuActivityAnalyzer::CountSequences(Connection& c, uint32_t device_id, cons
   for (const AnalyzedActivity& a : sorted) {
     if (a.kernel == nullptr || a.launch_ns == 0) continue;
     std::vector<const AnalyzedActivity*>& run = c.runs[a.launch_tid];
-    if (a.end_ns - a.start_ns > options_.small_kernel_ns) {
+    // A graph's kernels share its one launch call: they would read as a run
+    // launched back to back, but a graph replay is already one launch, and
+    // it breaks the thread's run like a big kernel.
+    if (a.graph_id != 0 || a.end_ns - a.start_ns > options_.small_kernel_ns) {
       run.clear();
       continue;
     }

@@ -22,8 +22,8 @@
 //   * cuda_kernel_sequence_{count,gpu_seconds,gap_seconds}{sequence}: the
 //     most frequent runs of three small kernels launched back to back by one
 //     thread (fusion candidates; runs do not overlap; a loop's rotations are
-//     one sequence), the GPU time they ran and the idle time between them,
-//     in the second each run began.
+//     one sequence; kernels of a CUDA graph are in none), the GPU time they
+//     ran and the idle time between them, in the second each run began.
 //
 // Durations are placed in the seconds they happened in (one reading per
 // process, device, figure and second), so any step of the store sums them
@@ -70,6 +70,10 @@ struct AnalyzedActivity {
   int64_t launch_ns = 0;
   int64_t launch_duration_ns = 0;
   uint32_t launch_tid = 0;
+  // 0 unless the kernel ran as part of a CUDA graph: its launch call is the
+  // graph's, and a graph is never a fusion candidate's run (its kernels
+  // already go to the GPU in one launch).
+  uint32_t graph_id = 0;
   // Copies.
   bool memcpy = false;
   uint8_t copy_kind = 0;  // CUpti_ActivityMemcpyKind

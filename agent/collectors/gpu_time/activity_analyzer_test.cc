@@ -228,5 +228,41 @@ TEST(GpuActivityAnalyzer, FrequentRunsOfSmallKernelsAreSequencesReportedOnce) {
   EXPECT_NEAR(s["cuda_kernels"], 310, 1e-9);
 }
 
+TEST(GpuActivityAnalyzer, KernelsOfACudaGraphAreNoSequence) {
+  GpuActivityAnalyzer an(ActivityAnalysisOptions{});
+  const int64_t t0 = 10 * kS;
+  an.Begin(1, 5, false, t0);
+  auto add = Name(11, "void add_kernel(float*)");
+  auto mul = Name(12, "void mul_kernel(float*)");
+  auto relu = Name(13, "void relu_kernel(float*)");
+  // 100 replays of a graph of three 4 us kernels: every kernel carries the
+  // graph's one launch call (its time and thread), so they look launched
+  // back to back by one thread, but the replay already is one launch.
+  int64_t t = t0;
+  for (int i = 0; i < 100; ++i) {
+    int64_t start = t + 20 * kUs;
+    for (const auto& k : {add, mul, relu}) {
+      AnalyzedActivity a = Kernel(start, start + 4 * kUs, t, 8 * kUs, k);
+      a.graph_id = 77;
+      an.Add(1, a);
+      start += 6 * kUs;
+    }
+    t += 100 * kUs;
+  }
+  // Two small kernels launched one by one, then a graph kernel: the graph
+  // breaks the run, so these two make no sequence with it either.
+  an.Add(1, Kernel(t + 20 * kUs, t + 24 * kUs, t, 8 * kUs, add));
+  an.Add(1, Kernel(t + 50 * kUs, t + 54 * kUs, t + 30 * kUs, 8 * kUs, mul));
+  AnalyzedActivity g = Kernel(t + 80 * kUs, t + 84 * kUs, t + 60 * kUs, 8 * kUs, relu);
+  g.graph_id = 78;
+  an.Add(1, g);
+  std::vector<MetricReading> out;
+  an.End(1);
+  an.Finish(t + 5 * kS, 0, false, [](uint32_t) { return "p"; }, &out);
+  std::map<std::string, double> s = Sum(out);
+  for (const auto& [k, v] : s) EXPECT_NE(k.rfind("cuda_kernel_sequence_", 0), 0u) << k;
+  EXPECT_NEAR(s["cuda_kernels"], 303, 1e-9) << "the graph's kernels are counted all the same";
+}
+
 }  // namespace
 }  // namespace warpscope::gpu

@@ -280,6 +280,7 @@ void GpuTimeCollector::OnKernels(Connection& c, const std::vector<CudaKernel>& k
         a.launch_ns = static_cast<int64_t>(r.launch_host_ns);
         a.launch_duration_ns = r.launch_duration_ns;
         a.launch_tid = r.launch_tid;
+        a.graph_id = r.graph_id;
         analyzer_.Add(c.id, std::move(a));
       }
     }
