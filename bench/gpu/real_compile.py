@@ -1,7 +1,9 @@
 """Workload b of bench/gpu/real_suite.sh: torch.compile(mode="reduce-overhead")
 of a small MLP (inductor's Triton kernels replayed through CUDA graphs), an
 inference step and a training-ish step (forward, backward, SGD), each for
-SECONDS after compiling; checks the compiled output against eager.
+SECONDS after compiling (a second compile of the training step: a process
+replays graphs recorded by two compiled functions); checks the compiled
+output against eager.
 
   real_compile.py SECONDS
 """
