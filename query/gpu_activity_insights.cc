@@ -110,27 +110,19 @@ std::map<Key, DeviceUse> DeviceUses(const InsightInputs& in) {
   return out;
 }
 
-// Flagged steps -> the insight's duration; false when it is too little.
-bool Enough(const InsightInputs& in, const InsightOptions& o, const std::vector<bool>& flagged, size_t observed,
+// The flagged steps an insight rests on (CountedSteps: steady, or dips of
+// min_duration); false when there are none. `flagged` becomes the counted steps.
+bool Enough(const InsightInputs& in, const InsightOptions& o, std::vector<bool>* flagged, size_t observed,
             double* flagged_s) {
-  size_t n = 0;
-  *flagged_s = 0;
-  for (size_t i = 0; i < flagged.size(); ++i) {
-    if (!flagged[i]) continue;
-    ++n;
-    *flagged_s += static_cast<double>(StepLength(in, i)) / kNsPerSecond;
-  }
-  return n > 0 && observed > 0 && static_cast<double>(n) / static_cast<double>(observed) >= o.min_share &&
-         *flagged_s * kNsPerSecond >= static_cast<double>(o.min_duration_ns);
+  *flagged = CountedSteps(in, o, *flagged, observed, flagged_s);
+  return std::find(flagged->begin(), flagged->end(), true) != flagged->end();
 }
 
-// The insight's saving, its share of the range, severity and confidence (by
-// the flagged steps, whose count it returns).
+// The insight's saving (SetSaving: its share of the range and the severity
+// that follows) and confidence (by the counted steps, whose count it returns).
 size_t Rate(double saving_s, double range_s, const std::vector<bool>& flagged, Insight* x) {
   const size_t hits = std::count(flagged.begin(), flagged.end(), true);
-  x->saving_gpu_seconds = saving_s;
-  x->saving_share = saving_s / range_s;
-  x->severity = Severity(x->saving_share);
+  SetSaving(saving_s, range_s, x);
   x->confidence = Confidence(hits);
   return hits;
 }
@@ -171,7 +163,7 @@ std::vector<Insight> FindLaunchBound(const InsightInputs& in, const InsightOptio
       sparkline.emplace_back(t, hit ? 100 * waiting : 0);
     }
     double flagged_s = 0;
-    if (!Enough(in, o, flagged, observed, &flagged_s)) continue;
+    if (!Enough(in, o, &flagged, observed, &flagged_s)) continue;
     const double obs = Sum(&u.observed, flagged), n = Sum(k, flagged), n_known = Sum(kk, flagged);
     const double n_short = Sum(sk, flagged);
     const double waiting_s = Sum(&u.host_wait, flagged) + Sum(&u.kernel_wait, flagged);
@@ -297,7 +289,7 @@ std::vector<Insight> FindTransferBound(const InsightInputs& in, const InsightOpt
       sparkline.emplace_back(in.from_ns + static_cast<int64_t>(i) * in.step_ns, flagged[i] ? 100 * share : 0);
     }
     double flagged_s = 0;
-    if (!Enough(in, o, flagged, observed, &flagged_s)) continue;
+    if (!Enough(in, o, &flagged, observed, &flagged_s)) continue;
     const double obs = Sum(&u.observed, flagged), copying = Sum(&u.busy_memory, flagged);
     // The copies by kind and memory over the whole range.
     double total_s = 0, pageable_s = 0, bytes = 0;
@@ -371,7 +363,6 @@ std::vector<Insight> FindThrottled(const InsightInputs& in, const InsightOptions
     std::vector<bool> flagged(steps, false);
     std::vector<std::pair<int64_t, double>> sparkline;
     size_t observed = 0;
-    double saving = 0, power_s = 0, thermal_s = 0, hw_s = 0, clock_sum = 0, clock_max_sum = 0, busy_sum = 0;
     for (size_t i = 0; i < steps; ++i) {
       const double busy = u[i];
       if (std::isnan(busy)) {
@@ -382,7 +373,13 @@ std::vector<Insight> FindThrottled(const InsightInputs& in, const InsightOptions
       const double share = std::min(1.0, At(power, i) + At(thermal, i) + At(hw, i));
       flagged[i] = busy >= o.busy_gpu_percent && share >= o.throttle_share;
       sparkline.emplace_back(in.from_ns + static_cast<int64_t>(i) * in.step_ns, flagged[i] ? 100 * share : 0);
+    }
+    double flagged_s = 0;
+    if (!Enough(in, o, &flagged, observed, &flagged_s)) continue;
+    double saving = 0, power_s = 0, thermal_s = 0, hw_s = 0, clock_sum = 0, clock_max_sum = 0, busy_sum = 0;
+    for (size_t i = 0; i < steps; ++i) {
       if (!flagged[i]) continue;
+      const double busy = u[i];
       const double step_s = static_cast<double>(StepLength(in, i)) / kNsPerSecond;
       power_s += At(power, i) * step_s;
       thermal_s += At(thermal, i) * step_s;
@@ -396,8 +393,6 @@ std::vector<Insight> FindThrottled(const InsightInputs& in, const InsightOptions
         clock_max_sum += At(cm, i) * step_s;
       }
     }
-    double flagged_s = 0;
-    if (!Enough(in, o, flagged, observed, &flagged_s)) continue;
     const std::string &node = key[0], &gpu = key[1];
     const std::string cause = power_s >= thermal_s && power_s >= hw_s ? "power" : thermal_s >= hw_s ? "thermal" : "hw_slowdown";
     Insight x;
@@ -450,26 +445,27 @@ std::vector<Insight> FindMemoryBound(const InsightInputs& in, const InsightOptio
     std::vector<bool> flagged(steps, false);
     std::vector<std::pair<int64_t, double>> sparkline;
     size_t observed = 0;
-    double dram_sum = 0, tensor_sum = 0;
     for (size_t i = 0; i < steps; ++i) {
       const bool seen = !std::isnan(u[i]) && !std::isnan((*d)[i]);
       observed += seen ? 1 : 0;
       flagged[i] = seen && u[i] >= o.busy_gpu_percent && (*d)[i] >= o.memory_bound_dram_percent &&
                    At(t, i) <= o.memory_bound_tensor_percent;
       sparkline.emplace_back(in.from_ns + static_cast<int64_t>(i) * in.step_ns, flagged[i] ? (*d)[i] : 0);
+    }
+    double flagged_s = 0;
+    if (!Enough(in, o, &flagged, observed, &flagged_s)) continue;
+    double dram_sum = 0, tensor_sum = 0;
+    for (size_t i = 0; i < steps; ++i) {
       if (!flagged[i]) continue;
       dram_sum += (*d)[i];
       tensor_sum += At(t, i);
     }
-    double flagged_s = 0;
-    if (!Enough(in, o, flagged, observed, &flagged_s)) continue;
     const std::string &node = key[0], &gpu = key[1];
     Insight x;
     x.kind = "memory_bound";
     x.target = {{"gpu", gpu}, {"node", node}};
+    // No saving estimated (it depends on the kernels): low, ranked last, by the one rule.
     const size_t hits = Rate(0, range_s, flagged, &x);
-    // No saving to rank by: its severity is the share of the range it held.
-    x.severity = Severity(flagged_s / range_s);
     const double n = static_cast<double>(hits);
     x.confidence_reason = StepsReason(in, hits, observed, "were busy and memory-bound") +
                           "; the saving is not estimated (it depends on the kernels)";

@@ -132,7 +132,6 @@ std::vector<KernelStalls> KernelStallShares(const storage::MergedProfile& p) {
 std::vector<Insight> FindMemoryBoundKernels(const storage::MergedProfile& p, const InsightInputs& in,
                                             const InsightOptions& o, const std::string& selector) {
   using insight_support::Percent;
-  using insight_support::Severity;
   std::vector<Insight> out;
   const std::vector<KernelStalls> kernels = KernelStallShares(p);
   int64_t total = 0;
@@ -143,7 +142,9 @@ std::vector<Insight> FindMemoryBoundKernels(const storage::MergedProfile& p, con
     Insight x;
     x.kind = "memory_bound";
     x.target = {{"kernel", k.kernel}};
-    x.severity = Severity(share);
+    // A hint with no saving estimated: low by the one severity rule, however
+    // large the kernel's share of the cycles (that share is a number below).
+    insight_support::SetSaving(0, static_cast<double>(in.to_ns - in.from_ns) / insight_support::kNsPerSecond, &x);
     // Samples: cycles over the smallest sampling period's (2^5); only the
     // order of magnitude matters for the wording.
     x.confidence = k.value >= (int64_t{10000} << 5) ? "high" : k.value >= (int64_t{1000} << 5) ? "medium" : "low";

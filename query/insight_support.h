@@ -81,7 +81,68 @@ inline std::vector<InsightRange> Ranges(const InsightInputs& in, const std::vect
   return out;
 }
 
-inline std::string Severity(double share) { return share >= 0.25 ? "high" : share >= 0.10 ? "medium" : "low"; }
+// The one severity rule, for every kind (docs/design/insights.md): severity
+// follows the GPU time an insight could save over the queried range, and
+// nothing else. high: the saving is at least kHighSavingShare of the range's
+// GPU-seconds of its target; medium: at least kMediumSavingShare; low
+// otherwise. Below kMinSavingSeconds it is low whatever its share, so that
+// an insight saving (next to) nothing is never ranked above low, even over a
+// short range.
+inline constexpr double kHighSavingShare = 0.25;
+inline constexpr double kMediumSavingShare = 0.10;
+inline constexpr double kMinSavingSeconds = 1.0;
+
+inline std::string Severity(double saving_gpu_seconds, double saving_share) {
+  if (saving_gpu_seconds < kMinSavingSeconds) return "low";
+  return saving_share >= kHighSavingShare ? "high" : saving_share >= kMediumSavingShare ? "medium" : "low";
+}
+
+// Every finder states its saving through this: the GPU-seconds, their share
+// of the range (`range_seconds` of the target's one GPU) and the severity
+// that follows from them.
+inline void SetSaving(double saving_gpu_seconds, double range_seconds, Insight* x) {
+  x->saving_gpu_seconds = std::max(0.0, saving_gpu_seconds);
+  x->saving_share = range_seconds > 0 ? x->saving_gpu_seconds / range_seconds : 0;
+  x->severity = Severity(x->saving_gpu_seconds, x->saving_share);
+}
+
+// Which flagged steps an insight rests on. Problems come steady (a GPU
+// underused most of the time) or in dips (a 25 s stall every few minutes,
+// which is a small share of the steps but can be the largest saving of the
+// range), so a flagged step counts when it belongs to a dip (a run of
+// consecutive flagged steps) lasting at least min_duration_ns, or when the
+// flagged steps are at least min_share of the `observed` steps. The insight
+// needs min_duration_ns of counted steps in all. Returns the counted steps
+// (all false when there is no insight) and their seconds in *counted_s.
+inline std::vector<bool> CountedSteps(const InsightInputs& in, const InsightOptions& o,
+                                      const std::vector<bool>& flagged, size_t observed, double* counted_s) {
+  std::vector<bool> counted(flagged.size(), false);
+  *counted_s = 0;
+  int64_t counted_ns = 0;
+  const size_t n = static_cast<size_t>(std::count(flagged.begin(), flagged.end(), true));
+  if (n == 0 || observed == 0) return counted;
+  const bool steady = static_cast<double>(n) / static_cast<double>(observed) >= o.min_share;
+  for (size_t i = 0; i < flagged.size();) {
+    if (!flagged[i]) {
+      ++i;
+      continue;
+    }
+    size_t end = i;
+    int64_t dip_ns = 0;
+    for (; end < flagged.size() && flagged[end]; ++end) dip_ns += StepLength(in, end);
+    if (steady || dip_ns >= o.min_duration_ns) {
+      for (size_t k = i; k < end; ++k) counted[k] = true;
+      counted_ns += dip_ns;
+    }
+    i = end;
+  }
+  if (counted_ns < o.min_duration_ns) {
+    counted.assign(flagged.size(), false);
+    return counted;
+  }
+  *counted_s = static_cast<double>(counted_ns) / kNsPerSecond;
+  return counted;
+}
 
 inline std::string Confidence(size_t steps) { return steps >= 12 ? "high" : steps >= 4 ? "medium" : "low"; }
 

@@ -91,77 +91,86 @@ std::vector<Insight> FindGpuStarvedByCpu(const InsightInputs& in, const InsightO
     }
   }
 
+  const double range_s = static_cast<double>(in.to_ns - in.from_ns) / kNsPerSecond;
   for (const auto& [key, use] : uses) {
     const auto& [node, pid, gpu] = key;
     auto c = cpu.find({node, pid});
+    const Cpu* threads_cpu = c != cpu.end() ? &c->second : nullptr;
     auto d = device.find({node, gpu});
-    size_t observed = 0, starved = 0, own_samples = 0;
-    double idle_gpu_s = 0, util_sum = 0, busiest_sum = 0, total_sum = 0, observed_s = 0;
-    std::vector<bool> flagged(steps, false);
+    // Per step: the GPU's utilization for the process (NAN: not observed)
+    // and whether it was starved.
+    size_t observed = 0;
+    std::vector<double> util(steps, NAN);
+    std::vector<bool> own(steps, false), starved(steps, false);
     std::vector<std::pair<int64_t, double>> sparkline;
-    std::map<std::string, size_t> threads;
     for (size_t i = 0; i < steps; ++i) {
-      double util = use.own[i];
-      const bool own = !std::isnan(util);
-      if (!own && use.present[i] && d != device.end()) util = d->second[i];
+      util[i] = use.own[i];
+      own[i] = !std::isnan(util[i]);
+      if (!own[i] && use.present[i] && d != device.end()) util[i] = d->second[i];
       const int64_t t = in.from_ns + static_cast<int64_t>(i) * in.step_ns;
-      if (std::isnan(util)) {
+      if (std::isnan(util[i])) {
         sparkline.emplace_back(t, 0);
         continue;
       }
       ++observed;
-      const double step_s = static_cast<double>(StepLength(in, i)) / kNsPerSecond;
-      observed_s += step_s;
-      const double busiest = c != cpu.end() ? c->second.busiest[i] : 0;
-      const bool is_starved = util < o.starved_gpu_percent && busiest >= o.starved_thread_cores;
-      sparkline.emplace_back(t, is_starved ? 100 - util : 0);
-      if (!is_starved) continue;
-      ++starved;
-      own_samples += own ? 1 : 0;
-      flagged[i] = true;
-      idle_gpu_s += (100 - std::max(0.0, util)) / 100 * step_s;
-      util_sum += util;
-      busiest_sum += busiest;
-      total_sum += c->second.total[i];
-      ++threads[c->second.thread[i]];
+      const double busiest = threads_cpu != nullptr ? threads_cpu->busiest[i] : 0;
+      starved[i] = util[i] < o.starved_gpu_percent && busiest >= o.starved_thread_cores;
+      sparkline.emplace_back(t, starved[i] ? 100 - util[i] : 0);
     }
-    if (starved == 0 || observed == 0) continue;
+    // Steady or in dips: a stall of 25 s every few minutes is a small share
+    // of the steps but can idle the GPU longer than anything else.
     double starved_s = 0;
+    const std::vector<bool> flagged = CountedSteps(in, o, starved, observed, &starved_s);
+    size_t counted = 0, own_samples = 0;
+    double idle_gpu_s = 0, util_sum = 0, busiest_sum = 0, total_sum = 0, observed_s = 0;
+    std::map<std::string, size_t> threads;
     for (size_t i = 0; i < steps; ++i) {
-      if (flagged[i]) starved_s += static_cast<double>(StepLength(in, i)) / kNsPerSecond;
+      const double step_s = static_cast<double>(StepLength(in, i)) / kNsPerSecond;
+      if (!std::isnan(util[i])) observed_s += step_s;
+      if (!flagged[i]) continue;
+      ++counted;
+      own_samples += own[i] ? 1 : 0;
+      idle_gpu_s += (100 - std::max(0.0, util[i])) / 100 * step_s;
+      util_sum += util[i];
+      if (threads_cpu == nullptr) continue;  // starved_thread_cores 0: a starved step without CPU samples
+      busiest_sum += threads_cpu->busiest[i];
+      total_sum += threads_cpu->total[i];
+      ++threads[threads_cpu->thread[i]];
     }
-    const double share = static_cast<double>(starved) / static_cast<double>(observed);
-    if (share < o.min_share || starved_s * kNsPerSecond < static_cast<double>(o.min_duration_ns)) continue;
+    if (counted == 0) continue;
+    size_t stretches = 0;
+    for (size_t i = 0; i < steps; ++i) stretches += flagged[i] && (i == 0 || !flagged[i - 1]) ? 1 : 0;
     const std::string thread =
-        std::max_element(threads.begin(), threads.end(), [](const auto& a, const auto& b) { return a.second < b.second; })
-            ->first;
-    const double range_s = static_cast<double>(in.to_ns - in.from_ns) / kNsPerSecond;
+        threads.empty() ? "" : std::max_element(threads.begin(), threads.end(), [](const auto& a, const auto& b) {
+                                 return a.second < b.second;
+                               })->first;
     Insight x;
     x.kind = "gpu_starved_by_cpu";
     x.target = {{"comm", use.comm}, {"gpu", gpu}, {"node", node}, {"pid", pid}};
-    x.saving_gpu_seconds = idle_gpu_s;
-    x.saving_share = idle_gpu_s / range_s;
-    x.severity = Severity(x.saving_share);
-    x.confidence = Confidence(starved);
-    x.confidence_reason = std::to_string(starved) + " of " + std::to_string(observed) + " observed steps of " +
-                          Seconds(static_cast<double>(in.step_ns) / kNsPerSecond) + " were starved; " +
-                          std::to_string(own_samples) + " of them had the process's own SM utilization from NVML" +
-                          (own_samples < starved ? ", the others the GPU's" : "");
-    const double util_avg = util_sum / static_cast<double>(starved);
-    const double busiest_avg = busiest_sum / static_cast<double>(starved);
+    SetSaving(idle_gpu_s, range_s, &x);
+    x.ranges = Ranges(in, flagged);
+    x.confidence = Confidence(counted);
+    x.confidence_reason = std::to_string(counted) + " of " + std::to_string(observed) + " observed steps of " +
+                          Seconds(static_cast<double>(in.step_ns) / kNsPerSecond) + " were starved" +
+                          (stretches > 1 ? ", in " + std::to_string(stretches) + " stretches" : "") +
+                          "; " + std::to_string(own_samples) +
+                          " of them had the process's own SM utilization from NVML" +
+                          (own_samples < counted ? ", the others the GPU's" : "");
+    const double util_avg = util_sum / static_cast<double>(counted);
+    const double busiest_avg = busiest_sum / static_cast<double>(counted);
     x.summary = ProcessName(use.comm, pid) + " kept GPU " + gpu + " at " +
                 Percent(util_avg / 100) + " while its thread " + (thread.empty() ? "" : "'" + thread + "' ") + "was " +
                 Percent(busiest_avg) + " busy on the CPU, for " + Seconds(starved_s) + " of " + Seconds(observed_s) +
+                (stretches > 1 ? " (" + std::to_string(stretches) + " stretches)" : "") +
                 ": the GPU waits for the CPU.";
     x.fix = "Take the CPU work off the thread that feeds the GPU: more DataLoader workers (num_workers), pinned memory "
             "and prefetching, preprocessing on the GPU, or a compiled step (torch.compile, CUDA graphs) if the time "
             "is in Python launching kernels.";
     x.fix_reason = "The GPU idles because its next work is not ready: a faster GPU path would not help until the CPU "
                    "keeps up. The top functions below are where the busy thread spent its time.";
-    x.ranges = Ranges(in, flagged);
     x.numbers = {{"gpu_utilization_percent", util_avg},
                  {"busiest_thread_cores", busiest_avg},
-                 {"process_cores", total_sum / static_cast<double>(starved)},
+                 {"process_cores", total_sum / static_cast<double>(counted)},
                  {"starved_seconds", starved_s},
                  {"observed_seconds", observed_s},
                  {"idle_gpu_seconds", idle_gpu_s}};
@@ -173,53 +182,119 @@ std::vector<Insight> FindGpuStarvedByCpu(const InsightInputs& in, const InsightO
   return out;
 }
 
+namespace {
+
+using Process = std::pair<std::string, std::string>;  // node, pid
+
+// Per process and step, from the agent's analyses of its CUDA timeline: the
+// seconds its GPUs were observed and the seconds of that they idled.
+struct GpuIdle {
+  std::vector<double> observed, idle;
+};
+
+std::map<Process, GpuIdle> ProcessGpuIdle(const InsightInputs& in) {
+  const size_t steps = StepCount(in);
+  std::map<Process, GpuIdle> out;
+  auto add = [&](const std::vector<storage::MetricSeries>& series, bool idle) {
+    for (const storage::MetricSeries& s : series) {
+      GpuIdle& g = out[{LabelOf(s.labels, "node"), LabelOf(s.labels, "pid")}];
+      if (g.observed.empty()) {
+        g.observed.assign(steps, 0);
+        g.idle.assign(steps, 0);
+      }
+      for (const storage::MetricStep& p : s.points) {
+        if (p.time_ns < in.from_ns || p.time_ns >= in.to_ns) continue;
+        g.observed[StepIndex(in, p.time_ns)] += p.sum;
+        if (idle) g.idle[StepIndex(in, p.time_ns)] += p.sum;
+      }
+    }
+  };
+  add(in.busy, false);
+  add(in.idle, true);
+  return out;
+}
+
+double NumberOf(const Insight& x, const std::string& name) {
+  for (const auto& [k, v] : x.numbers) {
+    if (k == name) return v;
+  }
+  return 0;
+}
+
+// sync_heavy's summary, with the waiting under which the GPU had no work:
+// estimated per step by FindSyncHeavy, exact once AddWaitCallSites read the
+// waits' profile.
+std::string SyncSummary(const Insight& x, double idle_s, bool exact) {
+  const std::string thread = LabelOf(x.target, "thread");
+  const double wait_s = NumberOf(x, "wait_seconds");
+  return (thread.empty() ? "A thread" : "Thread '" + thread + "'") + " of " +
+         ProcessName(LabelOf(x.target, "comm"), LabelOf(x.target, "pid")) + " spent " +
+         Percent(NumberOf(x, "wait_share")) + " of the time (" + Seconds(wait_s) +
+         ") blocked in CUDA synchronisation; its GPU had no work for " + (exact ? "" : "about ") + Seconds(idle_s) +
+         " of that waiting" + (wait_s > 0 ? " (" + Percent(idle_s / wait_s) + ")" : "") +
+         ": while it waits it launches nothing.";
+}
+
+}  // namespace
+
 std::vector<Insight> FindSyncHeavy(const InsightInputs& in, const InsightOptions& o) {
   std::vector<Insight> out;
   if (in.step_ns <= 0 || in.to_ns <= in.from_ns) return out;
   const size_t steps = StepCount(in);
   const double range_s = static_cast<double>(in.to_ns - in.from_ns) / kNsPerSecond;
+  const std::map<Process, GpuIdle> gpu_idle = ProcessGpuIdle(in);
   for (const storage::Series& s : in.wait_threads) {
     int64_t total = 0;
-    size_t waiting_steps = 0;
-    std::vector<std::pair<int64_t, double>> sparkline;
-    std::vector<double> per_step(steps, 0);
-    std::vector<bool> flagged(steps, false);
+    std::vector<double> wait_s(steps, 0);
     for (const storage::SeriesPoint& p : s.points) {
       if (p.time_ns < in.from_ns || p.time_ns >= in.to_ns) continue;
-      const size_t i = StepIndex(in, p.time_ns);
       total += p.value;
-      per_step[i] += static_cast<double>(p.value) / static_cast<double>(StepLength(in, i));
+      wait_s[StepIndex(in, p.time_ns)] += static_cast<double>(p.value) / kNsPerSecond;
     }
+    if (total < o.min_wait_ns) continue;
+    // What a wait costs is the GPU idle under it: a thread that waits while
+    // its GPU runs the work it waits for loses the GPU nothing. Per step that
+    // is at most the smaller of the waiting and the process's GPU idle time
+    // (from its CUDA timeline); without a timeline for the step, the
+    // waiting. AddWaitCallSites replaces the estimate with the exact figure.
+    auto g = gpu_idle.find({LabelOf(s.labels, "node"), LabelOf(s.labels, "pid")});
+    std::vector<double> idle_wait_s(steps, 0);
+    std::vector<bool> flagged(steps, false);
+    std::vector<std::pair<int64_t, double>> sparkline;
+    double estimate_s = 0;
     for (size_t i = 0; i < steps; ++i) {
-      sparkline.emplace_back(in.from_ns + static_cast<int64_t>(i) * in.step_ns, std::min(1.0, per_step[i]));
-      if (per_step[i] >= o.sync_share) {
-        flagged[i] = true;
-        ++waiting_steps;
+      const double step_s = static_cast<double>(StepLength(in, i)) / kNsPerSecond;
+      idle_wait_s[i] = wait_s[i];
+      if (g != gpu_idle.end() && g->second.observed[i] > 0) {
+        idle_wait_s[i] = std::min(wait_s[i], g->second.idle[i] / g->second.observed[i] * step_s);
       }
+      estimate_s += idle_wait_s[i];
+      flagged[i] = idle_wait_s[i] >= o.sync_share * step_s;
+      sparkline.emplace_back(in.from_ns + static_cast<int64_t>(i) * in.step_ns, std::min(1.0, idle_wait_s[i] / step_s));
     }
+    double counted_s = 0;
+    const std::vector<bool> counted = CountedSteps(in, o, flagged, steps, &counted_s);
+    const size_t waiting_steps = static_cast<size_t>(std::count(counted.begin(), counted.end(), true));
+    if (waiting_steps == 0) continue;
     const double share = static_cast<double>(total) / kNsPerSecond / range_s;
-    if (share < o.sync_share || total < o.min_wait_ns) continue;
     Insight x;
     x.kind = "sync_heavy";
     x.target = Pick(s.labels, {"comm", "node", "pid", "thread"});
-    const std::string comm = LabelOf(s.labels, "comm"), pid = LabelOf(s.labels, "pid");
-    const std::string thread = LabelOf(s.labels, "thread");
-    x.severity = Severity(share);
+    SetSaving(estimate_s, range_s, &x);
     x.confidence = Confidence(waiting_steps);
     x.confidence_reason = std::to_string(waiting_steps) + " of " + std::to_string(steps) + " steps of " +
-                          Seconds(static_cast<double>(in.step_ns) / kNsPerSecond) + " had the thread waiting for " +
-                          Percent(o.sync_share) + " or more";
-    x.summary = (thread.empty() ? "A thread" : "Thread '" + thread + "'") + " of " +
-                ProcessName(comm, pid) + " spent " + Percent(share) +
-                " of the time (" + Seconds(static_cast<double>(total) / kNsPerSecond) +
-                ") blocked in CUDA synchronisation: while it waits it launches nothing.";
+                          Seconds(static_cast<double>(in.step_ns) / kNsPerSecond) +
+                          " had the thread waiting with its GPU idle for " + Percent(o.sync_share) + " or more";
+    x.numbers = {{"wait_seconds", static_cast<double>(total) / kNsPerSecond},
+                 {"wait_share", share},
+                 {"idle_wait_estimate_seconds", estimate_s}};
+    x.summary = SyncSummary(x, estimate_s, /*exact=*/false);
     x.fix = "Synchronise less often: keep values on the GPU (accumulate the loss as a tensor and call .item() every N "
             "steps), copy to pinned memory with non_blocking=True, and use CUDA events instead of "
             "torch.cuda.synchronize() where only timing is needed.";
     x.fix_reason = "Each wait empties the GPU's queue: after it returns, the GPU idles until the thread launches "
                    "again. The call sites below are where the waits come from.";
-    x.ranges = Ranges(in, flagged);
-    x.numbers = {{"wait_seconds", static_cast<double>(total) / kNsPerSecond}, {"wait_share", share}};
+    x.ranges = Ranges(in, counted);
     x.sparkline = std::move(sparkline);
     x.evidence_type = "gpu_wait";
     x.evidence_selector = SelectorOf(Pick(x.target, {"node", "pid", "thread"}));
@@ -272,6 +347,11 @@ void AddTopFunctions(const std::vector<storage::MergedProfile>& profiles, size_t
     }
   }
   insight->functions = Top(self, total, top);
+  // The card names the function that feeds the GPU too slowly, not only the thread.
+  if (insight->kind == "gpu_starved_by_cpu" && !insight->functions.empty()) {
+    const InsightFunction& f = insight->functions.front();
+    insight->summary += " Its top function then: " + f.name + " (" + Percent(f.share) + " of the process's CPU time).";
+  }
 }
 
 namespace {
@@ -312,9 +392,11 @@ void AddWaitCallSites(const std::vector<storage::MergedProfile>& profiles, size_
   }
   insight->functions = Top(sites, total, top);
   insight->waited_for = Top(kernels, total, top);
-  insight->saving_gpu_seconds = static_cast<double>(uncovered) / kNsPerSecond;
-  insight->saving_share = range_seconds > 0 ? insight->saving_gpu_seconds / range_seconds : 0;
+  // The exact saving: the waiting under which the GPU ran nothing of the
+  // process's on what was waited on (the estimate's replacement).
+  SetSaving(static_cast<double>(uncovered) / kNsPerSecond, range_seconds, insight);
   insight->numbers.emplace_back("wait_without_gpu_work_seconds", insight->saving_gpu_seconds);
+  if (insight->kind == "sync_heavy") insight->summary = SyncSummary(*insight, insight->saving_gpu_seconds, /*exact=*/true);
 }
 
 void AddLaunchCallSites(const std::vector<storage::MergedProfile>& profiles, const std::vector<std::string>& kernels,
@@ -377,9 +459,10 @@ std::string RenderInsightsJson(std::vector<Insight> insights, const InsightInput
       links.push_back({{"view", second}, {"type", x.evidence_type},
                        {"selector", x.evidence_selector}, {"from", r.from_ns / kMs}, {"to", r.to_ns / kMs}});
     }
+    // Severity by the one rule, from the saving the answer shows beside it.
     json item = {{"kind", x.kind},
                  {"target", target},
-                 {"severity", x.severity},
+                 {"severity", Severity(x.saving_gpu_seconds, x.saving_share)},
                  {"saving_gpu_seconds", x.saving_gpu_seconds},
                  {"saving_share", x.saving_share},
                  {"confidence", x.confidence},

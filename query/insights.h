@@ -10,11 +10,13 @@
 //
 //  * gpu_starved_by_cpu: a process's GPU (its own SM utilization from NVML,
 //    or the device's when NVML has no per-process sample) is underused while
-//    one of its threads is busy on the CPU. Works from NVML alone.
-//  * sync_heavy: a thread spends a large share of the range blocked in CUDA
-//    synchronisation (the gpu_wait profile, from the injection library).
+//    one of its threads is busy on the CPU, steadily or in dips. Works from
+//    NVML alone.
+//  * sync_heavy: a thread's CUDA synchronisation waits leave its GPU idle
+//    (the gpu_wait profile, from the injection library).
 //
-// Thresholds are InsightOptions (each a query parameter of the API).
+// Thresholds are InsightOptions (each a query parameter of the API). Every
+// kind's severity is one rule of its saving (insight_support.h, Severity).
 #pragma once
 
 #include <cstdint>
@@ -32,12 +34,16 @@ struct InsightOptions {
   // bottleneck).
   double starved_gpu_percent = 50;
   double starved_thread_cores = 0.7;
-  // An insight needs this share of the process's observed steps, and this
-  // much time, starved.
+  // Flagged steps count when they are at least min_share of the observed
+  // steps (steady), or in a dip of consecutive flagged steps lasting
+  // min_duration (a periodic stall); an insight needs min_duration of
+  // counted steps. For every kind that flags steps but fusion_candidate.
   double min_share = 0.2;
   int64_t min_duration_ns = 10'000'000'000;
-  // sync_heavy: a thread blocked in CUDA synchronisation for at least this
-  // share of the range, and at least min_wait_ns in all.
+  // sync_heavy: a step counts when the thread waited in CUDA
+  // synchronisation with its GPU idle (at most the smaller of its waiting
+  // and its process's GPU idle time) for at least sync_share of it; the
+  // thread waited min_wait_ns in all.
   double sync_share = 0.2;
   int64_t min_wait_ns = 1'000'000'000;
   // launch_bound: a step counts when at least short_kernel_share of the
@@ -125,16 +131,21 @@ struct Insight {
   // range's GPU-seconds of the target.
   double saving_gpu_seconds = 0;
   double saving_share = 0;
-  std::string severity;  // high (>= 25 % of the range), medium (>= 10 %), low
+  // The one rule, of the saving only (insight_support.h, Severity): high at
+  // >= 25 % of the range, medium at >= 10 %, low below or under 1 GPU-s.
+  std::string severity;
   std::string confidence;  // high, medium, low
   std::string confidence_reason;
   std::string summary;
   std::string fix;
   std::string fix_reason;
-  std::vector<InsightRange> ranges;  // the evidence's time ranges, merged, longest first (at most 20)
+  // Where the problem happened (the starved dips, the waits with the GPU
+  // idle; not the busy time around them), merged, longest first (at most 20).
+  std::vector<InsightRange> ranges;
   std::vector<std::pair<std::string, double>> numbers;  // named figures of the evidence
-  // Per step of the range: the figure that makes a step count (starved: the
-  // GPU's idle percent while CPU-bound, else 0; sync: the waiting share).
+  // Per step of the range: the figure that flags a step (starved: the GPU's
+  // idle percent while CPU-bound, else 0; sync: the share of the step the
+  // thread waited with its GPU idle, estimated).
   std::vector<std::pair<int64_t, double>> sparkline;
   std::vector<InsightFunction> functions;  // top CPU functions, or the waits' call sites
   std::vector<InsightFunction> waited_for;  // sync_heavy: the kernels the waits waited for
@@ -170,12 +181,13 @@ void DropExplainedStarvation(std::vector<Insight>* insights);
 
 // The evidence profiles, once the server read them for an insight's ranges
 // (one profile per range): the top functions by self value (starved: where
-// the CPU time went).
+// the CPU time went; the summary names the first).
 void AddTopFunctions(const std::vector<storage::MergedProfile>& profiles, size_t top, Insight* insight);
 // gpu_wait: the call sites (the innermost Python frame of each stack, else
 // the frame that called the CUDA call) and the kernels waited for (the
-// CUDA-kernel leaves); the saving is the waiting with no GPU work under it,
-// its share that over `range_seconds`.
+// CUDA-kernel leaves); the saving, exact, replaces FindSyncHeavy's estimate
+// (and the severity follows): the waiting with no GPU work under it, its
+// share that over `range_seconds`.
 void AddWaitCallSites(const std::vector<storage::MergedProfile>& profiles, size_t top, double range_seconds,
                       Insight* insight);
 // gpu_time: the call sites (as AddWaitCallSites) of the kernels whose names
