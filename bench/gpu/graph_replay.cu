@@ -14,6 +14,8 @@
 // Build: bench/gpu/build_graph_replay.sh [OUTDIR] (nvcc -arch=sm_90, static cudart).
 #include <cuda_runtime.h>
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -59,6 +61,11 @@ bool Check(const int* x, long long expected, std::vector<int>* host) {
   return true;
 }
 
+long long UnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 double NowS() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
@@ -69,6 +76,7 @@ int main(int argc, char** argv) {
   const double seconds = argc > 1 ? std::atof(argv[1]) : 5.0;
   const long update_every = argc > 2 ? std::atol(argv[2]) : 100;
   const double t_start = NowS();
+  const long long start_ms = UnixMs();
   // Graph A: first thing after CUDA starts (cudaSetDevice initialises it).
   CHECK(cudaSetDevice(0));
   cudaStream_t s;
@@ -143,9 +151,10 @@ int main(int argc, char** argv) {
   CHECK(cudaFree(a));
   CHECK(cudaFree(b));
   CHECK(cudaGetLastError());
-  std::printf("{\"workload\":\"graph_replay\",\"status\":\"%s\",\"iterations\":%ld,\"updates\":%ld,"
-              "\"updates_refused\":%ld,\"graph_a_ready_ms\":%.1f,\"iteration_ms_sampled\":%.4f}\n",
-              ok ? "ok" : "error", iterations, updates, updates_refused, a_ready_ms,
-              checks ? gpu_ms_sum / checks : 0.0);
+  std::printf("{\"workload\":\"graph_replay\",\"pid\":%d,\"start_ms\":%lld,\"end_ms\":%lld,\"status\":\"%s\","
+              "\"iterations\":%ld,\"updates\":%ld,\"updates_refused\":%ld,\"graph_a_ready_ms\":%.1f,"
+              "\"iteration_ms_sampled\":%.4f}\n",
+              static_cast<int>(getpid()), start_ms, UnixMs(), ok ? "ok" : "error", iterations, updates,
+              updates_refused, a_ready_ms, checks ? gpu_ms_sum / checks : 0.0);
   return ok ? 0 : 1;
 }

@@ -191,6 +191,8 @@ def collect_insights(api, runs, work):
             continue
         r = run["result"]
         lo, hi = (r["start_ms"] // 1000 + 2) * 1000, second_floor(r["end_ms"])
+        if hi <= lo:
+            lo, hi = second_floor(r["start_ms"]), second_floor(r["end_ms"]) + 1000
         answer = get_json(api, "/api/v1/insights", **{"from": lo, "to": hi}) or {}
         with open(f"{work}/answers/insights_{run['name']}.r{run['round']}.json", "w") as f:
             json.dump(answer, f)
@@ -236,7 +238,19 @@ def collect_overhead(runs):
     return out
 
 
+def guarded(errors, what, fn, *args, default=None):
+    """fn(*args), or default when it raised: one broken answer costs its own section only."""
+    try:
+        return fn(*args)
+    except Exception as e:  # noqa: BLE001
+        import traceback
+        traceback.print_exc()
+        errors.append(f"{what}: {type(e).__name__}: {e}"[:300])
+        return default
+
+
 def collect(work, api):
+    errors = []
     os.makedirs(f"{work}/answers", exist_ok=True)
     info = {}
     try:
@@ -262,7 +276,7 @@ def collect(work, api):
                "status": res.get("status") if res else None, "result": res, "cuda_errors": parsed["cuda_errors"],
                "crash_lines": parsed["crash_lines"], "warpscope_lines": parsed["warpscope_lines"],
                "it_per_s": parsed["it_per_s"]}
-        if res and config != "none" and "pid" in res:
+        if res and config != "none" and "pid" in res and "start_ms" in res and "end_ms" in res:
             run["ws_gpu_ns"] = gpu_total(api, res["pid"], second_floor(res["start_ms"]), second_floor(res["end_ms"]) + 2000)
         runs.append(run)
     refs = {x["round"]: x["result"] for x in runs if x["name"] == "train_reference" and x["result"]
@@ -271,7 +285,9 @@ def collect(work, api):
     for run in runs:
         if run["name"] == "train" and run["result"] and run["result"].get("status") == "ok":
             ref = refs.get(run["round"]) or next(iter(refs.values()), None)
-            accuracy.append(collect_train(api, run, ref, work))
+            a = guarded(errors, f"accuracy {run['config']}", collect_train, api, run, ref, work)
+            if a:
+                accuracy.append(a)
     threads = []
     for run in runs:
         if run["name"] == "threads" and run["result"]:
@@ -289,8 +305,10 @@ def collect(work, api):
             "reference": [{"round": k, **{f: v.get(f) for f in ("steps", "kernel_ns_per_step", "kernels_per_step",
                                                                   "sites_ns", "copies_ns", "model")}}
                           for k, v in refs.items()],
-            "profiler": collect_profiler(api, runs), "insights": collect_insights(api, runs, work),
-            "overhead": collect_overhead(runs), "threads": threads,
+            "profiler": guarded(errors, "profiler", collect_profiler, api, runs, default=[]),
+            "insights": guarded(errors, "insights", collect_insights, api, runs, work, default=[]),
+            "overhead": guarded(errors, "overhead", collect_overhead, runs, default={}), "threads": threads,
+            "errors": errors,
             "counters": {"agent": counters(f"{work}/metrics.txt"),
                          "agent_exact": counters(next(iter(sorted(glob.glob(f"{work}/metrics_exact.*.txt"))), ""))},
             "agent_end": open(f"{work}/agent_alive.txt").read().strip() if os.path.exists(f"{work}/agent_alive.txt")
@@ -320,6 +338,8 @@ def report(res):
                  f"agent at default settings; wall time {info.get('wall_s', '?')} s.")
     if res.get("skipped"):
         lines.append(f"Skipped for time: {', '.join(res['skipped'])}.")
+    if res.get("errors"):
+        lines.append(f"Collecting failed for: {'; '.join(res['errors'])}.")
     lines.append("")
 
     # Runs, by workload.
@@ -357,6 +377,15 @@ def report(res):
                          f"{fmt(ns_ms(a.get('ref_ns_per_step')))} | **{fmt(a.get('ratio'), '.4f')}** | ±{target:.0%} | "
                          f"{pct(a.get('worst_kernel_error'))} |")
         lines.append("")
+        first = res["accuracy"][0]
+        if first.get("kernels"):
+            lines.append("| kernel (share of the reference) | " + " | ".join(f"{a['config']} ÷ reference" for a in res["accuracy"]) + " |")
+            lines.append("|---|" + "---|" * len(res["accuracy"]))
+            for k in first["kernels"][:8]:
+                cells = [fmt(next((x["ratio"] for x in a.get("kernels", []) if x["name"] == k["name"]), None), ".4f")
+                         for a in res["accuracy"]]
+                lines.append(f"| {k['name'][:70]} ({100 * k['share']:.1f} %) | " + " | ".join(cells) + " |")
+            lines.append("")
         ref = (res.get("reference") or [{}])[0]
         lines.append("Per call site (share of the process's GPU time; warpscope from the collapsed stacks, backward = "
                      "stacks under `backward_pass` + the autograd thread's; torch.profiler by the launch's record_function range):")
@@ -456,10 +485,21 @@ def report(res):
         lines.append("")
         drops = {k: v for k, v in c.items() if "dropped" in k and v}
         checks.append((f"{who}: nothing dropped", not drops))
-    lines.append(f"Agent at the end: {res.get('agent_end', '?').splitlines()[0] if res.get('agent_end') else '?'}.")
-    checks.append(("agent alive at the end", "alive" in (res.get("agent_end") or "")))
+    for t in res.get("threads", []):
+        ns = t["ws_gpu_ns"]
+        total = sum(ns.values()) or 1
+        lines.append("Two threads on their own streams (real_threads.py), warpscope's GPU time by the launching "
+                     "thread's function: " + ", ".join(f"{k} {100 * v / total:.1f} %" for k, v in ns.items()) + ".")
+        checks.append(("threads: GPU time under both threads' functions",
+                       bool(ns.get("thread_matmul_work") and ns.get("thread_elementwise_work"))))
+        lines.append("")
+    end = res.get("agent_end") or ""
+    lines.append(f"Agent at the end: {' '.join(end.split())}.")
+    checks.append(("agent alive at the end", "alive" in end))
     lines.append("")
-    lines.append("**Checks:** " + "; ".join(f"{name}: {verdict(ok)}" for name, ok in checks))
+    lines.append("| check | result |")
+    lines.append("|---|---|")
+    lines.extend(f"| {name} | {verdict(ok)} |" for name, ok in checks)
     return "\n".join(lines) + "\n"
 
 
