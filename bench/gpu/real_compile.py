@@ -70,8 +70,9 @@ def main(result):
         train_step()
     torch.cuda.synchronize()
     result["compile_training_s"] = round(time.perf_counter() - t0, 2)
-    n, ms, loss = timed_loop(train_step, seconds)
-    result["training"] = {"steps": n, **ms, "loss": float(loss)}
+    n, ms, out = timed_loop(train_step, seconds)
+    loss = float(out)
+    result["training"] = {"steps": n, **ms, "loss": loss}
     if not (err < 0.05 and loss == loss):
         raise RuntimeError(f"compiled results wrong: max abs error {err}, loss {loss}")
 

@@ -1,7 +1,7 @@
 """Workload g of bench/gpu/real_suite.sh: torch.profiler inside a process
 that warpscope's injection library also profiles. STEPS training steps
 unprofiled ("before"), STEPS under torch.profiler (CUDA activity only,
-"profiled"), AFTER_STEPS (default 2 x STEPS) unprofiled again ("after"); each
+"profiled"), AFTER_STEPS (default 3 x STEPS: long enough for an adaptive period) unprofiled again ("after"); each
 phase's Unix start and end (ms). Prints how many kernels torch.profiler
 recorded (the exported trace's kernel events, and prof.events()' CUDA
 events): the runner compares them with the same script run without the
@@ -37,7 +37,7 @@ def phase(result, name, fn):
 
 def main(result):
     steps = int(sys.argv[1])
-    after = int(sys.argv[2]) if len(sys.argv) > 2 else 2 * steps
+    after = int(sys.argv[2]) if len(sys.argv) > 2 else 3 * steps
     from torch.profiler import ProfilerActivity, profile
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(4096, 4096), torch.nn.GELU(), torch.nn.Linear(4096, 4096),

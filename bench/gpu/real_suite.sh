@@ -41,7 +41,7 @@
 #   REPEATS=20 CRASH_PAR=4 CRASH_SECS=3 COMPILE_SECS=2   crash-prone runs
 #   TRAIN_SECS=30 TRAIN_EXACT_SECS=12 REF_STEPS=30 EXACT=1   accuracy
 #   JAX_STEPS=300 LOADER_SECS=15 THREADS_SECS=10   functional
-#   PROF_STEPS=1200   profiler (steps before and under the profiler; 2x after)
+#   PROF_STEPS=1200   profiler (steps before and under the profiler; 3x after)
 #   STARVED_STEADY=15 STARVED_PERIODIC=30 BUSY_SECS=25   insights
 #   OH_ROUNDS=4 OH_SECS=3   overhead
 #   BUDGET_S=520       a part that would end past this many seconds is skipped
