@@ -272,8 +272,9 @@ std::vector<Insight> FindSyncHeavy(const InsightInputs& in, const InsightOptions
       flagged[i] = idle_wait_s[i] >= o.sync_share * step_s;
       sparkline.emplace_back(in.from_ns + static_cast<int64_t>(i) * in.step_ns, std::min(1.0, idle_wait_s[i] / step_s));
     }
-    double counted_s = 0;
-    const std::vector<bool> counted = CountedSteps(in, o, flagged, steps, &counted_s);
+    // Every such step counts, however few: a burst of waits is a finding of
+    // its own, and the saving (not the count of steps) sets its severity.
+    const std::vector<bool>& counted = flagged;
     const size_t waiting_steps = static_cast<size_t>(std::count(counted.begin(), counted.end(), true));
     if (waiting_steps == 0) continue;
     const double share = static_cast<double>(total) / kNsPerSecond / range_s;

@@ -37,13 +37,14 @@ struct InsightOptions {
   // Flagged steps count when they are at least min_share of the observed
   // steps (steady), or in a dip of consecutive flagged steps lasting
   // min_duration (a periodic stall); an insight needs min_duration of
-  // counted steps. For every kind that flags steps but fusion_candidate.
+  // counted steps. For gpu_starved_by_cpu, launch_bound, transfer_bound,
+  // throttled and memory_bound.
   double min_share = 0.2;
   int64_t min_duration_ns = 10'000'000'000;
   // sync_heavy: a step counts when the thread waited in CUDA
   // synchronisation with its GPU idle (at most the smaller of its waiting
-  // and its process's GPU idle time) for at least sync_share of it; the
-  // thread waited min_wait_ns in all.
+  // and its process's GPU idle time) for at least sync_share of it; an
+  // insight needs one such step and min_wait_ns of waiting in all.
   double sync_share = 0.2;
   int64_t min_wait_ns = 1'000'000'000;
   // launch_bound: a step counts when at least short_kernel_share of the

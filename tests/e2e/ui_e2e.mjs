@@ -722,7 +722,7 @@ try {
     const sync = card("sync_heavy");
     const starved = card("gpu_starved_by_cpu");
     const want = [
-      [sync, { title: "Blocked in CUDA synchronisation", saving: "360 GPU-s", shareText: "10%", severity: "high", confidence: "high",
+      [sync, { title: "Blocked in CUDA synchronisation", saving: "360 GPU-s", shareText: "10%", severity: "medium", confidence: "high",
         functions: "read_loss,log_metrics,void gemm_kernel<float>(float*, int)", actions: "flame,flamechart,gpu,kernels" }],
       [starved, { title: "GPU starved by the CPU", saving: "162 GPU-s", shareText: "4.5%", severity: "low", confidence: "high",
         functions: "tokenize,decode_jpeg,collate", actions: "flame,gpu" }],
