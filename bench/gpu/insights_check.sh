@@ -10,7 +10,9 @@
 # (launch_heavy.py matmul) and a memory-bound loop of elementwise steps on
 # 2^28 floats (launch_heavy.py stream). For each, the insights of the job's range and its
 # activity analyses go to $OUT, and insights_summary.py says which insights
-# each job got.
+# each job got, their severity (one rule of the saving: the matmul loop, which
+# synchronises while its GPU stays busy, gets nothing above low) and the
+# ranges they rest on.
 set -u
 DIR=$(cd "$1" && pwd); SECONDS_RUN=${2:-40}; MODE=${3:-adaptive}; JOBS=${4:-starved launch_bound matmul stream}
 OUT=${OUT:-/tmp}

@@ -1,6 +1,8 @@
 """Summarises bench/gpu/insights_check.sh: per job, the insights in the
-order of their saving (kind, target, saving, summary) and the job's activity
-analyses over its range (busy and idle shares of the observed time).
+order of their saving (kind, severity, target, saving, summary, the ranges
+they rest on; for sync_heavy its waiting and the part of it with no GPU
+work, which sets its severity) and the job's activity analyses over its range
+(busy and idle shares of the observed time).
 
   insights_summary.py OUT JOB...
 """
@@ -38,6 +40,16 @@ def main():
             print(f"  {x['kind']:20s} {x['severity']:6s} saving {x['saving_gpu_seconds']:.1f} GPU-s "
                   f"({100 * x['saving_share']:.0f}%) {target}")
             print(f"    {x['summary']}")
+            # The ranges are where the problem happened (the dips), not the whole job.
+            ranges = x.get("ranges", [])
+            if ranges:
+                spans = [(r["to"] - r["from"]) / 1000 for r in ranges]
+                print(f"    ranges {len(ranges)}, {sum(spans):.0f} s, longest {max(spans):.0f} s")
+            numbers = x.get("numbers", {})
+            if x["kind"] == "sync_heavy":
+                # Severity follows the idle time under the waits, not the waiting.
+                print(f"    waited {numbers.get('wait_seconds', 0):.2f} s, with no GPU work "
+                      f"{numbers.get('wait_without_gpu_work_seconds', 0):.2f} s")
             for f in x.get("functions", [])[:3]:
                 print(f"    site {f['share']:.2f} {f['name']}")
             if x.get("sequence"):
