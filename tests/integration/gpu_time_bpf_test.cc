@@ -18,6 +18,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <cstdio>
 #include <map>
 #include <regex>
@@ -579,6 +580,145 @@ TEST_F(GpuTimeTest, GpuWaitIsExactUnderEachCallSiteWithTheKernelsItWaitedFor) {
               (stream_calls * (kStreamWait - kGamma) + device_calls * (kDeviceWait - kDelta)) / 1e9, 1e-9);
 }
 
+// PyTorch's backward pass without torch: the device thread of a stand-in
+// autograd engine (tests/testprogs/fake_torch/, PyTorch's function names)
+// launches MmBackward0's and AccumulateGrad's kernels and waits in DDP's
+// hook while the Python thread that called backward
+// (tests/testprogs/python/autograd_backward.py) waits in
+// THPEngine_run_backward. The device thread's stacks have no Python frame;
+// the agent's autograd probes put them under the caller's (train_step ->
+// backward -> THPEngine_run_backward), with the node as a frame, in
+// gpu_time and gpu_wait; the caller's own launches during the call keep
+// their whole stack (the probe's pending return address is read through).
+void ExpectAutogradGrafts(const std::string& socket, int metrics_port, bool exact,
+                          const std::function<std::map<std::string, int64_t>(const std::string& type)>& collapsed,
+                          const std::function<std::string()>& agent_log) {
+  constexpr int kSteps = 400;
+  const ProcessResult r = RunProcess({"/usr/bin/env", "WARPSCOPE_CUPTI_PATH=" WS_FAKE_CUPTI_PATH,
+                                      "WARPSCOPE_AGENT_SOCKET=" + socket, "/usr/bin/python3", WS_AUTOGRAD_BACKWARD,
+                                      WS_CUDA_LIBRARY_PATH, WS_FAKE_TORCH_DIR, std::to_string(kSteps)},
+                                     120);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::istringstream out(r.out);
+  std::string word;
+  int64_t forward = 0, mm = 0, accumulate = 0, to_copy = 0, waits = 0;
+  out >> word >> forward >> mm >> accumulate >> to_copy >> waits;
+  ASSERT_EQ(word, "recorded") << r.out;
+  ASSERT_EQ(waits, kSteps);
+  ASSERT_GT(mm, 0);
+  // Exact mode has every kernel; adaptive mode scales its windows' kernels.
+  const int64_t want_worker = mm * 300'000 + accumulate * 50'000;
+  std::map<std::string, int64_t> stacks;
+  auto sum = [&](auto pred) {
+    int64_t n = 0;
+    for (const auto& [stack, ns] : stacks) n += pred(stack) ? ns : 0;
+    return n;
+  };
+  auto leaf_is = [](const std::string& stack, const std::string& leaf) {
+    return stack.size() >= leaf.size() && stack.compare(stack.size() - leaf.size(), leaf.size(), leaf) == 0;
+  };
+  auto worker = [&](const std::string& s) {
+    return leaf_is(s, ";mm_backward_kernel") || leaf_is(s, ";accumulate_grad_kernel");
+  };
+  std::this_thread::sleep_for(exact ? 0s : 4s);  // adaptive: the last windows settle when the process ends
+  for (int i = 0; i < 120; ++i) {  // grace period (3 s) + upload windows
+    stacks = collapsed("gpu_time");
+    if (exact ? sum(worker) >= want_worker : (sum(worker) > 0 && i >= 12)) break;
+    std::this_thread::sleep_for(250ms);
+  }
+  const int64_t worker_ns = sum(worker);
+  if (exact) {
+    EXPECT_EQ(worker_ns, want_worker) << agent_log();
+  } else {
+    ASSERT_GT(worker_ns, 0) << agent_log();
+  }
+  // Under the caller's Python frames (ctypes' frames stand where CPython's
+  // calling a C function are) and the node that launched them.
+  auto under_caller = [](const std::string& s) {
+    const size_t python = s.find(";train_step;backward;_engine_run_backward;");
+    return python != std::string::npos && s.find(";THPEngine_run_backward(", python) != std::string::npos;
+  };
+  const int64_t mm_grafted = sum([&](const std::string& s) {
+    return leaf_is(s, ";mm_backward_kernel") && under_caller(s) && s.find(";[autograd] MmBackward0;") != std::string::npos &&
+           s.find("MmBackward0::apply") != std::string::npos && s.find("thread_main") == std::string::npos;
+  });
+  const int64_t accumulate_grafted = sum([&](const std::string& s) {
+    return leaf_is(s, ";accumulate_grad_kernel") && under_caller(s) &&
+           s.find(";[autograd] AccumulateGrad;") != std::string::npos;
+  });
+  std::string shown;
+  for (const auto& [stack, ns] : stacks) {
+    if (worker(stack)) shown += stack + " " + std::to_string(ns) + "\n";
+  }
+  EXPECT_GE(mm_grafted + accumulate_grafted, worker_ns * 95 / 100) << shown << agent_log();
+  EXPECT_GE(mm_grafted, sum([&](const std::string& s) { return leaf_is(s, ";mm_backward_kernel"); }) * 95 / 100);
+  // The caller's own launches: whole, not grafted; forward's untouched.
+  const int64_t to_copy_ns = sum([&](const std::string& s) { return leaf_is(s, ";to_copy_kernel"); });
+  EXPECT_GT(to_copy_ns, 0);
+  EXPECT_GE(sum([&](const std::string& s) {
+              return leaf_is(s, ";to_copy_kernel") && under_caller(s) && s.find("[autograd]") == std::string::npos &&
+                     s.find("ToCopyBackward0::apply") != std::string::npos && s.rfind("_start;", 0) == 0 &&
+                     s.find(";ffi_call;") != std::string::npos;
+            }),
+            to_copy_ns * 95 / 100)
+      << "the caller's stack during backward is whole: native frames rootward of THPEngine_run_backward too";
+  EXPECT_EQ(sum([](const std::string& s) {
+              return s.find("forward_kernel") != std::string::npos && s.find("[autograd]") != std::string::npos;
+            }),
+            0);
+  // gpu_wait: the all-reduce waits of DDP's hook on the device thread.
+  std::map<std::string, int64_t> wait_stacks;
+  int64_t wait_total = 0;
+  for (int i = 0; i < 40; ++i) {
+    wait_stacks = collapsed("gpu_wait");
+    wait_total = 0;
+    for (const auto& [stack, ns] : wait_stacks) wait_total += ns;
+    if (exact ? wait_total >= waits * 1'000'000 : wait_total > 0) break;
+    std::this_thread::sleep_for(250ms);
+  }
+  if (exact) {
+    EXPECT_EQ(wait_total, waits * 1'000'000);
+  }
+  ASSERT_GT(wait_total, 0);
+  int64_t wait_grafted = 0;
+  for (const auto& [stack, ns] : wait_stacks) {
+    if (under_caller(stack) && stack.find(";[autograd];") != std::string::npos &&
+        stack.find("c10d::Reducer::autograd_hook") != std::string::npos) {
+      wait_grafted += ns;
+    }
+  }
+  EXPECT_GE(wait_grafted, wait_total * 95 / 100);
+  // The counters.
+  auto counter = [&](const std::string& event) -> int64_t {
+    const HttpResult m = HttpGet(metrics_port, "/metrics", "");
+    const std::regex line("event=\"" + event + "\"\\} ([0-9]+)");
+    std::smatch match;
+    return std::regex_search(m.body, match, line) ? std::stoll(match[1]) : -1;
+  };
+  EXPECT_EQ(counter("gpu_autograd_calls"), kSteps);
+  EXPECT_EQ(counter("gpu_autograd_calls_without_stack"), 0);
+  EXPECT_GT(counter("gpu_autograd_grafted"), 0);
+  EXPECT_EQ(counter("gpu_autograd_ambiguous"), 0);
+  EXPECT_EQ(counter("gpu_autograd_unmatched"), 0);
+  EXPECT_EQ(counter("gpu_autograd_probe_files_attached"), 1);
+}
+
+TEST_F(GpuTimeTest, AutogradThreadsGpuTimeAndWaitsLandUnderTheBackwardCaller) {
+  const int metrics_port = FreePort();
+  StartAgent("exact", {"--metrics-listen", "127.0.0.1:" + std::to_string(metrics_port)});
+  ExpectAutogradGrafts(
+      Socket(), metrics_port, /*exact=*/true, [this](const std::string& type) { return Collapsed("", type); },
+      [this] { return AgentLog(); });
+}
+
+TEST_F(GpuTimeTest, AutogradGraftsInAdaptiveMode) {
+  const int metrics_port = FreePort();
+  StartAgent("adaptive", {"--metrics-listen", "127.0.0.1:" + std::to_string(metrics_port)});
+  ExpectAutogradGrafts(
+      Socket(), metrics_port, /*exact=*/false, [this](const std::string& type) { return Collapsed("", type); },
+      [this] { return AgentLog(); });
+}
+
 // The default, adaptive mode: ~8,000 launches/s is launch-heavy enough that
 // the library records in windows with CUPTI detached in between (1% budget);
 // the profile's totals are the windows' kernels weighted up to the whole
@@ -677,7 +817,9 @@ ScenarioTruth RunScenario(const std::string& socket, const std::string& scenario
 // The stored busy and idle seconds must match each timeline within 1 % of
 // the time compared; the insights must find launch_bound and the
 // chain's fusion_candidate (its kernels, in a rotation of their launch
-// order, and its call site) and nothing of the kind for the others.
+// order, and its call site) and nothing of the kind for the others. Then
+//  * graph: the chain's kernels inside replays of a CUDA graph: counted, but
+//    in no sequence, so no fusion_candidate.
 TEST_F(GpuTimeTest, GpuBusyAndIdleSecondsAndLaunchInsightsMatchScriptedTimelines) {
   StartAgent("exact");
   std::map<std::string, ScenarioTruth> truth;
@@ -806,6 +948,29 @@ TEST_F(GpuTimeTest, GpuBusyAndIdleSecondsAndLaunchInsightsMatchScriptedTimelines
       EXPECT_FALSE(none.count(kind)) << name << ": " << none[kind].dump();
     }
   }
+
+  // The same chain inside a CUDA graph: every kernel's record carries the
+  // graph's id, and a replay is one launch already, so no sequence and no
+  // fusion candidate, though all its kernels are counted.
+  const ScenarioTruth graph = RunScenario(Socket(), "graph", 3);
+  ASSERT_FALSE(graph.pid.empty());
+  ASSERT_EQ(graph.recorded, graph.launches) << "every kernel has its record";
+  for (int i = 0; i < 80; ++i) {
+    if (sums(graph, "cuda_kernels", "pid", life_from(graph), life_to(graph))[graph.pid] >=
+        static_cast<double>(graph.launches) - 0.5) {
+      break;
+    }
+    std::this_thread::sleep_for(250ms);
+  }
+  EXPECT_NEAR(sums(graph, "cuda_kernels", "pid", life_from(graph), life_to(graph))[graph.pid],
+              static_cast<double>(graph.launches), 0.5) << AgentLog();
+  EXPECT_TRUE(sums(graph, "cuda_kernel_sequence_count", "sequence", life_from(graph), life_to(graph)).empty());
+  json replayed = GetApiJson(server_->port(),
+                             "/api/v1/insights?from=" + std::to_string(life_from(graph)) + "&to=" +
+                                 std::to_string(NowMs()) + "&step=1s&min_duration_ms=1000" +
+                                 "&selector=%7Bpid%3D%22" + graph.pid + "%22%7D",
+                             kToken);
+  for (const json& x : replayed["insights"]) EXPECT_NE(x["kind"], "fusion_candidate") << x.dump();
 }
 
 TEST_F(GpuTimeTest, AnApplicationWithoutAnAgentStaysDormant) {

@@ -19,6 +19,14 @@
 //                 run back to back (a fusion candidate).
 //   balanced      SiteBalanced: 2 ms kernels kept ~3 deep in the queue (the
 //                 thread sleeps while it is ahead): the GPU is busy all along.
+//   graph         SiteGraphReplay: launch_bound's three 300 ns kernels, each
+//                 from a cudaGraphLaunch of one executable graph, ~60 us of
+//                 CPU work apart (ws_fake_cupti_launch: their records carry
+//                 the graph's id, as a replay's kernels do): small kernels
+//                 one thread launched back to back, but inside a graph, so
+//                 no fusion candidate. Not on the simulated stream: each
+//                 kernel's record starts as its call returns, so the printed
+//                 timeline is approximate (its kernel count is exact).
 //
 // The truth, from the program's own clock (CLOCK_MONOTONIC read just before
 // each launch call, about the library's launch-entry time) and the kernels'
@@ -57,6 +65,8 @@ constexpr uint64_t kLaunchDelayNs = 2'000;    // call's end to kernel start on a
 constexpr uint64_t kKernelWaitMaxNs = 50'000;  // ActivityAnalysisOptions::kernel_wait_max_ns
 
 ws_fake_cupti_stream_launch_fn g_launch = nullptr;
+ws_fake_cupti_launch_fn g_graph_launch = nullptr;
+constexpr uint64_t kGraphExec = 0x6000;  // the executable graph's handle
 
 uint64_t Now(clockid_t clock = CLOCK_MONOTONIC) {
   timespec ts;
@@ -130,6 +140,28 @@ extern "C" __attribute__((noinline)) void SiteBalanced(uint64_t until) {
   __asm__ volatile("" ::: "memory");
 }
 
+extern "C" __attribute__((noinline)) void SiteGraphReplay(uint64_t until) {
+  static const char* const kKernels[] = {
+      "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_3addEEEvi",
+      "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_3mulEEEvi",
+      "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_4reluEEEvi",
+  };
+  while (Now() < until) {
+    for (const char* kernel : kKernels) {
+      SpinUntil(Now() + 60'000);
+      Launched l;
+      l.call = Now();
+      g_recorded += g_graph_launch(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, kernel,
+                                   300, 0, kGraphExec) != 0;
+      l.exit = Now();
+      l.start = l.exit;
+      l.end = l.start + 300;
+      g_launched.push_back(l);
+    }
+  }
+  __asm__ volatile("" ::: "memory");
+}
+
 namespace {
 
 struct Truth {
@@ -167,7 +199,7 @@ void Print(const char* what, const Truth& t) {
 
 int main(int argc, char** argv) {
   if (argc < 4) {
-    std::fprintf(stderr, "usage: %s LIBWARPSCOPE_CUDA gaps|launch_bound|balanced SECONDS\n", argv[0]);
+    std::fprintf(stderr, "usage: %s LIBWARPSCOPE_CUDA gaps|launch_bound|balanced|graph SECONDS\n", argv[0]);
     return 2;
   }
   const std::string_view scenario = argv[2];
@@ -186,9 +218,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   g_launch = reinterpret_cast<ws_fake_cupti_stream_launch_fn>(dlsym(fake, "ws_fake_cupti_stream_launch"));
+  g_graph_launch = reinterpret_cast<ws_fake_cupti_launch_fn>(dlsym(fake, "ws_fake_cupti_launch"));
   auto subscribed = reinterpret_cast<ws_fake_cupti_subscribed_fn>(dlsym(fake, "ws_fake_cupti_subscribed"));
   auto flush = reinterpret_cast<ws_fake_cupti_flush_fn>(dlsym(fake, "ws_fake_cupti_flush"));
-  if (g_launch == nullptr || subscribed == nullptr || flush == nullptr) {
+  if (g_launch == nullptr || g_graph_launch == nullptr || subscribed == nullptr || flush == nullptr) {
     std::fprintf(stderr, "the fake CUPTI lacks its test hooks\n");
     return 1;
   }
@@ -207,6 +240,8 @@ int main(int argc, char** argv) {
     SiteElementwiseChain(until);
   } else if (scenario == "balanced") {
     SiteBalanced(until);
+  } else if (scenario == "graph") {
+    SiteGraphReplay(until);
   } else {
     std::fprintf(stderr, "unknown scenario %s\n", argv[2]);
     return 2;
