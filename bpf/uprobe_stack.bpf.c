@@ -8,7 +8,13 @@
  * Design: every `sample_every`-th hit per CPU is unwound from the uprobe's own
  * registers (ctx is the user pt_regs) and sent whole through a ring buffer;
  * the rest only count. A full ring buffer is counted, never waited on: the
- * probed application must not slow down because the agent is behind. */
+ * probed application must not slow down because the agent is behind.
+ *
+ * Each probe's BPF cookie is its role (ws_uprobe_role): stacks are sampled,
+ * a call's entry and return marks (the autograd probes) are not. The
+ * uretprobe program sends only the time of a return, in the same ring
+ * buffer, so user space reads a call's entry, the stacks taken during it
+ * and its return in the order they were reserved. */
 #include "vmlinux.h"
 
 #include <bpf/bpf_helpers.h>
@@ -42,7 +48,8 @@ int ws_uprobe_stack(struct pt_regs *ctx) {
   __u64 *hits = uprobe_stat(WS_UPROBE_HITS);
   if (!hits) return 0;
   *hits += 1;
-  if (sample_every > 1 && (*hits % sample_every) != 0) return 0;
+  const __u64 role = bpf_get_attach_cookie(ctx);
+  if (role == WS_UPROBE_ROLE_STACK && sample_every > 1 && (*hits % sample_every) != 0) return 0;
   struct ws_uprobe_stack_event *event = bpf_ringbuf_reserve(&uprobe_stacks, sizeof(*event), 0);
   if (!event) {
     __u64 *dropped = uprobe_stat(WS_UPROBE_DROPPED);
@@ -56,14 +63,45 @@ int ws_uprobe_stack(struct pt_regs *ctx) {
   event->args[0] = PT_REGS_PARM1(ctx);
   event->args[1] = PT_REGS_PARM2(ctx);
   event->args[2] = PT_REGS_PARM3(ctx);
+  event->role = role;
   if (ws_unwind_user(ctx, event->pid, &event->stack, python_frames) != 0) {
     __u64 *missing = uprobe_stat(WS_UPROBE_NOT_DESCRIBED);
     if (missing) *missing += 1;
-    bpf_ringbuf_discard(event, 0);
-    return 0;
+    if (role == WS_UPROBE_ROLE_STACK) {
+      bpf_ringbuf_discard(event, 0);
+      return 0;
+    }
+    event->stack.len = 0; /* a mark keeps its time without its stack */
+    event->stack.flags = 0;
   }
   __u64 *sampled = uprobe_stat(WS_UPROBE_SAMPLED);
   if (sampled) *sampled += 1;
+  bpf_ringbuf_submit(event, 0);
+  return 0;
+}
+
+/* A return mark: the time a probed call returned, and its return value. */
+SEC("uretprobe")
+int ws_uretprobe_mark(struct pt_regs *ctx) {
+  __u64 *returns = uprobe_stat(WS_UPROBE_RETURNS);
+  if (!returns) return 0;
+  *returns += 1;
+  struct ws_uprobe_stack_event *event = bpf_ringbuf_reserve(&uprobe_stacks, sizeof(*event), 0);
+  if (!event) {
+    __u64 *dropped = uprobe_stat(WS_UPROBE_DROPPED);
+    if (dropped) *dropped += 1;
+    return 0;
+  }
+  const __u64 pid_tgid = bpf_get_current_pid_tgid();
+  event->pid = pid_tgid >> 32;
+  event->tid = (__u32)pid_tgid;
+  event->time_ns = bpf_ktime_get_ns();
+  event->args[0] = PT_REGS_RC(ctx);
+  event->args[1] = 0;
+  event->args[2] = 0;
+  event->role = bpf_get_attach_cookie(ctx);
+  event->stack.len = 0;
+  event->stack.flags = 0;
   bpf_ringbuf_submit(event, 0);
   return 0;
 }

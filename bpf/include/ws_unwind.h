@@ -20,6 +20,13 @@
  * native -> Python -> native (C extension) -> Python comes out in true order.
  * Interpreter frames left when the native walk stops early are appended.
  *
+ * Pending uretprobes: while a function with a uretprobe runs (the agent's
+ * autograd probe on THPEngine_run_backward, docs/design/gpu_time.md), the
+ * kernel has replaced its return address on the stack with the uprobe
+ * trampoline's. A return address equal to the trampoline is the original of
+ * the task's next pending return instance (innermost first), as the kernel's
+ * own stack walker fixes it; otherwise the walk would stop there.
+ *
  * The maps are defined here, so every BPF object that includes this header
  * has its own copy; the agent creates them once and shares them between
  * objects with bpf_map__reuse_fd. */
@@ -94,6 +101,11 @@ struct ws_unwind_cache {
    * offset masked to 127 stays inside. */
   __u8 stack_buf[WS_PY_STACK_WINDOW + 136];
   __u8 code_buf[40];
+  /* Pending uretprobes of the walked task (set per walk; a walk interrupted
+   * on this CPU walks the same task, whose list starts over: at worst one
+   * return address is taken from the wrong instance). */
+  __u64 tramp;        /* the uretprobe trampoline's address; 0: none pending */
+  __u64 ret_instance; /* the next pending return instance (struct return_instance *) */
 };
 
 struct {
@@ -383,6 +395,11 @@ static long ws_unwind_step(__u32 index, void *data) {
     c->pc = ra;
   }
 next:
+  if (cache->ret_instance != 0 && c->pc == cache->tramp) {
+    const struct return_instance *ri = (const struct return_instance *)cache->ret_instance;
+    c->pc = BPF_CORE_READ(ri, orig_ret_vaddr);
+    cache->ret_instance = (__u64)BPF_CORE_READ(ri, next);
+  }
   if (c->pc == 0) return ws_native_stop(c, WS_END_ROOT); /* a zero return address ends the chain (thread entry points) */
   return 0;
 }
@@ -411,6 +428,10 @@ static __always_inline int ws_unwind_user(struct pt_regs *regs, __u32 pid, struc
   cache->page_count = 0;
   cache->py_pid = 0;
   cache->win_lo = cache->win_hi = 0; /* memory changes between samples */
+  struct task_struct *task = bpf_get_current_task_btf();
+  const struct uprobe_task *utask = BPF_CORE_READ(task, utask);
+  cache->ret_instance = utask ? (__u64)BPF_CORE_READ(utask, return_instances) : 0;
+  cache->tramp = cache->ret_instance != 0 ? BPF_CORE_READ(task, mm, uprobes_state.xol_area, vaddr) : 0;
   if (python && (proc->flags & WS_PROC_PYTHON)) {
     const struct ws_py_proc *py = bpf_map_lookup_elem(&py_procs, &pid);
     if (py) {

@@ -58,10 +58,22 @@ StatusOr<std::unique_ptr<UprobeStackCollector>> UprobeStackCollector::Load(uint3
   return c;
 }
 
-StatusOr<uint64_t> UprobeStackCollector::Attach(uint32_t pid, const std::string& binary, const std::string& symbol) {
-  LIBBPF_OPTS(bpf_uprobe_opts, opts, .func_name = symbol.c_str());
-  bpf_link* link = bpf_program__attach_uprobe_opts(skel_->progs.ws_uprobe_stack, pid == 0 ? -1 : static_cast<int>(pid),
-                                                   binary.c_str(), 0, &opts);
+StatusOr<uint64_t> UprobeStackCollector::Attach(uint32_t pid, const std::string& binary, const std::string& symbol,
+                                                uint64_t role) {
+  LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = role, .func_name = symbol.c_str());
+  return AttachProgram(skel_->progs.ws_uprobe_stack, pid, binary, symbol, opts);
+}
+
+StatusOr<uint64_t> UprobeStackCollector::AttachReturn(uint32_t pid, const std::string& binary,
+                                                      const std::string& symbol, uint64_t role) {
+  LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = role, .retprobe = true, .func_name = symbol.c_str());
+  return AttachProgram(skel_->progs.ws_uretprobe_mark, pid, binary, symbol, opts);
+}
+
+StatusOr<uint64_t> UprobeStackCollector::AttachProgram(bpf_program* program, uint32_t pid, const std::string& binary,
+                                                       const std::string& symbol, const bpf_uprobe_opts& opts) {
+  bpf_link* link =
+      bpf_program__attach_uprobe_opts(program, pid == 0 ? -1 : static_cast<int>(pid), binary.c_str(), 0, &opts);
   if (!link) {
     const int e = errno;
     return ErrnoError(e, "attaching a uprobe to " + symbol + " in " + binary);

@@ -22,6 +22,8 @@
 struct uprobe_stack_bpf;
 struct ring_buffer;
 struct bpf_link;
+struct bpf_program;
+struct bpf_uprobe_opts;
 
 namespace warpscope {
 
@@ -44,8 +46,16 @@ class UprobeStackCollector {
 
   // Attaches to `symbol` in `binary` (a path) for process `pid` (0: every
   // process). The handle detaches it again (Detach); probes still attached
-  // go with the collector.
-  StatusOr<uint64_t> Attach(uint32_t pid, const std::string& binary, const std::string& symbol);
+  // go with the collector. `role` (ws_uprobe_role) is carried in each event:
+  // a stack probe's hits may be sampled, a call's entry mark's never are.
+  StatusOr<uint64_t> Attach(uint32_t pid, const std::string& binary, const std::string& symbol,
+                            uint64_t role = WS_UPROBE_ROLE_STACK);
+  // A uretprobe on `symbol`: an event without a stack, with `role`, the
+  // return value in args[0] and the time, at each return. A function left by
+  // a C++ exception or longjmp confuses the unwinders of the application
+  // (the return address is the kernel's trampoline): probe only functions
+  // that catch everything they call.
+  StatusOr<uint64_t> AttachReturn(uint32_t pid, const std::string& binary, const std::string& symbol, uint64_t role);
   // Removes the probe `handle` (stacks it already captured are still
   // delivered); NotFound for a handle not attached.
   Status Detach(uint64_t handle);
@@ -63,6 +73,8 @@ class UprobeStackCollector {
   UprobeStackCollector() = default;
   static StatusOr<std::unique_ptr<UprobeStackCollector>> Load(uint32_t sample_every, const UnwindMapSizes* sizes,
                                                               const UnwindMapFds* shared);
+  StatusOr<uint64_t> AttachProgram(bpf_program* program, uint32_t pid, const std::string& binary,
+                                   const std::string& symbol, const bpf_uprobe_opts& opts);
 
   uprobe_stack_bpf* skel_ = nullptr;
   ring_buffer* stacks_ = nullptr;
