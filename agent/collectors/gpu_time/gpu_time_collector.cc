@@ -36,6 +36,19 @@ std::optional<MemoryMapping> InjectionLibraryMapping(const ProcFs& procfs, uint3
   return std::nullopt;
 }
 
+// The executable mapping of a libtorch_python*.so in `pid`, or nullopt.
+std::optional<MemoryMapping> AutogradLibraryMapping(const ProcFs& procfs, uint32_t pid) {
+  StatusOr<std::string> maps = procfs.ReadMaps(pid);
+  if (!maps.ok()) return std::nullopt;
+  for (MemoryMapping& m : ParseProcMaps(*maps)) {
+    if (!m.executable || !m.IsFileBacked()) continue;
+    const size_t slash = m.path.rfind('/');
+    const std::string_view base = std::string_view(m.path).substr(slash == std::string::npos ? 0 : slash + 1);
+    if (base.starts_with(kAutogradLibraryPrefix)) return m;
+  }
+  return std::nullopt;
+}
+
 // The library's (launch kind, flags) as the API's name.
 GpuLaunchApi LaunchApiOf(uint16_t kind, uint16_t flags) {
   const bool driver = (flags & WS_CUDA_LAUNCH_FLAG_DRIVER_API) != 0;
@@ -183,6 +196,51 @@ void GpuTimeCollector::DetachProbe(uint64_t connection_id, const Connection& c) 
   ++stats_.probe_files_detached;
 }
 
+void GpuTimeCollector::AttachAutogradProbes(uint64_t connection_id, Connection& c) {
+  const std::optional<MemoryMapping> library = AutogradLibraryMapping(parts_.procfs, c.pid);
+  if (!library) return;  // not a PyTorch process (or torch not imported yet)
+  const FileId file{library->dev_major, library->dev_minor, library->inode};
+  if (auto it = autograd_files_.find(file); it != autograd_files_.end()) {
+    it->second.connections.insert(connection_id);
+    c.autograd_file = file;
+    return;
+  }
+  if (autograd_files_failed_.count(file) != 0) return;  // counted and logged the first time
+  // Any local user can name a file libtorch_python.so: bounded like the injection library's probes.
+  if (autograd_files_.size() + autograd_files_failed_.size() >= options_.max_probe_files) {
+    ++stats_.autograd_probe_failures;
+    return;
+  }
+  const std::string host_path = parts_.procfs.RootPath(c.pid, library->path);
+  StatusOr<uint64_t> entry = probe_->Attach(0, host_path, kAutogradEntrySymbol, WS_UPROBE_ROLE_AUTOGRAD_ENTRY);
+  StatusOr<uint64_t> ret = entry.ok() ? probe_->AttachReturn(0, host_path, kAutogradEntrySymbol,
+                                                             WS_UPROBE_ROLE_AUTOGRAD_RETURN)
+                                      : StatusOr<uint64_t>(entry.status());
+  if (!entry.ok() || !ret.ok()) {
+    if (entry.ok()) (void)probe_->Detach(*entry);
+    ++stats_.autograd_probe_failures;
+    autograd_files_failed_.insert(file);
+    LOG_WARNING() << "autograd threads' GPU time of pid " << c.pid << " stays under the autograd engine, not under "
+                  << "backward()'s caller: " << (entry.ok() ? ret : entry).status().message();
+    return;
+  }
+  autograd_files_[file] = AutogradProbes{*entry, *ret, {connection_id}};
+  c.autograd_file = file;
+  ++stats_.autograd_probe_files_attached;
+}
+
+void GpuTimeCollector::DetachAutogradProbes(uint64_t connection_id, const Connection& c) {
+  if (!c.autograd_file) return;
+  auto it = autograd_files_.find(*c.autograd_file);
+  if (it == autograd_files_.end()) return;
+  it->second.connections.erase(connection_id);
+  if (!it->second.connections.empty()) return;
+  for (uint64_t handle : {it->second.entry, it->second.ret}) {
+    if (Status s = probe_->Detach(handle); !s.ok()) LOG_WARNING() << s.message();
+  }
+  autograd_files_.erase(it);
+}
+
 void GpuTimeCollector::OnConnected(const CudaProcessEvent& event, int64_t now_ns) {
   Connection& c = connections_[event.connection_id];
   c.id = event.connection_id;
@@ -194,6 +252,7 @@ void GpuTimeCollector::OnConnected(const CudaProcessEvent& event, int64_t now_ns
   comms_[c.pid] = {comm.ok() ? *comm : "", 0};
   if (parts_.describe) parts_.describe(c.pid);
   AttachProbe(event.connection_id, c);
+  AttachAutogradProbes(event.connection_id, c);
 }
 
 std::shared_ptr<const KernelName> GpuTimeCollector::KernelNameOf(uint64_t key) {
@@ -386,6 +445,7 @@ void GpuTimeCollector::OnEvent(CudaProcessEvent& event, int64_t now_ns, int64_t 
     waits_.EndConnection(c.id);
     analyzer_.End(c.id);
     DetachProbe(event.connection_id, c);
+    DetachAutogradProbes(event.connection_id, c);
     const uint32_t pid = c.pid;
     ended_pids_.emplace_back(pid, now_ns);
     ended_libraries_.Add(c.stats_last);
@@ -456,9 +516,52 @@ void GpuTimeCollector::PassWait(Connection& c, const ws_cuda_wait& w, double wei
   waits_.AddWait(c.id, c.pid, w, unix_start - unix_start % kSecond, weight, now_ns);
 }
 
+void GpuTimeCollector::OnBackwardEntry(const ws_uprobe_stack_event& e, int64_t now_ns) {
+  const int64_t time = static_cast<int64_t>(e.time_ns);
+  const uint64_t key = e.stack.len > 0 ? stacks_.Intern(e.pid, e.stack, now_ns) : 0;
+  const LaunchStack* stack = key != 0 ? stacks_.Find(key) : nullptr;
+  if (stack == nullptr) {
+    autograd_.Enter(e.pid, e.tid, time, 0, {});
+    return;
+  }
+  if (stack->autograd.worker) {
+    // A reentrant backward on an autograd thread: its stack shows the
+    // nodes it runs already, and it is nobody's caller.
+    ++autograd_.stats().calls_on_workers;
+    return;
+  }
+  autograd_.Enter(e.pid, e.tid, time, key, stack->frames);
+}
+
+uint64_t GpuTimeCollector::GraftAutograd(const ws_uprobe_stack_event& e, uint64_t key, int64_t now_ns) {
+  const LaunchStack* stack = stacks_.Find(key);
+  if (stack == nullptr || !stack->autograd.worker) return key;
+  const AutogradMatch match = autograd_.Match(e.pid, e.tid, static_cast<int64_t>(e.time_ns));
+  AutogradStats& stats = autograd_.stats();
+  if (match.call == nullptr) {
+    ++stats.unmatched;
+    return key;
+  }
+  const uint64_t grafted = stacks_.InternGraft(key, *match.call, now_ns);
+  if (grafted == 0) return key;  // table full (counted there): the worker's own stack
+  ++stats.grafted;
+  if (match.ambiguous) ++stats.ambiguous;
+  return grafted;
+}
+
 void GpuTimeCollector::OnLaunchStack(const ws_uprobe_stack_event& e, int64_t now_ns) {
-  const uint64_t key = stacks_.Intern(e.pid, e.stack, now_ns);
+  if (e.role == WS_UPROBE_ROLE_AUTOGRAD_RETURN) {
+    autograd_.Return(e.pid, e.tid, static_cast<int64_t>(e.time_ns));
+    return;
+  }
+  if (e.role == WS_UPROBE_ROLE_AUTOGRAD_ENTRY) {
+    OnBackwardEntry(e, now_ns);
+    return;
+  }
+  if (e.role != WS_UPROBE_ROLE_STACK) return;
+  uint64_t key = stacks_.Intern(e.pid, e.stack, now_ns);
   if (key == 0) return;  // table full: the launch (or wait) counts as unsampled
+  key = GraftAutograd(e, key, now_ns);
   auto [name, inserted] = thread_names_.try_emplace({e.pid, e.tid});
   if (inserted) {
     StatusOr<std::string> thread = parts_.procfs.ReadThreadComm(e.pid, e.tid);
@@ -504,7 +607,11 @@ const std::vector<uint64_t>& GpuTimeCollector::StackLocations(uint64_t stack_key
     return it->second;
   }
   for (const CapturedFrame& f : stack->frames) {
-    if (f.kind == FrameKind::kPython) {
+    if (f.synthetic) {
+      const SymbolizedFunction& fn = f.frame.functions.front();
+      const uint64_t id = builder->InternFunction(fn.name, fn.system_name);
+      it->second.push_back(builder->InternFunctionLocation(0, 0, FrameKind::kNative, id));
+    } else if (f.kind == FrameKind::kPython) {
       const SymbolizedFunction& fn = f.frame.functions.front();
       const uint64_t id = builder->InternFunction(fn.name, fn.system_name, fn.filename);
       it->second.push_back(builder->InternSourceLocation(id, fn.line, FrameKind::kPython));
@@ -564,6 +671,7 @@ void GpuTimeCollector::FinishWindow(ProfileBuilder* builder, GpuTrace* trace, bo
   }
   PruneNameKeys();
   stacks_.Expire(now, options_.join.launch_ttl_ns + 2 * options_.join.grace_ns);
+  autograd_.Expire(now);
   stats_.scaled_processes = 0;
   stats_.recording_windows = 0;
   stats_.recorded_share_ppm = 1'000'000;
@@ -599,6 +707,7 @@ void GpuTimeCollector::FinishWindow(ProfileBuilder* builder, GpuTrace* trace, bo
   const int64_t horizon = options_.join.launch_ttl_ns + 2 * options_.join.grace_ns;
   for (auto it = comms_.begin(); it != comms_.end();) {
     const bool gone = it->second.gone_ns != 0 && now - it->second.gone_ns > horizon;
+    if (gone) autograd_.ForgetProcess(it->first);
     it = gone ? comms_.erase(it) : std::next(it);
   }
 }
@@ -733,6 +842,18 @@ void GpuTimeCollector::AddCounters(std::vector<ProfileCounter>* counters) const 
   SetCounter(counters, "gpu_probe_hits", u.values[WS_UPROBE_HITS]);
   SetCounter(counters, "gpu_probe_ring_dropped", u.values[WS_UPROBE_DROPPED]);
   SetCounter(counters, "gpu_probe_not_described", u.values[WS_UPROBE_NOT_DESCRIBED]);
+  SetCounter(counters, "gpu_probe_returns", u.values[WS_UPROBE_RETURNS]);
+  const AutogradStats& ag = autograd_.stats();
+  SetCounter(counters, "gpu_autograd_calls", ag.calls);
+  SetCounter(counters, "gpu_autograd_calls_on_workers", ag.calls_on_workers);
+  SetCounter(counters, "gpu_autograd_calls_without_stack", ag.calls_without_stack);
+  SetCounter(counters, "gpu_autograd_calls_dropped", ag.calls_dropped);
+  SetCounter(counters, "gpu_autograd_returns_lost", ag.returns_lost);
+  SetCounter(counters, "gpu_autograd_grafted", ag.grafted);
+  SetCounter(counters, "gpu_autograd_ambiguous", ag.ambiguous);
+  SetCounter(counters, "gpu_autograd_unmatched", ag.unmatched);
+  SetCounter(counters, "gpu_autograd_probe_files_attached", stats_.autograd_probe_files_attached);
+  SetCounter(counters, "gpu_autograd_probe_failures", stats_.autograd_probe_failures);
   const CudaSocketServerCounters sc = server_->counters();
   SetCounter(counters, "cuda_connections_accepted", sc.connections_accepted);
   SetCounter(counters, "cuda_connections_open", sc.connections_open);

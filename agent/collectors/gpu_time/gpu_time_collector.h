@@ -9,6 +9,10 @@
 //     when a process first connects, which captures the launching stack of
 //     each sampled launch with the CPU sampler's unwinder maps (shared, not
 //     copied) and the correlation id as the probe's first argument;
+//   * in processes that map libtorch_python.so, a uprobe and a uretprobe on
+//     THPEngine_run_backward, so that the stacks of PyTorch's autograd
+//     threads are grafted under the Python caller of backward()
+//     (autograd_graft.h);
 //   * LaunchJoiner, which joins the two by (pid, correlation id) and spreads
 //     the time of unsampled launches, and CuptiClock per connection, which
 //     puts CUPTI's timestamps on the host clock.
@@ -40,6 +44,7 @@
 #include <vector>
 
 #include "agent/collectors/gpu_time/activity_analyzer.h"
+#include "agent/collectors/gpu_time/autograd_graft.h"
 #include "agent/collectors/gpu_time/gpu_pc_profile.h"
 #include "agent/collectors/gpu_time/uprobe_stack_collector.h"
 #include "model/gpu_trace.h"
@@ -113,6 +118,10 @@ struct GpuTimeStats {
   uint64_t probe_files_attached = 0;  // attaches, since the start
   uint64_t probe_files_detached = 0;  // no connected process mapped the file any more
   uint64_t probe_files_refused = 0;   // not probed: max_probe_files were probed already
+  // libtorch_python.so files whose THPEngine_run_backward is probed (entry
+  // and return), since the start; failures: the symbol missing, the bound.
+  uint64_t autograd_probe_files_attached = 0;
+  uint64_t autograd_probe_failures = 0;
   uint64_t launch_stacks_expired = 0;  // a joined launch whose stack was already forgotten
   // GPU time whose kernel's name was evicted (its process gone, the name
   // budget needed) before the window that joined it: shown as such.
@@ -185,6 +194,7 @@ class GpuTimeCollector : public Collector {
     uint32_t pid = 0;
     std::optional<FileId> probed_file;  // the library file whose probe serves it
     bool probe_refused = false;         // its file was not probed: max_probe_files reached
+    std::optional<FileId> autograd_file;  // its libtorch_python.so, when probed
     CuptiClock clock;
     ws_cuda_stats stats_last{};
     std::unique_ptr<RecordingWindows> windows;  // windowed recording only
@@ -236,6 +246,13 @@ class GpuTimeCollector : public Collector {
   void OnLaunchStack(const ws_uprobe_stack_event& event, int64_t now_ns);
   void AttachProbe(uint64_t connection_id, Connection& c);
   void DetachProbe(uint64_t connection_id, const Connection& c);
+  // The autograd probes (autograd_graft.h) on the process's libtorch_python.so, if it maps one.
+  void AttachAutogradProbes(uint64_t connection_id, Connection& c);
+  void DetachAutogradProbes(uint64_t connection_id, const Connection& c);
+  void OnBackwardEntry(const ws_uprobe_stack_event& event, int64_t now_ns);
+  // `key`, or the key of its stack grafted under the backward call it ran
+  // for when it is an autograd thread's.
+  uint64_t GraftAutograd(const ws_uprobe_stack_event& event, uint64_t key, int64_t now_ns);
   // Keeps `a` in the trace unless its process's second is over budget.
   void Trace(GpuActivityRecord&& a);
   // The name of kernel `key` (an InternedKernelName key), held while the
@@ -263,6 +280,13 @@ class GpuTimeCollector : public Collector {
     std::set<uint64_t> connections;   // connected processes mapping the file
   };
   std::map<FileId, ProbedFile> probed_files_;
+  struct AutogradProbes {
+    uint64_t entry = 0, ret = 0;     // UprobeStackCollector handles
+    std::set<uint64_t> connections;  // connected processes mapping the file
+  };
+  std::map<FileId, AutogradProbes> autograd_files_;
+  std::set<FileId> autograd_files_failed_;  // logged once each (bounded by max_probe_files)
+  AutogradCalls autograd_;
   bool probe_refusal_logged_ = false;
   struct ProcessName {
     std::string comm;

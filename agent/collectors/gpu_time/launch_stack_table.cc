@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string_view>
 
+#include "agent/collectors/gpu_time/autograd_graft.h"
 #include "bpf/intf/python.h"
 
 #define XXH_INLINE_ALL
@@ -22,6 +23,13 @@ bool IsProfilerFrame(const SymbolizedFrame& frame) {
   if (!frame.has_mapping) return false;
   const std::string_view base = Basename(frame.mapping.filename);
   return base.starts_with("libwarpscope_cuda") || base.starts_with("libcupti");
+}
+
+CapturedFrame SyntheticFrame(const std::string& name) {
+  CapturedFrame f;
+  f.synthetic = true;
+  f.frame.functions.push_back({name, name, "", 0});
+  return f;
 }
 
 uint64_t LaunchStackTable::Intern(uint32_t pid, const ws_stack& stack, int64_t now_ns) {
@@ -74,7 +82,43 @@ LaunchStack LaunchStackTable::Symbolize(uint32_t pid, const ws_stack& stack) {
     leaf_side = false;
     out.frames.push_back(std::move(f));
   }
+  out.autograd = ClassifyAutogradStack(out.frames);
   return out;
+}
+
+uint64_t LaunchStackTable::InternGraft(uint64_t worker_key, const BackwardCall& call, int64_t now_ns) {
+  auto worker = stacks_.find(worker_key);
+  if (worker == stacks_.end()) return 0;
+  constexpr uint64_t kGraftSeed = 0x6175746f67726164ull;  // "autograd"
+  const uint64_t parts[3] = {worker_key, call.caller_key, call.caller.empty() ? 0 : call.caller.size()};
+  uint64_t key = XXH3_64bits_withSeed(parts, sizeof(parts), kGraftSeed);
+  if (key == 0) key = 1;
+  if (auto it = stacks_.find(key); it != stacks_.end()) {
+    it->second.last_used_ns = now_ns;
+    worker->second.last_used_ns = now_ns;
+    return key;
+  }
+  if (stacks_.size() >= max_stacks_) {
+    ++stats_.full;
+    return 0;
+  }
+  const LaunchStack& w = worker->second;
+  LaunchStack s;
+  s.pid = w.pid;
+  s.last_used_ns = now_ns;
+  const size_t keep = std::min<size_t>(w.autograd.keep, w.frames.size());
+  s.frames.reserve(keep + 1 + std::max<size_t>(call.caller.size(), 1));
+  s.frames.insert(s.frames.end(), w.frames.begin(), w.frames.begin() + keep);
+  s.frames.push_back(SyntheticFrame(w.autograd.node.empty() ? "[autograd]" : "[autograd] " + w.autograd.node));
+  if (call.caller.empty()) {
+    s.frames.push_back(SyntheticFrame("[backward caller not captured]"));
+  } else {
+    s.frames.insert(s.frames.end(), call.caller.begin(), call.caller.end());
+  }
+  worker->second.last_used_ns = now_ns;
+  stacks_.emplace(key, std::move(s));
+  ++stats_.grafts;
+  return key;
 }
 
 const LaunchStack* LaunchStackTable::Find(uint64_t key) const {

@@ -28,16 +28,32 @@ namespace warpscope::gpu {
 
 // A frame as captured: a symbolized native frame, or a Python frame
 // (kind kPython, no mapping, functions[0] = the code object).
+// A synthetic frame (an autograd node, a placeholder) has one function
+// and no mapping.
 struct CapturedFrame {
   FrameKind kind = FrameKind::kNative;
   SymbolizedFrame frame;
+  bool synthetic = false;
+};
+
+// Whether a stack ran on a PyTorch autograd engine's device thread, and
+// where to cut it to graft it under its backward call (autograd_graft.h).
+struct AutogradShape {
+  bool worker = false;
+  // Frames [0, keep) are the worker's own part: from the node's apply (or,
+  // without one, the frame above the engine's thread_main) to the leaf.
+  uint32_t keep = 0;
+  std::string node;  // the node's name ("MmBackward0"); "" without an apply frame
 };
 
 struct LaunchStack {
   uint32_t pid = 0;
   std::vector<CapturedFrame> frames;  // leaf first
   int64_t last_used_ns = 0;
+  AutogradShape autograd;  // classified once, when symbolized
 };
+
+struct BackwardCall;
 
 struct LaunchStackTableStats {
   uint64_t captured = 0;     // stacks handed to Intern
@@ -45,6 +61,7 @@ struct LaunchStackTableStats {
   uint64_t evicted = 0;      // forgotten after max_age or for room
   uint64_t full = 0;         // refused: table full of recent stacks
   uint64_t frames_trimmed = 0;  // library/CUPTI frames left out
+  uint64_t grafts = 0;          // distinct grafted stacks made
 };
 
 class LaunchStackTable {
@@ -56,6 +73,13 @@ class LaunchStackTable {
   // The key of this stack (never 0), or 0 when the table is full.
   uint64_t Intern(uint32_t pid, const ws_stack& stack, int64_t now_ns);
   const LaunchStack* Find(uint64_t key) const;
+  // The worker stack `worker_key` (an autograd thread's, see
+  // LaunchStack::autograd) under `call`'s caller: the caller's frames, a
+  // frame "[autograd] NODE", then the worker's frames from the node's apply
+  // to the leaf. Interned like a captured stack (the same worker stack under
+  // the same caller stack is one key); 0 when the table is full or
+  // `worker_key` is gone.
+  uint64_t InternGraft(uint64_t worker_key, const BackwardCall& call, int64_t now_ns);
   // Forgets stacks not used for `max_age_ns` (they can no longer meet a kernel record).
   void Expire(int64_t now_ns, int64_t max_age_ns);
 
@@ -74,5 +98,8 @@ class LaunchStackTable {
 
 // True for frames of the injection library and CUPTI (left out of launch stacks).
 bool IsProfilerFrame(const SymbolizedFrame& frame);
+
+// A frame with one function named `name`, no mapping.
+CapturedFrame SyntheticFrame(const std::string& name);
 
 }  // namespace warpscope::gpu
