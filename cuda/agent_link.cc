@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "cuda/launch_callbacks.h"
-#include "cuda/wait_callbacks.h"
+#include "cuda/cupti_client_guard.h"
+#include "cuda/recording_scheduler.h"
 
 namespace warpscope::cuda {
 
@@ -106,35 +106,11 @@ bool ParseConfig(const uint8_t* data, size_t size, ws_cuda_config* out) {
 
 void AtExitHandler() noexcept { DrainAtExit(); }
 
-// Buffer callbacks: C entry points called by CUPTI.
-void CUPTIAPI OnBufferRequested(uint8_t** buffer, size_t* size, size_t* max_records) noexcept {
-  *max_records = 0;
-  InjectionState* s = GetInjectionState();
-  if (s == nullptr) {
-    *buffer = nullptr;
-    *size = 0;
-    return;
-  }
-  *buffer = s->pool.Take(size);
-}
-
-void CUPTIAPI OnBufferCompleted(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid_size) noexcept {
-  InjectionState* s = GetInjectionState();
-  if (s == nullptr || buffer == nullptr) return;
-  if (valid_size > 0 && s->records_wanted.load(std::memory_order_acquire)) {
-    KernelRecordFilter filter;
-    filter.attach_epoch = s->attach_epoch.load(std::memory_order_relaxed);
-    if (s->window_filter.load(std::memory_order_relaxed)) {
-      filter.first_correlation = s->window_first_correlation.load(std::memory_order_acquire);
-    }
-    ConvertActivityBuffer(s->cupti.fn, buffer, valid_size, s->outbox, s->conversion, filter, s->launch_times);
-  }
-  s->pool.Give(buffer);
-}
-
 void QueueStatsMessage(InjectionState& s, uint64_t now);
 
-// One connection's life. Owned by the link thread.
+// One connection's life. Owned by the link thread. What CUPTI does is the
+// session's (cupti_session.h), when to record the scheduler's
+// (recording_scheduler.h); this class carries their results to the agent.
 class AgentSession {
  public:
   AgentSession(InjectionState& s, int fd, uint32_t connection_seq) : s_(s), fd_(fd), seq_(connection_seq) {}
@@ -144,40 +120,22 @@ class AgentSession {
 
  private:
   const CuptiFunctions& fn() const { return s_.cupti.fn; }
-  bool Check(CUptiResult result, const char* what);
+  CuptiSession& cupti() { return s_.session; }
   bool Handshake(ws_cuda_config* config);
   bool StartTracing(const LinkConfig& config);
-  // cuptiSubscribe_v2 where CUPTI has it (it names us to other tools and
-  // names the tool in the way when the subscription is taken), else v1.
-  bool Subscribe();
-  // Buffer callbacks registered and subscribed (again, after a detach).
-  bool Attach();
-  bool AttachAndEnable();
-  // Settles a pending detach (InjectionState::detach_state): takes the
-  // request back when no launch has claimed it, else waits up to `wait_ms`
-  // for cuptiFinalize to finish and notes that CUPTI is detached. False
-  // while a claimed detach is still running: make no CUPTI call then.
-  bool SettleDetach(uint32_t wait_ms);
-  // True when CUPTI may be called now without attaching it again.
-  bool CuptiLive() const {
-    return s_.attached && s_.detach_state.load(std::memory_order_acquire) == InjectionState::kNone;
-  }
-  // Everything off and the records out; then CUPTI is detached (by the next
-  // launch to exit) where cuptiFinalize exists, else unsubscribed.
+  // Everything off and the records out; the session leaves CUPTI.
   void StopTracing();
-  // Asks for the detach; launch callbacks must still be enabled.
-  void RequestDetach();
-  bool SetKernelActivity(bool on, uint64_t now);
-  bool SetMemopActivity(bool on);
-  // Enables or disables every launch-API and synchronisation-API callback (duty mode with
-  // WS_CUDA_CONFIG_DUTY_CALLBACKS); false when none could be enabled.
-  bool SetLaunchCallbacks(bool on);
-  // Windowed modes (LinkConfig::windowed): attach and start recording; close
-  // the window (it is planned: continue, or stop and detach after a drain).
+  // Exact and duty modes: enter CUPTI (again, after a step-aside) and turn
+  // kernel activity on. False after a fatal CUPTI error.
+  bool EnterContinuous(uint64_t now);
+  // Windowed modes: the scheduler's steps.
   bool OpenWindow(uint64_t now);
   void CloseWindow(uint64_t now);
   void FinishDrain();
-  void QueueWindow(uint64_t end, uint64_t covers_until);
+  // Another client took CUPTI (the session stepped aside): the open window
+  // ends there; recording resumes once the client is done.
+  void OnSteppedAside();
+  void QueueWindow(const RecordingScheduler::Window& window, uint64_t end, uint64_t covers_until);
   // The sampled launches and the waits the application threads queued.
   void QueueSampledRecords();
   void FlushAndQueue(uint64_t now);
@@ -188,37 +146,26 @@ class AgentSession {
   // False when the connection ended; sets `config_changed` for a new CONFIG.
   bool ReadAgent(bool* config_changed, ws_cuda_config* config);
 
-  // Windowed recording: the window open now, or the one draining or off.
-  struct Window {
-    bool open = false;
-    uint64_t start_ns = 0;
-    uint64_t launches_base = 0;
-    uint64_t records_base = 0;  // ConversionCounters at the window's start
-    uint64_t before_base = 0;
-    uint64_t attach_ns = 0;
-    uint64_t end_ns = 0;
-    uint64_t covers_until_ns = 0;
-    uint64_t drain_until_ns = 0;  // != 0: stopped, records still to flush
-    uint64_t next_open_ns = 0;    // != 0: closed, opens again at this time
+  // The counters at the open window's start.
+  struct WindowBase {
+    uint64_t launches = 0;
+    uint64_t records = 0;
+    uint64_t before = 0;
   };
 
   InjectionState& s_;
   const int fd_;
   const uint32_t seq_;
   bool fatal_ = false;
-  bool memcpy_on_ = false, memset_on_ = false, kernel_on_ = false, callbacks_on_ = false;
+  bool aside_ = false;  // the session's step-aside has been handled
+  uint64_t last_leave_ns_ = 0;  // the last leave took this long (the planner counts it)
+  uint64_t next_enter_ns_ = 0;  // exact and duty modes: when to try entering again
   LinkConfig config_;
-  Window window_;
+  RecordingScheduler scheduler_;
+  WindowBase base_;
   std::vector<ws_cuda_launch> launches_;
   std::vector<ws_cuda_wait> waits_;
 };
-
-bool AgentSession::Check(CUptiResult result, const char* what) {
-  if (result == CUPTI_SUCCESS) return true;
-  SayOnce(std::string(what) + " failed: " + CuptiResultText(fn(), result) + "; GPU profiling off");
-  fatal_ = true;
-  return false;
-}
 
 bool AgentSession::Handshake(ws_cuda_config* config) {
   uint8_t hello_bytes[sizeof(ws_cuda_msg_header) + sizeof(ws_cuda_hello)];
@@ -241,87 +188,11 @@ bool AgentSession::Handshake(ws_cuda_config* config) {
   return n > 0 && ParseConfig(reply, static_cast<size_t>(n), config);
 }
 
-bool AgentSession::Subscribe() {
-  if (fn().cuptiSubscribe_v2 == nullptr) {
-    return Check(fn().cuptiSubscribe(&s_.subscriber, &OnLaunchCallback, nullptr), "cuptiSubscribe");
-  }
-  char other[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN] = {};
-  CUpti_SubscriberParams params{};
-  params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
-  params.subscriberName = "warpscope";
-  params.oldSubscriberName = other;
-  params.oldSubscriberSize = sizeof(other);
-  const CUptiResult r = fn().cuptiSubscribe_v2(&s_.subscriber, &OnLaunchCallback, nullptr, &params);
-  if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED && other[0] != '\0') {
-    other[sizeof(other) - 1] = '\0';
-    SayOnce(std::string("another CUPTI client is active (") + other + "); GPU profiling off");
-    fatal_ = true;
-    return false;
-  }
-  return Check(r, "cuptiSubscribe_v2");
-}
-
-bool AgentSession::SettleDetach(uint32_t wait_ms) {
-  int expected = InjectionState::kDetachRequested;
-  if (s_.detach_state.compare_exchange_strong(expected, InjectionState::kNone, std::memory_order_acq_rel)) {
-    return true;  // taken back: still attached, callbacks still enabled
-  }
-  const uint64_t deadline = MonotonicNs() + wait_ms * kMs;
-  while (s_.detach_state.load(std::memory_order_acquire) == InjectionState::kDetaching) {
-    if (MonotonicNs() >= deadline) return false;
-    SleepMs(1);
-  }
-  if (s_.detach_state.load(std::memory_order_acquire) == InjectionState::kDetached) {
-    // cuptiFinalize undid everything: subscription, callbacks, activity kinds.
-    s_.attached = false;
-    s_.buffers_registered = false;
-    s_.subscriber = nullptr;
-    callbacks_on_ = kernel_on_ = memcpy_on_ = memset_on_ = false;
-    s_.detach_state.store(InjectionState::kNone, std::memory_order_release);
-  }
-  return true;
-}
-
-bool AgentSession::Attach() {
-  if (s_.attached) return true;
-  if (!s_.buffers_registered) {
-    if (!Check(fn().cuptiActivityRegisterCallbacks(&OnBufferRequested, &OnBufferCompleted),
-               "cuptiActivityRegisterCallbacks")) {
-      return false;
-    }
-    s_.buffers_registered = true;
-  }
-  if (!Subscribe()) return false;
-  s_.attached = true;
-  s_.attach_epoch.fetch_add(1, std::memory_order_relaxed);  // CUPTI's correlation ids may start over
-  callbacks_on_ = false;
-  return true;
-}
-
-// Subscribes (if detached) and turns on what every recording needs before
-// its kernels: the launch callbacks and memcpy/memset activity.
-bool AgentSession::AttachAndEnable() {
-  if (!Attach()) return false;
-  if (s_.pc.wanted()) {
-    // Contexts being created or destroyed and modules being loaded (PC
-    // sampling); a CUPTI without them leaves PC sampling to the launches'
-    // contexts and without cubins.
-    for (CUpti_CallbackId cbid : {CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING,
-                                  CUPTI_CBID_RESOURCE_MODULE_LOADED}) {
-      (void)fn().cuptiEnableCallback(1, s_.subscriber, CUPTI_CB_DOMAIN_RESOURCE, cbid);
-    }
-  }
-  if (!SetLaunchCallbacks(true)) {
-    SayOnce("cuptiEnableCallback failed for every launch API; GPU profiling off");
-    fatal_ = true;
-    return false;
-  }
-  return SetMemopActivity(true);
-}
-
 bool AgentSession::StartTracing(const LinkConfig& config) {
   config_ = config;
-  window_ = Window{};
+  const uint64_t now = MonotonicNs();
+  scheduler_.Reset(config, now);
+  aside_ = false;
   s_.samples_per_sec.store(config.samples_per_sec, std::memory_order_relaxed);
   s_.sample_burst.store(config.sample_burst, std::memory_order_relaxed);
   s_.epoch.fetch_add(1, std::memory_order_relaxed);
@@ -329,143 +200,94 @@ bool AgentSession::StartTracing(const LinkConfig& config) {
   s_.pc.Configure(config);
   if (config.mode == WS_CUDA_MODE_OFF) return true;
   s_.window_filter.store(false, std::memory_order_relaxed);
-  if (config.windowed) return OpenWindow(MonotonicNs());
-  if (!SettleDetach(1000)) {
-    SayOnce("CUPTI did not finish detaching; GPU profiling off");
+  if (config.windowed) return OpenWindow(now);
+  return EnterContinuous(now);
+}
+
+bool AgentSession::EnterContinuous(uint64_t now) {
+  if (!cupti().Settle(1000)) return true;  // a launch is still disabling PC sampling: next turn
+  switch (cupti().Enter(config_)) {
+    case CuptiSession::EnterResult::kFailed:
+      fatal_ = true;
+      return false;
+    case CuptiSession::EnterResult::kTaken:
+      return true;  // another client has CUPTI: the loop tries again
+    case CuptiSession::EnterResult::kIn:
+      break;
+  }
+  bool ok = true;
+  if (config_.mode == WS_CUDA_MODE_DUTY) {
+    const RecordingScheduler::DutyPhase phase = scheduler_.Duty(now);
+    // The launch callbacks on after kernel activity and off before it, so
+    // a launch they see always finds kernel activity on.
+    if (config_.duty_callbacks && !phase.on) ok = cupti().SetLaunchCallbacks(false);
+    ok = ok && cupti().SetKernelActivity(phase.on, now);
+  } else {
+    ok = cupti().SetKernelActivity(true, now);
+  }
+  if (!ok) {
     fatal_ = true;
     return false;
   }
-  if (!AttachAndEnable()) return false;
-  if (!SetKernelActivity(true, MonotonicNs())) return false;
-  s_.callbacks_live.store(true, std::memory_order_release);
-  return true;
-}
-
-bool AgentSession::SetLaunchCallbacks(bool on) {
-  if (on == callbacks_on_) return true;
-  // The synchronisation APIs (waits) ride on the same subscription. The
-  // launch callbacks are switched right next to kernel activity (on last,
-  // off first), so a launch seen in duty mode finds kernel activity on.
-  size_t wait_count = 0;
-  const WaitApi* waits = WaitApis(&wait_count);
-  auto set_waits = [&] {
-    for (size_t i = 0; i < wait_count; ++i) {
-      (void)fn().cuptiEnableCallback(on ? 1 : 0, s_.subscriber, waits[i].domain, waits[i].cbid);
-    }
-  };
-  if (on) set_waits();
-  size_t count = 0;
-  const LaunchApi* apis = LaunchApis(&count);
-  size_t changed = 0;
-  for (size_t i = 0; i < count; ++i) {
-    // An older CUPTI may not know every id: skip those.
-    if (fn().cuptiEnableCallback(on ? 1 : 0, s_.subscriber, apis[i].domain, apis[i].cbid) == CUPTI_SUCCESS) changed++;
-  }
-  if (!on) set_waits();
-  if (on && changed == 0) return false;
-  callbacks_on_ = on;
-  return true;
-}
-
-bool AgentSession::SetMemopActivity(bool on) {
-  auto set = [&](bool wanted, bool* state, CUpti_ActivityKind kind, const char* what) {
-    if (!wanted || on == *state) return true;
-    if (!on) {
-      fn().cuptiActivityDisable(kind);
-    } else if (!Check(fn().cuptiActivityEnable(kind), what)) {
-      return false;
-    }
-    *state = on;
-    return true;
-  };
-  return set(config_.memcpy, &memcpy_on_, CUPTI_ACTIVITY_KIND_MEMCPY, "cuptiActivityEnable(MEMCPY)") &&
-         set(config_.memset, &memset_on_, CUPTI_ACTIVITY_KIND_MEMSET, "cuptiActivityEnable(MEMSET)");
-}
-
-bool AgentSession::SetKernelActivity(bool on, uint64_t now) {
-  if (on == kernel_on_) return true;
-  if (on) {
-    if (!Check(fn().cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "cuptiActivityEnable(CONCURRENT_KERNEL)")) {
-      return false;
-    }
-    s_.kernel_on_since.store(now, std::memory_order_relaxed);
-  } else {
-    fn().cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-    const uint64_t since = s_.kernel_on_since.exchange(0, std::memory_order_relaxed);
-    if (since != 0 && now > since) s_.activity_on_ns.fetch_add(now - since, std::memory_order_relaxed);
-  }
-  kernel_on_ = on;
-  s_.kernel_activity_on.store(on, std::memory_order_relaxed);
-  return true;
-}
-
-void AgentSession::RequestDetach() {
-  s_.callbacks_live.store(false, std::memory_order_release);
-  if (fn().cuptiFinalize != nullptr && callbacks_on_) {
-    s_.detach_state.store(InjectionState::kDetachRequested, std::memory_order_release);
-    return;
-  }
-  // No cuptiFinalize (an old CUPTI): unsubscribing is the most we can do.
-  // (Such a CUPTI has no PC sampling API: nothing is enabled there.)
-  s_.pc.DisableAll(fn(), s_.outbox, MonotonicNs());
-  fn().cuptiUnsubscribe(s_.subscriber);
-  s_.subscriber = nullptr;
-  s_.attached = false;
-  callbacks_on_ = false;
-}
-
-void AgentSession::StopTracing() {
-  s_.callbacks_live.store(false, std::memory_order_release);
-  if (!SettleDetach(1000) || !s_.attached) {
-    window_ = Window{};
-    return;  // detached, or detaching: nothing of ours is enabled
-  }
-  const uint64_t now = MonotonicNs();
-  s_.pc.Read(fn(), s_.outbox, now);  // PC sampling is disabled by the detach (PcSampling::DisableAll)
-  SetKernelActivity(false, now);
-  SetMemopActivity(false);
-  // Buffers CUPTI still holds come back (and are converted while a connection
-  // still wants them).
-  fn().cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  if (window_.open) QueueWindow(now, now);
-  window_ = Window{};
-  RequestDetach();
-}
-
-bool AgentSession::OpenWindow(uint64_t now) {
-  window_.next_open_ns = 0;
-  if (!SettleDetach(100)) {
-    window_.next_open_ns = now + 10 * kMs;  // cuptiFinalize still running: try again soon
-    return true;
-  }
-  const uint64_t t0 = MonotonicNs();
-  if (!AttachAndEnable()) return false;
-  s_.window_first_correlation.store(0, std::memory_order_release);
-  s_.window_filter.store(true, std::memory_order_relaxed);
-  window_.records_base = s_.conversion.kernel_records.load(std::memory_order_relaxed);
-  window_.before_base = s_.conversion.kernels_before_window.load(std::memory_order_relaxed);
-  const uint64_t start = MonotonicNs();
-  if (!SetKernelActivity(true, start)) return false;
-  window_.open = true;
-  window_.start_ns = start;
-  window_.attach_ns = start - t0;
-  window_.launches_base = s_.launches_seen_activity_on.load(std::memory_order_relaxed);
   s_.callbacks_live.store(true, std::memory_order_release);
   QueueClock();
   return true;
 }
 
-void AgentSession::QueueWindow(uint64_t end, uint64_t covers_until) {
+void AgentSession::StopTracing() {
+  if (scheduler_.window().open) {
+    const uint64_t now = MonotonicNs();
+    cupti().ReadPcSamples(now);
+    QueueWindow(scheduler_.window(), now, now);
+  }
+  cupti().Leave();
+  (void)cupti().Settle(50);
+  scheduler_.Reset(LinkConfig{}, MonotonicNs());
+}
+
+bool AgentSession::OpenWindow(uint64_t now) {
+  if (!cupti().Settle(100)) {
+    scheduler_.RetryOpenAt(now + 10 * kMs);  // a launch is still disabling PC sampling
+    return true;
+  }
+  const uint64_t t0 = MonotonicNs();
+  switch (cupti().Enter(config_)) {
+    case CuptiSession::EnterResult::kFailed:
+      fatal_ = true;
+      return false;
+    case CuptiSession::EnterResult::kTaken:
+      // CUPTI is another client's: try again a period later.
+      scheduler_.RetryOpenAt(now + uint64_t{config_.duty_period_ms} * kMs);
+      return true;
+    case CuptiSession::EnterResult::kIn:
+      break;
+  }
+  s_.window_first_correlation.store(0, std::memory_order_release);
+  s_.window_filter.store(true, std::memory_order_relaxed);
+  base_.records = s_.conversion.kernel_records.load(std::memory_order_relaxed);
+  base_.before = s_.conversion.kernels_before_window.load(std::memory_order_relaxed);
+  const uint64_t start = MonotonicNs();
+  if (!cupti().SetKernelActivity(true, start)) {
+    fatal_ = true;
+    return false;
+  }
+  scheduler_.Opened(start, start - t0);
+  base_.launches = s_.launches_seen_activity_on.load(std::memory_order_relaxed);
+  s_.callbacks_live.store(true, std::memory_order_release);
+  QueueClock();
+  return true;
+}
+
+void AgentSession::QueueWindow(const RecordingScheduler::Window& window, uint64_t end, uint64_t covers_until) {
   ws_cuda_window w{};
-  w.on_start_ns = window_.start_ns;
-  w.on_end_ns = std::max(end, window_.start_ns);
+  w.on_start_ns = window.start_ns;
+  w.on_end_ns = std::max(end, window.start_ns);
   w.covers_until_ns = std::max(covers_until, w.on_end_ns);
-  w.launches_seen = s_.launches_seen_activity_on.load(std::memory_order_relaxed) - window_.launches_base;
-  w.attach_ns = window_.attach_ns;
-  w.detach_ns = s_.finalize_ns.exchange(0, std::memory_order_relaxed);
-  w.kernels_recorded = s_.conversion.kernel_records.load(std::memory_order_relaxed) - window_.records_base;
-  w.kernels_before_window =
-      s_.conversion.kernels_before_window.load(std::memory_order_relaxed) - window_.before_base;
+  w.launches_seen = s_.launches_seen_activity_on.load(std::memory_order_relaxed) - base_.launches;
+  w.attach_ns = window.attach_ns;
+  w.detach_ns = last_leave_ns_;
+  w.kernels_recorded = s_.conversion.kernel_records.load(std::memory_order_relaxed) - base_.records;
+  w.kernels_before_window = s_.conversion.kernels_before_window.load(std::memory_order_relaxed) - base_.before;
   // Every record of the window goes out before the message that closes it.
   QueueSampledRecords();
   s_.outbox.CloseBatches();
@@ -473,59 +295,53 @@ void AgentSession::QueueWindow(uint64_t end, uint64_t covers_until) {
 }
 
 void AgentSession::CloseWindow(uint64_t now) {
-  const uint64_t on_ns = now - window_.start_ns;
-  const uint64_t period_ms = config_.duty_period_ms;
-  uint64_t period_ns = period_ms * kMs;
-  if (config_.mode == WS_CUDA_MODE_ADAPTIVE) {
-    const uint64_t launches = s_.launches_seen_activity_on.load(std::memory_order_relaxed) - window_.launches_base;
-    const uint64_t fixed = window_.attach_ns + s_.finalize_ns.load(std::memory_order_relaxed);
-    period_ns = PlanWindowPeriodNs(on_ns, launches, fixed, config_.overhead_budget_ppm, period_ns);
-  }
-  if (period_ns <= on_ns) {
-    // Recording all the time: this window closes and the next one opens now.
-    fn().cuptiActivityFlushAll(0);
-    s_.pc.Read(fn(), s_.outbox, now);
-    QueueWindow(now, now);
-    window_.start_ns = now;
-    window_.attach_ns = 0;
-    window_.launches_base = s_.launches_seen_activity_on.load(std::memory_order_relaxed);
-    window_.records_base = s_.conversion.kernel_records.load(std::memory_order_relaxed);
-    window_.before_base = s_.conversion.kernels_before_window.load(std::memory_order_relaxed);
+  const uint64_t launches = s_.launches_seen_activity_on.load(std::memory_order_relaxed) - base_.launches;
+  const RecordingScheduler::Window before = scheduler_.window();
+  cupti().ReadPcSamples(now);
+  const RecordingScheduler::Close close = scheduler_.CloseAt(now, launches, last_leave_ns_);
+  if (close.continuous) {
+    // The window just ended is queued; the next one starts now and CUPTI is
+    // not left.
+    cupti().Flush(false);
+    QueueWindow(before, now, now);
+    base_.launches = s_.launches_seen_activity_on.load(std::memory_order_relaxed);
+    base_.records = s_.conversion.kernel_records.load(std::memory_order_relaxed);
+    base_.before = s_.conversion.kernels_before_window.load(std::memory_order_relaxed);
     return;
   }
-  // PC sampling goes on until the detach disables it (PcSampling::DisableAll).
-  s_.pc.Read(fn(), s_.outbox, now);
-  SetKernelActivity(false, now);
-  SetMemopActivity(false);
+  // PC sampling goes on until the leave disables it.
+  cupti().SetKernelActivity(false, now);
+  cupti().SetMemopActivity(false);
   s_.callbacks_live.store(false, std::memory_order_release);
-  window_.open = false;
-  window_.end_ns = now;
-  window_.covers_until_ns = window_.start_ns + period_ns;
-  // Kernels launched in the window may still be running: give them a moment
-  // before the forced flush, so that their records are complete.
-  window_.drain_until_ns = now + 20 * kMs;
 }
 
 void AgentSession::FinishDrain() {
-  fn().cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  size_t dropped = 0;
-  if (fn().cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS && dropped > 0) {
-    s_.cupti_dropped_records.fetch_add(dropped, std::memory_order_relaxed);
+  cupti().Flush(true);
+  const RecordingScheduler::Window& window = scheduler_.window();
+  QueueWindow(window, window.end_ns, window.covers_until_ns);
+  scheduler_.Drained();
+  const uint64_t t0 = MonotonicNs();
+  cupti().Leave();
+  last_leave_ns_ = MonotonicNs() - t0;
+}
+
+void AgentSession::OnSteppedAside() {
+  aside_ = true;
+  const uint64_t at = std::max(cupti().aside_since_ns(), scheduler_.window().start_ns);
+  const RecordingScheduler::Window& window = scheduler_.window();
+  if (window.open) {
+    QueueWindow(window, at, at);
+  } else if (window.drain_until_ns != 0) {
+    QueueWindow(window, window.end_ns, std::min(window.covers_until_ns, std::max(at, window.end_ns)));
   }
-  QueueWindow(window_.end_ns, window_.covers_until_ns);
-  window_.drain_until_ns = 0;
-  window_.next_open_ns = window_.covers_until_ns;
-  RequestDetach();
+  scheduler_.Interrupted(at);
+  s_.window_filter.store(false, std::memory_order_relaxed);
 }
 
 void AgentSession::FlushAndQueue(uint64_t now) {
-  if (CuptiLive()) {
-    if (kernel_on_) s_.pc.Read(fn(), s_.outbox, now);
-    fn().cuptiActivityFlushAll(0);
-    size_t dropped = 0;
-    if (fn().cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS && dropped > 0) {
-      s_.cupti_dropped_records.fetch_add(dropped, std::memory_order_relaxed);
-    }
+  if (cupti().in()) {
+    if (cupti().kernel_activity_on()) cupti().ReadPcSamples(now);
+    cupti().Flush(false);
   }
   QueueSampledRecords();
   s_.outbox.CloseBatches();
@@ -565,20 +381,25 @@ void QueueStatsMessage(InjectionState& s_, uint64_t now) {
   st.waits_sampled = s_.waits_sampled.load(std::memory_order_relaxed);
   st.wait_records_dropped = s_.wait_records_dropped.load(std::memory_order_relaxed);
   s_.pc.FillStats(&st);
+  st.cupti_yields = s_.session.yields();
+  st.cupti_taken = s_.session.taken_on_enter();
+  st.cupti_aside_ns = s_.session.aside_ns(now);
+  st.graph_launches = s_.graph_launches_seen.load(std::memory_order_relaxed);
+  st.cupti_state = static_cast<uint32_t>(s_.session.hold());
+  st.cupti_flags = (s_.session.stays_subscribed() ? WS_CUDA_CUPTI_FLAG_STAYS_SUBSCRIBED : 0u) |
+                   (ClientGuardTotals().slots_patched > 0 ? WS_CUDA_CUPTI_FLAG_GUARD : 0u);
   s_.outbox.AddControl(WS_CUDA_MSG_STATS, &st, sizeof(st));
 }
 
 void AgentSession::FinalDrainAndPark() {
   s_.callbacks_live.store(false, std::memory_order_release);
-  // A detach that no launch claimed is taken back; one running is not waited
+  // A leave that no launch claimed is taken back; one running is not waited
   // for long (the process is exiting).
-  if (SettleDetach(50) && CuptiLive()) {
-    s_.pc.Read(fn(), s_.outbox, MonotonicNs());
-    fn().cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-    if (window_.open) {
-      const uint64_t now = MonotonicNs();
-      QueueWindow(now, now);
-    }
+  if (cupti().Settle(50) && cupti().in()) {
+    const uint64_t now = MonotonicNs();
+    cupti().ReadPcSamples(now);
+    cupti().Flush(true);
+    if (scheduler_.window().open) QueueWindow(scheduler_.window(), now, now);
   }
   QueueSampledRecords();
   QueueStatsMessage(s_, MonotonicNs());  // the last message, after every record
@@ -599,7 +420,6 @@ void AgentSession::FinalDrainAndPark() {
 }
 
 void AgentSession::QueueClock() {
-  if (!CuptiLive()) return;  // a CUPTI call now would attach it again
   const ws_cuda_clock_pair pair = Calibrate(fn());
   if (pair.host_after_ns != 0) s_.outbox.AddControl(WS_CUDA_MSG_CLOCK, &pair, sizeof(pair));
 }
@@ -620,8 +440,8 @@ bool AgentSession::ReadAgent(bool* config_changed, ws_cuda_config* config) {
 
 bool AgentSession::Run() {
   ws_cuda_config wire_config{};
-  // The handshake calls CUPTI (version, clock): settle a detach first.
-  if (!SettleDetach(1000)) return true;
+  // The handshake calls CUPTI (version, clock): settle a leave first.
+  if (!cupti().Settle(1000)) return true;
   s_.session_fd.store(fd_);
   const bool handshaken = Handshake(&wire_config);
   if (!handshaken) {
@@ -631,6 +451,10 @@ bool AgentSession::Run() {
   if (!s_.exit_handler_registered) {
     atexit(&AtExitHandler);
     s_.exit_handler_registered = true;
+    // From the first session on, the application's own CUPTI clients get
+    // CUPTI whenever they ask (cupti_client_guard.h). Dormant, nothing of
+    // the application is touched.
+    (void)InstallClientGuard(s_);
   }
   s_.outbox.Reset(WireOutboxLimits{ResolveLinkConfig(wire_config).outbox_bytes, 8u << 20});
   s_.records_wanted.store(true, std::memory_order_release);
@@ -639,7 +463,6 @@ bool AgentSession::Run() {
   uint64_t next_flush = now + config_.flush_interval_ms * kMs;
   uint64_t next_stats = now + config_.stats_interval_ms * kMs;
   uint64_t next_clock = now + kClockIntervalNs;
-  uint64_t duty_window = now;
   uint64_t last_progress = now;
   if (ok) {
     QueueStats(now);  // the baseline
@@ -647,33 +470,61 @@ bool AgentSession::Run() {
   }
   while (ok) {
     now = MonotonicNs();
-    uint64_t next_duty = ~0ull;
-    if (config_.windowed && config_.mode != WS_CUDA_MODE_OFF) {
-      // Windows: record, drain, detach, wait, attach again.
-      if (window_.open && now >= window_.start_ns + config_.duty_on_ms * kMs) CloseWindow(now);
-      if (window_.drain_until_ns != 0 && now >= window_.drain_until_ns) FinishDrain();
-      if (window_.next_open_ns != 0 && now >= window_.next_open_ns && !OpenWindow(now)) break;
-      next_duty = window_.open ? window_.start_ns + config_.duty_on_ms * kMs
-                  : window_.drain_until_ns != 0 ? window_.drain_until_ns
-                  : window_.next_open_ns != 0 ? window_.next_open_ns
-                                              : ~0ull;
+    // Objects loaded since (a profiler imported late) get the client guard.
+    PatchNewClients();
+    uint64_t next_step = ~0ull;
+    if (config_.mode != WS_CUDA_MODE_OFF) {
+      if (cupti().waiting_for_client()) {
+        // Another client has CUPTI: what was recorded goes out, nothing more.
+        if (!aside_) OnSteppedAside();
+      } else if (aside_) {
+        // The client is done: record again from now.
+        aside_ = false;
+        scheduler_.Resume(now);
+        next_enter_ns_ = 0;
+      }
+    }
+    if (config_.mode == WS_CUDA_MODE_OFF || aside_) {
+      // nothing to schedule
+    } else if (config_.windowed) {
+      // Windows: record, drain, leave, wait, enter again.
+      switch (scheduler_.Due(now)) {
+        case RecordingScheduler::Step::kClose:
+          CloseWindow(now);
+          break;
+        case RecordingScheduler::Step::kFinishDrain:
+          FinishDrain();
+          break;
+        case RecordingScheduler::Step::kOpen:
+          ok = OpenWindow(now);
+          break;
+        case RecordingScheduler::Step::kNone:
+          break;
+      }
+      if (!ok) break;
+      next_step = scheduler_.NextDeadline();
+    } else if (!cupti().in()) {
+      // Exact or duty mode not in CUPTI (a client was using it, or took it
+      // before us): try again now and then.
+      if (now >= next_enter_ns_) {
+        if (!EnterContinuous(now)) break;
+        if (!cupti().in()) next_enter_ns_ = now + uint64_t{config_.duty_period_ms} * kMs;
+      }
+      next_step = next_enter_ns_;
     } else if (config_.mode == WS_CUDA_MODE_DUTY) {
-      // Duty cycle (attached throughout): kernel activity on for the first
-      // duty_on_ms of each period.
-      const uint64_t period = config_.duty_period_ms * kMs;
-      while (now >= duty_window + period) duty_window += period;
-      const uint64_t off_at = duty_window + config_.duty_on_ms * kMs;
-      const bool want_on = now < off_at;
-      // The launch callbacks on after kernel activity and off before it, so
-      // a launch they see always finds kernel activity on.
-      if (!want_on && config_.duty_callbacks && !SetLaunchCallbacks(false)) break;
-      if (!SetKernelActivity(want_on, now)) break;
-      if (want_on && config_.duty_callbacks && !SetLaunchCallbacks(true)) break;
-      next_duty = want_on ? off_at : duty_window + period;
+      // Duty cycle (in CUPTI throughout): kernel activity on for the first
+      // duty_on_ms of each period; the launch callbacks on after kernel
+      // activity and off before it, so a launch they see always finds
+      // kernel activity on.
+      const RecordingScheduler::DutyPhase phase = scheduler_.Duty(now);
+      if (!phase.on && config_.duty_callbacks && !cupti().SetLaunchCallbacks(false)) break;
+      if (!cupti().SetKernelActivity(phase.on, now)) break;
+      if (phase.on && config_.duty_callbacks && !cupti().SetLaunchCallbacks(true)) break;
+      next_step = phase.next_change_ns;
     }
     // Contexts the application threads noted get PC sampling while kernel
     // activity is on; cubins go out while the outbox has room.
-    if (kernel_on_ && s_.pc.wanted() && CuptiLive()) (void)s_.pc.Enable(fn());
+    cupti().EnablePcSampling();
     s_.pc.FeedCubins(s_.outbox, config_.outbox_bytes / 2);
     if (now >= next_flush) {
       FlushAndQueue(now);
@@ -693,8 +544,9 @@ bool AgentSession::Run() {
     if (result != WireOutbox::SendResult::kBlocked || sent > 0) last_progress = now;
     if (now - last_progress > config_.stall_timeout_ms * kMs) break;  // the agent stopped reading
 
-    const uint64_t deadline = std::min({next_flush, next_stats, next_clock, next_duty, now + 200 * kMs});
-    const int timeout_ms = static_cast<int>(std::max<uint64_t>(1, (deadline - now + kMs - 1) / kMs));
+    const uint64_t deadline = std::min({next_flush, next_stats, next_clock, next_step, now + 200 * kMs});
+    const int timeout_ms =
+        static_cast<int>(std::max<uint64_t>(1, (deadline > now ? deadline - now + kMs - 1 : 0) / kMs));
     pollfd polls[2] = {
         {fd_, static_cast<short>(POLLIN | (result == WireOutbox::SendResult::kBlocked ? POLLOUT : 0)), 0},
         {s_.wake_fd, POLLIN, 0}};
@@ -708,11 +560,11 @@ bool AgentSession::Run() {
       if (changed) {
         StopTracing();
         if (!StartTracing(ResolveLinkConfig(wire_config))) break;
-        duty_window = MonotonicNs();
         QueueStats(MonotonicNs());
       }
     }
   }
+  if (fatal_) cupti().MarkOff();
   StopTracing();
   s_.records_wanted.store(false, std::memory_order_release);
   s_.outbox.Reset(WireOutboxLimits{});

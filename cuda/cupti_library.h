@@ -40,6 +40,7 @@ namespace warpscope::cuda {
   X(cuptiGetGraphExecId)               \
   X(cuptiSubscribe_v2)                 \
   X(cuptiFinalize)                     \
+  X(cuptiActivityEnableContext)        \
   X(cuptiGetStreamIdEx)                \
   X(cuptiGetDeviceId)                  \
   X(cuptiGetCubinCrc)                  \

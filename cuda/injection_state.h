@@ -1,7 +1,8 @@
 // InjectionState: the injection library's one state object (the exception
-// STYLE.md rule 3 allows: CUPTI's C callbacks carry no context we control).
-// Created by InitializeInjection and never destroyed, so that a CUPTI
-// callback or the detached link thread never sees it torn down at exit.
+// CONTRIBUTING.md's "State and threads" rule allows: CUPTI's C callbacks
+// carry no context we control). Created by InitializeInjection and never
+// destroyed, so that a CUPTI callback or the detached link thread never sees
+// it torn down at exit.
 //
 // Ownership and threads:
 //   - `cupti` is written once by the link thread before any subscription and
@@ -10,9 +11,9 @@
 //     wait callbacks), plus `launch_queue` and `wait_queue` through try_lock
 //     and `launch_times` (lock-free);
 //   - `pool` and `outbox` lock internally (CUPTI buffer callbacks, link thread);
-//   - `subscriber`, `buffers_registered` and `attached` belong to the link
-//     thread, except while a detach is pending (below);
-//   - `detach_state` hands cuptiFinalize to an application thread.
+//   - `session` holds CUPTI (cupti_session.h says who calls what);
+//   - `pc_disable_state` hands the disabling of PC sampling to an
+//     application thread when the session leaves.
 #pragma once
 
 #include <atomic>
@@ -24,6 +25,7 @@
 #include "cuda/activity_buffer_pool.h"
 #include "cuda/activity_converter.h"
 #include "cuda/cupti_library.h"
+#include "cuda/cupti_session.h"
 #include "cuda/launch_sampler.h"
 #include "cuda/launch_times.h"
 #include "cuda/pc_sampling.h"
@@ -69,17 +71,17 @@ struct InjectionState {
   std::atomic<uint64_t> activity_on_ns{0};  // link thread adds closed intervals
   std::atomic<uint64_t> kernel_on_since{0};  // MonotonicNs when turned on; 0 while off
 
-  // Detaching CUPTI (cuptiFinalize) happens on an application thread at the
-  // exit of a launch API, where NVIDIA recommends it: the link thread asks
-  // (kDetachRequested) with the launch callbacks still enabled; the first
-  // launch to exit claims it (kDetaching), calls cuptiFinalize and sets
-  // kDetached. From its request until kDetached, or until it takes the
-  // request back (kDetachRequested -> kNone), the link thread makes no
-  // CUPTI call: any call would attach CUPTI again.
-  enum DetachState : int { kNone = 0, kDetachRequested = 1, kDetaching = 2, kDetached = 3 };
-  std::atomic<int> detach_state{kNone};
-  std::atomic<uint64_t> finalize_ns{0};  // the last cuptiFinalize took this long
-  // Bumped when CUPTI is attached again (its correlation ids start over).
+  // Leaving CUPTI with PC sampling on: the link thread asks
+  // (kPcDisableRequested) with the launch callbacks still enabled; the first
+  // launch to exit claims it (kPcDisabling), disables PC sampling on every
+  // context and sets kPcDisabled; the link thread then unsubscribes
+  // (CuptiSession::Settle), or takes an unclaimed request back.
+  enum PcDisableState : int { kPcDisableNone = 0, kPcDisableRequested = 1, kPcDisabling = 2, kPcDisabled = 3 };
+  std::atomic<int> pc_disable_state{kPcDisableNone};
+  // Launches of CUDA graphs seen (cudaGraphLaunch, cuGraphLaunch).
+  alignas(64) std::atomic<uint64_t> graph_launches_seen{0};
+  // Bumped each time the session enters CUPTI: the probe's keys and the
+  // launch-time table are per entry.
   std::atomic<uint32_t> attach_epoch{1};
   // Windowed modes: the first correlation id launched in the open window (0:
   // none yet, or no window filter); kernel records with smaller ids were
@@ -87,11 +89,9 @@ struct InjectionState {
   std::atomic<bool> window_filter{false};
   std::atomic<uint32_t> window_first_correlation{0};
 
-  // CUPTI is attached and ours: buffer callbacks registered, subscribed.
-  bool attached = false;
-  bool buffers_registered = false;
+  // Our hold on CUPTI; process lifetime, like this object.
+  CuptiSession session{*this};
   bool exit_handler_registered = false;
-  CUpti_SubscriberHandle subscriber = nullptr;
   // The connected socket, or -1; a forked child closes its copy (it has no
   // link thread, and its copy would keep the agent's end open).
   std::atomic<int> session_fd{-1};

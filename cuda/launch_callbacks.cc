@@ -100,6 +100,7 @@ void OnEnter(InjectionState& s, const LaunchApi& api, CUpti_CallbackDomain domai
   t.sampled = false;
   t.timed = false;
   s.launches_seen.fetch_add(1, std::memory_order_relaxed);
+  if (api.kind == WS_CUDA_LAUNCH_GRAPH) s.graph_launches_seen.fetch_add(1, std::memory_order_relaxed);
   const bool activity_on = s.kernel_activity_on.load(std::memory_order_relaxed);
   if (!activity_on) {
     s.launches_seen_activity_off.fetch_add(1, std::memory_order_relaxed);
@@ -132,7 +133,7 @@ void OnEnter(InjectionState& s, const LaunchApi& api, CUpti_CallbackDomain domai
   t.pending.launch_kind = api.kind;
   t.pending.flags = api.flags;
   s.launches_sampled.fetch_add(1, std::memory_order_relaxed);
-  // The epoch in the upper half: CUPTI's ids start over after a detach.
+  // The session's entry in the upper half: the key is unique per entry.
   const uint64_t key = static_cast<uint64_t>(s.attach_epoch.load(std::memory_order_relaxed)) << 32 | cb.correlationId;
   warpscope_cuda_launch_probe(key, api.kind, t.pending.graph_exec_id);
 }
@@ -157,19 +158,17 @@ void OnExit(InjectionState& s) {
   if (!s.launch_queue.TryPush(t.pending)) s.launch_records_dropped.fetch_add(1, std::memory_order_relaxed);
 }
 
-// The link thread asked for CUPTI to be detached: the first launch or
-// synchronisation API to exit does it (see InjectionState::detach_state).
-void DetachAtApiExit(InjectionState& s) {
-  int expected = InjectionState::kDetachRequested;
-  if (!s.detach_state.compare_exchange_strong(expected, InjectionState::kDetaching, std::memory_order_acq_rel)) return;
-  const uint64_t start = MonotonicNs();
-  // PC sampling is disabled here, on an application thread inside a
-  // callback, never from the link thread: there, cuptiPCSamplingDisable
-  // deadlocks against a launch in flight on the context (seen on an H100).
-  s.pc.DisableAll(s.cupti.fn, s.outbox, start);
-  if (s.cupti.fn.cuptiFinalize != nullptr) s.cupti.fn.cuptiFinalize();
-  s.finalize_ns.store(MonotonicNs() - start, std::memory_order_relaxed);
-  s.detach_state.store(InjectionState::kDetached, std::memory_order_release);
+// The session is leaving with PC sampling on: the first launch or
+// synchronisation API to exit disables it here, on an application thread
+// inside a callback, never on the link thread: there, cuptiPCSamplingDisable
+// deadlocks against a launch in flight on the context (seen on an H100).
+void DisablePcSamplingAtApiExit(InjectionState& s) {
+  int expected = InjectionState::kPcDisableRequested;
+  if (!s.pc_disable_state.compare_exchange_strong(expected, InjectionState::kPcDisabling, std::memory_order_acq_rel)) {
+    return;
+  }
+  s.pc.DisableAll(s.cupti.fn, s.outbox, MonotonicNs());
+  s.pc_disable_state.store(InjectionState::kPcDisabled, std::memory_order_release);
 }
 
 // Contexts and modules, for PC sampling (pc_sampling.h).
@@ -209,8 +208,8 @@ void CUPTIAPI OnLaunchCallback(void*, CUpti_CallbackDomain domain, CUpti_Callbac
   if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
   const auto& cb = *static_cast<const CUpti_CallbackData*>(data);
   if (cb.callbackSite == CUPTI_API_EXIT &&
-      s->detach_state.load(std::memory_order_acquire) == InjectionState::kDetachRequested) {
-    DetachAtApiExit(*s);
+      s->pc_disable_state.load(std::memory_order_acquire) == InjectionState::kPcDisableRequested) {
+    DisablePcSamplingAtApiExit(*s);
     return;
   }
   if (!s->callbacks_live.load(std::memory_order_acquire)) return;

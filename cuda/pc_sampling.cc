@@ -325,6 +325,14 @@ void PcSampling::DisableLocked(const CuptiFunctions& fn, Context& c, WireOutbox&
   c.enabled = false;
 }
 
+bool PcSampling::any_enabled() noexcept {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const Context& c : contexts_) {
+    if (c.enabled) return true;
+  }
+  return false;
+}
+
 void PcSampling::DisableAll(const CuptiFunctions& fn, WireOutbox& outbox, uint64_t now_ns) noexcept {
   {
     std::lock_guard<std::mutex> lock(mu_);

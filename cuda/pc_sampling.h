@@ -14,8 +14,9 @@
 //     the cubin of a module being loaded (OnModuleLoaded; cuptiGetCubinCrc
 //     names it). A context being destroyed is read and disabled on its own
 //     thread (OnContextDestroying), before the context goes; every context
-//     is read and disabled by the application thread that detaches CUPTI,
-//     just before cuptiFinalize (DisableAll).
+//     is read and disabled by an application thread when the session leaves
+//     CUPTI (DisableAll, inside a launch callback or the step-aside of
+//     cupti_session.h).
 //   - the link thread enables sampling on the noted contexts (Enable), reads
 //     what CUPTI collected (Read: every flush interval, and when a window
 //     closes), turns it into PC_SAMPLES records, and feeds pending cubins
@@ -98,6 +99,8 @@ class PcSampling {
   // from their next launch. Only on an application thread inside a CUPTI
   // callback (the detach), or where no launch can be in flight.
   void DisableAll(const CuptiFunctions& fn, WireOutbox& outbox, uint64_t now_ns) noexcept;
+  // Link thread: some context has sampling enabled.
+  bool any_enabled() noexcept;
   // Moves pending cubins into the outbox as CUBIN chunks while its queued
   // data stays under `room_bytes`.
   void FeedCubins(WireOutbox& outbox, size_t room_bytes) noexcept;

@@ -42,6 +42,9 @@
  * ws_cuda_config's pc_sampling fields (a version 2-4 CONFIG is its first 56
  * bytes) and the PC sampling counters of ws_cuda_stats (a version 4 STATS
  * record is its first 136 bytes).
+ * Version 6 appended the library's hold on CUPTI to ws_cuda_stats (another
+ * client stepped aside for, time aside, graph launches; a version 5 STATS
+ * record is its first 200 bytes).
  */
 #ifndef WARPSCOPE_CUDA_PROTOCOL_CUDA_WIRE_H_
 #define WARPSCOPE_CUDA_PROTOCOL_CUDA_WIRE_H_
@@ -54,7 +57,7 @@ extern "C" {
 
 /* "WSCU" in memory order. */
 #define WS_CUDA_WIRE_MAGIC 0x55435357u
-#define WS_CUDA_WIRE_VERSION 5u
+#define WS_CUDA_WIRE_VERSION 6u
 /* The CONFIG record of protocol version 1 (before overhead_budget_ppm). */
 #define WS_CUDA_CONFIG_V1_SIZE 48u
 /* The CONFIG record of protocol versions 2 to 4 (before the PC sampling fields). */
@@ -65,6 +68,8 @@ extern "C" {
 #define WS_CUDA_STATS_V3_SIZE 112u
 /* The ws_cuda_stats record of protocol version 4. */
 #define WS_CUDA_STATS_V4_SIZE 136u
+/* The ws_cuda_stats record of protocol version 5. */
+#define WS_CUDA_STATS_V5_SIZE 200u
 /* No message is larger; readers receive into a buffer of this size + 1 and
  * treat a longer datagram (MSG_TRUNC) as malformed. */
 #define WS_CUDA_WIRE_MAX_MESSAGE 65536u
@@ -397,7 +402,25 @@ struct ws_cuda_stats {
   uint64_t cubins_dropped;        /* not sent: over the pending-bytes bound, or too large */
   uint32_t pc_sampling_state;     /* enum ws_cuda_pc_sampling_state */
   uint32_t pc_sampling_error;     /* the CUptiResult behind NO_PERMISSION, UNSUPPORTED or FAILED */
+  /* Version 6 (0 before): */
+  uint64_t cupti_yields;      /* times the library stepped aside for another CUPTI client */
+  uint64_t cupti_taken;       /* windows that found CUPTI held by a client it did not see coming */
+  uint64_t cupti_aside_ns;    /* time spent aside (another client had CUPTI) */
+  uint64_t graph_launches;    /* CUDA graph launches seen while the callbacks were on */
+  uint32_t cupti_state;       /* enum ws_cuda_cupti_state */
+  uint32_t cupti_flags;       /* WS_CUDA_CUPTI_FLAG_* */
 };
+
+/* ws_cuda_stats::cupti_state (version 6). */
+enum ws_cuda_cupti_state {
+  WS_CUDA_CUPTI_OUT = 0,   /* not subscribed: between windows, or not yet configured */
+  WS_CUDA_CUPTI_IN = 1,    /* subscribed and recording */
+  WS_CUDA_CUPTI_ASIDE = 2, /* another CUPTI client (torch.profiler, Nsight, ...) has CUPTI; recording waits */
+  WS_CUDA_CUPTI_OFF = 3,   /* a CUPTI failure turned the library off for this process */
+};
+/* ws_cuda_stats::cupti_flags (version 6). */
+#define WS_CUDA_CUPTI_FLAG_STAYS_SUBSCRIBED 0x1u /* leaving failed once: CUPTI is held between windows */
+#define WS_CUDA_CUPTI_FLAG_GUARD 0x2u            /* other clients' CUPTI imports are watched (client guard) */
 
 #ifdef __cplusplus
 } /* extern "C" */
@@ -421,7 +444,7 @@ WS_CUDA_STATIC_ASSERT(sizeof(struct ws_cuda_kernel) == 112, "wire layout");
 WS_CUDA_STATIC_ASSERT(sizeof(struct ws_cuda_memop) == 56, "wire layout");
 WS_CUDA_STATIC_ASSERT(sizeof(struct ws_cuda_name_entry) == 8, "wire layout");
 WS_CUDA_STATIC_ASSERT(sizeof(struct ws_cuda_launch) == 32, "wire layout");
-WS_CUDA_STATIC_ASSERT(sizeof(struct ws_cuda_stats) == 200, "wire layout");
+WS_CUDA_STATIC_ASSERT(sizeof(struct ws_cuda_stats) == 240, "wire layout");
 WS_CUDA_STATIC_ASSERT(sizeof(struct ws_cuda_pc_sample) == 40, "wire layout");
 WS_CUDA_STATIC_ASSERT(sizeof(struct ws_cuda_cubin_chunk) == 32, "wire layout");
 WS_CUDA_STATIC_ASSERT(sizeof(struct ws_cuda_wait) == 40, "wire layout");

@@ -615,11 +615,11 @@ TEST(CudaInjection, ConfigChangesApplyWhileConnected) {
 
   config.mode = WS_CUDA_MODE_OFF;
   agent.server_->PostConfig(config);
-  // Off: activity disabled at once; CUPTI is detached at the next launch's exit.
+  // Off: activity disabled and CUPTI left (unsubscribed) at once; never
+  // torn down with cuptiFinalize.
   ASSERT_TRUE(WaitForNumber(host, "enabled " + std::to_string(kKernelActivity), 0));
-  host.Numbers(LaunchCommand(1, 1, 0, kRuntimeDomain, kCudaLaunchKernel, kCuLaunchKernel, "_Z3offv", 1));
   ASSERT_EQ(host.Command("wait_subscribed 0 5000"), "ok");
-  EXPECT_EQ(host.Number("calls cuptiFinalize"), 1u);
+  EXPECT_EQ(host.Number("calls cuptiFinalize"), 0u);
   EXPECT_EQ(agent.server_->counters().connections_accepted, 1u);  // one connection throughout
   EXPECT_EQ(host.Quit(), 0);
 }
@@ -679,11 +679,12 @@ TEST(CudaInjection, DutyCallbacksModeRunsNoCallbackOutsideTheWindows) {
   EXPECT_NEAR(static_cast<double>(agent.kernels.size()), static_cast<double>(stats.launches_seen_activity_on), 10);
 }
 
-// Detached windows (WS_CUDA_CONFIG_DUTY_DETACH, and adaptive mode): CUPTI is
-// finalized between windows, on an application thread at a launch's exit, and
-// nothing calls CUPTI until the next window; each window's records come
-// before the WINDOW message that closes it.
-TEST(CudaInjection, DetachedWindowsFinalizeCuptiBetweenWindows) {
+// Windows with CUPTI left between them (WS_CUDA_CONFIG_DUTY_DETACH, and
+// adaptive mode): the library unsubscribes between windows, never tears
+// CUPTI down (cuptiFinalize), registers its buffers once, and makes no
+// subscription until the next window; each window's records come before
+// the WINDOW message that closes it.
+TEST(CudaInjection, WindowsLeaveCuptiBetweenThemWithoutTearingItDown) {
   const std::string socket_path = TempDir() + "/cuda.sock";
   ws_cuda_config config = FastConfig();
   config.mode = WS_CUDA_MODE_DUTY;
@@ -696,9 +697,10 @@ TEST(CudaInjection, DetachedWindowsFinalizeCuptiBetweenWindows) {
   ASSERT_EQ(host.Command("wait_subscribed 1 5000"), "ok");
   // ~1.6 s of launches, one every 2 ms: four windows.
   host.Numbers(LaunchCommand(1, 800, 2000, kRuntimeDomain, kCudaLaunchKernel, kCuLaunchKernel, "_Z1wv", 100));
-  EXPECT_GE(host.Number("calls cuptiFinalize"), 2u);
-  EXPECT_GE(host.Number("calls cuptiActivityRegisterCallbacks"), 3u) << "registered again after each detach";
-  // Detached for the off time (period - window - drain), not less: no CUPTI call in between.
+  EXPECT_EQ(host.Number("calls cuptiFinalize"), 0u);
+  EXPECT_GE(host.Number("calls cuptiUnsubscribe"), 2u);
+  EXPECT_EQ(host.Number("calls cuptiActivityRegisterCallbacks"), 1u) << "our buffers stay registered";
+  // Out for the off time (period - window - drain), not less.
   EXPECT_GE(host.Number("min_detached_ms"), 200u);
   ASSERT_TRUE(agent.WaitFor([&] { return agent.windows.size() >= 3; }));
   std::lock_guard<std::mutex> lock(agent.mu_);
@@ -745,13 +747,12 @@ TEST(CudaInjection, AgentLossMakesItDormantAndReconnectWorks) {
     ASSERT_EQ(host.Command("wait_subscribed 1 5000"), "ok");
     EXPECT_EQ(host.Number("enabled " + std::to_string(kKernelActivity)), 1u);
   }  // the agent goes away
-  // Everything is disabled at once, and CUPTI detached (cuptiFinalize) at the
-  // exit of the next launch, so that it costs the application nothing more.
+  // Everything is disabled and CUPTI left at once, so that it costs the
+  // application nothing more.
   ASSERT_TRUE(WaitForNumber(host, "enabled " + std::to_string(kKernelActivity), 0));
   EXPECT_EQ(host.Number("enabled " + std::to_string(CUPTI_ACTIVITY_KIND_MEMCPY)), 0u);
-  host.Numbers(LaunchCommand(1, 1, 0, kRuntimeDomain, kCudaLaunchKernel, kCuLaunchKernel, "_Z4lastv", 1));
   EXPECT_EQ(host.Command("wait_subscribed 0 5000"), "ok");
-  EXPECT_EQ(host.Number("calls cuptiFinalize"), 1u);
+  EXPECT_EQ(host.Number("calls cuptiFinalize"), 0u);
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   const uint64_t calls = host.Number("calls");
   std::this_thread::sleep_for(std::chrono::milliseconds(600));
@@ -861,16 +862,15 @@ TEST(CudaInjection, StalledAgentNeverBlocksLaunchesAndDropsAreCounted) {
     EXPECT_LT(r[0], 5'000'000'000ull) << "100k launches took " << r[0] << " ns";
     // The library gives up on an agent that does not read.
     EXPECT_TRUE(stalled.PeerClosed(10000));
-    // Detached at the next launch's exit.
+    // Left at once.
     ASSERT_TRUE(WaitForNumber(host, "enabled " + std::to_string(kKernelActivity), 0));
-    host.Numbers(LaunchCommand(1, 1, 0, kRuntimeDomain, kCudaLaunchKernel, kCuLaunchKernel, "_Z1sv", 10));
     EXPECT_EQ(host.Command("wait_subscribed 0 5000"), "ok");
   }
   // The next agent sees what was lost (the counters are per process).
   Agent agent(socket_path, FastConfig());
   ASSERT_TRUE(agent.WaitFor([&] { return !agent.stats.empty(); }));
   const ws_cuda_stats stats = agent.LastStats();
-  EXPECT_EQ(stats.launches_seen, 100000u);  // the detaching launch is not counted
+  EXPECT_EQ(stats.launches_seen, 100000u);
   EXPECT_GT(stats.wire_records_dropped + stats.buffers_denied + stats.cupti_dropped_records, 0u);
   EXPECT_GT(stats.wire_messages_dropped, 0u);
   EXPECT_EQ(host.Quit(), 0);
@@ -894,18 +894,132 @@ TEST(CudaInjection, CuptiFailureTurnsItOffWithOneLine) {
       << lines[0];
 }
 
-TEST(CudaInjection, AnotherCuptiClientIsNamedAndLeftAlone) {
+// A client that took CUPTI before us, unseen by the guard (the fake's
+// "occupy": like one that reached CUPTI through dlsym): the library says so
+// once, stays connected without recording, reports itself aside, and
+// records once the client is done.
+TEST(CudaInjection, AnUnseenCuptiClientIsNamedAndWaitedFor) {
   const std::string socket_path = TempDir() + "/cuda.sock";
   HostProcess host(FakeEnv(socket_path));
   ASSERT_EQ(host.Command("init"), "ok 1");
   EXPECT_EQ(host.Command("occupy kineto"), "ok");
-  Agent agent(socket_path, FastConfig());
-  ASSERT_TRUE(agent.WaitFor([&] { return agent.disconnected == 1; }));
+  ws_cuda_config config = FastConfig();
+  config.duty_period_ms = 200;  // how often an exact-mode library tries again
+  Agent agent(socket_path, config);
+  ASSERT_TRUE(agent.WaitFor([&] { return agent.stats.size() >= 3; }));
   EXPECT_EQ(host.Number("enabled " + std::to_string(kKernelActivity)), 0u);
+  EXPECT_EQ(host.Numbers(LaunchCommand(1, 10, 0, kRuntimeDomain, kCudaLaunchKernel, kCuLaunchKernel, "k", 1))[1], 0u);
+  {
+    const ws_cuda_stats stats = agent.LastStats();
+    EXPECT_EQ(stats.cupti_state, static_cast<uint32_t>(WS_CUDA_CUPTI_ASIDE));
+    EXPECT_GE(stats.cupti_taken, 1u);
+  }
+  EXPECT_EQ(host.Command("occupy "), "ok");  // the client is done
+  ASSERT_EQ(host.Command("wait_subscribed 1 5000"), "ok");
+  host.Numbers(LaunchCommand(1, 10, 0, kRuntimeDomain, kCudaLaunchKernel, kCuLaunchKernel, "_Z5laterv", 1));
+  ASSERT_TRUE(agent.WaitFor([&] { return agent.kernels.size() == 10; }));
+  ASSERT_TRUE(agent.WaitFor([&] { return agent.stats.back().cupti_state == WS_CUDA_CUPTI_IN; }));
+  EXPECT_GT(agent.LastStats().cupti_aside_ns, 0u);
+  EXPECT_EQ(agent.disconnected, 0);
   EXPECT_EQ(host.Quit(), 0);
   const std::vector<std::string> lines = host.StderrLines();
   ASSERT_EQ(lines.size(), 1u);
-  EXPECT_EQ(lines[0], "warpscope-cuda: another CUPTI client is active (CUPTI for kineto); GPU profiling off");
+  EXPECT_EQ(lines[0],
+            "warpscope-cuda: another CUPTI client is active (CUPTI for kineto); GPU profiling of this process "
+            "waits until it is done");
+}
+
+// torch.profiler (Kineto) inside an injected process: a client linked
+// against CUPTI starts while the library records. It must get CUPTI exactly
+// as without the library (its subscribe succeeds, it gets every kernel
+// record of its launches), nothing of it reaches the agent, and the library
+// records again after the client stops. Before the client guard, the
+// client's subscribe was refused (CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
+// and it recorded nothing.
+void ClientGetsCuptiAndRecordingResumes(const ws_cuda_config& config, bool client_finalizes) {
+  const std::string socket_path = TempDir() + "/cuda.sock";
+  Agent agent(socket_path, config);
+  HostProcess host(FakeEnv(socket_path));
+  ASSERT_EQ(host.Command("client_load " WS_FAKE_CUPTI_CLIENT_PATH), "ok");  // loaded before cuInit, like torch
+  ASSERT_EQ(host.Command("init"), "ok 1");
+  ASSERT_EQ(host.Command("wait_subscribed 1 5000"), "ok");
+  host.Numbers(LaunchCommand(1, 100, 0, kRuntimeDomain, kCudaLaunchKernel, kCuLaunchKernel, "_Z6beforev", 1));
+  ASSERT_TRUE(agent.WaitFor([&] { return agent.kernels.size() == 100; }));
+
+  EXPECT_EQ(host.Command("client_start"), "ok 0") << "the client's own subscribe succeeds";
+  host.Numbers(LaunchCommand(2, 100, 0, kRuntimeDomain, kCudaLaunchKernel, kCuLaunchKernel, "_Z6duringv", 1));
+  EXPECT_EQ(host.Command("client_stop " + std::string(client_finalizes ? "1" : "0")), "ok 0");
+  EXPECT_EQ(host.Number("client_records"), 200u) << "every kernel of its launches";
+  EXPECT_EQ(host.Number("client_callbacks"), 200u);
+  {
+    std::lock_guard<std::mutex> lock(agent.mu_);
+    EXPECT_EQ(agent.kernels.size(), 100u) << "nothing of the client's session reaches the agent";
+  }
+  ASSERT_TRUE(agent.WaitFor([&] { return agent.stats.back().cupti_yields == 1; }));
+
+  // Recording resumes once the client is done.
+  ASSERT_EQ(host.Command("wait_subscribed 1 5000"), "ok");
+  host.Numbers(LaunchCommand(1, 100, 0, kRuntimeDomain, kCudaLaunchKernel, kCuLaunchKernel, "_Z5afterv", 1));
+  ASSERT_TRUE(agent.WaitFor([&] { return agent.kernels.size() == 200; })) << agent.kernels.size();
+  {
+    std::lock_guard<std::mutex> lock(agent.mu_);
+    EXPECT_EQ(agent.kernels.back().name->text.system_name, "_Z5afterv");
+    EXPECT_EQ(agent.disconnected, 0);
+  }
+  ASSERT_TRUE(agent.WaitFor([&] { return agent.stats.back().cupti_state == WS_CUDA_CUPTI_IN; }));
+  const ws_cuda_stats stats = agent.LastStats();
+  EXPECT_GT(stats.cupti_aside_ns, 0u);
+  EXPECT_NE(stats.cupti_flags & WS_CUDA_CUPTI_FLAG_GUARD, 0u);
+  EXPECT_EQ(host.Number("calls cuptiFinalize"), client_finalizes ? 1u : 0u) << "only the client's own";
+  EXPECT_EQ(host.Quit(), 0);
+  EXPECT_TRUE(host.StderrLines().empty());
+}
+
+TEST(CudaInjection, AnotherClientInTheProcessGetsCuptiAndExactRecordingResumes) {
+  ClientGetsCuptiAndRecordingResumes(FastConfig(), false);
+}
+
+TEST(CudaInjection, AnotherClientThatTearsCuptiDownGetsItAndRecordingResumes) {
+  ClientGetsCuptiAndRecordingResumes(FastConfig(), true);
+}
+
+// CUDA graphs replayed while the library records in windows and leaves
+// CUPTI between them. The fake models what a real CUPTI does to a graph it
+// instrumented when it is torn down: the next replay crashes the
+// application (SIGSEGV). The library must never tear CUPTI down, so the
+// application survives every window, and each replay's kernel nodes arrive
+// as records of their graph.
+TEST(CudaInjection, GraphReplaysAcrossWindowsNeverCrashTheApplication) {
+  const std::string socket_path = TempDir() + "/cuda.sock";
+  ws_cuda_config config = FastConfig();
+  config.mode = WS_CUDA_MODE_DUTY;
+  config.flags |= WS_CUDA_CONFIG_DUTY_DETACH;
+  config.duty_on_ms = 50;
+  config.duty_period_ms = 150;
+  Agent agent(socket_path, config);
+  HostProcess host(FakeEnv(socket_path));
+  ASSERT_EQ(host.Command("init"), "ok 1");
+  ASSERT_EQ(host.Command("wait_subscribed 1 5000"), "ok");
+  // ~1.2 s of replays of one graph of 8 kernels: eight windows and the
+  // leaves between them.
+  const std::string replies = host.Command("graph 600 2000 4242 8 _Z9graphnodev 1000");
+  ASSERT_EQ(replies.rfind("ok ", 0), 0u) << replies << " (the application died)";
+  const uint64_t queued = std::stoull(replies.substr(3));
+  EXPECT_GT(queued, 0u);
+  EXPECT_EQ(queued % 8, 0u) << "all of a replay's nodes, or none";
+  EXPECT_EQ(host.Command("ping"), "ok");
+  ASSERT_TRUE(agent.WaitFor([&] { return agent.windows.size() >= 4 && agent.kernels.size() == queued; }))
+      << agent.kernels.size() << " of " << queued;
+  {
+    std::lock_guard<std::mutex> lock(agent.mu_);
+    for (const CudaKernel& k : agent.kernels) {
+      EXPECT_EQ(k.record.graph_id, 4242u);
+      EXPECT_NE(k.record.graph_node_id, 0u);
+    }
+  }
+  EXPECT_GE(agent.LastStats().graph_launches, 100u);
+  EXPECT_EQ(host.Number("calls cuptiFinalize"), 0u);
+  EXPECT_EQ(host.Quit(), 0);
 }
 
 }  // namespace

@@ -48,6 +48,15 @@ struct Hooks {
   ws_fake_cupti_load_module_fn load_module = nullptr;
   ws_fake_cupti_pc_sample_fn pc_sample = nullptr;
   ws_fake_cupti_pc_sampling_period_fn pc_period = nullptr;
+  ws_fake_cupti_graph_launch_fn graph_launch = nullptr;
+};
+
+// Another CUPTI client (libws_fake_cupti_client.so), when loaded.
+struct Client {
+  int (*start)() = nullptr;
+  int (*stop)(int finalize) = nullptr;
+  uint64_t (*records)() = nullptr;
+  uint64_t (*callbacks)() = nullptr;
 };
 
 uint64_t Fnv1a(const std::string& bytes) {
@@ -79,6 +88,7 @@ bool LoadHooks(Hooks* h) {
   WS_HOOK(load_module, "ws_fake_cupti_load_module")
   WS_HOOK(pc_sample, "ws_fake_cupti_pc_sample")
   WS_HOOK(pc_period, "ws_fake_cupti_pc_sampling_period")
+  WS_HOOK(graph_launch, "ws_fake_cupti_graph_launch")
 #undef WS_HOOK
   return h->launch != nullptr;
 }
@@ -96,6 +106,7 @@ int main(int argc, char** argv) {
   }
   void* library = nullptr;
   Hooks hooks;
+  Client client;
   bool have_hooks = false;
   std::string line;
   while (std::getline(std::cin, line)) {
@@ -116,6 +127,31 @@ int main(int argc, char** argv) {
       const int result = init();
       have_hooks = LoadHooks(&hooks);
       Reply("ok " + std::to_string(result));
+    } else if (cmd == "client_load") {
+      // client_load PATH: another CUPTI client, loaded the way the
+      // application loads its libraries (torch loads Kineto's before cuInit).
+      std::string path;
+      in >> path;
+      void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (handle == nullptr) {
+        Reply(std::string("err ") + dlerror());
+        continue;
+      }
+      client.start = reinterpret_cast<int (*)()>(dlsym(handle, "ws_fake_client_start"));
+      client.stop = reinterpret_cast<int (*)(int)>(dlsym(handle, "ws_fake_client_stop"));
+      client.records = reinterpret_cast<uint64_t (*)()>(dlsym(handle, "ws_fake_client_records"));
+      client.callbacks = reinterpret_cast<uint64_t (*)()>(dlsym(handle, "ws_fake_client_callbacks"));
+      Reply(client.start != nullptr ? "ok" : "err no client functions");
+    } else if (cmd == "client_start") {
+      Reply(client.start != nullptr ? "ok " + std::to_string(client.start()) : "err no client");
+    } else if (cmd == "client_stop") {
+      int finalize = 0;
+      in >> finalize;
+      Reply(client.stop != nullptr ? "ok " + std::to_string(client.stop(finalize)) : "err no client");
+    } else if (cmd == "client_records") {
+      Reply(client.records != nullptr ? "ok " + std::to_string(client.records()) : "err no client");
+    } else if (cmd == "client_callbacks") {
+      Reply(client.callbacks != nullptr ? "ok " + std::to_string(client.callbacks()) : "err no client");
     } else if (cmd == "quit") {
       Reply("ok");
       return 0;
@@ -172,6 +208,22 @@ int main(int argc, char** argv) {
       }
       for (auto& w : workers) w.join();
       Reply("ok " + std::to_string(NowNs() - start) + " " + std::to_string(recorded.load()));
+    } else if (cmd == "graph") {
+      // graph COUNT PACE_US GRAPH_EXEC NODES NAME DURATION_NS: replays of an
+      // executable graph from this thread; replies the records queued.
+      int count = 0, pace_us = 0;
+      uint64_t exec = 0, duration = 0;
+      uint32_t nodes = 0;
+      std::string name;
+      in >> count >> pace_us >> exec >> nodes >> name >> duration;
+      uint64_t queued = 0;
+      for (int i = 0; i < count; ++i) {
+        queued += static_cast<uint64_t>(hooks.graph_launch(CUPTI_CB_DOMAIN_RUNTIME_API,
+                                                           CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, exec,
+                                                           nodes, name.c_str(), duration));
+        if (pace_us > 0) usleep(static_cast<useconds_t>(pace_us));
+      }
+      Reply("ok " + std::to_string(queued));
     } else if (cmd == "memcpy") {
       uint64_t bytes = 0, duration = 0;
       in >> bytes >> duration;

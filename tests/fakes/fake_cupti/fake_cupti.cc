@@ -15,7 +15,9 @@
 // activity lock is held, takes no lock.
 #include <cupti.h>
 #include <cupti_pcsampling.h>
+#include <signal.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -74,10 +76,13 @@ const char* const kFunctionNames[] = {
 
 std::atomic<uint64_t> g_calls[kFunctionCount];
 std::atomic<int> g_fail[kFunctionCount];
-// Detached time: when the last cuptiFinalize ended (0: attached), and the
-// shortest gap until the next call seen so far.
+// Time out of CUPTI: when the last cuptiFinalize or cuptiUnsubscribe ended
+// (0: subscribed), and the shortest gap until the next subscription (or
+// finalize) seen so far.
 std::atomic<uint64_t> g_finalized_at{0};
 std::atomic<uint64_t> g_min_detached{UINT64_MAX};
+// Bumped by every cuptiFinalize.
+std::atomic<uint32_t> g_finalize_generation{0};
 
 uint64_t NowNs();
 
@@ -116,6 +121,13 @@ struct FakeState {
   std::unordered_set<std::string> names;  // keeps kernel names alive
 
   std::atomic<uint32_t> next_correlation{1000};
+
+  // CUDA graphs, as CUPTI treats them (guarded by mu): a graph launched
+  // while kernel activity is on is instrumented by CUPTI; cuptiFinalize
+  // tears that instrumentation down, and a later replay of such a graph
+  // crashes the application (SIGSEGV), as on CUDA 13 with driver 580.
+  std::set<uint64_t> instrumented_graphs;
+  std::set<uint64_t> broken_graphs;  // instrumented before a cuptiFinalize
 
   // ws_fake_cupti_stream_launch: CUPTI stream id -> when its last kernel
   // ends (CLOCK_MONOTONIC); guarded by mu.
@@ -160,6 +172,10 @@ FakeState& State() {
 // Counts the call; returns the injected failure, if any.
 CUptiResult Enter(FunctionIndex index) {
   g_calls[index].fetch_add(1, std::memory_order_relaxed);
+  // Out of CUPTI (finalized or unsubscribed) until the next subscription.
+  if (index != k_cuptiSubscribe && index != k_cuptiSubscribe_v2 && index != k_cuptiFinalize) {
+    return static_cast<CUptiResult>(g_fail[index].load(std::memory_order_relaxed));
+  }
   if (const uint64_t at = g_finalized_at.exchange(0); at != 0) {
     const uint64_t gap = NowNs() - at;
     uint64_t seen = g_min_detached.load();
@@ -312,6 +328,7 @@ CUptiResult CUPTIAPI cuptiUnsubscribe(CUpti_SubscriberHandle subscriber) {
   s.subscribed = false;
   s.callback = nullptr;
   s.enabled_callbacks.clear();
+  g_finalized_at.store(NowNs());
   return CUPTI_SUCCESS;
 }
 
@@ -428,7 +445,10 @@ CUptiResult CUPTIAPI cuptiFinalize() {
   s.callback = nullptr;
   s.enabled_callbacks.clear();
   for (bool& on : s.activity_enabled) on = false;
+  s.broken_graphs.insert(s.instrumented_graphs.begin(), s.instrumented_graphs.end());
+  s.instrumented_graphs.clear();
   g_finalized_at.store(NowNs());
+  g_finalize_generation.fetch_add(1);
   return CUPTI_SUCCESS;
 }
 
@@ -715,6 +735,57 @@ bool QueueKernel(const char* name, uint64_t start, uint64_t duration_ns, uint32_
 }  // namespace
 
 extern "C" {
+
+int ws_fake_cupti_graph_launch(int domain, uint32_t cbid, uint64_t graph_exec, uint32_t nodes, const char* name,
+                               uint64_t duration_ns) {
+  FakeState& s = State();
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (s.broken_graphs.count(graph_exec) != 0) {
+      static const char kWhy[] = "fake CUPTI: graph replayed after cuptiFinalize tore down its instrumentation\n";
+      (void)!write(2, kWhy, sizeof(kWhy) - 1);
+      raise(SIGSEGV);
+    }
+  }
+  const auto d = static_cast<CUpti_CallbackDomain>(domain);
+  const void* params[4] = {reinterpret_cast<void*>(graph_exec), nullptr, nullptr, nullptr};
+  const uint32_t correlation = s.next_correlation.fetch_add(1);
+  RunCallback(d, cbid, CUPTI_API_ENTER, correlation, params);
+  RunCallback(d, cbid, CUPTI_API_EXIT, correlation, params);
+  if (!ActivityEnabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) return 0;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.instrumented_graphs.insert(graph_exec);
+  }
+  uint64_t start = NowNs() + kWsFakeCuptiClockOffsetNs;
+  int queued = 0;
+  for (uint32_t node = 1; node <= nodes; ++node) {
+    CUpti_ActivityKernel10 k{};
+    k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+    k.start = start;
+    k.end = start + duration_ns;
+    start = k.end;
+    k.deviceId = g_device.load();
+    k.contextId = k.deviceId + 1;
+    k.streamId = 7;
+    k.gridX = 128;
+    k.gridY = k.gridZ = 1;
+    k.blockX = 256;
+    k.blockY = k.blockZ = 1;
+    k.registersPerThread = 32;
+    k.correlationId = correlation;  // every node carries the graph launch's id
+    k.graphId = static_cast<uint32_t>(graph_exec);
+    k.graphNodeId = (graph_exec << 16) | node;
+    {
+      std::lock_guard<std::mutex> lock(s.activity_mu);
+      k.name = s.names.insert(name != nullptr ? name : "").first->c_str();
+    }
+    if (AppendRecord(&k, sizeof(k))) queued++;
+  }
+  return queued;
+}
+
+uint32_t ws_fake_cupti_finalize_generation(void) { return g_finalize_generation.load(); }
 
 void ws_fake_cupti_memcpy(uint64_t bytes, uint64_t duration_ns) {
   if (!ActivityEnabled(CUPTI_ACTIVITY_KIND_MEMCPY)) return;

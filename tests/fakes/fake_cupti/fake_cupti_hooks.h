@@ -51,6 +51,18 @@ typedef uint32_t (*ws_fake_cupti_synchronize_fn)(int domain, uint32_t cbid, uint
 typedef uint32_t (*ws_fake_cupti_stream_launch_fn)(int domain, uint32_t cbid, uint64_t stream, const char* name,
                                                    uint64_t call_ns, uint64_t delay_ns, uint64_t duration_ns,
                                                    uint64_t* start_ns, uint64_t* end_ns);
+// One launch of an executable CUDA graph of `nodes` kernel nodes (each
+// `duration_ns`, back to back): the (domain, cbid) graph-launch callbacks,
+// then, while kernel activity is on, one kernel record per node with the
+// launch's correlation id, graphId = graph_exec and graphNodeId =
+// graph_exec << 16 | node. Like CUPTI, a graph launched while kernel
+// activity is on is instrumented, and cuptiFinalize tears that down: a
+// later launch of such a graph raises SIGSEGV, as the application crashes
+// on a real GPU. Returns the records queued.
+typedef int (*ws_fake_cupti_graph_launch_fn)(int domain, uint32_t cbid, uint64_t graph_exec, uint32_t nodes,
+                                             const char* name, uint64_t duration_ns);
+// cuptiFinalize calls so far.
+typedef uint32_t (*ws_fake_cupti_finalize_generation_fn)(void);
 // Queues a memcpy record (when MEMCPY activity is enabled).
 typedef void (*ws_fake_cupti_memcpy_fn)(uint64_t bytes, uint64_t duration_ns);
 // Hands the current buffer to the completed callback (what FlushAll does).
@@ -60,8 +72,8 @@ typedef uint64_t (*ws_fake_cupti_records_dropped_fn)(void);
 // Another tool (named `tool`; "" frees it) holds the subscription:
 // cuptiSubscribe[_v2] answer CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED.
 typedef void (*ws_fake_cupti_occupy_fn)(const char* tool);
-// Shortest time from the end of a cuptiFinalize to the next CUPTI call (the
-// call that would attach CUPTI again); UINT64_MAX when there was none.
+// Shortest time from the end of a cuptiFinalize or cuptiUnsubscribe to the
+// next subscription (or finalize); UINT64_MAX when there was none.
 typedef uint64_t (*ws_fake_cupti_min_detached_ns_fn)(void);
 // Makes CUPTI function `name` return `result` from now on (0: succeed again).
 typedef void (*ws_fake_cupti_fail_fn)(const char* name, int result);

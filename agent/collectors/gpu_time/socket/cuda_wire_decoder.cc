@@ -27,7 +27,10 @@ size_t RecordSize(uint16_t version, uint16_t type) {
     case WS_CUDA_MSG_LAUNCHES:
       return sizeof(ws_cuda_launch);
     case WS_CUDA_MSG_STATS:
-      return version >= 5 ? sizeof(ws_cuda_stats) : version == 4 ? WS_CUDA_STATS_V4_SIZE : WS_CUDA_STATS_V3_SIZE;
+      return version >= 6   ? sizeof(ws_cuda_stats)
+             : version == 5 ? WS_CUDA_STATS_V5_SIZE
+             : version == 4 ? WS_CUDA_STATS_V4_SIZE
+                            : WS_CUDA_STATS_V3_SIZE;
     case WS_CUDA_MSG_WAITS:
       return version >= 4 ? sizeof(ws_cuda_wait) : 0;
     case WS_CUDA_MSG_CLOCK:
@@ -188,6 +191,9 @@ StatusOr<CudaWireMessage> DecodeCudaMessage(const uint8_t* data, size_t size) {
       std::memcpy(&out.stats, body, record_size);  // older versions: the later counters stay 0
       if (out.stats.pc_sampling_state > WS_CUDA_PC_SAMPLING_FAILED) {
         return InvalidArgumentError("STATS with PC sampling state " + std::to_string(out.stats.pc_sampling_state));
+      }
+      if (out.stats.cupti_state > WS_CUDA_CUPTI_OFF) {
+        return InvalidArgumentError("STATS with CUPTI state " + std::to_string(out.stats.cupti_state));
       }
       break;
     case WS_CUDA_MSG_CLOCK:

@@ -271,6 +271,25 @@ TEST(CudaWireDecoder, PcSamplesCubinChunksAndVersion4Stats) {
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   EXPECT_EQ(m->stats.waits_seen, 5u);
   EXPECT_EQ(m->stats.pc_samples, 0u);
+  // A version 5 library: the CUPTI hold counters read as 0.
+  stats.cupti_yields = 3;
+  stats.cupti_state = WS_CUDA_CUPTI_ASIDE;
+  std::vector<uint8_t> v5 = EncodeCudaMessage(WS_CUDA_MSG_STATS, &stats, WS_CUDA_STATS_V5_SIZE, 1);
+  const uint16_t five = 5;
+  std::memcpy(v5.data() + offsetof(ws_cuda_msg_header, version), &five, sizeof(five));
+  m = Decode(v5);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->stats.pc_samples, 99u);
+  EXPECT_EQ(m->stats.cupti_yields, 0u);
+  EXPECT_EQ(m->stats.cupti_state, 0u);
+  m = Decode(EncodeCudaMessage(WS_CUDA_MSG_STATS, &stats, sizeof(stats), 1));
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->stats.cupti_yields, 3u);
+  EXPECT_EQ(m->stats.cupti_state, static_cast<uint32_t>(WS_CUDA_CUPTI_ASIDE));
+  stats.cupti_state = 4;
+  EXPECT_EQ(Decode(EncodeCudaMessage(WS_CUDA_MSG_STATS, &stats, sizeof(stats), 1)).status().code(),
+            StatusCode::kInvalidArgument);
+  stats.cupti_state = 0;
   stats.pc_sampling_state = 9;
   EXPECT_EQ(Decode(EncodeCudaMessage(WS_CUDA_MSG_STATS, &stats, sizeof(stats), 1)).status().code(),
             StatusCode::kInvalidArgument);
