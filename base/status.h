@@ -1,4 +1,4 @@
-// Status and StatusOr: errors as values at module boundaries (STYLE.md rule 2).
+// Status and StatusOr: errors as values at module boundaries (CONTRIBUTING.md, "Errors").
 // A Status is cheap to move, carries a code and a human-readable message, and
 // never throws. Expected conditions (a process exited) are not errors; callers
 // return them as ordinary values instead.

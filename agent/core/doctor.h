@@ -6,7 +6,7 @@
 //
 // Like preflight.h: every fact is read by ReadDoctorFacts into a value, from
 // paths that tests point at fixtures, and the checks are a pure function of
-// that value (STYLE.md rule 3).
+// that value (CONTRIBUTING.md, "State and threads").
 #pragma once
 
 #include <cstdint>

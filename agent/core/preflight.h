@@ -1,6 +1,6 @@
 // Checks, before any BPF work, that this process can profile: the right
 // capabilities and a kernel with BTF. Facts are read into a value so tests can
-// feed any combination (STYLE.md rule 3: features are values, not globals).
+// feed any combination (CONTRIBUTING.md, "State and threads": features are values, not globals).
 #pragma once
 
 #include <cstdint>

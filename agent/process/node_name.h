@@ -7,7 +7,7 @@
 namespace warpscope {
 
 // Name of the environment variable that overrides the node name. main() reads
-// it once (STYLE.md rule 3: no global state below main) and passes the value in.
+// it once (CONTRIBUTING.md, "State and threads": no global state below main) and passes the value in.
 inline constexpr char kNodeNameEnvVar[] = "WARPSCOPE_NODE_NAME";
 
 // Returns `override_value` when it is non-empty, else gethostname(), else "".

@@ -1,4 +1,4 @@
-// ProcFs: the one seam between the agent and /proc (STYLE.md rule 5). Tests
+// ProcFs: the one seam between the agent and /proc (CONTRIBUTING.md, "Tests"). Tests
 // point it at a fixture directory laid out like /proc; production uses "/proc".
 // Stateless apart from the root path, so copies are cheap and any thread may
 // use its own copy.

@@ -1,4 +1,4 @@
-// Tests of HttpServer against a real server on loopback (STYLE.md rule 5):
+// Tests of HttpServer against a real server on loopback (CONTRIBUTING.md, "Tests"):
 // httplib::Client for ordinary requests, raw sockets where the client would
 // hide what is on the wire (oversized Content-Length, chunked bodies).
 #include "base/http/http_server.h"

@@ -1,4 +1,4 @@
-// Files written by older builds must stay readable (STYLE.md rule 7). Each
+// Files written by older builds must stay readable (CONTRIBUTING.md, "Formats"). Each
 // format version keeps a small file as written by the first build that wrote
 // it; a format change adds a fixture and never edits an old one.
 #include <gtest/gtest.h>

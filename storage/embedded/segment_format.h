@@ -45,7 +45,7 @@
 // the store opens. Version 4 added four columns to the GPU activities (the
 // launch call's time, duration, thread and API; gpu_activity_codec.h);
 // nothing else changed. A later version must keep reading version 1 to 4
-// files (STYLE.md rule 7; segment_compat_test.cc).
+// files (CONTRIBUTING.md, "Formats"; segment_compat_test.cc).
 #pragma once
 
 #include <cstdint>

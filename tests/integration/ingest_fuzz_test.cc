@@ -1,5 +1,5 @@
 // A bounded, seeded mutation fuzz of the real warpscope-server on loopback
-// (STYLE.md rule 5: the real binary over HTTP, the embedded store on disk).
+// (CONTRIBUTING.md, "Tests": the real binary over HTTP, the embedded store on disk).
 // The cases (ingest_fuzz_cases.h) mix mutated batches, mutated bytes of
 // batches and of their zstd frames, raw HTTP oddities and query strings for
 // every GET route, so queries run against what the fuzz stored.

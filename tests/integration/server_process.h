@@ -1,4 +1,4 @@
-// A real warpscope-server process on loopback (STYLE.md rule 5), and a small
+// A real warpscope-server process on loopback (CONTRIBUTING.md, "Tests"), and a small
 // HTTP client for its API (zstd-compressed ingest, GETs). Used by the
 // integration tests and by the load generator (bench/server_load), which
 // also reads what the process used from Stop()'s answer.

@@ -1,5 +1,5 @@
 // The one place that decides how big the CPU sampler's BPF maps are
-// (STYLE.md rule 1). Kernel memory for the maps must stay bounded on any
+// (CONTRIBUTING.md, "BPF"). Kernel memory for the maps must stay bounded on any
 // machine, so when a large machine would need more than the caps allow, the
 // drain interval shrinks instead of the maps growing.
 #pragma once

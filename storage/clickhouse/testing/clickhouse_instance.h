@@ -1,6 +1,6 @@
 // ClickHouseInstance: a real clickhouse-server (Debian's /usr/sbin/clickhouse-server)
 // run as a child of the test, for the ClickHouse store's tests and the
-// server-level tests (replicas, ClickHouse down -> 503). STYLE.md rule 5: a
+// server-level tests (replicas, ClickHouse down -> 503). CONTRIBUTING.md, "Tests": a
 // real ClickHouse, never a fake.
 //
 //   <dir>/config.xml, <dir>/users.xml   written here (docs/design/clickhouse.md §1)
