@@ -464,7 +464,26 @@ void GpuTimeCollector::OnEvent(CudaProcessEvent& event, int64_t now_ns, int64_t 
     pc_.Add(c.pid, sample, now_ns, unix_ns - unix_ns % kSecond);
   }
   if (event.cubin) cubins_->Add(event.cubin->crc, event.cubin->bytes);
-  if (event.stats) c.stats_last = *event.stats;
+  if (event.stats) {
+    // Time aside for another CUPTI client (torch.profiler, Nsight) is time
+    // this process's GPU work was not recorded: a per-process series says
+    // when, so that the UI does not read it as an idle GPU.
+    const uint64_t before = c.stats_last.cupti_aside_ns;
+    if (event.stats->cupti_aside_ns > before && paused_readings_.size() < 4096) {
+      const int64_t unix_ns = now_ns + unix_offset_ns;
+      auto comm = comms_.find(c.pid);
+      MetricReading r;
+      r.metric = "cuda_profiling_paused_seconds";
+      r.unit = "seconds";
+      r.labels = {{"comm", comm != comms_.end() ? comm->second.comm : std::string()},
+                  {"pid", std::to_string(c.pid)},
+                  {"reason", "cupti_client"}};
+      r.value = static_cast<double>(event.stats->cupti_aside_ns - before) / 1e9;
+      r.time_unix_nanos = unix_ns - unix_ns % kSecond;
+      paused_readings_.push_back(std::move(r));
+    }
+    c.stats_last = *event.stats;
+  }
   if (event.window && c.windows != nullptr) {
     const ws_cuda_window& w = *event.window;
     LOG_DEBUG() << "cuda window pid " << c.pid << ": recorded " << (w.on_end_ns - w.on_start_ns) / 1'000'000
@@ -794,6 +813,8 @@ Status GpuTimeCollector::FinishWindow(Window* window) {
         return it != comms_.end() ? it->second.comm : std::string();
       },
       &window->metrics);
+  for (MetricReading& r : paused_readings_) window->metrics.push_back(std::move(r));
+  paused_readings_.clear();
   AddCounters(&window->counters);
   window->gpu_time = builder.Finish(0);
   window->gpu_time->sample_types = {{kGpuTimeTypeName, kGpuTimeUnit}};
@@ -905,6 +926,19 @@ void GpuTimeCollector::AddCounters(std::vector<ProfileCounter>* counters) const 
   SetCounter(counters, "cuda_lib_pc_hardware_buffer_full", lib.pc_hardware_buffer_full);
   SetCounter(counters, "cuda_lib_cubins_dropped", lib.cubins_dropped);
   SetCounter(counters, "cuda_lib_pc_sampling_refused", lib.pc_refused);
+  // The application's own CUPTI clients (torch.profiler, Nsight): how often
+  // the libraries stepped aside for one, and for how long.
+  SetCounter(counters, "cuda_lib_cupti_yields", lib.cupti_yields);
+  SetCounter(counters, "cuda_lib_cupti_taken", lib.cupti_taken);
+  SetCounter(counters, "cuda_lib_cupti_aside_ns", lib.cupti_aside_ns);
+  SetCounter(counters, "cuda_lib_graph_launches", lib.graph_launches);
+  uint64_t aside_now = 0, off_now = 0;
+  for (const auto& [id, c] : connections_) {
+    aside_now += c.stats_last.cupti_state == WS_CUDA_CUPTI_ASIDE;
+    off_now += c.stats_last.cupti_state == WS_CUDA_CUPTI_OFF;
+  }
+  SetCounter(counters, "cuda_lib_processes_cupti_aside", aside_now);
+  SetCounter(counters, "cuda_lib_processes_cupti_off", off_now);
   const GpuPcStats& p = pc_.stats();
   SetCounter(counters, "gpu_pc_samples", p.samples);
   SetCounter(counters, "gpu_pc_samples_unjoined", p.samples_unjoined);

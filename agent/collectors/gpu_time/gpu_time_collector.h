@@ -209,6 +209,8 @@ class GpuTimeCollector : public Collector {
     uint64_t pc_samples = 0, pc_samples_total = 0, pc_samples_dropped = 0, pc_records_dropped = 0;
     uint64_t pc_hardware_buffer_full = 0, cubins_dropped = 0;
     uint64_t pc_refused = 0;  // processes whose driver or GPU refused PC sampling
+    // CUPTI shared with the application's own clients (cupti_session.h).
+    uint64_t cupti_yields = 0, cupti_taken = 0, cupti_aside_ns = 0, graph_launches = 0;
     void Add(const ws_cuda_stats& s) {
       cupti_dropped_records += s.cupti_dropped_records;
       buffers_denied += s.buffers_denied;
@@ -224,6 +226,10 @@ class GpuTimeCollector : public Collector {
       pc_hardware_buffer_full += s.pc_hardware_buffer_full;
       cubins_dropped += s.cubins_dropped;
       pc_refused += s.pc_sampling_state >= WS_CUDA_PC_SAMPLING_NO_PERMISSION;
+      cupti_yields += s.cupti_yields;
+      cupti_taken += s.cupti_taken;
+      cupti_aside_ns += s.cupti_aside_ns;
+      graph_launches += s.graph_launches;
     }
   };
   struct Coverage {
@@ -293,6 +299,9 @@ class GpuTimeCollector : public Collector {
     int64_t gone_ns = 0;  // when its last connection closed; 0 while connected
   };
   std::map<uint32_t, ProcessName> comms_;                   // pid -> process name
+  // Seconds a process's library spent aside for another CUPTI client (from
+  // its STATS), as cuda_profiling_paused_seconds readings for the next window.
+  std::vector<MetricReading> paused_readings_;
   size_t windowed_kernels_ = 0;  // waiting in every connection's RecordingWindows
   std::map<std::pair<uint32_t, uint32_t>, std::string> thread_names_;  // (pid, tid) -> name
   // Every kernel name, shared with the socket server (which interns them).
