@@ -116,6 +116,11 @@ warpscope::v1::IngestBatch GpuSeconds(const std::string& node, int64_t gpu_from_
             processes[0].first, r.cycles, gpu_from_ns + sec * kSec, "gpu_pc");
     }
   }
+  // In its third second the trainer's library stood aside for half a second
+  // for another CUPTI client (torch.profiler): the kernels view says so.
+  f.AddMetric("cuda_profiling_paused_seconds", "seconds",
+              {{"node", node}, {"comm", "trainer"}, {"pid", "4343"}, {"reason", "cupti_client"}}, 0.5,
+              gpu_from_ns + 2 * kSec);
   // CPU samples of the two processes' main threads in the same seconds (the
   // kernels view's CPU lanes): the trainer 60 a second, the loader 20.
   for (int sec = 0; sec < kSeconds; ++sec) {

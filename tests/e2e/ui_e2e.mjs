@@ -876,6 +876,11 @@ try {
     if (!gemm.cells.includes("128×64×1") || !gemm.cells.some((c) => c.startsWith("256×1×1"))) fail(`gemm_kernel grid 128×64×1, block 256×1×1: ${gemm.cells.join(" | ")}`);
     if (add.launches !== "800" || add.totalNs !== "80000000") fail(`elementwise_add_kernel: 800 launches, 80 ms; found ${JSON.stringify(add)}`);
     if ((await page.locator("table.kernels tbody tr").first().getAttribute("data-name")) !== "void gemm_kernel<float>(float*, int)") fail("the table should start with the largest total");
+    // The trainer's library stood aside for another CUPTI client for a while:
+    // the view says its GPU time was paused then, naming the process.
+    if ((await panel.getAttribute("data-paused")) !== "1") fail(`one paused process expected, found ${await panel.getAttribute("data-paused")}`);
+    const pausedText = await page.locator(".kernels-summary .paused").innerText();
+    if (!/paused/.test(pausedText) || !/trainer \(pid 4343\)/.test(pausedText)) fail(`the paused note should name the trainer: ${pausedText}`);
 
     // Inside gemm_kernel (gpu_pc): its seeded instructions under their lines,
     // the hottest marked, stall reasons in plain words with CUPTI's names.

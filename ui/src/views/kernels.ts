@@ -14,7 +14,7 @@
 // answer's rows) and data-trace ("shown", "too-long", "error" or "none");
 // the CPU lanes (`.kernels-cpu`) data-lanes (threads drawn).
 import { Params, apiBlob, apiGet, apiUrl, saveBlob } from "../api/client";
-import type { FlameChartJson, KernelsJson, TraceJson } from "../api/types";
+import type { FlameChartJson, KernelsJson, MetricJson, TraceJson } from "../api/types";
 import { buildChart } from "../flame/chartmodel";
 import { FlameChart } from "../flame/flamechart";
 import { nameMatcher } from "../flame/analysis";
@@ -40,6 +40,10 @@ interface Loaded {
   trace: TraceModel | null; // null: range over 10 s, or the trace failed
   traceError: string;
   cpu: FlameChartJson | null; // the traced processes' CPU lanes; null: none asked or it failed
+  // cuda_profiling_paused_seconds by process: when a process's library stood
+  // aside for another CUPTI client (torch.profiler, Nsight); null: none, or
+  // the answer failed (the view stays).
+  paused: MetricJson | null;
 }
 
 export class KernelsView implements View {
@@ -108,6 +112,11 @@ export class KernelsView implements View {
     const trace = withTrace
       ? apiGet<TraceJson>("/api/v1/gpu/trace", params, signal).catch(errorText)
       : Promise.resolve(null);
+    const paused = apiGet<MetricJson>(
+      "/api/v1/metrics",
+      { name: "cuda_profiling_paused_seconds", ...params, group_by: "pid,comm", max_points: 2000 },
+      signal,
+    ).catch(() => null);
     let kernels: KernelsJson;
     try {
       kernels = await apiGet<KernelsJson>("/api/v1/gpu/kernels", params, signal);
@@ -120,7 +129,10 @@ export class KernelsView implements View {
     const model = t && typeof t !== "string" ? buildTrace(t) : null;
     const cpu = model ? await this.cpuLanes(model, fromMs, toMs, signal) : null;
     if (signal.aborted) return;
-    this.loaded = { fromMs, toMs, params, kernels, trace: model, traceError: typeof t === "string" ? t : "", cpu };
+    const p = await paused;
+    if (signal.aborted) return;
+    const pausedSeries = p && p.series.some((x) => x.points.length > 0) ? p : null;
+    this.loaded = { fromMs, toMs, params, kernels, trace: model, traceError: typeof t === "string" ? t : "", cpu, paused: pausedSeries };
     this.timeline.setData(model);
     this.cpuChart.setData(cpu ? buildChart(cpu) : null, s.color);
   }
@@ -180,9 +192,10 @@ export class KernelsView implements View {
     ds.version = String(this.version);
     ds.kernels = String(l ? l.kernels.kernels.length : 0);
     ds.trace = !l ? "none" : l.trace ? "shown" : l.traceError ? "error" : "too-long";
+    ds.paused = String(l?.paused?.series.filter((x) => x.points.length > 0).length ?? 0);
     if (!l) return;
     const k = l.kernels;
-    this.summary.innerHTML = this.summaryHtml(k, s.selector);
+    this.summary.innerHTML = this.summaryHtml(k, s.selector) + pausedHtml(l.paused);
     this.tableEl.hidden = k.kernels.length === 0;
     renderKernelTable(this.tableEl, k, s.ksort as KernelSortKey, s.search, s.kernel, {
       onSort: (key) => this.shell.update({ ksort: key }, false, false),
@@ -280,4 +293,23 @@ export class KernelsView implements View {
       this.traceHead.append(el("p", "trace-error message error", `<b>Export failed:</b> ${escapeHtml(errorText(e))}`));
     }
   }
+}
+
+// The processes whose library stood aside for another CUPTI client in the
+// range, and when: their GPU work in those seconds is missing from the
+// numbers above, which an idle-looking GPU would otherwise hide.
+export function pausedHtml(paused: MetricJson | null): string {
+  if (!paused) return "";
+  const items = paused.series
+    .filter((x) => x.points.length > 0)
+    .map((x) => {
+      const first = x.points[0][0];
+      const last = x.points[x.points.length - 1][0] + paused.step_ms;
+      const who = `${escapeHtml(x.labels.comm || "?")} (pid ${escapeHtml(x.labels.pid || "?")})`;
+      return `<li><b>${who}</b>: ${escapeHtml(formatTime(first))} – ${escapeHtml(formatTime(last))}</li>`;
+    });
+  if (items.length === 0) return "";
+  return `<div class="paused message"><p>GPU time was <b>paused</b> for these processes: another CUPTI client in the
+    process (torch.profiler, Nsight) needed CUPTI, and warpscope stepped aside until it was done. Their GPU work in
+    those seconds is not in these numbers.</p><ul>${items.join("")}</ul></div>`;
 }
