@@ -159,6 +159,14 @@ print(f"Python {platform.python_version()}, " + ", ".join(f"{p} {v(p)}" for p in
   echo "command=${KNOBS}bench/gpu/real_suite.sh DIR"
 } > "$WORK/info.env"
 say "host: $(grep -E '^(gpu|software)=' "$WORK/info.env" | cut -d= -f2- | tr '\n' ' ')"
+# Whatever ends the script (a failed start, a signal) ends the agents and the server with it.
+SERVER='' AGENT=''
+cleanup() {
+  local p
+  for p in $AGENT ${EXACT_AGENT:-} $SERVER; do kill -0 "$p" 2>/dev/null && kill -9 "$p"; done
+  return 0
+}
+trap cleanup EXIT
 LD_LIBRARY_PATH=$DIR/lib "$DIR/bin/warpscope-server" --listen "127.0.0.1:$PORT" --data-dir /tmp/ws-real-data \
   > "$WORK/server.log" 2>&1 &
 SERVER=$!
@@ -166,6 +174,11 @@ sleep 1
 # shellcheck disable=SC2086  # AGENT_FLAGS is a list of flags
 AGENT=$(start_agent agent "$SOCK" "$METRICS" ${AGENT_FLAGS:-})
 sleep 4
+for who in "server $SERVER" "agent $AGENT"; do
+  kill -0 "${who#* }" 2>/dev/null && continue
+  say "the ${who% *} did not start:"; tail -20 "$WORK/${who% *}.log"
+  exit 1
+done
 say "server $SERVER, agent $AGENT (default settings), parts: $PARTS, $SUITE_REPEAT time(s)"
 
 part_crash_functional() {
@@ -180,26 +193,26 @@ part_crash_functional() {
   local pids=()
   if (( crash )); then
     if [[ -n $GRAPH_BIN ]]; then
-      repeat crash graph_cpp adaptive 1 "$REPEATS" "$CRASH_PAR" 60 "$GRAPH_BIN" "$CRASH_SECS" 100 &
+      repeat crash graph_cpp adaptive 1 "$REPEATS" "$CRASH_PAR" 40 "$GRAPH_BIN" "$CRASH_SECS" 100 &
       pids+=($!)
     fi
-    repeat crash graph_py adaptive 1 "$REPEATS" "$CRASH_PAR" 90 "$PY" "$HERE/real_graph.py" "$CRASH_SECS" &
+    repeat crash graph_py adaptive 1 "$REPEATS" "$CRASH_PAR" 60 "$PY" "$HERE/real_graph.py" "$CRASH_SECS" &
     pids+=($!)
     {
       # The first compiles into inductor's cache alone; the others read it.
-      run_one crash compile adaptive 1 300 "$PY" "$HERE/real_compile.py" "$COMPILE_SECS"
-      repeat crash compile adaptive 2 "$REPEATS" "$CRASH_PAR" 180 "$PY" "$HERE/real_compile.py" "$COMPILE_SECS"
+      run_one crash compile adaptive 1 180 "$PY" "$HERE/real_compile.py" "$COMPILE_SECS"
+      repeat crash compile adaptive 2 "$REPEATS" "$CRASH_PAR" 90 "$PY" "$HERE/real_compile.py" "$COMPILE_SECS"
     } &
     pids+=($!)
   fi
   if (( functional )); then
-    run_one functional jax adaptive 1 180 "$PY" "$HERE/real_jax.py" "$JAX_STEPS" &
+    run_one functional jax adaptive 1 120 "$PY" "$HERE/real_jax.py" "$JAX_STEPS" &
     pids+=($!)
-    run_one functional loader adaptive 1 120 "$PY" "$HERE/real_loader.py" "$LOADER_SECS" &
+    run_one functional loader adaptive 1 90 "$PY" "$HERE/real_loader.py" "$LOADER_SECS" &
     pids+=($!)
-    run_one functional threads adaptive 1 120 "$PY" "$HERE/real_threads.py" "$THREADS_SECS" &
+    run_one functional threads adaptive 1 90 "$PY" "$HERE/real_threads.py" "$THREADS_SECS" &
     pids+=($!)
-    run_one profiler profiler_inside none 1 240 "$PY" "$HERE/real_profiler_inside.py" "$PROF_STEPS" &
+    run_one profiler profiler_inside none 1 150 "$PY" "$HERE/real_profiler_inside.py" "$PROF_STEPS" &
     pids+=($!)
   fi
   wait "${pids[@]}"
@@ -210,19 +223,18 @@ part_accuracy() {
   [[ " $PARTS " == *" accuracy "* ]] || return 0
   fits $(( TRAIN_SECS + 60 )) "accuracy r$ROUND" || return 0
   say "== accuracy: real_train.py $TRAIN_SECS s injected (adaptive), then the torch.profiler reference"
-  run_one accuracy train adaptive 1 $(( TRAIN_SECS + 120 )) "$PY" "$HERE/real_train.py" plain "$TRAIN_SECS"
-  run_one accuracy train_reference none 1 240 "$PY" "$HERE/real_train.py" torch_profiler "$REF_STEPS"
+  run_one accuracy train adaptive 1 $(( TRAIN_SECS + 60 )) "$PY" "$HERE/real_train.py" plain "$TRAIN_SECS"
+  run_one accuracy train_reference none 1 120 "$PY" "$HERE/real_train.py" torch_profiler "$REF_STEPS"
   [[ $EXACT == 1 ]] || return 0
   fits $(( TRAIN_EXACT_SECS + 45 )) "accuracy exact r$ROUND" || return 0
   say "   real_train.py $TRAIN_EXACT_SECS s under a second agent, --gpu-time-mode exact"
-  local exact
   # shellcheck disable=SC2086
-  exact=$(start_agent agent-exact "$SOCK_EXACT" "$METRICS_EXACT" --gpu-time-mode exact --no-gpu-metrics ${AGENT_FLAGS:-})
+  EXACT_AGENT=$(start_agent agent-exact "$SOCK_EXACT" "$METRICS_EXACT" --gpu-time-mode exact --no-gpu-metrics ${AGENT_FLAGS:-})
   sleep 3
-  run_one accuracy train exact 1 $(( TRAIN_EXACT_SECS + 120 )) "$PY" "$HERE/real_train.py" plain "$TRAIN_EXACT_SECS"
+  run_one accuracy train exact 1 $(( TRAIN_EXACT_SECS + 60 )) "$PY" "$HERE/real_train.py" plain "$TRAIN_EXACT_SECS"
   sleep 7  # the join's grace period, then an upload window
   curl -s -m 10 "http://$METRICS_EXACT/metrics" > "$WORK/metrics_exact.r$ROUND.txt"
-  stop "$exact"
+  stop "$EXACT_AGENT"
   tail -2 "$WORK/agent-exact.log"
 }
 
@@ -232,10 +244,10 @@ part_profiler() {
   say "== profiler: real_profiler_inside.py $PROF_STEPS steps injected (torch.profiler inside)"
   local ref=
   if ! grep -q $'\tprofiler_inside\tnone\t' "$RUNS"; then  # the reference count, when functional did not run it
-    run_one profiler profiler_inside none 1 240 "$PY" "$HERE/real_profiler_inside.py" "$PROF_STEPS" &
+    run_one profiler profiler_inside none 1 150 "$PY" "$HERE/real_profiler_inside.py" "$PROF_STEPS" &
     ref=$!
   fi
-  run_one profiler profiler_inside adaptive 1 240 "$PY" "$HERE/real_profiler_inside.py" "$PROF_STEPS"
+  run_one profiler profiler_inside adaptive 1 120 "$PY" "$HERE/real_profiler_inside.py" "$PROF_STEPS"
   [[ -z $ref ]] || wait "$ref"
 }
 
