@@ -428,10 +428,14 @@ static __always_inline int ws_unwind_user(struct pt_regs *regs, __u32 pid, struc
   cache->page_count = 0;
   cache->py_pid = 0;
   cache->win_lo = cache->win_hi = 0; /* memory changes between samples */
-  struct task_struct *task = bpf_get_current_task_btf();
-  const struct uprobe_task *utask = BPF_CORE_READ(task, utask);
-  cache->ret_instance = utask ? (__u64)BPF_CORE_READ(utask, return_instances) : 0;
-  cache->tramp = cache->ret_instance != 0 ? BPF_CORE_READ(task, mm, uprobes_state.xol_area, vaddr) : 0;
+  cache->ret_instance = 0;
+  cache->tramp = 0;
+  if (bpf_core_field_exists(struct task_struct, utask)) { /* a kernel without uprobes has no return instances */
+    struct task_struct *task = bpf_get_current_task_btf();
+    const struct uprobe_task *utask = BPF_CORE_READ(task, utask);
+    cache->ret_instance = utask ? (__u64)BPF_CORE_READ(utask, return_instances) : 0;
+    if (cache->ret_instance != 0) cache->tramp = BPF_CORE_READ(task, mm, uprobes_state.xol_area, vaddr);
+  }
   if (python && (proc->flags & WS_PROC_PYTHON)) {
     const struct ws_py_proc *py = bpf_map_lookup_elem(&py_procs, &pid);
     if (py) {

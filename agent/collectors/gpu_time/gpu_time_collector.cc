@@ -569,12 +569,17 @@ uint64_t GpuTimeCollector::GraftAutograd(const ws_uprobe_stack_event& e, uint64_
 }
 
 void GpuTimeCollector::OnLaunchStack(const ws_uprobe_stack_event& e, int64_t now_ns) {
-  if (e.role == WS_UPROBE_ROLE_AUTOGRAD_RETURN) {
-    autograd_.Return(e.pid, e.tid, static_cast<int64_t>(e.time_ns));
-    return;
-  }
-  if (e.role == WS_UPROBE_ROLE_AUTOGRAD_ENTRY) {
-    OnBackwardEntry(e, now_ns);
+  if (e.role == WS_UPROBE_ROLE_AUTOGRAD_ENTRY || e.role == WS_UPROBE_ROLE_AUTOGRAD_RETURN) {
+    // The probe serves every process mapping the file; only connected ones
+    // launch kernels (calls of others would be kept for nothing).
+    const bool connected = std::any_of(connections_.begin(), connections_.end(),
+                                       [&](const auto& entry) { return entry.second.pid == e.pid; });
+    if (!connected) return;
+    if (e.role == WS_UPROBE_ROLE_AUTOGRAD_ENTRY) {
+      OnBackwardEntry(e, now_ns);
+    } else {
+      autograd_.Return(e.pid, e.tid, static_cast<int64_t>(e.time_ns));
+    }
     return;
   }
   if (e.role != WS_UPROBE_ROLE_STACK) return;
