@@ -75,7 +75,12 @@ class GpuTimeTest : public ::testing::Test {
   std::string AgentLog() { return agent_ ? agent_->Log() : ""; }
   // Runs the application; returns the launches whose records were queued
   // (with `waits`: the stream and device synchronisations made).
-  std::pair<int64_t, int64_t> RunApplication(int iterations, uint64_t* finalized = nullptr, bool waits = false) {
+  // `left`: how often the library left CUPTI (unsubscribed) and tore it down (finalized).
+  struct Left {
+    uint64_t unsubscribed = 0;
+    uint64_t finalized = 0;
+  };
+  std::pair<int64_t, int64_t> RunApplication(int iterations, Left* left = nullptr, bool waits = false) {
     std::vector<std::string> argv = {
         "/usr/bin/env", "WARPSCOPE_CUPTI_PATH=" WS_FAKE_CUPTI_PATH, "WARPSCOPE_AGENT_SOCKET=" + Socket(),
         // The agent samples the process, and reads its maps, before CUPTI is
@@ -90,7 +95,7 @@ class GpuTimeTest : public ::testing::Test {
     int64_t alpha = 0, beta = 0;
     while (out >> word) {
       if (word == "recorded" || word == "waited") out >> alpha >> beta;
-      if (word == "finalized" && finalized != nullptr) out >> *finalized;
+      if (word == "left" && left != nullptr) out >> left->unsubscribed >> left->finalized;
     }
     return {alpha, beta};
   }
@@ -725,10 +730,11 @@ TEST_F(GpuTimeTest, AutogradGraftsInAdaptiveMode) {
 // time, labelled estimate=scaled, and the call sites keep their shares.
 TEST_F(GpuTimeTest, AdaptiveModeScalesWindowsToTheWholeTime) {
   StartAgent("adaptive");
-  uint64_t finalized = 0;
+  Left left;
   const int iterations = 12000;
-  const auto [alpha, beta] = RunApplication(iterations, &finalized);
-  EXPECT_GE(finalized, 2u) << "CUPTI was detached between windows";
+  const auto [alpha, beta] = RunApplication(iterations, &left);
+  EXPECT_GE(left.unsubscribed, 2u) << "CUPTI was left between windows";
+  EXPECT_EQ(left.finalized, 0u) << "and never torn down";
   EXPECT_LT(alpha, iterations * 3 / 4) << "only part of the launches were recorded";
   EXPECT_GT(alpha, 0);
   const double want_alpha = static_cast<double>(iterations) * kAlphaNs;
@@ -743,9 +749,9 @@ TEST_F(GpuTimeTest, AdaptiveModeScalesWindowsToTheWholeTime) {
     if (by_leaf["alphaKernel()"] > 0 && by_leaf == before) break;
     std::this_thread::sleep_for(500ms);
   }
-  std::printf("adaptive estimate / truth: alpha %.4f beta %.4f (recorded %lld of %d launches, %llu detaches)\n",
+  std::printf("adaptive estimate / truth: alpha %.4f beta %.4f (recorded %lld of %d launches, %llu leaves)\n",
               by_leaf["alphaKernel()"] / want_alpha, by_leaf["betaKernel()"] / want_beta,
-              static_cast<long long>(alpha), iterations, static_cast<unsigned long long>(finalized));
+              static_cast<long long>(alpha), iterations, static_cast<unsigned long long>(left.unsubscribed));
   // A sampled estimate: windows at the start and end of the loop weigh in
   // whole, so it is close, not exact.
   EXPECT_NEAR(by_leaf["alphaKernel()"] / want_alpha, 1.0, 0.25) << AgentLog();

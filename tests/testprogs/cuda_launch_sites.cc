@@ -8,7 +8,8 @@
 // Each iteration launches alphaKernel (300 us) from SiteAlpha and betaKernel
 // (100 us) from SiteBeta, so alpha holds 75% of the GPU time. Prints
 // "recorded ALPHA BETA": the launches whose kernel record was queued, and
-// "finalized N": how often the library detached CUPTI (windowed modes).
+// "left N F": how often the library left CUPTI between windows
+// (cuptiUnsubscribe) and how often it tore CUPTI down (cuptiFinalize: never).
 // With "waits", each iteration instead waits in two synchronisation calls:
 // SiteStreamWait in cudaStreamSynchronize (nesting cuStreamSynchronize) for
 // 3 ms while gammaKernel runs 2 ms on that stream, and SiteDeviceWait in
@@ -129,7 +130,8 @@ int main(int argc, char** argv) {
   }
   flush();
   std::printf("recorded %d %d\n", alpha, beta);
-  std::printf("finalized %llu\n", static_cast<unsigned long long>(calls("cuptiFinalize")));
+  std::printf("left %llu %llu\n", static_cast<unsigned long long>(calls("cuptiUnsubscribe")),
+              static_cast<unsigned long long>(calls("cuptiFinalize")));
   std::fflush(stdout);
   usleep(2'500'000);  // the library's sender ships the last batch
   return 0;
