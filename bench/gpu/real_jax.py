@@ -31,7 +31,7 @@ def main(result):
         result.update(status="skipped", jax=jax.__version__)
         return
     result.update(jax=jax.__version__, device=str(gpus[0]))
-    key = jax.random.PRNGKey(0)
+    key = jax.random.key(0)
     k1, k2, k3, kx = jax.random.split(key, 4)
     params = [jax.random.normal(k1, (1024, 2048)) * 0.02, jax.random.normal(k2, (2048, 2048)) * 0.02,
               jax.random.normal(k3, (2048, 10)) * 0.02]
