@@ -118,6 +118,7 @@ int main(int argc, char** argv) {
     std::cerr << "warpscope-server: " << options.status().message() << "\n";
     return 2;
   }
+  for (const std::string& warning : options->warnings) std::cerr << "warpscope-server: warning: " << warning << "\n";
   if (options->help) {
     std::cout << warpscope::server::ServerUsage();
     return 0;

@@ -1,5 +1,6 @@
 #include "server/server_options.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -243,6 +244,20 @@ StatusOr<ServerOptions> ParseServerArgs(const std::vector<std::string>& args, co
     if (!text.ok()) return InvalidArgumentError("--token-file: " + text.status().message());
     o.token = Trim(*text);
     if (o.token.empty()) return InvalidArgumentError("--token-file: " + token_file + " is empty");
+    // Anyone who can read the file holds the token; anyone who can write it
+    // chooses it at the next start.
+    struct stat st {};
+    if (::stat(token_file.c_str(), &st) == 0 && (st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
+      char mode[8];
+      std::snprintf(mode, sizeof(mode), "%04o", static_cast<unsigned>(st.st_mode & 07777));
+      o.warnings.push_back("--token-file " + token_file + " has mode " + mode +
+                           ": other users may read or change the token; chmod 600 it");
+    }
+  }
+  if (!o.token.empty() && o.token.size() < kMinTokenChars) {
+    o.warnings.push_back("the token has " + std::to_string(o.token.size()) + " characters, fewer than " +
+                         std::to_string(kMinTokenChars) + ": it can be guessed; use a long random one "
+                         "(e.g. openssl rand -hex 32)");
   }
   // The address and the no-token rule are checked here, before anything is
   // opened or created.

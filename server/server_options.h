@@ -23,6 +23,10 @@ struct ServerOptions {
   std::string listen = "127.0.0.1:7070";
   std::string data_dir = "./warpscope-data";
   std::string token;  // from --token or --token-file; never logged
+  // What the flags allow but an operator should hear about (a short token, a
+  // token file others can read or write); main prints each line at start.
+  // They never name the token itself.
+  std::vector<std::string> warnings;
   bool insecure_listen_any = false;
   std::chrono::nanoseconds retention = std::chrono::hours(24 * 14);  // 0 keeps everything
   size_t max_request_bytes = 16u << 20;
@@ -72,6 +76,9 @@ struct ServerEnvironment {
   // WARPSCOPE_CLICKHOUSE_PASSWORD: used when --clickhouse-password-file is not given.
   std::optional<std::string> clickhouse_password;
 };
+
+// A shorter token is accepted with a warning (ServerOptions::warnings).
+inline constexpr size_t kMinTokenChars = 16;
 
 inline constexpr char kClickHousePasswordEnv[] = "WARPSCOPE_CLICKHOUSE_PASSWORD";
 

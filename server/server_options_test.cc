@@ -1,6 +1,7 @@
 #include "server/server_options.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -79,6 +80,43 @@ TEST(ServerOptionsTest, TokenFileIsTrimmed) {
   EXPECT_NE(empty.status().message().find("is empty"), std::string::npos);
   unlink(path);
   EXPECT_FALSE(ParseServerArgs({"--token-file", path}).ok());
+}
+
+// A short token, or a token file others may read or write, starts with a
+// warning that names the problem and never the token.
+TEST(ServerOptionsTest, WarnsOnShortTokensAndOpenTokenFiles) {
+  auto short_token = ParseServerArgs({"--token", "t0k"});
+  ASSERT_TRUE(short_token.ok());
+  ASSERT_EQ(short_token->warnings.size(), 1u);
+  EXPECT_NE(short_token->warnings[0].find("fewer than 16"), std::string::npos) << short_token->warnings[0];
+  EXPECT_EQ(short_token->warnings[0].find("t0k"), std::string::npos);
+  auto long_token = ParseServerArgs({"--token", "0123456789abcdef"});
+  ASSERT_TRUE(long_token.ok());
+  EXPECT_TRUE(long_token->warnings.empty());
+  EXPECT_TRUE(ParseServerArgs({})->warnings.empty());
+
+  char path[] = "/tmp/ws_token_XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  std::ofstream(path) << "0123456789abcdef0123\n";
+  ASSERT_EQ(chmod(path, 0600), 0);
+  auto private_file = ParseServerArgs({"--token-file", path});
+  ASSERT_TRUE(private_file.ok());
+  EXPECT_TRUE(private_file->warnings.empty());
+  for (mode_t mode : {0640, 0604, 0620, 0602, 0666}) {
+    ASSERT_EQ(chmod(path, mode), 0);
+    auto open_file = ParseServerArgs({"--token-file", path});
+    ASSERT_TRUE(open_file.ok());
+    ASSERT_EQ(open_file->warnings.size(), 1u) << std::oct << mode;
+    EXPECT_NE(open_file->warnings[0].find("chmod 600"), std::string::npos) << open_file->warnings[0];
+    EXPECT_EQ(open_file->warnings[0].find("0123456789abcdef0123"), std::string::npos);
+  }
+  std::ofstream(path) << "x\n";
+  auto both = ParseServerArgs({"--token-file", path});
+  ASSERT_TRUE(both.ok());
+  EXPECT_EQ(both->warnings.size(), 2u);
+  unlink(path);
 }
 
 TEST(ServerOptionsTest, RejectsBadValuesWithTheFlagName) {
