@@ -887,6 +887,14 @@ void GpuTimeCollector::AddCounters(std::vector<ProfileCounter>* counters) const 
   SetCounter(counters, "cuda_connections_refused_per_uid", sc.connections_refused_per_uid);
   SetCounter(counters, "cuda_protocol_errors", sc.protocol_errors);
   SetCounter(counters, "cuda_connections_over_name_budget", sc.closed_over_name_budget);
+  // Records out of the socket's bounds (cuda_record_bounds.h), dropped one by one.
+  SetCounter(counters, "cuda_records_rejected_kernels", sc.rejected.kernels);
+  SetCounter(counters, "cuda_records_rejected_memops", sc.rejected.memops);
+  SetCounter(counters, "cuda_records_rejected_waits", sc.rejected.waits);
+  SetCounter(counters, "cuda_records_rejected_launches", sc.rejected.launches);
+  SetCounter(counters, "cuda_records_rejected_pc_samples", sc.rejected.pc_samples);
+  SetCounter(counters, "cuda_records_rejected_clock_pairs", sc.rejected.clock_pairs);
+  SetCounter(counters, "cuda_records_rejected_windows", sc.rejected.windows);
   const KernelNameTableStats names = kernel_names_->stats();
   SetCounter(counters, "cuda_kernel_name_bytes", names.bytes);
   SetCounter(counters, "cuda_kernel_name_budget_bytes", names.budget_bytes);

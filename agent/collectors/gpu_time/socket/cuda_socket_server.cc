@@ -22,6 +22,7 @@
 namespace warpscope {
 
 struct CudaSocketServer::Connection {
+  explicit Connection(const CudaRecordBounds& bounds) : check(bounds) {}
   int fd = -1;
   uint64_t id = 0;
   int32_t pid = 0;
@@ -39,9 +40,30 @@ struct CudaSocketServer::Connection {
   uint64_t cubin_total = 0;
   bool cubin_skipping = false;  // this cubin's chunks are dropped
   std::string cubin;
+  CudaRecordCheck check;  // the connection's clock offset and record bounds
 };
 
 namespace {
+
+int64_t MonotonicNow() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+// Keeps the elements of `v` that `keep` accepts (in order); counts the others.
+template <typename T, typename Keep>
+void KeepWithin(std::vector<T>& v, std::atomic<uint64_t>& rejected, Keep keep) {
+  size_t out = 0;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (keep(v[i])) {
+      if (out != i) v[out] = std::move(v[i]);
+      ++out;
+    }
+  }
+  if (out != v.size()) rejected.fetch_add(v.size() - out);
+  v.resize(out);
+}
 
 // Runs `fn` with umask `mask` on a thread of its own that no longer shares
 // the process's umask (unshare(CLONE_FS)), so files other threads create
@@ -222,6 +244,13 @@ CudaSocketServerCounters CudaSocketServer::counters() const {
   c.bytes = bytes_.load();
   c.cubins_received = cubins_received_.load();
   c.cubins_skipped = cubins_skipped_.load();
+  c.rejected.kernels = rejected_kernels_.load();
+  c.rejected.memops = rejected_memops_.load();
+  c.rejected.waits = rejected_waits_.load();
+  c.rejected.launches = rejected_launches_.load();
+  c.rejected.pc_samples = rejected_pc_samples_.load();
+  c.rejected.clock_pairs = rejected_clock_pairs_.load();
+  c.rejected.windows = rejected_windows_.load();
   return c;
 }
 
@@ -288,7 +317,7 @@ void CudaSocketServer::AcceptAll() {
       continue;
     }
     ++of_uid;
-    auto c = std::make_unique<Connection>();
+    auto c = std::make_unique<Connection>(options_.record_bounds);
     c->fd = fd;
     c->id = next_connection_id_++;
     c->pid = cred.pid;
@@ -351,6 +380,11 @@ Status CudaSocketServer::HandleMessage(Connection& c, CudaWireMessage&& message)
     event.connection_id = c.id;
     event.pid = c.pid;
     event.hello = message.hello;
+    if (!c.check.TakeClockPair(message.hello.clock, MonotonicNow())) {
+      // The process is served; its kernels wait for a CLOCK within bounds.
+      if (message.hello.clock.cupti_ns != 0) rejected_clock_pairs_.fetch_add(1);
+      event.hello.clock = {};
+    }
     consumer_(std::move(event));
     return Status::Ok();
   }
@@ -358,6 +392,7 @@ Status CudaSocketServer::HandleMessage(Connection& c, CudaWireMessage&& message)
   event.kind = CudaProcessEvent::Kind::kRecords;
   event.connection_id = c.id;
   event.pid = c.pid;
+  const int64_t now = MonotonicNow();
   switch (message.type) {
     case WS_CUDA_MSG_HELLO:
     case WS_CUDA_MSG_CONFIG:
@@ -384,6 +419,11 @@ Status CudaSocketServer::HandleMessage(Connection& c, CudaWireMessage&& message)
     case WS_CUDA_MSG_KERNELS:
       event.kernels.reserve(message.kernels.size());
       for (const ws_cuda_kernel& k : message.kernels) {
+        if (!c.check.Span(k.start_ns, k.end_ns, (k.flags & WS_CUDA_RECORD_FLAG_NO_TIME) != 0, now) ||
+            !c.check.HostTime(k.launch_host_ns, now)) {
+          rejected_kernels_.fetch_add(1);
+          continue;
+        }
         CudaKernel kernel;
         kernel.record = k;
         if (k.name_id == 0) {
@@ -397,21 +437,36 @@ Status CudaSocketServer::HandleMessage(Connection& c, CudaWireMessage&& message)
       }
       break;
     case WS_CUDA_MSG_MEMOPS:
+      KeepWithin(message.memops, rejected_memops_, [&](const ws_cuda_memop& m) {
+        return c.check.Span(m.start_ns, m.end_ns, false, now);
+      });
       event.memops = std::move(message.memops);
       break;
     case WS_CUDA_MSG_LAUNCHES:
+      KeepWithin(message.launches, rejected_launches_,
+                 [&](const ws_cuda_launch& l) { return c.check.HostTime(l.host_time_ns, now); });
       event.launches = std::move(message.launches);
       break;
     case WS_CUDA_MSG_WAITS:
+      KeepWithin(message.waits, rejected_waits_,
+                 [&](const ws_cuda_wait& w) { return c.check.Span(w.start_ns, w.end_ns, false, now); });
       event.waits = std::move(message.waits);
       break;
     case WS_CUDA_MSG_STATS:
       event.stats = message.stats;
       break;
     case WS_CUDA_MSG_CLOCK:
+      if (!c.check.TakeClockPair(message.clock, now)) {
+        rejected_clock_pairs_.fetch_add(1);
+        return Status::Ok();
+      }
       event.clock = message.clock;
       break;
     case WS_CUDA_MSG_WINDOW:
+      if (!c.check.Window(message.window, now)) {
+        rejected_windows_.fetch_add(1);
+        return Status::Ok();
+      }
       event.window = message.window;
       break;
     case WS_CUDA_MSG_PC_SAMPLES: {
@@ -423,6 +478,10 @@ Status CudaSocketServer::HandleMessage(Connection& c, CudaWireMessage&& message)
       };
       event.pc_samples.reserve(message.pc_samples.size());
       for (const ws_cuda_pc_sample& p : message.pc_samples) {
+        if (!c.check.HostTime(p.read_host_ns, now)) {
+          rejected_pc_samples_.fetch_add(1);
+          continue;
+        }
         CudaPcSample sample;
         sample.record = p;
         if (!name(p.function_name_id, &sample.function) || !name(p.stall_name_id, &sample.stall_reason)) {

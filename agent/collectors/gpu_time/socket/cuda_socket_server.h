@@ -30,6 +30,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "agent/collectors/gpu_time/socket/cuda_record_bounds.h"
 #include "agent/collectors/gpu_time/socket/cuda_wire_decoder.h"
 #include "agent/collectors/gpu_time/socket/kernel_name_table.h"
 #include "base/status.h"
@@ -104,6 +105,9 @@ struct CudaSocketServerOptions {
   // Cubins being reassembled, all connections together; a cubin that does
   // not fit is skipped (counted) and its samples show function + offset.
   size_t max_cubin_bytes_in_flight = 256u << 20;
+  // Times and durations a record must be within; one outside is dropped and
+  // counted (CudaSocketServerCounters::rejected), the rest of its message kept.
+  CudaRecordBounds record_bounds;
 };
 
 inline constexpr size_t kDefaultKernelNameBytes = 64u << 20;
@@ -123,6 +127,7 @@ struct CudaSocketServerCounters {
   uint64_t bytes = 0;
   uint64_t cubins_received = 0;
   uint64_t cubins_skipped = 0;  // over max_cubin_bytes_in_flight, or chunks missing
+  CudaRecordRejections rejected;  // records out of options.record_bounds, dropped
 };
 
 class CudaSocketServer {
@@ -186,6 +191,8 @@ class CudaSocketServer {
 
   std::atomic<uint64_t> accepted_{0}, refused_{0}, refused_per_uid_{0}, open_{0}, protocol_errors_{0},
       closed_over_name_budget_{0}, messages_{0}, bytes_{0}, cubins_received_{0}, cubins_skipped_{0};
+  std::atomic<uint64_t> rejected_kernels_{0}, rejected_memops_{0}, rejected_waits_{0}, rejected_launches_{0},
+      rejected_pc_samples_{0}, rejected_clock_pairs_{0}, rejected_windows_{0};
   size_t cubin_bytes_in_flight_ = 0;  // server thread
 };
 

@@ -63,6 +63,12 @@ CudaSocketServerOptions OptionsFor(const std::string& path) {
   return o;
 }
 
+int64_t MonotonicNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
 std::string TempSocketPath() {
   return warpscope::testing::CudaTestDirs::Make() + "/sub/cuda.sock";  // the server creates "sub"
 }
@@ -193,7 +199,7 @@ TEST(CudaSocketServer, CubinsAreReassembledAndGapsOrOversizeAreSkipped) {
   chunk(2, 30000, 0, 15000);  // cubin 2: whole
   chunk(2, 30000, 15000, 15000);
   chunk(3, 200000, 0, 100);   // cubin 3: past the bound
-  ws_cuda_pc_sample sample{2, 0x40, 1, 0, 0, 6, 0};
+  ws_cuda_pc_sample sample{2, 0x40, static_cast<uint64_t>(MonotonicNs()), 0, 0, 6, 0};
   ASSERT_TRUE(outbox.AddPcSample(sample, "_Z4gemmv", "smsp__pcsamp_warps_issue_stalled_barrier"));
   outbox.CloseBatches();
   for (const cuda::WireMessage& m : outbox.TakeAllForTest()) Send(fd, m.bytes);
@@ -298,7 +304,8 @@ TEST(CudaSocketServer, ServesManyProcessesAtOnce) {
   }
   for (int fd : fds) ASSERT_FALSE(Receive(fd).empty());
   for (int fd : fds) {
-    ws_cuda_clock_pair clock{1, 2, 3};
+    const uint64_t now = static_cast<uint64_t>(MonotonicNs());
+    ws_cuda_clock_pair clock{now, now + 2, now + 3};  // pairs are checked against now
     Send(fd, EncodeCudaMessage(WS_CUDA_MSG_CLOCK, &clock, sizeof(clock), 1));
   }
   ASSERT_TRUE(log.WaitFor([](const auto& events) {
@@ -645,6 +652,146 @@ TEST(CudaSocketServer, AConnectionWhoseNameIdsNoLongerFitIsClosedAndCounted) {
   EXPECT_GT(s.refused, 100u);
   EXPECT_LE(s.peak_bytes, 64u << 10);
   EXPECT_EQ(s.bytes, s.names * (2 * 104 + KernelNameTable::kNameOverheadBytes)) << "the ids' charges went back";
+}
+
+// Times and durations any local user may send: each record past a bound is
+// dropped and counted alone, the rest of its message and the connection kept,
+// and another process's records are untouched. Before the bounds, a 2^62 ns
+// kernel or a clock pair 100 years off reached the collector, whose analysis
+// then filled one map entry per second of the span.
+TEST(CudaSocketServer, RecordsPastTheBoundsAreDroppedAndCountedOneByOne) {
+  EventLog log;
+  CudaSocketServerOptions options;
+  options.socket_path = TempSocketPath();
+  auto server = CudaSocketServer::Start(options, log.consumer());
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  constexpr uint64_t kDay = 86'400'000'000'000;
+  constexpr uint64_t kCuptiBase = uint64_t{1} << 60;  // CUPTI's clock is any clock: offset from monotonic
+  const uint64_t now = static_cast<uint64_t>(MonotonicNs());
+  // A hostile connection, and a good one beside it.
+  const int bad = Connect(options.socket_path);
+  const int good = Connect(options.socket_path);
+  for (int fd : {bad, good}) {
+    ws_cuda_hello hello{};
+    hello.pid = static_cast<uint32_t>(getpid());
+    hello.connection_seq = 1;
+    hello.clock = {now, kCuptiBase + 5, now + 10};
+    Send(fd, EncodeCudaMessage(WS_CUDA_MSG_HELLO, &hello, sizeof(hello), 1));
+    ASSERT_FALSE(Receive(fd).empty());
+  }
+  auto kernel = [&](uint64_t start, uint64_t end, uint32_t correlation) {
+    ws_cuda_kernel k{};
+    k.start_ns = start;
+    k.end_ns = end;
+    k.correlation_id = correlation;
+    return k;
+  };
+  const uint64_t t = kCuptiBase + 1'000'000;  // now, on the CUPTI clock
+  const std::vector<ws_cuda_kernel> kernels = {
+      kernel(t, t + 1000, 1),                      // fine
+      kernel(t, t + (uint64_t{1} << 62), 2),       // 2^62 ns
+      kernel(t, t + 30 * kDay, 3),                 // 30 days
+      kernel(t, t + kDay + 1, 4),                  // a day and 1 ns: past the server's bound
+      kernel(t, t + kDay, 5),                      // a day: the bound itself
+      kernel(t + 100 * 365 * kDay, t + 100 * 365 * kDay + 1000, 6),  // 100 years on
+      kernel(t + 1000, t, 7),                      // ends before it starts
+      kernel(t - 11 * 60 * 1'000'000'000ull, t - 11 * 60 * 1'000'000'000ull + 5, 8),  // 11 minutes ago
+      kernel(t + 2000, t + 3000, 9),               // fine
+  };
+  Send(bad, EncodeCudaMessage(WS_CUDA_MSG_KERNELS, kernels.data(), sizeof(ws_cuda_kernel),
+                              static_cast<uint32_t>(kernels.size())));
+  ws_cuda_memop memop{};
+  memop.start_ns = t;
+  memop.end_ns = t + 2 * kDay;
+  memop.op = WS_CUDA_MEMOP_MEMCPY;
+  Send(bad, EncodeCudaMessage(WS_CUDA_MSG_MEMOPS, &memop, sizeof(memop), 1));
+  ws_cuda_wait wait{};
+  wait.start_ns = t;
+  wait.end_ns = t + (uint64_t{1} << 62);
+  wait.api = WS_CUDA_WAIT_DEVICE_SYNCHRONIZE;
+  Send(bad, EncodeCudaMessage(WS_CUDA_MSG_WAITS, &wait, sizeof(wait), 1));
+  // A CLOCK moving the CUPTI clock by -100 years, one stepping 2 s, one
+  // bracket of 5 s: refused. A pair 1 s later moving it by 1 ms: taken.
+  const uint64_t later = static_cast<uint64_t>(MonotonicNs());
+  const std::vector<ws_cuda_clock_pair> pairs = {
+      {later, kCuptiBase + 5 + (later - now) - 100 * 365 * kDay, later + 10},
+      {later, kCuptiBase + 5 + (later - now) + 2'000'000'000, later + 10},
+      {later, kCuptiBase + 5 + (later - now), later + 5'000'000'000},
+      {later, kCuptiBase + 5 + (later - now) + 1'000'000, later + 10},
+  };
+  for (const ws_cuda_clock_pair& p : pairs) Send(bad, EncodeCudaMessage(WS_CUDA_MSG_CLOCK, &p, sizeof(p), 1));
+  ws_cuda_window window{};
+  window.on_start_ns = later;
+  window.on_end_ns = later + 200'000'000;
+  window.covers_until_ns = later + 365 * kDay;
+  Send(bad, EncodeCudaMessage(WS_CUDA_MSG_WINDOW, &window, sizeof(window), 1));
+  ws_cuda_launch launch{};
+  launch.host_time_ns = later + 100 * 365 * kDay;
+  launch.launch_kind = WS_CUDA_LAUNCH_KERNEL;
+  Send(bad, EncodeCudaMessage(WS_CUDA_MSG_LAUNCHES, &launch, sizeof(launch), 1));
+  // The good process's kernels, after all that.
+  const std::vector<ws_cuda_kernel> fine = {kernel(t, t + 500, 1), kernel(t + 600, t + 700, 2)};
+  Send(good, EncodeCudaMessage(WS_CUDA_MSG_KERNELS, fine.data(), sizeof(ws_cuda_kernel), 2));
+  ws_cuda_stats stats{};
+  Send(bad, EncodeCudaMessage(WS_CUDA_MSG_STATS, &stats, sizeof(stats), 1));  // the last, so all came before it
+
+  ASSERT_TRUE(log.WaitFor([](const auto& events) {
+    size_t stats = 0, good_kernels = 0;
+    for (const auto& e : events) {
+      stats += e.stats.has_value();
+      good_kernels += e.connection_id == 2 ? e.kernels.size() : 0;
+    }
+    return stats == 1 && good_kernels == 2;
+  })) << [&] {
+    std::string out;
+    for (const CudaProcessEvent& e : log.Take()) {
+      out += std::to_string(e.connection_id) + ":" + std::to_string(static_cast<int>(e.kind)) + ":" + e.reason + " ";
+    }
+    return out;
+  }();
+  std::vector<uint32_t> kept;
+  size_t memops = 0, waits = 0, launches = 0, windows = 0, clocks = 0, disconnected = 0;
+  for (const CudaProcessEvent& e : log.Take()) {
+    if (e.connection_id != 1) continue;
+    for (const CudaKernel& k : e.kernels) kept.push_back(k.record.correlation_id);
+    memops += e.memops.size();
+    waits += e.waits.size();
+    launches += e.launches.size();
+    windows += e.window.has_value();
+    clocks += e.clock.has_value();
+    disconnected += e.kind == CudaProcessEvent::Kind::kDisconnected;
+  }
+  EXPECT_EQ(kept, (std::vector<uint32_t>{1, 5, 9}));
+  EXPECT_EQ(memops, 0u);
+  EXPECT_EQ(waits, 0u);
+  EXPECT_EQ(launches, 0u);
+  EXPECT_EQ(windows, 0u);
+  EXPECT_EQ(clocks, 1u) << "the 1 ms step is taken";
+  EXPECT_EQ(disconnected, 0u) << "bad records are not a protocol error";
+  const CudaSocketServerCounters c = (*server)->counters();
+  EXPECT_EQ(c.rejected.kernels, 6u);
+  EXPECT_EQ(c.rejected.memops, 1u);
+  EXPECT_EQ(c.rejected.waits, 1u);
+  EXPECT_EQ(c.rejected.clock_pairs, 3u);
+  EXPECT_EQ(c.rejected.windows, 1u);
+  EXPECT_EQ(c.rejected.launches, 1u);
+  EXPECT_EQ(c.protocol_errors, 0u);
+  // A HELLO whose pair is 100 years off is served, its pair left out.
+  const int third = Connect(options.socket_path);
+  ws_cuda_hello hello{};
+  hello.pid = static_cast<uint32_t>(getpid());
+  hello.connection_seq = 1;
+  hello.clock = {now + 100 * 365 * kDay, kCuptiBase, now + 100 * 365 * kDay + 10};
+  Send(third, EncodeCudaMessage(WS_CUDA_MSG_HELLO, &hello, sizeof(hello), 1));
+  ASSERT_FALSE(Receive(third).empty());
+  ASSERT_TRUE(log.WaitFor([](const auto& e) { return Count(e, CudaProcessEvent::Kind::kConnected) >= 1; }));
+  for (const CudaProcessEvent& e : log.Take()) {
+    if (e.kind == CudaProcessEvent::Kind::kConnected) {
+      EXPECT_EQ(e.hello.clock.cupti_ns, 0u);
+    }
+  }
+  EXPECT_EQ((*server)->counters().rejected.clock_pairs, 4u);
+  for (int fd : {bad, good, third}) close(fd);
 }
 
 }  // namespace
