@@ -195,14 +195,41 @@ void GpuActivityAnalyzer::End(uint64_t connection) {
   if (it != connections_.end()) it->second.ended = true;
 }
 
+GpuActivityAnalyzer::Figures* GpuActivityAnalyzer::FiguresAt(uint32_t pid, uint32_t device, int64_t second) {
+  const auto key = std::make_tuple(pid, device, second);
+  auto it = seconds_.find(key);
+  if (it != seconds_.end()) return &it->second;
+  if (seconds_.size() >= options_.max_seconds) {
+    ++stats_.seconds_dropped;
+    return nullptr;
+  }
+  return &seconds_.emplace(key, Figures{}).first->second;
+}
+
 void GpuActivityAnalyzer::AddSpan(uint32_t pid, uint32_t device, int64_t from_ns, int64_t to_ns, double weight,
                                   const std::function<void(Figures&, double)>& add) {
   // from/to are unix times already placed; the span's weight is spread over
   // the seconds it covers in proportion to the time in each.
   if (to_ns <= from_ns) return;
+  const int64_t length = to_ns - from_ns;
+  const double whole = static_cast<double>(length);
+  if (length > span_cap_ns_) {
+    // Only its last upload window: the rest would be one figure per second
+    // of a span any local user can make a day long.
+    ++stats_.spans_capped;
+    stats_.capped_ns += static_cast<uint64_t>(length - span_cap_ns_);
+    from_ns = to_ns - span_cap_ns_;
+  }
+  const size_t seconds = static_cast<size_t>((to_ns - SecondOf(from_ns) + kSecond - 1) / kSecond);
+  if (span_seconds_ + seconds > options_.max_span_seconds) {
+    ++stats_.spans_dropped;
+    return;
+  }
+  span_seconds_ += seconds;
   for (int64_t s = SecondOf(from_ns); s < to_ns; s += kSecond) {
     const int64_t part = std::min(to_ns, s + kSecond) - std::max(from_ns, s);
-    if (part > 0) add(seconds_[{pid, device, s}], static_cast<double>(part) * weight / static_cast<double>(to_ns - from_ns));
+    if (part <= 0) continue;
+    if (Figures* f = FiguresAt(pid, device, s)) add(*f, static_cast<double>(part) * weight / whole);
   }
 }
 
@@ -231,7 +258,9 @@ void GpuActivityAnalyzer::Classify(Connection& c, uint32_t device_id, Device& d,
   d.classified_until = ClassifyTimeline(due, d.classified_until, trailing_until, options_.kernel_wait_max_ns, add_piece);
   // Launch figures and copies in the second the activity started in.
   for (const AnalyzedActivity& a : due) {
-    Figures& f = seconds_[{c.pid, device_id, SecondOf(place(a.start_ns) + offset)}];
+    Figures* at = FiguresAt(c.pid, device_id, SecondOf(place(a.start_ns) + offset));
+    if (at == nullptr) continue;
+    Figures& f = *at;
     const double duration = static_cast<double>(a.end_ns - a.start_ns);
     if (a.memcpy) {
       auto& [ns, bytes] = f.copies[{a.copy_kind, a.memory}];
@@ -275,7 +304,12 @@ void GpuActivityAnalyzer::CountSequences(Connection& c, uint32_t device_id, cons
       if (run[i]->kernel->key < run[first]->kernel->key) first = i;
     }
     const SequenceKey key{run[first]->kernel->key, run[(first + 1) % 3]->kernel->key, run[(first + 2) % 3]->kernel->key};
-    Figures& f = seconds_[{c.pid, device_id, second_of(run[0]->start_ns)}];
+    Figures* at = FiguresAt(c.pid, device_id, second_of(run[0]->start_ns));
+    if (at == nullptr) {
+      run.clear();
+      continue;
+    }
+    Figures& f = *at;
     auto it = f.sequences.find(key);
     if (it == f.sequences.end()) {
       if (f.sequences.size() >= options_.max_sequences) {
@@ -330,6 +364,13 @@ void GpuActivityAnalyzer::Finish(int64_t now_ns, int64_t unix_offset_ns, bool fi
                                  const std::function<std::string(uint32_t)>& comm_of,
                                  std::vector<MetricReading>* out) {
   unix_offset_ns_ = unix_offset_ns;
+  // This window's cap: the time it reports, from the previous Finish (whose
+  // classification stopped grace_ns before it) to now.
+  if (last_finish_ns_ != 0) {
+    span_cap_ns_ = std::clamp<int64_t>(now_ns - last_finish_ns_ + options_.grace_ns, options_.min_span_cap_ns,
+                                       std::max(options_.min_span_cap_ns, options_.max_span_ns));
+  }
+  last_finish_ns_ = now_ns;
   const int64_t watermark = now_ns - options_.grace_ns;
   const auto identity = [](int64_t t) { return t; };
   // pid -> every second before this (monotonic) is final, over its connections.
@@ -409,6 +450,7 @@ void GpuActivityAnalyzer::Finish(int64_t now_ns, int64_t unix_offset_ns, bool fi
     EmitSequences(f, base, second, out);
     it = seconds_.erase(it);
   }
+  span_seconds_ = 0;
 }
 
 }  // namespace warpscope::gpu

@@ -98,6 +98,24 @@ struct ActivityAnalysisOptions {
   // Exact mode classifies up to now - grace_ns (CUPTI delivers records late).
   int64_t grace_ns = 3'000'000'000;
   size_t max_pending = 1'000'000;   // activities waiting to be classified, all processes
+  // The work one upload window's analysis may do, so that the sampling
+  // thread it runs on is never held long (records are bounded where they
+  // enter the agent, cuda_record_bounds.h, but a day-long kernel or gap is
+  // still 86,400 seconds):
+  //   * a span (a busy or idle piece, stretched by a window's weight) is cut
+  //     to its last (time since the previous Finish + grace_ns: the upload
+  //     window it is reported in), but never below min_span_cap_ns (the
+  //     longest a recording window may stand for, so windowed figures stay
+  //     whole) nor above max_span_ns; the part cut off is not counted in any
+  //     second (spans_capped, capped_ns);
+  //   * at most max_span_seconds (span, second) placements per window, then
+  //     spans are left out (spans_dropped);
+  //   * at most max_seconds (process, device, second) figures held, then
+  //     new ones are left out (seconds_dropped).
+  int64_t min_span_cap_ns = 120'000'000'000;  // 2 minutes: CudaRecordBounds::max_window_ns
+  int64_t max_span_ns = 600'000'000'000;      // 10 minutes; the first window's cap
+  size_t max_span_seconds = 4'000'000;
+  size_t max_seconds = 200'000;
   size_t max_sequences = 64;        // distinct kernel sequences per process, device and second
   size_t top_sequences = 3;         // the most frequent of them reported
 };
@@ -107,6 +125,10 @@ struct ActivityAnalysisStats {
   uint64_t dropped = 0;            // past max_pending: not classified (its time reads as idle)
   uint64_t late = 0;               // began before the classified time: only the rest counted
   uint64_t sequences_dropped = 0;  // a run of a new sequence past max_sequences
+  uint64_t spans_capped = 0;       // cut to the upload window
+  uint64_t capped_ns = 0;          // the time cut off them
+  uint64_t spans_dropped = 0;      // past max_span_seconds in one window
+  uint64_t seconds_dropped = 0;    // figures past max_seconds
   uint64_t readings = 0;
 };
 
@@ -128,7 +150,8 @@ int64_t ClassifyTimeline(const std::vector<AnalyzedActivity>& activities, int64_
 
 class GpuActivityAnalyzer {
  public:
-  explicit GpuActivityAnalyzer(const ActivityAnalysisOptions& options) : options_(options) {}
+  explicit GpuActivityAnalyzer(const ActivityAnalysisOptions& options)
+      : options_(options), span_cap_ns_(options.max_span_ns) {}
 
   // A connection's recording begins: continuous from `start_ns` (exact), or
   // in windows (CloseWindow).
@@ -185,6 +208,8 @@ class GpuActivityAnalyzer {
                 const std::function<int64_t(int64_t)>& place);
   void AddSpan(uint32_t pid, uint32_t device, int64_t from_ns, int64_t to_ns, double weight,
                const std::function<void(Figures&, double)>& add);
+  // The figures of (pid, device, second); null when max_seconds are held.
+  Figures* FiguresAt(uint32_t pid, uint32_t device, int64_t second);
   void CountSequences(Connection& c, uint32_t device_id, const std::vector<AnalyzedActivity>& sorted, double weight,
                       const std::function<int64_t(int64_t)>& second_of);
   void EmitSequences(const Figures& f, const std::vector<std::pair<std::string, std::string>>& base, int64_t second,
@@ -197,6 +222,9 @@ class GpuActivityAnalyzer {
   // (pid, device, second) -> the figures placed in that second (unix time).
   std::map<std::tuple<uint32_t, uint32_t, int64_t>, Figures> seconds_;
   int64_t unix_offset_ns_ = 0;
+  int64_t last_finish_ns_ = 0;  // monotonic
+  int64_t span_cap_ns_;         // AddSpan's cap until the next Finish
+  size_t span_seconds_ = 0;     // placements since the last Finish
 };
 
 }  // namespace warpscope::gpu

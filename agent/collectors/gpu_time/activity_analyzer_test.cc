@@ -264,5 +264,59 @@ TEST(GpuActivityAnalyzer, KernelsOfACudaGraphAreNoSequence) {
   EXPECT_NEAR(s["cuda_kernels"], 303, 1e-9) << "the graph's kernels are counted all the same";
 }
 
+// A day-long kernel, and two short kernels a day apart (a day of idle
+// between them), are what any local user may still send within the socket's
+// bounds. Each used to become one figure per second of its span (86,400 map
+// entries, and 2^62 ns ones ran the agent out of memory); now a span is cut
+// to the upload window it is reported in (at least 2 minutes), counted.
+TEST(GpuActivityAnalyzer, LongSpansAreCutToTheUploadWindowAndCounted) {
+  constexpr int64_t kDay = 86'400 * kS;
+  ActivityAnalysisOptions o;
+  o.grace_ns = 1 * kS;
+  GpuActivityAnalyzer an(o);
+  const int64_t t0 = 3 * kDay;
+  an.Begin(1, 7, /*windowed=*/false, t0 - 2 * kDay);
+  std::vector<MetricReading> out;
+  an.Finish(t0, 0, false, [](uint32_t) { return "p"; }, &out);  // the previous upload window ended here
+  an.Add(1, Kernel(t0 - kDay, t0, 0));                              // a day long
+  an.Add(1, Kernel(t0 - 2 * kDay, t0 - 2 * kDay + kMs, 0));         // a day before it
+  an.End(1);
+  an.Finish(t0 + 10 * kS, 0, false, [](uint32_t) { return "p"; }, &out);
+  std::map<std::string, double> s = Sum(out);
+  // The day-long kernel's busy time: its last 2 minutes (the cap's floor, as
+  // the window is 10 s); the day of idle before it likewise.
+  EXPECT_NEAR(s["cuda_gpu_busy_seconds/compute"], 120 + 0.001, 1e-6);
+  EXPECT_NEAR(s["cuda_gpu_idle_seconds/host_wait"], 120, 1e-6);
+  EXPECT_NEAR(s["cuda_kernel_seconds"], 86'400.001, 1e-6) << "launch figures keep the whole duration";
+  EXPECT_LE(out.size(), 2u * 121 + 20);
+  EXPECT_EQ(an.stats().spans_capped, 2u);
+  EXPECT_NEAR(static_cast<double>(an.stats().capped_ns), 2.0 * (kDay - 120 * kS) - kMs, 1e3);
+}
+
+// Figures held at once are bounded: past max_seconds new seconds are left
+// out and counted, and past max_span_seconds placements a window's spans are.
+TEST(GpuActivityAnalyzer, AnalysisWorkPerWindowIsBounded) {
+  ActivityAnalysisOptions o;
+  o.max_seconds = 50;
+  o.max_span_seconds = 1000;
+  GpuActivityAnalyzer an(o);
+  const int64_t t0 = 1000 * kS;
+  an.Begin(1, 7, /*windowed=*/false, t0);
+  // 100 devices, each one kernel a minute long.
+  for (uint32_t d = 0; d < 100; ++d) {
+    AnalyzedActivity k = Kernel(t0, t0 + 60 * kS, 0);
+    k.device = d;
+    an.Add(1, k);
+  }
+  an.End(1);
+  std::vector<MetricReading> out;
+  an.Finish(t0 + 70 * kS, 0, false, [](uint32_t) { return "p"; }, &out);
+  EXPECT_GT(an.stats().spans_dropped, 0u);
+  EXPECT_GT(an.stats().seconds_dropped, 0u);
+  size_t busy = 0;
+  for (const MetricReading& r : out) busy += r.metric == "cuda_gpu_busy_seconds";
+  EXPECT_LE(busy, 50u);
+}
+
 }  // namespace
 }  // namespace warpscope::gpu

@@ -930,6 +930,10 @@ void GpuTimeCollector::AddCounters(std::vector<ProfileCounter>* counters) const 
   SetCounter(counters, "gpu_analysis_late", a.late);
   SetCounter(counters, "gpu_analysis_sequences_dropped", a.sequences_dropped);
   SetCounter(counters, "gpu_analysis_readings", a.readings);
+  SetCounter(counters, "gpu_analysis_spans_capped", a.spans_capped);
+  SetCounter(counters, "gpu_analysis_capped_ns", a.capped_ns);
+  SetCounter(counters, "gpu_analysis_spans_dropped", a.spans_dropped);
+  SetCounter(counters, "gpu_analysis_seconds_dropped", a.seconds_dropped);
   SetCounter(counters, "gpu_wait_under_gpu_work_ns", w.overlap_ns);
   // PC sampling: the libraries', then the agent's.
   SetCounter(counters, "cuda_lib_pc_samples", lib.pc_samples);

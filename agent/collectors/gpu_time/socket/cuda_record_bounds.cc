@@ -52,7 +52,9 @@ bool CudaRecordCheck::HostTime(uint64_t host_ns, int64_t now_ns) const {
 }
 
 bool CudaRecordCheck::Window(const ws_cuda_window& w, int64_t now_ns) const {
-  return w.on_end_ns >= w.on_start_ns && Within(w.on_start_ns, now_ns, bounds_.max_skew_ns) &&
+  return w.on_end_ns >= w.on_start_ns && w.covers_until_ns >= w.on_start_ns &&
+         w.covers_until_ns - w.on_start_ns <= static_cast<uint64_t>(bounds_.max_window_ns) &&
+         Within(w.on_start_ns, now_ns, bounds_.max_skew_ns) &&
          Within(w.on_end_ns, now_ns, bounds_.max_skew_ns) && Within(w.covers_until_ns, now_ns, bounds_.max_skew_ns);
 }
 

@@ -17,9 +17,10 @@
 //     now, comes after the pair before, and moves the connection's offset by
 //     at most max_clock_step_ns plus max_drift_ppm of the time since the pair
 //     before (CuptiClock fits drift up to 500 ppm);
-//   * a window ends no earlier than it starts, and its start, end and the
-//     time it stands for until are within max_skew_ns of now (so it spans
-//     minutes at most);
+//   * a window ends no earlier than it starts, stands for at most
+//     max_window_ns from its start (--gpu-duty's period is at most a minute;
+//     the joiner spreads each of its kernels over the seconds it stands for),
+//     and its times are within max_skew_ns of now;
 //   * launch host times and PC-sample read times are within max_skew_ns.
 //
 // Threading: one CudaRecordCheck per connection, on the socket server's
@@ -39,6 +40,7 @@ struct CudaRecordBounds {
   int64_t max_bracket_ns = 1'000'000'000;                  // 1 s
   int64_t max_clock_step_ns = 1'000'000'000;               // 1 s
   double max_drift_ppm = 1000;
+  int64_t max_window_ns = 2LL * 60 * 1'000'000'000;        // twice --gpu-duty's longest period
 };
 
 // What was dropped, all connections together.
