@@ -120,7 +120,7 @@ int RunProbeStack(const std::vector<std::string>& args) {
             << u.tables_built << " unwind tables (" << u.tables_failed << " without usable CFI), " << u.rows_used
             << " rows = " << u.rows_used * 8 / 1048576.0 << " MiB; slowest " << u.slowest_binary << " "
             << static_cast<int>(u.build_ms_max) << " ms\n";
-  if (StatusOr<uint64_t> attached = (*collector)->Attach(o.pid, o.binary, o.symbol); !attached.ok()) {
+  if (StatusOr<uint64_t> attached = (*collector)->AttachFromAnyThread(o.pid, o.binary, o.symbol); !attached.ok()) {
     std::cerr << "warpscope-agent: " << attached.status().message() << "\n";
     return kExitError;
   }

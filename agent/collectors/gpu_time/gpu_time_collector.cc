@@ -26,29 +26,6 @@ int64_t ClockNanos(clockid_t clock) {
   return static_cast<int64_t>(ts.tv_sec) * kSecond + ts.tv_nsec;
 }
 
-// libwarpscope_cuda.so's executable mapping in `pid`, or nullopt.
-std::optional<MemoryMapping> InjectionLibraryMapping(const ProcFs& procfs, uint32_t pid) {
-  StatusOr<std::string> maps = procfs.ReadMaps(pid);
-  if (!maps.ok()) return std::nullopt;
-  for (MemoryMapping& m : ParseProcMaps(*maps)) {
-    if (m.executable && m.IsFileBacked() && m.path.find("libwarpscope_cuda") != std::string::npos) return m;
-  }
-  return std::nullopt;
-}
-
-// The executable mapping of a libtorch_python*.so in `pid`, or nullopt.
-std::optional<MemoryMapping> AutogradLibraryMapping(const ProcFs& procfs, uint32_t pid) {
-  StatusOr<std::string> maps = procfs.ReadMaps(pid);
-  if (!maps.ok()) return std::nullopt;
-  for (MemoryMapping& m : ParseProcMaps(*maps)) {
-    if (!m.executable || !m.IsFileBacked()) continue;
-    const size_t slash = m.path.rfind('/');
-    const std::string_view base = std::string_view(m.path).substr(slash == std::string::npos ? 0 : slash + 1);
-    if (base.starts_with(kAutogradLibraryPrefix)) return m;
-  }
-  return std::nullopt;
-}
-
 // The library's (launch kind, flags) as the API's name.
 GpuLaunchApi LaunchApiOf(uint16_t kind, uint16_t flags) {
   const bool driver = (flags & WS_CUDA_LAUNCH_FLAG_DRIVER_API) != 0;
@@ -135,7 +112,13 @@ GpuTimeCollector::~GpuTimeCollector() {
 StatusOr<std::unique_ptr<GpuTimeCollector>> GpuTimeCollector::Open(const GpuTimeOptions& options,
                                                                     GpuTimeSessionParts parts) {
   std::unique_ptr<GpuTimeCollector> c(new GpuTimeCollector(options, std::move(parts)));
-  ASSIGN_OR_RETURN(c->probe_, UprobeStackCollector::CreateSharing(1, c->parts_.unwind_maps));
+  ASSIGN_OR_RETURN(std::unique_ptr<UprobeStackCollector> probe,
+                   UprobeStackCollector::CreateSharing(1, c->parts_.unwind_maps));
+  c->probe_ = std::move(probe);
+  ProbeAttacherOptions probes;
+  probes.max_probe_files = options.max_probe_files;
+  probes.attach_timeout = options.probe_attach_timeout;
+  c->probes_ = std::make_unique<ProbeAttacher>(probes, c->parts_.procfs, c->probe_);
   Inbox* inbox = c->inbox_.get();
   CudaSocketServerOptions socket = options.socket;
   socket.kernel_names = c->kernel_names_;
@@ -145,100 +128,17 @@ StatusOr<std::unique_ptr<GpuTimeCollector>> GpuTimeCollector::Open(const GpuTime
   return c;
 }
 
-void GpuTimeCollector::AttachProbe(uint64_t connection_id, Connection& c) {
-  const bool retry = c.probe_refused;  // refused for the bound before: counted then
-  c.probe_refused = false;
-  const std::optional<MemoryMapping> library = InjectionLibraryMapping(parts_.procfs, c.pid);
-  if (!library) {
-    ++stats_.probe_attach_failures;
-    LOG_WARNING() << "CUDA process " << c.pid << " connected but libwarpscope_cuda.so is not in its maps";
-    return;
-  }
-  const FileId file{library->dev_major, library->dev_minor, library->inode};
-  if (auto it = probed_files_.find(file); it != probed_files_.end()) {
-    it->second.connections.insert(connection_id);  // one probe serves every process mapping the file
-    c.probed_file = file;
-    return;
-  }
-  if (probed_files_.size() >= options_.max_probe_files) {
-    c.probe_refused = true;  // tried again when a file's probe goes
-    if (retry) return;
-    ++stats_.probe_files_refused;
-    if (!probe_refusal_logged_) {
-      LOG_WARNING() << "launch stacks of pid " << c.pid << " will be missing: " << probed_files_.size()
-                    << " files named libwarpscope_cuda.so are probed already (--gpu-probe-files); "
-                    << library->path << " is not (counted in gpu_probe_files_refused; logged once)";
-      probe_refusal_logged_ = true;
-    }
-    return;
-  }
-  // Through the process's root, so a library inside a container is found.
-  const std::string host_path = parts_.procfs.RootPath(c.pid, library->path);
-  StatusOr<uint64_t> probe = probe_->Attach(0, host_path, kLaunchProbeSymbol);
-  if (!probe.ok()) {
-    ++stats_.probe_attach_failures;
-    LOG_WARNING() << "launch stacks of pid " << c.pid << " will be missing: " << probe.status().message();
-    return;
-  }
-  probed_files_[file] = ProbedFile{*probe, {connection_id}};
-  c.probed_file = file;
-  ++stats_.probe_files_attached;
-}
-
-void GpuTimeCollector::DetachProbe(uint64_t connection_id, const Connection& c) {
-  if (!c.probed_file) return;
-  auto it = probed_files_.find(*c.probed_file);
-  if (it == probed_files_.end()) return;
-  it->second.connections.erase(connection_id);
-  if (!it->second.connections.empty()) return;
-  if (Status s = probe_->Detach(it->second.probe); !s.ok()) LOG_WARNING() << s.message();
-  probed_files_.erase(it);
-  ++stats_.probe_files_detached;
-}
-
-void GpuTimeCollector::AttachAutogradProbes(uint64_t connection_id, Connection& c) {
-  const std::optional<MemoryMapping> library = AutogradLibraryMapping(parts_.procfs, c.pid);
-  if (!library) return;  // not a PyTorch process (or torch not imported yet)
-  const FileId file{library->dev_major, library->dev_minor, library->inode};
-  if (auto it = autograd_files_.find(file); it != autograd_files_.end()) {
-    it->second.connections.insert(connection_id);
-    c.autograd_file = file;
-    return;
-  }
-  if (autograd_files_failed_.count(file) != 0) return;  // counted and logged the first time
-  // Any local user can name a file libtorch_python.so: bounded like the injection library's probes.
-  if (autograd_files_.size() + autograd_files_failed_.size() >= options_.max_probe_files) {
-    ++stats_.autograd_probe_failures;
-    return;
-  }
-  const std::string host_path = parts_.procfs.RootPath(c.pid, library->path);
-  StatusOr<uint64_t> entry = probe_->Attach(0, host_path, kAutogradEntrySymbol, WS_UPROBE_ROLE_AUTOGRAD_ENTRY);
-  StatusOr<uint64_t> ret = entry.ok() ? probe_->AttachReturn(0, host_path, kAutogradEntrySymbol,
-                                                             WS_UPROBE_ROLE_AUTOGRAD_RETURN)
-                                      : StatusOr<uint64_t>(entry.status());
-  if (!entry.ok() || !ret.ok()) {
-    if (entry.ok()) (void)probe_->Detach(*entry);
-    ++stats_.autograd_probe_failures;
-    autograd_files_failed_.insert(file);
-    LOG_WARNING() << "autograd threads' GPU time of pid " << c.pid << " stays under the autograd engine, not under "
-                  << "backward()'s caller: " << (entry.ok() ? ret : entry).status().message();
-    return;
-  }
-  autograd_files_[file] = AutogradProbes{*entry, *ret, {connection_id}};
-  c.autograd_file = file;
-  ++stats_.autograd_probe_files_attached;
-}
-
-void GpuTimeCollector::DetachAutogradProbes(uint64_t connection_id, const Connection& c) {
-  if (!c.autograd_file) return;
-  auto it = autograd_files_.find(*c.autograd_file);
-  if (it == autograd_files_.end()) return;
-  it->second.connections.erase(connection_id);
-  if (!it->second.connections.empty()) return;
-  for (uint64_t handle : {it->second.entry, it->second.ret}) {
-    if (Status s = probe_->Detach(handle); !s.ok()) LOG_WARNING() << s.message();
-  }
-  autograd_files_.erase(it);
+void GpuTimeCollector::CopyProbeStats() {
+  const ProbeAttacherStats& p = probes_->stats();
+  stats_.probe_attach_failures = p.attach_failures;
+  stats_.probe_files_attached = p.files_attached;
+  stats_.probe_files_detached = p.files_detached;
+  stats_.probe_files_refused = p.files_refused;
+  stats_.autograd_probe_files_attached = p.autograd_files_attached;
+  stats_.autograd_probe_failures = p.autograd_failures;
+  stats_.probe_files_unsafe = p.files_unsafe;
+  stats_.probe_attach_timeouts = p.attach_timeouts;
+  stats_.probe_attaches_dropped = p.attaches_dropped;
 }
 
 void GpuTimeCollector::OnConnected(const CudaProcessEvent& event, int64_t now_ns) {
@@ -251,8 +151,7 @@ void GpuTimeCollector::OnConnected(const CudaProcessEvent& event, int64_t now_ns
   StatusOr<std::string> comm = parts_.procfs.ReadComm(c.pid);
   comms_[c.pid] = {comm.ok() ? *comm : "", 0};
   if (parts_.describe) parts_.describe(c.pid);
-  AttachProbe(event.connection_id, c);
-  AttachAutogradProbes(event.connection_id, c);
+  probes_->PostConnected(event.connection_id, c.pid);
 }
 
 std::shared_ptr<const KernelName> GpuTimeCollector::KernelNameOf(uint64_t key) {
@@ -444,8 +343,7 @@ void GpuTimeCollector::OnEvent(CudaProcessEvent& event, int64_t now_ns, int64_t 
     c.open_waits.clear();
     waits_.EndConnection(c.id);
     analyzer_.End(c.id);
-    DetachProbe(event.connection_id, c);
-    DetachAutogradProbes(event.connection_id, c);
+    probes_->Disconnected(event.connection_id);
     const uint32_t pid = c.pid;
     ended_pids_.emplace_back(pid, now_ns);
     ended_libraries_.Add(c.stats_last);
@@ -608,6 +506,8 @@ void GpuTimeCollector::Poll() {
   for (CudaProcessEvent& event : events_) OnEvent(event, now, unix_offset);
   events_.clear();
   for (auto& [id, c] : connections_) PassSettled(c, now, /*ended=*/false);
+  probes_->Poll();
+  CopyProbeStats();
 }
 
 SampleLabels GpuTimeCollector::ThreadLabels(uint32_t pid, uint32_t tid) const {
@@ -722,10 +622,7 @@ void GpuTimeCollector::FinishWindow(ProfileBuilder* builder, GpuTrace* trace, bo
   *trace = std::move(trace_);
   trace_ = GpuTrace();
   // Processes refused a probe for the bound get one once room was made.
-  for (auto& [id, c] : connections_) {
-    if (probed_files_.size() >= options_.max_probe_files) break;
-    if (c.probe_refused) AttachProbe(id, c);
-  }
+  probes_->RetryRefused();
   // A process's name is kept while its kernels may still be joined (the
   // stacks' horizon), then forgotten: bounded by the connections of a minute.
   const int64_t horizon = options_.join.launch_ttl_ns + 2 * options_.join.grace_ns;
@@ -856,6 +753,9 @@ void GpuTimeCollector::AddCounters(std::vector<ProfileCounter>* counters) const 
   SetCounter(counters, "gpu_probe_files_detached", stats_.probe_files_detached);
   SetCounter(counters, "gpu_probe_files_refused", stats_.probe_files_refused);
   SetCounter(counters, "gpu_probe_attach_failures", stats_.probe_attach_failures);
+  SetCounter(counters, "gpu_probe_files_unsafe", stats_.probe_files_unsafe);
+  SetCounter(counters, "gpu_probe_attach_timeouts", stats_.probe_attach_timeouts);
+  SetCounter(counters, "gpu_probe_attaches_dropped", stats_.probe_attaches_dropped);
   SetCounter(counters, "gpu_scaled_processes", stats_.scaled_processes);
   SetCounter(counters, "gpu_recording_windows", stats_.recording_windows);
   SetCounter(counters, "gpu_kernels_window_overflow", stats_.window_overflow);

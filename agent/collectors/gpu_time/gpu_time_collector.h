@@ -26,11 +26,14 @@
 // say how much was kept).
 //
 // Threading: the socket server's thread only posts decoded events into a
-// bounded inbox (PostFromSocketThread); everything else runs on the
-// sampling thread, which owns this object, the session's Symbolizer and
-// PythonProcesses it borrows, and the uprobe collector.
+// bounded inbox (PostFromSocketThread); the probes are attached on the
+// ProbeAttacher's thread (probe_attacher.h: opening a user's library file
+// can wait); everything else runs on the sampling thread, which owns this
+// object, the session's Symbolizer and PythonProcesses it borrows, and the
+// uprobe collector (shared with the attacher's thread for attach and detach).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -46,6 +49,7 @@
 #include "agent/collectors/gpu_time/activity_analyzer.h"
 #include "agent/collectors/gpu_time/autograd_graft.h"
 #include "agent/collectors/gpu_time/gpu_pc_profile.h"
+#include "agent/collectors/gpu_time/probe_attacher.h"
 #include "agent/collectors/gpu_time/uprobe_stack_collector.h"
 #include "model/gpu_trace.h"
 #include "model/profile.h"
@@ -67,7 +71,6 @@ namespace warpscope::gpu {
 inline constexpr char kGpuTimeTypeName[] = "gpu_time";
 inline constexpr char kGpuTimeUnit[] = "nanoseconds";
 inline constexpr char kGpuWaitTypeName[] = "gpu_wait";
-inline constexpr char kLaunchProbeSymbol[] = "warpscope_cuda_launch_probe";
 
 struct GpuTimeOptions {
   CudaSocketServerOptions socket;  // path, and the CONFIG every library gets (mode, rates, duty)
@@ -90,6 +93,9 @@ struct GpuTimeOptions {
   // process mapping it; past this bound such files are not probed (their
   // launch stacks are missing) and counted.
   size_t max_probe_files = 16;
+  // An attach (open the file, register the probes) on the attacher's thread
+  // that runs longer than this is given up (probe_attacher.h).
+  std::chrono::milliseconds probe_attach_timeout{5000};
   // PC sampling (socket.config's WS_CUDA_CONFIG_PC_SAMPLING): the cubins the
   // libraries send, held for all processes together, and how they are read.
   size_t max_cubin_bytes = 512u << 20;
@@ -122,6 +128,9 @@ struct GpuTimeStats {
   // and return), since the start; failures: the symbol missing, the bound.
   uint64_t autograd_probe_files_attached = 0;
   uint64_t autograd_probe_failures = 0;
+  uint64_t probe_files_unsafe = 0;      // not the mapped regular file, or on FUSE: never opened
+  uint64_t probe_attach_timeouts = 0;   // attaches given up (their thread abandoned)
+  uint64_t probe_attaches_dropped = 0;  // the attach queue full, or attaching stopped for stuck threads
   uint64_t launch_stacks_expired = 0;  // a joined launch whose stack was already forgotten
   // GPU time whose kernel's name was evicted (its process gone, the name
   // budget needed) before the window that joined it: shown as such.
@@ -188,13 +197,9 @@ class GpuTimeCollector : public Collector {
   const std::string& socket_path() const { return server_->socket_path(); }
 
  private:
-  using FileId = std::tuple<uint32_t, uint32_t, uint64_t>;  // (dev major, minor, inode)
   struct Connection {
     uint64_t id = 0;
     uint32_t pid = 0;
-    std::optional<FileId> probed_file;  // the library file whose probe serves it
-    bool probe_refused = false;         // its file was not probed: max_probe_files reached
-    std::optional<FileId> autograd_file;  // its libtorch_python.so, when probed
     CuptiClock clock;
     ws_cuda_stats stats_last{};
     std::unique_ptr<RecordingWindows> windows;  // windowed recording only
@@ -250,11 +255,8 @@ class GpuTimeCollector : public Collector {
   // Kernels of windows whose weight is settled go to the joiner.
   void PassSettled(Connection& c, int64_t now_ns, bool ended);
   void OnLaunchStack(const ws_uprobe_stack_event& event, int64_t now_ns);
-  void AttachProbe(uint64_t connection_id, Connection& c);
-  void DetachProbe(uint64_t connection_id, const Connection& c);
-  // The autograd probes (autograd_graft.h) on the process's libtorch_python.so, if it maps one.
-  void AttachAutogradProbes(uint64_t connection_id, Connection& c);
-  void DetachAutogradProbes(uint64_t connection_id, const Connection& c);
+  // The probe attacher's counters into stats_.
+  void CopyProbeStats();
   void OnBackwardEntry(const ws_uprobe_stack_event& event, int64_t now_ns);
   // `key`, or the key of its stack grafted under the backward call it ran
   // for when it is an autograd thread's.
@@ -272,7 +274,10 @@ class GpuTimeCollector : public Collector {
   const GpuTimeOptions options_;
   GpuTimeSessionParts parts_;
   std::unique_ptr<Inbox> inbox_;
-  std::unique_ptr<UprobeStackCollector> probe_;
+  // Shared with the probe attacher's thread (attach and detach from any thread).
+  std::shared_ptr<UprobeStackCollector> probe_;
+  // The launch and autograd probes of the connected processes' library files.
+  std::unique_ptr<ProbeAttacher> probes_;
   std::unique_ptr<CudaSocketServer> server_;  // last: its thread posts into inbox_
   LaunchJoiner joiner_;
   WaitJoiner waits_;
@@ -281,19 +286,7 @@ class GpuTimeCollector : public Collector {
   GpuTimeStats stats_;
   std::map<uint64_t, Connection> connections_;  // by connection id
   LibraryTotals ended_libraries_;              // counters of the connections that ended
-  struct ProbedFile {
-    uint64_t probe = 0;               // UprobeStackCollector handle
-    std::set<uint64_t> connections;   // connected processes mapping the file
-  };
-  std::map<FileId, ProbedFile> probed_files_;
-  struct AutogradProbes {
-    uint64_t entry = 0, ret = 0;     // UprobeStackCollector handles
-    std::set<uint64_t> connections;  // connected processes mapping the file
-  };
-  std::map<FileId, AutogradProbes> autograd_files_;
-  std::set<FileId> autograd_files_failed_;  // logged once each (bounded by max_probe_files)
   AutogradCalls autograd_;
-  bool probe_refusal_logged_ = false;
   struct ProcessName {
     std::string comm;
     int64_t gone_ns = 0;  // when its last connection closed; 0 while connected

@@ -58,14 +58,14 @@ StatusOr<std::unique_ptr<UprobeStackCollector>> UprobeStackCollector::Load(uint3
   return c;
 }
 
-StatusOr<uint64_t> UprobeStackCollector::Attach(uint32_t pid, const std::string& binary, const std::string& symbol,
-                                                uint64_t role) {
+StatusOr<uint64_t> UprobeStackCollector::AttachFromAnyThread(uint32_t pid, const std::string& binary,
+                                                             const std::string& symbol, uint64_t role) {
   LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = role, .func_name = symbol.c_str());
   return AttachProgram(skel_->progs.ws_uprobe_stack, pid, binary, symbol, opts);
 }
 
-StatusOr<uint64_t> UprobeStackCollector::AttachReturn(uint32_t pid, const std::string& binary,
-                                                      const std::string& symbol, uint64_t role) {
+StatusOr<uint64_t> UprobeStackCollector::AttachReturnFromAnyThread(uint32_t pid, const std::string& binary,
+                                                                   const std::string& symbol, uint64_t role) {
   LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = role, .retprobe = true, .func_name = symbol.c_str());
   return AttachProgram(skel_->progs.ws_uretprobe_mark, pid, binary, symbol, opts);
 }
@@ -78,16 +78,22 @@ StatusOr<uint64_t> UprobeStackCollector::AttachProgram(bpf_program* program, uin
     const int e = errno;
     return ErrnoError(e, "attaching a uprobe to " + symbol + " in " + binary);
   }
+  std::lock_guard lock(links_mu_);
   const uint64_t handle = next_handle_++;
   links_.emplace(handle, link);
   return handle;
 }
 
-Status UprobeStackCollector::Detach(uint64_t handle) {
-  auto it = links_.find(handle);
-  if (it == links_.end()) return NotFoundError("no uprobe " + std::to_string(handle) + " attached");
-  const int err = bpf_link__destroy(it->second);
-  links_.erase(it);
+Status UprobeStackCollector::DetachFromAnyThread(uint64_t handle) {
+  bpf_link* link = nullptr;
+  {
+    std::lock_guard lock(links_mu_);
+    auto it = links_.find(handle);
+    if (it == links_.end()) return NotFoundError("no uprobe " + std::to_string(handle) + " attached");
+    link = it->second;
+    links_.erase(it);
+  }
+  const int err = bpf_link__destroy(link);
   if (err != 0) return ErrnoError(-err, "detaching uprobe " + std::to_string(handle));
   return Status::Ok();
 }

@@ -3,7 +3,10 @@
 // e.g. cuLaunchKernel in libcuda, or libwarpscope_cuda.so's launch probe (the
 // GPU-time collector, agent/collectors/gpu_time/).
 //
-// Threading: one owner thread calls every method.
+// Threading: one owner thread calls every method, except the ones named
+// …FromAnyThread (attach and detach: the GPU-time collector's ProbeAttacher
+// attaches on a thread of its own, since opening a binary and registering a
+// probe can wait); links_ is guarded by links_mu_ for them.
 #pragma once
 
 #include <chrono>
@@ -11,6 +14,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -48,18 +52,22 @@ class UprobeStackCollector {
   // process). The handle detaches it again (Detach); probes still attached
   // go with the collector. `role` (ws_uprobe_role) is carried in each event:
   // a stack probe's hits may be sampled, a call's entry mark's never are.
-  StatusOr<uint64_t> Attach(uint32_t pid, const std::string& binary, const std::string& symbol,
-                            uint64_t role = WS_UPROBE_ROLE_STACK);
+  StatusOr<uint64_t> AttachFromAnyThread(uint32_t pid, const std::string& binary, const std::string& symbol,
+                                         uint64_t role = WS_UPROBE_ROLE_STACK);
   // A uretprobe on `symbol`: an event without a stack, with `role`, the
   // return value in args[0] and the time, at each return. A function left by
   // a C++ exception or longjmp confuses the unwinders of the application
   // (the return address is the kernel's trampoline): probe only functions
   // that catch everything they call.
-  StatusOr<uint64_t> AttachReturn(uint32_t pid, const std::string& binary, const std::string& symbol, uint64_t role);
+  StatusOr<uint64_t> AttachReturnFromAnyThread(uint32_t pid, const std::string& binary, const std::string& symbol,
+                                               uint64_t role);
   // Removes the probe `handle` (stacks it already captured are still
   // delivered); NotFound for a handle not attached.
-  Status Detach(uint64_t handle);
-  size_t attached() const { return links_.size(); }
+  Status DetachFromAnyThread(uint64_t handle);
+  size_t attached() const {
+    std::lock_guard lock(links_mu_);
+    return links_.size();
+  }
 
   // Delivers the stacks already in the ring buffer without waiting.
   Status Consume(const std::function<void(const ws_uprobe_stack_event&)>& on_stack);
@@ -78,8 +86,9 @@ class UprobeStackCollector {
 
   uprobe_stack_bpf* skel_ = nullptr;
   ring_buffer* stacks_ = nullptr;
-  std::map<uint64_t, bpf_link*> links_;  // by handle
-  uint64_t next_handle_ = 1;
+  mutable std::mutex links_mu_;
+  std::map<uint64_t, bpf_link*> links_;  // by handle; guarded by links_mu_
+  uint64_t next_handle_ = 1;             // guarded by links_mu_
   std::function<void(const ws_uprobe_stack_event&)> on_stack_;  // valid during Poll only
 };
 
