@@ -24,6 +24,7 @@
 #include "server/cubin_handlers.h"
 #include "server/energy_handlers.h"
 #include "server/gpu_handlers.h"
+#include "server/gpu_ingest_rows.h"
 #include "server/insight_handlers.h"
 #include "server/mcp_handlers.h"
 
@@ -58,6 +59,13 @@ class Handlers {
     if (req.body.empty() || !batch.ParseFromString(req.body)) {
       return http::HttpResponse::Error(400, "body is not a warpscope.v1.IngestBatch protobuf");
     }
+    // One process's bad GPU row costs only that row, not the node's batch.
+    const size_t bad_gpu_rows = server::DropBadGpuActivities(&batch);
+    if (bad_gpu_rows > 0) {
+      LOG_WARNING_EVERY_N_SEC(60) << "ingest from agent " << batch.agent_id() << ": dropped " << bad_gpu_rows
+                                  << " GPU activities out of bounds (a duration past a day, an unknown kind, "
+                                     "an index out of range)";
+    }
     auto result = store_->Ingest(batch);
     if (!result.ok()) {
       if (HttpStatusFor(result.status()) >= 500) {
@@ -78,6 +86,7 @@ class Handlers {
                    {"stored_gpu_activities", result->gpu_activities},
                    {"dropped_too_old", result->dropped.too_old},
                    {"dropped_too_new", result->dropped.too_new},
+                   {"dropped_bad_gpu_activities", bad_gpu_rows},
                    {"duplicate", result->duplicate}});
   }
 
