@@ -323,6 +323,7 @@ class Handlers {
                   {"already_stored", s.cubins.already_stored},
                   {"refused_too_large", s.cubins.too_large},
                   {"refused_store_full", s.cubins.refused_full},
+                  {"refused_invalid", s.cubins.refused_invalid},
                   {"expired", s.cubins.expired}}}};
     if (const http::ConnectionCounters* c = options_.http_counters) {
       out["http"] = {{"connections_accepted", c->accepted.load()},

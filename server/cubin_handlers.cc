@@ -41,10 +41,12 @@ class CubinHandlers {
         return http::HttpResponse::Error(413, "cubin " + hash + " of " + bytes +
                                                   " bytes is larger than this server takes (--cubin-max-bytes)");
       case storage::CubinPutOutcome::kStoreFull: {
-        LOG_WARNING_EVERY_N_SEC(60) << "the cubin store is full (--cubin-store-bytes): cubin " << hash << " of "
+        LOG_WARNING_EVERY_N_SEC(60) << "the cubin store is full (--cubin-store-bytes, or its "
+                                    << storage::CubinLimits{}.max_cubins << " cubins): cubin " << hash << " of "
                                     << bytes << " bytes refused";
         http::HttpResponse r = http::HttpResponse::Error(
-            507, "the cubin store is full (--cubin-store-bytes): cubin " + hash +
+            507, "the cubin store is full (--cubin-store-bytes, each cubin counted as at least " +
+                     std::to_string(storage::CubinChargedBytes(0)) + " bytes, or its count limit): cubin " + hash +
                      " was not stored; retry later, retention frees the room of cubins no longer used");
         r.headers.emplace_back("Retry-After", "300");
         return r;

@@ -29,15 +29,33 @@ namespace warpscope::storage {
 struct CubinLimits {
   // One cubin; the injection library sends none larger either.
   uint64_t max_cubin_bytes = uint64_t{32} << 20;
-  // Every cubin held together.
+  // Every cubin held together, as CubinChargedBytes counts them.
   uint64_t max_store_bytes = uint64_t{1} << 30;
+  // Cubins held at once, whatever their size: each is a file (an inode and a
+  // directory entry) in the embedded store and an index entry in memory.
+  uint64_t max_cubins = 100'000;
 };
+
+// What a cubin costs against max_store_bytes: never less than a filesystem
+// block (an 8-byte cubin still takes a 4 KiB block), plus what every entry
+// costs beside its bytes (inode, directory entry, index entry, use rows).
+// Without the floor, 8-byte cubins would fill 512 times the disk they are
+// counted for.
+inline constexpr uint64_t kCubinMinChargeBytes = 4096;
+inline constexpr uint64_t kCubinEntryChargeBytes = 512;
+inline uint64_t CubinChargedBytes(uint64_t size) {
+  return (size > kCubinMinChargeBytes ? size : kCubinMinChargeBytes) + kCubinEntryChargeBytes;
+}
+
+// A cubin is an ELF file (64-bit): anything shorter than its header, or not
+// starting with the ELF magic, is refused before it costs a file.
+inline constexpr size_t kCubinMinBytes = 64;
 
 enum class CubinPutOutcome {
   kStored,         // new, and durable
   kAlreadyStored,  // held already: nothing written, and it counts as used now
   kTooLarge,       // over max_cubin_bytes: nothing stored
-  kStoreFull,      // it would take the store past max_store_bytes: nothing stored
+  kStoreFull,      // it would take the store past max_store_bytes or max_cubins: nothing stored
 };
 
 struct CubinPutResult {
@@ -57,13 +75,23 @@ inline Status CheckCubinHash(const std::string& hash) {
 }
 
 // The checks of every PutCubin, cheapest first: the hash's form, the size,
-// then the bytes against the hash (InvalidArgument naming both hashes).
-// kTooLarge, or nullopt when the cubin may be stored.
+// the ELF header's size and magic, then the bytes against the hash
+// (InvalidArgument naming both hashes). kTooLarge, or nullopt when the cubin
+// may be stored.
 inline StatusOr<std::optional<CubinPutOutcome>> CheckCubinPut(const std::string& hash, const std::string& bytes,
                                                               const CubinLimits& limits) {
   RETURN_IF_ERROR(CheckCubinHash(hash));
   if (bytes.size() > limits.max_cubin_bytes) return std::optional<CubinPutOutcome>(CubinPutOutcome::kTooLarge);
   if (bytes.empty()) return InvalidArgumentError("cubin " + hash + ": the body is empty");
+  if (bytes.size() < kCubinMinBytes) {
+    return InvalidArgumentError("cubin " + hash + ": " + std::to_string(bytes.size()) +
+                                " bytes is shorter than an ELF header (" + std::to_string(kCubinMinBytes) +
+                                "): not a cubin");
+  }
+  if (bytes.compare(0, 4, "\x7f" "ELF") != 0) {
+    return InvalidArgumentError("cubin " + hash + ": the body does not start with the ELF magic (7f 45 4c 46): "
+                                "not a cubin");
+  }
   if (const std::string actual = CubinHash(bytes); actual != hash) {
     return InvalidArgumentError("cubin " + hash + ": the body's XXH3-128 is " + actual +
                                 "; the hash in the path must be the hash of the bytes sent");
@@ -76,7 +104,8 @@ struct CubinStats {
   uint64_t stored = 0;          // new cubins stored
   uint64_t already_stored = 0;  // PUTs of a cubin held already
   uint64_t too_large = 0;       // refused: over max_cubin_bytes
-  uint64_t refused_full = 0;    // refused: the store was full
+  uint64_t refused_full = 0;    // refused: the store was full (bytes or count)
+  uint64_t refused_invalid = 0;  // refused: a malformed hash, bytes not of the hash, or not an ELF file
   uint64_t expired = 0;         // removed by retention
 };
 
@@ -91,17 +120,25 @@ class CubinCounters {
     }
     return result;
   }
+  // A put CheckCubinPut (or the backend) refused as invalid: counted, and
+  // `status` handed back.
+  Status Invalid(Status status) {
+    if (status.code() == StatusCode::kInvalidArgument) ++refused_invalid_;
+    return status;
+  }
   void Expired(uint64_t n) { expired_ += n; }
   CubinStats Stats() const {
     return CubinStats{.stored = stored_.load(),
                       .already_stored = already_stored_.load(),
                       .too_large = too_large_.load(),
                       .refused_full = refused_full_.load(),
+                      .refused_invalid = refused_invalid_.load(),
                       .expired = expired_.load()};
   }
 
  private:
-  std::atomic<uint64_t> stored_{0}, already_stored_{0}, too_large_{0}, refused_full_{0}, expired_{0};
+  std::atomic<uint64_t> stored_{0}, already_stored_{0}, too_large_{0}, refused_full_{0}, refused_invalid_{0},
+      expired_{0};
 };
 
 }  // namespace warpscope::storage

@@ -90,14 +90,19 @@ StatusOr<storage::CubinPutResult> ClickHouseCubins::Put(const std::string& hash,
     RETURN_IF_ERROR(WriteUses({hash}, /*always=*/true));
     return storage::CubinPutResult{storage::CubinPutOutcome::kAlreadyStored, bytes.size()};
   }
+  // Charged as storage::CubinChargedBytes does: a floor and a cost per entry.
   ASSIGN_OR_RETURN(const std::string total,
                    client_->Execute(ClickHouseRequest::Read(
-                       "SELECT sum(size) FROM (SELECT hash, any(size) AS size FROM cubins GROUP BY hash) "
-                       "FORMAT RowBinary")));
+                       "SELECT toUInt64(count()), toUInt64(sum(greatest(size, " +
+                       std::to_string(storage::kCubinMinChargeBytes) + ") + " +
+                       std::to_string(storage::kCubinEntryChargeBytes) +
+                       ")) FROM (SELECT hash, any(size) AS size FROM cubins GROUP BY hash) FORMAT RowBinary")));
   RowBinaryReader r(total);
+  const uint64_t held_cubins = r.UInt64();
   const uint64_t held_bytes = r.UInt64();
   RETURN_IF_ERROR(r.status("cubin store size"));
-  if (held_bytes + bytes.size() > limits_.max_store_bytes) {
+  if (held_bytes + storage::CubinChargedBytes(bytes.size()) > limits_.max_store_bytes ||
+      held_cubins >= limits_.max_cubins) {
     return storage::CubinPutResult{storage::CubinPutOutcome::kStoreFull, bytes.size()};
   }
   RETURN_IF_ERROR(WriteUses({hash}, /*always=*/true));

@@ -215,8 +215,9 @@ StatusOr<std::vector<TypeRow>> ClickHouseProfileStore::LoadTypes() {
 }
 
 StatusOr<storage::CubinPutResult> ClickHouseProfileStore::PutCubin(const std::string& hash, const std::string& bytes) {
-  ASSIGN_OR_RETURN(storage::CubinPutResult result, cubins_->Put(hash, bytes));
-  return cubin_counters_.Count(result);
+  StatusOr<storage::CubinPutResult> result = cubins_->Put(hash, bytes);
+  if (!result.ok()) return cubin_counters_.Invalid(result.status());
+  return cubin_counters_.Count(*result);
 }
 
 StatusOr<std::optional<storage::CubinInfo>> ClickHouseProfileStore::FindCubin(const std::string& hash) {

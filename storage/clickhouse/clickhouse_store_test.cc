@@ -272,7 +272,7 @@ TEST(ClickHouseStore, ReplicasShareCubinsAndRetentionDeletesUnusedOnes) {
   std::unique_ptr<ClickHouseProfileStore> a = testing::OpenShared(db, at_t0);
   std::unique_ptr<ClickHouseProfileStore> b = testing::OpenShared(db, at_t0);
   ASSERT_TRUE(a != nullptr && b != nullptr);
-  const std::string bytes(70'000, '\x7f');
+  const std::string bytes = std::string("\x7f" "ELF") + std::string(69'996, '\x7f');
   const std::string hash = CubinHash(bytes);
   ASSERT_EQ(a->PutCubin(hash, bytes)->outcome, storage::CubinPutOutcome::kStored);
   EXPECT_EQ(b->PutCubin(hash, bytes)->outcome, storage::CubinPutOutcome::kAlreadyStored);

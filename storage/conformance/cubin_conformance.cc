@@ -2,6 +2,7 @@
 // read back byte for byte after a reopen, bytes checked against their hash,
 // the bounds, retention by last use, and the gpu_pc instruction frames that
 // point at them keeping their mapping.
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -18,10 +19,12 @@ using testing::kT0;
 
 constexpr int64_t kDay = 86400 * kSec;
 
-// `size` bytes that differ per `seed`, NULs and high bytes included.
+// `size` bytes (at least an ELF header's) that differ per `seed`, NULs and
+// high bytes included, after the ELF magic every cubin starts with.
 std::string CubinBytes(size_t size, uint32_t seed) {
-  std::string bytes(size, '\0');
-  for (size_t i = 0; i < size; ++i) bytes[i] = static_cast<char>((i * i + i / 256 + seed * 131) % 251);
+  std::string bytes(std::max(size, kCubinMinBytes), '\0');
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>((i * i + i / 256 + seed * 131) % 251);
+  bytes.replace(0, 4, "\x7f" "ELF");
   return bytes;
 }
 
@@ -103,6 +106,44 @@ TEST_P(StoreConformanceTest, CubinsPastTheBoundsAreRefusedAndNothingOfThemStored
   EXPECT_EQ(stats.stored, 2u);
   EXPECT_EQ(stats.too_large, 1u);
   EXPECT_EQ(stats.refused_full, 1u);
+}
+
+// What is not a cubin costs nothing and is counted: shorter than an ELF
+// header, or without the ELF magic.
+TEST_P(StoreConformanceTest, BodiesThatAreNotElfFilesAreRefusedAndCounted) {
+  std::string no_magic = CubinBytes(5000, 11);
+  no_magic[1] = 'X';
+  const std::string tiny = CubinBytes(5000, 12).substr(0, kCubinMinBytes - 1);
+  for (const std::string& bad : {no_magic, tiny, std::string("\x7f" "ELF"), std::string(8, 'a')}) {
+    StatusOr<CubinPutResult> r = store().PutCubin(CubinHash(bad), bad);
+    ASSERT_FALSE(r.ok()) << bad.size();
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(r.status().message().find("ELF"), std::string::npos) << r.status().message();
+    EXPECT_FALSE(Held(store(), bad));
+  }
+  EXPECT_EQ(store().PutCubin("not-a-hash", no_magic).status().code(), StatusCode::kInvalidArgument);
+  const CubinStats stats = store().stats().cubins;
+  EXPECT_EQ(stats.stored, 0u);
+  EXPECT_EQ(stats.refused_invalid, 5u);
+}
+
+// A small cubin still costs a filesystem block and an entry, and the count
+// of cubins is bounded whatever their size.
+TEST_P(StoreConformanceTest, SmallCubinsAreChargedABlockAndTheirCountIsCapped) {
+  if (!GetParam().open_with_cubin_limits) GTEST_SKIP() << "backend takes no cubin limits here";
+  OpenWithCubinLimits(CubinLimits{.max_cubin_bytes = 10'000, .max_store_bytes = 3 * CubinChargedBytes(100)});
+  for (uint32_t i = 0; i < 3; ++i) EXPECT_EQ(MustPut(store(), CubinBytes(100, 20 + i)), CubinPutOutcome::kStored);
+  EXPECT_EQ(MustPut(store(), CubinBytes(100, 23)), CubinPutOutcome::kStoreFull)
+      << "400 bytes, but four blocks and entries";
+  EXPECT_EQ(store().stats().cubins.refused_full, 1u);
+
+  // The same store with room for bytes, but for four cubins only: it holds three.
+  OpenWithCubinLimits(CubinLimits{.max_cubin_bytes = 10'000, .max_store_bytes = 1 << 30, .max_cubins = 4});
+  const CubinStats before = store().stats().cubins;
+  EXPECT_EQ(MustPut(store(), CubinBytes(100, 30)), CubinPutOutcome::kStored);
+  EXPECT_EQ(MustPut(store(), CubinBytes(100, 31)), CubinPutOutcome::kStoreFull) << "a fifth cubin past max_cubins";
+  EXPECT_EQ(MustPut(store(), CubinBytes(100, 30)), CubinPutOutcome::kAlreadyStored);
+  EXPECT_EQ(store().stats().cubins.refused_full - before.refused_full, 1u);
 }
 
 // Retention counts from a cubin's last use, in whole days on ClickHouse:

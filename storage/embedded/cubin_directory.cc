@@ -65,6 +65,7 @@ Status CubinDirectory::Load() {
     if (!S_ISREG(st.st_mode)) continue;
     index_[name] = Entry{static_cast<uint64_t>(st.st_size), MtimeNs(st)};
     bytes_ += static_cast<uint64_t>(st.st_size);
+    charged_bytes_ += storage::CubinChargedBytes(static_cast<uint64_t>(st.st_size));
   }
   if (leftovers > 0) LOG_INFO() << dir_ << ": deleted " << leftovers << " cubin files a crash left half written";
   return Status::Ok();
@@ -82,8 +83,9 @@ StatusOr<storage::CubinPutResult> CubinDirectory::Put(const std::string& hash, c
       TouchLocked(hash, it->second, now);
       return storage::CubinPutResult{storage::CubinPutOutcome::kAlreadyStored, it->second.bytes};
     }
-    // Writers are serialized by write_mu_: bytes_ cannot grow meanwhile.
-    if (bytes_ + bytes.size() > limits_.max_store_bytes) {
+    // Writers are serialized by write_mu_: the totals cannot grow meanwhile.
+    if (charged_bytes_ + storage::CubinChargedBytes(bytes.size()) > limits_.max_store_bytes ||
+        index_.size() >= limits_.max_cubins) {
       return storage::CubinPutResult{storage::CubinPutOutcome::kStoreFull, bytes.size()};
     }
   }
@@ -94,6 +96,7 @@ StatusOr<storage::CubinPutResult> CubinDirectory::Put(const std::string& hash, c
   std::lock_guard<std::mutex> lock(mu_);
   index_[hash] = Entry{bytes.size(), now};
   bytes_ += bytes.size();
+  charged_bytes_ += storage::CubinChargedBytes(bytes.size());
   return storage::CubinPutResult{storage::CubinPutOutcome::kStored, bytes.size()};
 }
 
@@ -154,6 +157,7 @@ StatusOr<uint64_t> CubinDirectory::RemoveUnusedBefore(int64_t cutoff_ns) {
       auto it = index_.find(hash);
       if (it == index_.end() || it->second.last_use_ns >= cutoff_ns) continue;
       bytes_ -= it->second.bytes;
+      charged_bytes_ -= storage::CubinChargedBytes(it->second.bytes);
       index_.erase(it);
     }
     const std::string path = PathOf(hash);
@@ -166,7 +170,7 @@ StatusOr<uint64_t> CubinDirectory::RemoveUnusedBefore(int64_t cutoff_ns) {
 
 CubinDirectoryState CubinDirectory::state() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return CubinDirectoryState{index_.size(), bytes_};
+  return CubinDirectoryState{index_.size(), bytes_, charged_bytes_};
 }
 
 }  // namespace warpscope::embedded

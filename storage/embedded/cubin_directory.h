@@ -34,6 +34,7 @@ namespace warpscope::embedded {
 struct CubinDirectoryState {
   uint64_t cubins = 0;  // held now (in the index)
   uint64_t bytes = 0;   // their sizes together
+  uint64_t charged_bytes = 0;  // what they count against the limit (storage::CubinChargedBytes)
 };
 
 class CubinDirectory {
@@ -76,6 +77,7 @@ class CubinDirectory {
   mutable std::mutex mu_;
   std::unordered_map<std::string, Entry> index_;  // guarded by mu_
   uint64_t bytes_ = 0;                            // guarded by mu_: of index_
+  uint64_t charged_bytes_ = 0;                    // guarded by mu_: of index_
 };
 
 }  // namespace warpscope::embedded

@@ -27,7 +27,7 @@ bool Exists(const std::string& path) {
 
 TEST(CubinDirectoryTest, AnAcknowledgedCubinIsOnDiskAndAHalfWrittenOneIsGoneAtOpen) {
   ScratchDir dir;
-  const std::string bytes(4096, 'c');
+  const std::string bytes = std::string("\x7f" "ELF") + std::string(4092, 'c');
   const std::string hash = CubinHash(bytes);
   {
     std::unique_ptr<EmbeddedProfileStore> store = MustOpen(ManualOptions(dir.data()));
@@ -59,7 +59,8 @@ TEST(CubinDirectoryTest, RetentionDeletesTheFilesOfCubinsUnusedForLongerAndCount
   options.now_ns = [&now] { return now; };
   std::unique_ptr<EmbeddedProfileStore> store = MustOpen(options);
   ASSERT_NE(store, nullptr);
-  const std::string used(1000, 'u'), unused(1000, 'n');
+  const std::string used = std::string("\x7f" "ELF") + std::string(996, 'u');
+  const std::string unused = std::string("\x7f" "ELF") + std::string(996, 'n');
   ASSERT_TRUE(store->PutCubin(CubinHash(used), used).ok());
   ASSERT_TRUE(store->PutCubin(CubinHash(unused), unused).ok());
   now += kDay;
@@ -90,7 +91,7 @@ TEST(CubinDirectoryTest, RacingPutsOfOneCubinStoreItOnce) {
   ScratchDir dir;
   std::unique_ptr<EmbeddedProfileStore> store = MustOpen(ManualOptions(dir.data()));
   ASSERT_NE(store, nullptr);
-  const std::string bytes(200'000, 'r');
+  const std::string bytes = std::string("\x7f" "ELF") + std::string(199'996, 'r');
   std::vector<std::thread> threads;
   std::atomic<int> stored{0}, already{0};
   for (int i = 0; i < 4; ++i) {

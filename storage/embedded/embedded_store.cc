@@ -224,8 +224,9 @@ void EmbeddedProfileStore::RunBackground() {
 }
 
 StatusOr<storage::CubinPutResult> EmbeddedProfileStore::PutCubin(const std::string& hash, const std::string& bytes) {
-  ASSIGN_OR_RETURN(storage::CubinPutResult result, cubins_->Put(hash, bytes));
-  return cubin_counters_.Count(result);
+  StatusOr<storage::CubinPutResult> result = cubins_->Put(hash, bytes);
+  if (!result.ok()) return cubin_counters_.Invalid(result.status());
+  return cubin_counters_.Count(*result);
 }
 
 StatusOr<std::optional<storage::CubinInfo>> EmbeddedProfileStore::FindCubin(const std::string& hash) {

@@ -579,6 +579,7 @@ TEST_F(ServerApiTest, CubinsArePutOnceAndReadBackByteExact) {
   auto bytes = [](size_t size, char seed) {
     std::string b(size, '\0');
     for (size_t i = 0; i < size; ++i) b[i] = static_cast<char>(seed * 31 + i * i % 251);
+    b.replace(0, 4, "\x7f" "ELF");
     return b;
   };
   const std::string a = bytes(60'000, 1), b = bytes(60'000, 2), c = bytes(60'000, 3);
