@@ -1,12 +1,13 @@
 """Workload g of bench/gpu/real_suite.sh: torch.profiler inside a process
 that warpscope's injection library also profiles. STEPS training steps
 unprofiled ("before"), STEPS under torch.profiler (CUDA activity only,
-"profiled"), AFTER_STEPS (default 3 x STEPS: long enough for an adaptive period) unprofiled again ("after"); each
-phase's Unix start and end (ms). Prints how many kernels torch.profiler
-recorded (the exported trace's kernel events, and prof.events()' CUDA
-events): the runner compares them with the same script run without the
-injection library, and asks the server for this process's GPU time in the
-"after" phase (warpscope's recording must resume once the profiler stops).
+"profiled"), AFTER_STEPS unprofiled again ("after"; default 3 x STEPS, long
+enough for an adaptive period); each phase's Unix start and end (ms).
+Prints how many kernels torch.profiler recorded (the exported trace's kernel
+events, and prof.events()' CUDA events): the runner compares them with the
+same script run without the injection library, and asks the server for
+this process's GPU time in the "after" phase (warpscope's recording must
+resume once the profiler stops).
 
   real_profiler_inside.py STEPS [AFTER_STEPS]
 """

@@ -212,7 +212,8 @@ part_crash_functional() {
     pids+=($!)
     run_one functional threads adaptive 1 90 "$PY" "$HERE/real_threads.py" "$THREADS_SECS" &
     pids+=($!)
-    run_one profiler profiler_inside none 1 150 "$PY" "$HERE/real_profiler_inside.py" "$PROF_STEPS" &
+    # Only the profiled phase's count is compared: no "after" phase without the library.
+    run_one profiler profiler_inside none 1 150 "$PY" "$HERE/real_profiler_inside.py" "$PROF_STEPS" 0 &
     pids+=($!)
   fi
   wait "${pids[@]}"
@@ -244,7 +245,7 @@ part_profiler() {
   say "== profiler: real_profiler_inside.py $PROF_STEPS steps injected (torch.profiler inside)"
   local ref=
   if ! grep -q $'\tprofiler_inside\tnone\t' "$RUNS"; then  # the reference count, when functional did not run it
-    run_one profiler profiler_inside none 1 150 "$PY" "$HERE/real_profiler_inside.py" "$PROF_STEPS" &
+    run_one profiler profiler_inside none 1 150 "$PY" "$HERE/real_profiler_inside.py" "$PROF_STEPS" 0 &
     ref=$!
   fi
   run_one profiler profiler_inside adaptive 1 120 "$PY" "$HERE/real_profiler_inside.py" "$PROF_STEPS"
