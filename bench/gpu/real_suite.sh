@@ -35,7 +35,13 @@
 # runs' output, the agents' and server's last lines), results.json, summary.md,
 # raw.tgz (every run's output, the server's answers). Work files in $WORK.
 #
-# Knobs (environment), defaults fit ~8 minutes on an H100 host:
+# Estimated wall time at the defaults (not yet timed on a GPU host): start 10 s
+# (plus ~20 s to build graph_replay), crash+functional ~130 s, accuracy ~110 s,
+# profiler ~40 s, insights ~85 s, overhead ~95 s, collecting ~30 s: ~8.5 min.
+# A subset: PARTS="accuracy profiler" (the others skipped), or fewer runs and
+# shorter ones through the knobs below.
+#
+# Knobs (environment):
 #   PARTS="crash functional accuracy profiler insights overhead"  the parts to run
 #   SUITE_REPEAT=1     the parts, this many times over (one server and agent)
 #   REPEATS=20 CRASH_PAR=4 CRASH_SECS=3 COMPILE_SECS=2   crash-prone runs
@@ -44,7 +50,8 @@
 #   PROF_STEPS=1200   profiler (steps before and under the profiler; 3x after)
 #   STARVED_STEADY=15 STARVED_PERIODIC=30 BUSY_SECS=25   insights
 #   OH_ROUNDS=4 OH_SECS=3   overhead
-#   BUDGET_S=520       a part that would end past this many seconds is skipped
+#   BUDGET_S=510       a part that would end past this many seconds (by its estimate) is
+#                      skipped, so the whole command, collecting included, ends within ~9 min
 #   AGENT_FLAGS=       more flags for the default agent
 #   PY=/opt/torch/.venv/bin/python3
 set -u
@@ -63,7 +70,7 @@ JAX_STEPS=${JAX_STEPS:-300} LOADER_SECS=${LOADER_SECS:-15} THREADS_SECS=${THREAD
 PROF_STEPS=${PROF_STEPS:-1200}
 STARVED_STEADY=${STARVED_STEADY:-15} STARVED_PERIODIC=${STARVED_PERIODIC:-30} BUSY_SECS=${BUSY_SECS:-25}
 OH_ROUNDS=${OH_ROUNDS:-4} OH_SECS=${OH_SECS:-3}
-BUDGET_S=${BUDGET_S:-520}
+BUDGET_S=${BUDGET_S:-510}
 PORT=17180 METRICS=127.0.0.1:19480 METRICS_EXACT=127.0.0.1:19481
 API=http://127.0.0.1:$PORT
 SOCK=/tmp/ws-real-sock/cuda.sock  # the agent refuses a socket directly in world-writable /tmp
