@@ -314,7 +314,7 @@ for f in agent agent-exact server; do
 done
 echo "== collect.log"; tail -5 "$WORK/collect.log"
 # Every run's output (each cut to its last 200 kB) and the server's answers.
-(cd "$WORK" && for f in logs/*.log; do tail -c 200000 "$f" > "$f.tail" && mv "$f.tail" "$f"; done
+(cd "$WORK" && for f in logs/*.log ./*.log; do tail -c 200000 "$f" > "$f.tail" && mv "$f.tail" "$f"; done
  tar czf "$OUT/raw.tgz" --exclude '*.sock' -- *)
 say "done: $OUT/{real_suite.log,summary.md,results.json,raw.tgz}"
 exec >&- 2>&-
