@@ -335,6 +335,8 @@ class Handlers {
                      {"body_timeouts", c->body_timeouts.load()},
                      {"idle_closed", c->idle_closed.load()},
                      {"queue_full", c->queue_full.load()},
+                     {"evicted_waiting_heads", c->evicted_waiting_heads.load()},
+                     {"foreign_hosts", c->foreign_hosts.load()},
                      {"requests", c->requests.load()}};
     }
     return JsonOk(out);

@@ -122,9 +122,14 @@ McpEndpoint::McpEndpoint(McpServerInfo info, std::vector<McpTool> tools)
 
 http::HttpResponse McpEndpoint::Handle(const http::HttpRequest& req) const {
   // A browser page must not reach the endpoint through DNS rebinding: an
-  // Origin (only browsers send one) must name the host the request went to.
+  // Origin (only browsers send one) must name localhost, a loopback address
+  // or --listen's host (the HTTP core's IsLocalAuthority), never merely the
+  // Host the request went to, which a rebinding page makes its own. Behind
+  // the token, a page of the server's own name may also call it.
   if (const auto origin = req.Header("origin")) {
-    if (!EqualsIgnoringCase(OriginAuthority(*origin), req.Header("host").value_or(""))) {
+    const bool same_host_with_token =
+        req.authenticated && EqualsIgnoringCase(OriginAuthority(*origin), req.Header("host").value_or(""));
+    if (!req.local_origin && !same_host_with_token) {
       return RpcErrorResponse(403, kInvalidRequest, "Origin " + *origin + " may not use this endpoint");
     }
   }

@@ -182,15 +182,31 @@ TEST(McpEndpointTest, TransportChecks) {
   unknown.headers.emplace("MCP-Protocol-Version", "1999-01-01");
   EXPECT_EQ(e.Handle(unknown).status, 400);
 
-  // Only a browser sends Origin: it must be the host the request went to.
+  // Only a browser sends Origin: it must be a local name (the HTTP core
+  // sets local_origin), never merely the Host the request went to.
   http::HttpRequest same = Post(ping);
   same.headers.emplace("Origin", "http://127.0.0.1:7070");
+  same.local_origin = true;
   EXPECT_EQ(e.Handle(same).status, 200);
   http::HttpRequest foreign = Post(ping);
   foreign.headers.emplace("Origin", "http://evil.example");
   r = e.Handle(foreign);
   EXPECT_EQ(r.status, 403);
   EXPECT_EQ(Body(r)["jsonrpc"], "2.0");
+  // DNS rebinding: evil.example now resolves to 127.0.0.1, so the page's
+  // Origin and the Host it sends agree; without the token that is no pass.
+  http::HttpRequest rebound = Post(ping);
+  rebound.headers.erase("Host");
+  rebound.headers.emplace("Host", "evil.example:7070");
+  rebound.headers.emplace("Origin", "http://evil.example:7070");
+  EXPECT_EQ(e.Handle(rebound).status, 403);
+  // Behind the token, a page of the server's own name may call it.
+  http::HttpRequest own_name = Post(ping);
+  own_name.headers.erase("Host");
+  own_name.headers.emplace("Host", "warpscope.internal:7070");
+  own_name.headers.emplace("Origin", "https://warpscope.internal:7070");
+  own_name.authenticated = true;
+  EXPECT_EQ(e.Handle(own_name).status, 200);
 }
 
 }  // namespace

@@ -25,6 +25,9 @@ struct ConnectionLimits {
   // either a new connection gets 503 and is closed.
   size_t max_connections = 4096;
   size_t max_connections_per_client = 256;
+  // Client addresses remembered as having sent valid credentials (the
+  // oldest is forgotten past this); their connections are evicted last.
+  size_t max_authenticated_clients = 65'536;
   // Requests with a complete head waiting for a worker, per lane (503 past it).
   size_t max_queued_per_lane = 256;
   // A kept-alive connection is closed after this many requests.
@@ -35,6 +38,10 @@ struct ConnectionLimits {
 struct ConnectionCounters {
   std::atomic<uint64_t> accepted{0};
   std::atomic<uint64_t> refused_connections{0};  // over max_connections or max_connections_per_client
+  // Closed to make room for a new connection when max_connections were open:
+  // the oldest still waiting for a head, never one of an authenticated
+  // client for an unauthenticated one.
+  std::atomic<uint64_t> evicted_waiting_heads{0};
   std::atomic<uint64_t> heads_too_large{0};      // 431
   std::atomic<uint64_t> uris_too_long{0};        // 414
   std::atomic<uint64_t> malformed_heads{0};      // 400 before parsing
@@ -43,6 +50,9 @@ struct ConnectionCounters {
   std::atomic<uint64_t> idle_closed{0};          // idle connections closed after idle_timeout
   std::atomic<uint64_t> queue_full{0};           // 503: every worker of the lane busy and its queue full
   std::atomic<uint64_t> requests{0};             // heads handed to a worker
+  // 403 on a tokenless loopback server: a Host or Origin that names neither
+  // localhost, a loopback address nor --listen's host (DNS rebinding).
+  std::atomic<uint64_t> foreign_hosts{0};
 };
 
 }  // namespace warpscope::http

@@ -21,6 +21,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
 
 #include "base/logging.h"
@@ -35,6 +36,7 @@ using Clock = std::chrono::steady_clock;
 // worker thread that serves the request.
 thread_local bool t_close_after_response = false;
 thread_local bool t_body_deadline_passed = false;
+thread_local bool t_client_authenticated = false;
 
 int ToMillis(time_t sec, time_t usec) { return static_cast<int>(sec * 1000 + usec / 1000); }
 
@@ -217,6 +219,8 @@ void SendNow(int fd, const std::string& bytes) { (void)::send(fd, bytes.data(), 
 struct ConnectionServer::Connection {
   int fd = -1;
   std::string client;  // peer address: the per-client limit's key
+  bool authenticated_client = false;  // the address had authenticated before, or this connection did
+  Clock::time_point accepted_at{};
   std::string buf;     // bytes read and not yet served
   RequestHeadScanner scanner;
   size_t requests = 0;
@@ -312,6 +316,10 @@ struct ConnectionServer::Impl {
   std::mutex clients_mu;
   std::map<std::string, size_t> clients;
   size_t open = 0;
+  // Addresses that sent valid credentials, oldest first; guarded by clients_mu.
+  std::unordered_map<std::string, uint64_t> authenticated;  // address -> when it was noted (a sequence number)
+  std::deque<std::pair<std::string, uint64_t>> authenticated_order;
+  uint64_t authenticated_seq = 0;
 
   ~Impl() {
     if (epoll_fd >= 0) ::close(epoll_fd);
@@ -324,15 +332,58 @@ struct ConnectionServer::Impl {
   }
 
   // ---- the client table ----
-  bool Admit(const std::string& client) {
+  enum class Admission { kAdmitted, kServerFull, kClientFull };
+  Admission Admit(const std::string& client) {
     std::lock_guard<std::mutex> lock(clients_mu);
     size_t& n = clients[client];
     if (open >= limits.max_connections || n >= limits.max_connections_per_client) {
+      const bool client_full = n >= limits.max_connections_per_client;
       if (n == 0) clients.erase(client);
-      return false;
+      return client_full ? Admission::kClientFull : Admission::kServerFull;
     }
     ++n;
     ++open;
+    return Admission::kAdmitted;
+  }
+  bool IsAuthenticatedClient(const std::string& client) {
+    std::lock_guard<std::mutex> lock(clients_mu);
+    return authenticated.count(client) != 0;
+  }
+  // Worker threads, after a request with valid credentials.
+  void NoteAuthenticated(const std::string& client) {
+    std::lock_guard<std::mutex> lock(clients_mu);
+    const uint64_t seq = ++authenticated_seq;
+    authenticated[client] = seq;
+    authenticated_order.emplace_back(client, seq);
+    // Stale entries (re-noted since) are skipped; the table stays bounded.
+    while (authenticated.size() > limits.max_authenticated_clients ||
+           authenticated_order.size() > 2 * limits.max_authenticated_clients + 16) {
+      auto [address, noted] = authenticated_order.front();
+      authenticated_order.pop_front();
+      if (auto it = authenticated.find(address); it != authenticated.end() && it->second == noted) {
+        authenticated.erase(it);
+      }
+    }
+  }
+  // With every slot taken: closes the oldest watched connection that is
+  // waiting for a head, unauthenticated clients' first and among them
+  // those that never completed one. A newcomer that has not authenticated
+  // never evicts an authenticated client's connection. I/O thread.
+  bool EvictForNewcomer(bool newcomer_authenticated) {
+    Connection* victim = nullptr;
+    auto rank = [](const Connection& c) { return std::make_tuple(c.authenticated_client, c.requests > 0, c.accepted_at); };
+    for (auto& [fd, c] : idle) {
+      if (c->lingering) continue;
+      if (c->authenticated_client && !newcomer_authenticated) continue;
+      if (victim == nullptr || rank(*c) < rank(*victim)) victim = c.get();
+    }
+    if (victim == nullptr) return false;
+    counters->evicted_waiting_heads++;
+    LOG_WARNING_EVERY_N_SEC(10) << "http: every connection slot taken (" << limits.max_connections
+                                 << "): closing the oldest connection still waiting for a head, from "
+                                 << victim->client;
+    auto it = idle.find(victim->fd);
+    Forget(it->second);
     return true;
   }
   void Close(std::unique_ptr<Connection> c) {
@@ -415,7 +466,13 @@ struct ConnectionServer::Impl {
       auto c = std::make_unique<Connection>(limits.head);
       c->fd = fd;
       c->client = AddressOf(addr, nullptr);
-      if (!Admit(c->client)) {
+      c->authenticated_client = IsAuthenticatedClient(c->client);
+      c->accepted_at = Clock::now();
+      Admission admission = Admit(c->client);
+      if (admission == Admission::kServerFull && EvictForNewcomer(c->authenticated_client)) {
+        admission = Admit(c->client);
+      }
+      if (admission != Admission::kAdmitted) {
         counters->refused_connections++;
         LOG_WARNING_EVERY_N_SEC(10) << "http: refusing a connection from " << c->client
                                      << " (over max " << limits.max_connections << " connections, or "
@@ -602,10 +659,16 @@ struct ConnectionServer::Impl {
     const bool last = ++c->requests >= limits.max_requests_per_connection || stopping.load();
     t_close_after_response = false;
     t_body_deadline_passed = false;
+    t_client_authenticated = false;
     bool connection_closed = false;
     const bool ok = server->ServeOneRequest(stream, last, connection_closed);
     const bool close_early = t_close_after_response;
     t_close_after_response = false;
+    if (t_client_authenticated) {
+      t_client_authenticated = false;
+      c->authenticated_client = true;
+      NoteAuthenticated(c->client);
+    }
     if (stream.deadline_passed()) counters->body_timeouts++;
     if (!ok || stream.deadline_passed()) {
       Close(std::move(c));
@@ -703,6 +766,8 @@ void ConnectionServer::CloseConnectionAfterResponse(httplib::Response& res) {
 }
 
 bool ConnectionServer::BodyDeadlinePassed() { return t_body_deadline_passed; }
+
+void ConnectionServer::NoteClientAuthenticated() { t_client_authenticated = true; }
 
 bool ConnectionServer::ServeOneRequest(httplib::Stream& stream, bool last, bool& connection_closed) {
   return process_request(stream, last, connection_closed, nullptr);

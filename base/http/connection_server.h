@@ -8,6 +8,10 @@
 //     buffer (request_head.h: size, line and count limits, 431/414/400) with
 //     a deadline (408). A slow or idle client therefore costs one fd and at
 //     most one head's bytes, never a worker.
+//   * When every connection slot is taken, a new connection evicts the
+//     oldest one still waiting for its (first) head rather than be refused;
+//     clients that authenticated before are never evicted for others, so a
+//     flood of half-sent heads from many addresses cannot lock agents out.
 //   * Only a complete head goes to a worker, of the *lane* its route names
 //     (e.g. ingest and /healthz apart from queries), each lane its own pool
 //     with a bounded queue (503 when full): queries can never hold the
@@ -65,6 +69,10 @@ class ConnectionServer : public httplib::Server {
   // On the worker thread, after a body read failed: whether it failed
   // because the request's body deadline passed.
   static bool BodyDeadlinePassed();
+  // On the worker thread: the request being served carried valid
+  // credentials, so its client address goes in the table of authenticated
+  // clients, whose connections a full server keeps over others'.
+  static void NoteClientAuthenticated();
 
  private:
   struct Impl;

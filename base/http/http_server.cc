@@ -58,6 +58,12 @@ bool ConstantTimeEquals(std::string_view a, std::string_view b) {
   return diff == 0;
 }
 
+// The scheme-less authority of an Origin ("http://host:7070" -> "host:7070").
+std::string_view OriginAuthority(std::string_view origin) {
+  const size_t at = origin.find("://");
+  return at == std::string_view::npos ? origin : origin.substr(at + 3);
+}
+
 bool IsApiPath(const std::string& path) { return path == "/api" || path.rfind("/api/", 0) == 0; }
 
 bool IsChunked(const httplib::Request& req) {
@@ -134,6 +140,10 @@ HttpResponse HttpResponse::Error(int status, std::string_view message) {
 // read the immutable options and routing table.
 struct HttpServer::Impl {
   HttpServerOptions options;
+  ListenAddress listen;
+  // Tokenless on loopback: only local Host and Origin values are answered.
+  bool local_names_only = false;
+  ConnectionCounters* counters = nullptr;
   // path -> routes for that path (one per method).
   std::map<std::string, std::vector<Route>> routes;
   // prefix (without its '*') -> routes under that prefix, longest first.
@@ -146,16 +156,35 @@ struct HttpServer::Impl {
   // of the body is read (also for "Expect: 100-continue"). Returns the error
   // response, or nullopt when the request may proceed.
   std::optional<HttpResponse> CheckBeforeBody(const httplib::Request& req) const {
+    if (local_names_only) {
+      // Nothing but the Host header tells a rebinding page's request from
+      // the user's own: without a token, only local names are answered.
+      const std::string host = req.get_header_value("Host");
+      if (!host.empty() && !IsLocalAuthority(host, listen)) {
+        counters->foreign_hosts++;
+        LOG_WARNING_EVERY_N_SEC(60) << "http: refusing a request for Host " << host.substr(0, 200)
+                                    << " (a server without a token answers only localhost and loopback names)";
+        return HttpResponse::Error(403, "Host " + host.substr(0, 200) +
+                                            " is not a name of this server: without a token it answers only "
+                                            "localhost, loopback addresses and its --listen host");
+      }
+      const std::string origin = req.get_header_value("Origin");
+      if (!origin.empty() && !IsLocalAuthority(OriginAuthority(origin), listen)) {
+        counters->foreign_hosts++;
+        return HttpResponse::Error(403, "Origin " + origin.substr(0, 200) +
+                                            " may not use this server: without a token it answers only pages of "
+                                            "localhost and loopback addresses");
+      }
+    }
     const std::vector<Route>* candidates = RoutesFor(req.path);
     const bool needs_token =
         IsApiPath(req.path) || (candidates != nullptr && std::any_of(candidates->begin(), candidates->end(),
                                                                      [](const Route& r) { return r.needs_token; }));
     if (!options.token.empty() && needs_token) {
-      std::string auth = req.get_header_value("Authorization");
-      constexpr std::string_view kScheme = "bearer ";
-      bool ok = auth.size() > kScheme.size() && strncasecmp(auth.c_str(), kScheme.data(), kScheme.size()) == 0 &&
-                ConstantTimeEquals(std::string_view(auth).substr(kScheme.size()), options.token);
+      const bool ok = HasToken(req);
+      if (ok) ConnectionServer::NoteClientAuthenticated();
       if (!ok) {
+        const std::string auth = req.get_header_value("Authorization");
         HttpResponse r = HttpResponse::Error(
             401, auth.empty() ? "missing Authorization: Bearer <token> header" : "invalid bearer token");
         r.headers.emplace_back("WWW-Authenticate", "Bearer");
@@ -186,6 +215,15 @@ struct HttpServer::Impl {
                                           std::to_string(options.max_request_bytes));
     }
     return std::nullopt;
+  }
+
+  // Whether the request carries the server's bearer token.
+  bool HasToken(const httplib::Request& req) const {
+    if (options.token.empty()) return false;
+    const std::string auth = req.get_header_value("Authorization");
+    constexpr std::string_view kScheme = "bearer ";
+    return auth.size() > kScheme.size() && strncasecmp(auth.c_str(), kScheme.data(), kScheme.size()) == 0 &&
+           ConstantTimeEquals(std::string_view(auth).substr(kScheme.size()), options.token);
   }
 
   // The routes of the exact path, else of the longest matching prefix.
@@ -254,6 +292,10 @@ struct HttpServer::Impl {
     HttpRequest request;
     request.method = req.method;
     request.path = req.path;
+    request.authenticated = HasToken(req);
+    if (req.has_header("Origin")) {
+      request.local_origin = IsLocalAuthority(OriginAuthority(req.get_header_value("Origin")), listen);
+    }
     // httplib 0.11 leaves '+' undecoded in req.params; parse the target ourselves.
     request.query = ParseQueryString(req.target);
     for (const auto& [name, value] : req.headers) {
@@ -301,6 +343,9 @@ StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions&
 
   auto impl = std::make_unique<Impl>();
   impl->options = options;
+  impl->listen = addr;
+  impl->local_names_only = options.token.empty() && addr.is_loopback;
+  impl->counters = options.counters != nullptr ? options.counters : &impl->own_counters;
   for (Route& r : routes) {
     if (r.path.empty() || r.path[0] != '/' || !r.handler) {
       return InvalidArgumentError("bad route \"" + r.method + " " + r.path + "\"");
@@ -393,7 +438,7 @@ StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions&
     return UnavailableError("cannot listen on " + options.listen + ": " + why);
   }
 
-  ConnectionCounters* counters = options.counters != nullptr ? options.counters : &self->own_counters;
+  ConnectionCounters* counters = self->counters;
   std::vector<int> lanes = {options.threads};
   if (options.ingest_threads > 0) lanes.push_back(options.ingest_threads);
   RETURN_IF_ERROR(self->http.Serve(

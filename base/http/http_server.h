@@ -68,6 +68,12 @@ struct HttpRequest {
   std::multimap<std::string, std::string, CaseInsensitiveLess> headers;
   // The body, already decompressed when it came with Content-Encoding: zstd.
   std::string body;
+  // The request carried the server's bearer token (false on a tokenless
+  // server).
+  bool authenticated = false;
+  // It carried an Origin header naming localhost, a loopback address or
+  // --listen's host (listen_address.h, IsLocalAuthority); false without one.
+  bool local_origin = false;
 
   // The first value of a query parameter or header, if present.
   std::optional<std::string> QueryValue(const std::string& key) const;

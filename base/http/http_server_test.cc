@@ -169,7 +169,7 @@ TEST(HttpServerTest, AnswersAreCompressedByTheCoreNeverWithBrotli) {
   auto server = MustStart(LoopbackOptions(""));
   ASSERT_NE(server, nullptr);
   auto get = [&](const std::string& accept) {
-    return RawExchange(server->port(), "GET /api/v1/big HTTP/1.1\r\nHost: x\r\nAccept-Encoding: " + accept +
+    return RawExchange(server->port(), "GET /api/v1/big HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept-Encoding: " + accept +
                                            "\r\nConnection: close\r\n\r\n");
   };
   const std::string zstd = get("gzip, deflate, br, zstd");
@@ -762,6 +762,102 @@ TEST(HttpServerTest, ConnectionsPerClientAreLimited) {
   for (int fd : held) close(fd);
 }
 
+// A connected socket from `source` (an address in 127.0.0.0/8) to
+// 127.0.0.1:port, or -1.
+int ConnectFrom(const char* source, int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in from{};
+  from.sin_family = AF_INET;
+  inet_pton(AF_INET, source, &from.sin_addr);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(static_cast<uint16_t>(port));
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof(from)) != 0 ||
+      ::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof(to)) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Half-sent heads from several addresses, each under the per-client limit
+// and together over max_connections, used to lock every other client out
+// (503). A full server now closes the oldest connection still waiting for a
+// head, never an authenticated client's for another's: a client that
+// authenticated before keeps uploading through the whole flood.
+TEST(HttpServerTest, HalfSentHeadsFromManyAddressesDoNotLockOutAuthenticatedClients) {
+  HttpServerOptions o = LoopbackOptions();
+  o.connections.max_connections = 32;
+  o.connections.max_connections_per_client = 8;
+  auto server = MustStart(o);
+  httplib::Client agent("127.0.0.1", server->port());
+  agent.set_connection_timeout(2s);
+  agent.set_read_timeout(2s);
+  auto first = agent.Post("/api/v1/echo", Auth(), "batch", "application/octet-stream");
+  ASSERT_TRUE(first && first->status == 200);
+
+  std::vector<int> attackers;
+  auto flood = [&](int per_address) {
+    for (int a = 2; a < 12; ++a) {
+      const std::string source = "127.0.0." + std::to_string(a);
+      for (int i = 0; i < per_address; ++i) {
+        const int fd = ConnectFrom(source.c_str(), server->port());
+        if (fd < 0) continue;
+        ::send(fd, "GET /api/v1/query HTTP/1.1\r\nHost: x\r\n", 37, MSG_NOSIGNAL);
+        attackers.push_back(fd);
+      }
+    }
+  };
+  flood(8);  // 80 half-sent heads for 32 slots
+  std::this_thread::sleep_for(200ms);
+  int answered = 0;
+  for (int round = 0; round < 20; ++round) {
+    flood(1);
+    auto r = agent.Post("/api/v1/echo", Auth(), "batch " + std::to_string(round), "application/octet-stream");
+    EXPECT_TRUE(r && r->status == 200) << "round " << round << ": " << (r ? std::to_string(r->status) : "no answer");
+    answered += r && r->status == 200;
+  }
+  EXPECT_EQ(answered, 20);
+  EXPECT_GE(server->counters().evicted_waiting_heads.load(), 20u);
+  for (int fd : attackers) close(fd);
+}
+
+// A tokenless loopback server answers only local names in Host and Origin:
+// a page whose DNS name was rebound to 127.0.0.1 sends its own name as Host
+// and Origin and gets 403.
+TEST(HttpServerTest, TokenlessServerAnswersOnlyLocalHostNames) {
+  auto server = MustStart(LoopbackOptions(""));
+  const int port = server->port();
+  auto status_of = [&](const std::string& extra_headers) {
+    const std::string reply =
+        RawExchange(port, "GET /api/v1/query HTTP/1.1\r\n" + extra_headers + "Connection: close\r\n\r\n");
+    return reply.substr(0, 12);
+  };
+  const std::string p = std::to_string(port);
+  for (const std::string& host : std::vector<std::string>{"localhost:" + p, "127.0.0.1:" + p, "127.1.2.3:" + p, "[::1]:" + p,
+                                  "LOCALHOST", "[::ffff:127.0.0.1]:" + p}) {
+    EXPECT_EQ(status_of("Host: " + host + "\r\n"), "HTTP/1.1 200") << host;
+  }
+  EXPECT_EQ(status_of(""), "HTTP/1.1 200") << "no Host (HTTP/1.0 clients)";
+  for (const std::string& host : std::vector<std::string>{"evil.example:" + p, "evil.example", "127.0.0.1.evil.example:" + p,
+                                  "localhost.evil.example", "10.0.0.1:" + p, "[::2]:" + p, "0.0.0.0:" + p}) {
+    EXPECT_EQ(status_of("Host: " + host + "\r\n"), "HTTP/1.1 403") << host;
+  }
+  EXPECT_EQ(status_of("Host: 127.0.0.1:" + p + "\r\nOrigin: http://localhost:5173\r\n"), "HTTP/1.1 200");
+  EXPECT_EQ(status_of("Host: 127.0.0.1:" + p + "\r\nOrigin: http://evil.example:" + p + "\r\n"),
+            "HTTP/1.1 403");
+  EXPECT_EQ(status_of("Host: 127.0.0.1:" + p + "\r\nOrigin: null\r\n"), "HTTP/1.1 403");
+  EXPECT_EQ(server->counters().foreign_hosts.load(), 9u);
+
+  // With a token, the token is the guard: any Host is served.
+  auto with_token = MustStart(LoopbackOptions());
+  const std::string reply = RawExchange(with_token->port(),
+                                        "GET /api/v1/query HTTP/1.1\r\nHost: evil.example\r\nAuthorization: Bearer " +
+                                            std::string(kToken) + "\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(reply.substr(0, 12), "HTTP/1.1 200");
+}
+
 // Queries cannot take the ingest lane's workers: with the only query worker
 // busy, a route of the ingest lane is answered at once.
 TEST(HttpServerTest, IngestLaneIsServedWhileQueriesAreBusy) {
@@ -839,6 +935,19 @@ TEST(HttpServerTest, HalfClosedRequestIsAnswered) {
     EXPECT_NE(reply.find(body), std::string::npos) << reply;
     EXPECT_TRUE(closed);
   }
+}
+
+TEST(ListenAddressTest, LocalAuthorities) {
+  const ListenAddress loopback = *ParseListenAddress("127.0.0.1:7070");
+  for (const char* local : {"localhost", "localhost:7070", "LocalHost:1", "127.0.0.1", "127.9.9.9:80", "[::1]",
+                            "[::1]:7070", "[::ffff:127.0.0.2]:7070"}) {
+    EXPECT_TRUE(IsLocalAuthority(local, loopback)) << local;
+  }
+  for (const char* foreign : {"", "evil.example", "evil.example:7070", "localhost.evil", "127.0.0.1.nip.io",
+                              "[::2]", "[::1", "10.1.2.3", "1:2:3", "0.0.0.0:7070"}) {
+    EXPECT_FALSE(IsLocalAuthority(foreign, loopback)) << foreign;
+  }
+  EXPECT_TRUE(IsLocalAuthority("10.1.2.3:9", *ParseListenAddress("10.1.2.3:7070"))) << "--listen's own host";
 }
 
 TEST(ListenAddressTest, ParsesAndClassifies) {

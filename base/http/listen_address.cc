@@ -18,7 +18,41 @@ StatusOr<int> ParsePort(const std::string& text, const std::string& listen) {
   return port;
 }
 
+// The host of an authority, brackets stripped, lower-cased; empty when it
+// is malformed.
+std::string HostOf(std::string_view authority) {
+  std::string host;
+  if (!authority.empty() && authority[0] == '[') {
+    const size_t close = authority.find(']');
+    if (close == std::string_view::npos) return "";
+    const std::string_view rest = authority.substr(close + 1);
+    if (!rest.empty() && rest[0] != ':') return "";
+    host = std::string(authority.substr(1, close - 1));
+  } else {
+    const size_t colon = authority.find(':');
+    if (colon != std::string_view::npos && authority.find(':', colon + 1) != std::string_view::npos) return "";
+    host = std::string(authority.substr(0, colon));
+  }
+  for (char& c : host) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  return host;
+}
+
 }  // namespace
+
+bool IsLocalAuthority(std::string_view authority, const ListenAddress& listen) {
+  const std::string host = HostOf(authority);
+  if (host.empty()) return false;
+  if (host == "localhost") return true;
+  in_addr addr4;
+  if (inet_pton(AF_INET, host.c_str(), &addr4) == 1) {
+    if ((ntohl(addr4.s_addr) >> 24) == 127) return true;
+  }
+  in6_addr addr6;
+  if (inet_pton(AF_INET6, host.c_str(), &addr6) == 1) {
+    if (IN6_IS_ADDR_LOOPBACK(&addr6) || (IN6_IS_ADDR_V4MAPPED(&addr6) && addr6.s6_addr[12] == 127)) return true;
+  }
+  return !listen.host.empty() && host == listen.host;
+}
 
 StatusOr<ListenAddress> ParseListenAddress(const std::string& listen) {
   ListenAddress out;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "base/status.h"
 
@@ -20,5 +21,13 @@ struct ListenAddress {
 // other than localhost are refused: the security rule needs to know for sure
 // whether the address is loopback, which a resolver cannot promise.
 StatusOr<ListenAddress> ParseListenAddress(const std::string& listen);
+
+// Whether `authority` ("host", "host:port", "[v6]", "[v6]:port", as in a
+// Host header or an Origin without its scheme) names this machine's loopback
+// for a server listening on `listen`: localhost, any 127.0.0.0/8 address,
+// ::1 (or ::ffff:127.x.y.z), or --listen's own host. The port is not
+// compared. A tokenless server answers only such names, so a page that
+// rebinds its own DNS name to 127.0.0.1 (DNS rebinding) gets nothing.
+bool IsLocalAuthority(std::string_view authority, const ListenAddress& listen);
 
 }  // namespace warpscope::http
