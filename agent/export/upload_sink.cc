@@ -43,6 +43,7 @@ void UploadSink::AddCounters(std::vector<ProfileCounter>* counters) const {
   SetCounter(counters, "upload_batches_sent", up.batches_sent);
   SetCounter(counters, "upload_batches_rejected", up.batches_rejected);
   SetCounter(counters, "upload_batches_dropped", up.batches_dropped);
+  SetCounter(counters, "upload_batches_unspooled", up.batches_unspooled);
   SetCounter(counters, "upload_send_failures", up.send_failures);
   SetCounter(counters, "upload_auth_failures", up.auth_failures);
   SetCounter(counters, "encode_errors", encode_errors_);

@@ -57,17 +57,17 @@ void Uploader::PostBatch(uint64_t sequence, std::string body) {
   DCHECK(queue_.empty() || queue_.back().sequence < sequence) << "sequences must increase";
   queued_bytes_ += body.size();
   queue_.push_back({sequence, std::make_shared<const std::string>(std::move(body))});
-  if (QueueOverLocked() || stopping_ || !thread_.joinable()) {
-    // The uploader thread is stuck in a request (or gone): park the batches
-    // on disk here rather than wait for the network or grow without bound.
-    SpoolQueueLocked();
-    if (QueueOverLocked()) {
-      // The spool failed too (disk full or broken): drop the newest.
-      queued_bytes_ -= queue_.back().body->size();
-      queue_.pop_back();
-      ++stats_.batches_dropped;
-      LOG_WARNING() << "upload queue full and the spool unusable: batch " << sequence << " dropped";
-    }
+  // Every batch goes to disk as it is made, so a crash (kill -9, OOM) loses
+  // none that was made; the thread sends it from there. What the disk does
+  // not take stays in memory, bounded.
+  SpoolQueueLocked(/*drop_oversized=*/stopping_ || !thread_.joinable());
+  if (!queue_.empty() && queue_.back().sequence == sequence) ++stats_.batches_unspooled;
+  if (QueueOverLocked()) {
+    // The spool failed too (disk full or broken): drop the newest.
+    queued_bytes_ -= queue_.back().body->size();
+    queue_.pop_back();
+    ++stats_.batches_dropped;
+    LOG_WARNING() << "upload queue full and the spool unusable: batch " << sequence << " dropped";
   }
   cv_.notify_one();
 }
@@ -92,7 +92,7 @@ void Uploader::Stop() {
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
   std::lock_guard lock(mu_);
-  SpoolQueueLocked();  // without a thread (never started), or what the thread could not spool
+  SpoolQueueLocked(/*drop_oversized=*/true);  // without a thread (never started), or what the thread could not spool
   if (!queue_.empty()) {
     LOG_WARNING() << queue_.size() << " batches could be neither sent nor spooled and are lost";
     stats_.batches_dropped += queue_.size();
@@ -112,9 +112,14 @@ void Uploader::SyncSpoolStatsLocked() {
   stats_.spool_dropped_batches = dropped;
 }
 
-void Uploader::SpoolQueueLocked() {
+void Uploader::SpoolQueueLocked(bool drop_oversized) {
   while (!queue_.empty()) {
     const QueuedBatch& batch = queue_.front();
+    if (!drop_oversized && batch.body->size() + kSpoolHeaderSize > spool_->max_bytes()) {
+      // Larger than the whole spool: sent from memory while the server
+      // answers (newer batches wait behind it, in order).
+      break;
+    }
     Status s = spool_->Push(batch.sequence, *batch.body);
     if (s.ok()) {
       ++stats_.batches_spooled;
@@ -217,7 +222,7 @@ void Uploader::HandleResultLocked(const QueuedBatch& head, const ServerAnswer& r
   ++stats_.send_failures;
   ++stats_.consecutive_failures;
   // The failed batch leads the spool; newer ones follow it there.
-  if (!queue_.empty() && queue_.front().sequence == head.sequence) SpoolQueueLocked();
+  if (!queue_.empty() && queue_.front().sequence == head.sequence) SpoolQueueLocked(/*drop_oversized=*/true);
   std::uniform_real_distribution<double> unit(0.0, 1.0);
   auto delay = BackoffDelay(options_.initial_backoff, options_.max_backoff, stats_.consecutive_failures,
                             unit(jitter_));
@@ -231,16 +236,17 @@ void Uploader::ThreadMain() {
   ServerConnection connection(options_.server, &abort_at_ns_);
   std::unique_lock lock(mu_);
   for (;;) {
-    // Keep the order: once anything is spooled, queued batches go behind it.
-    if (!spool_->Empty() || backing_off_) SpoolQueueLocked();
+    // Keep the order: once anything is spooled, queued batches go behind it
+    // (those the disk refused stay in memory, in order).
+    SpoolQueueLocked(/*drop_oversized=*/backing_off_);
     if (stopping_) {
-      // At shutdown, send only what is queued and only while the server
-      // answers; a backlog stays in the spool for the next start.
-      if (backing_off_ || !spool_->Empty() || Clock::now() >= shutdown_deadline_) {
-        SpoolQueueLocked();
+      // At shutdown, send while the server answers, up to the deadline; the
+      // rest stays in the spool for the next start.
+      if (backing_off_ || Clock::now() >= shutdown_deadline_) {
+        SpoolQueueLocked(/*drop_oversized=*/true);
         break;
       }
-      if (queue_.empty()) break;
+      if (queue_.empty() && spool_->Empty()) break;
     } else if (backing_off_ && Clock::now() < retry_at_) {
       cv_.wait_until(lock, retry_at_);
       continue;

@@ -14,21 +14,29 @@
 // with jitter (BackoffDelay: initial_backoff doubling up to max_backoff, each
 // wait drawn from [d/2, d]); a success resets the backoff.
 //
+// Durability: PostBatch writes each batch to the on-disk Spool at once
+// (fsync'ed, spool.h), and the thread sends it from there, so a crash of the
+// agent (kill -9, an OOM kill, a SIGKILL after the stop timeout) loses no
+// batch that was made. Only a batch the disk refuses (full, failing: counted
+// in batches_unspooled) waits in memory, max_queued_batches at most, and is
+// lost with the process; so is one larger than the whole spool, sent from
+// memory.
+//
 // Ordering: the server treats any sequence <= the highest it stored as a
 // duplicate, so batches must arrive in increasing sequence order. The
-// uploader keeps every unacknowledged batch either in the on-disk Spool (the
-// older ones) or in the in-memory queue (the newer ones) and always sends the
-// oldest: once anything is spooled, queued batches follow it into the spool
-// and the spool is drained oldest first. A batch whose answer was lost is sent
-// again with the same sequence and acknowledged as a duplicate.
+// uploader keeps every unacknowledged batch either in the Spool (the older
+// ones) or in the in-memory queue (the newer ones, those the disk refused)
+// and always sends the oldest: queued batches follow the spool into it as
+// soon as the disk takes them, and the spool is drained oldest first. A batch
+// whose answer was lost is sent again with the same sequence and acknowledged
+// as a duplicate.
 //
 // Threading: PostBatch and StatsFromAnyThread may be called from any thread
 // (the run loop); everything else from the owning thread. The uploader thread
 // owns the ServerConnection (reused, so connections are kept alive). The queue and
 // the Spool are guarded by mu_, which is never held across a request: the
-// Spool is used by the uploader thread, and by PostBatch only when the queue
-// is full (the uploader is stuck in a request), so memory stays bounded and
-// the caller waits at most for the disk, never for the network.
+// Spool is written by PostBatch (the caller waits for the disk, an fsync per
+// batch, never for the network) and read and trimmed by the uploader thread.
 #pragma once
 
 #include <atomic>
@@ -56,10 +64,9 @@ struct UploaderOptions {
   ServerConnectionOptions server;  // kIngestPath is appended to its URL
   std::string spool_dir;
   uint64_t spool_max_bytes = 256ull << 20;
-  // In memory, between the run loop and the uploader thread (a window makes
-  // up to one batch per source, window_batches.h); past either bound the
-  // queue goes to the spool, and when the spool cannot take it the newest
-  // batch is dropped and counted.
+  // In memory: batches the spool could not take (disk full or failing; a
+  // window makes up to one batch per source, window_batches.h); past either
+  // bound the newest batch is dropped and counted.
   size_t max_queued_batches = 16;
   uint64_t max_queued_bytes = 48ull << 20;
   std::chrono::milliseconds initial_backoff{1000};
@@ -82,6 +89,7 @@ struct UploaderStats {
   uint64_t send_failures = 0;     // transient failures: network, timeouts, 5xx, 408/425/429, 401/403
   uint64_t auth_failures = 0;     // 401/403 among them
   uint64_t batches_spooled = 0;   // pushed into the spool
+  uint64_t batches_unspooled = 0;  // posted but not taken by the spool at once (disk error, too large): in memory
   uint64_t spool_dropped_batches = 0;  // evicted by the spool bound, too large for it, or found corrupt
   uint64_t consecutive_failures = 0;   // since the last success; 0 when healthy
   std::chrono::milliseconds current_backoff{0};  // the wait before the next retry; 0 when healthy
@@ -127,8 +135,10 @@ class Uploader {
   void ThreadMain();
   void HandleResultLocked(const QueuedBatch& head, const ServerAnswer& result);
   // Moves queued batches, oldest first, into the spool (stops at a disk error,
-  // keeping the rest in memory so order is kept).
-  void SpoolQueueLocked();
+  // keeping the rest in memory so order is kept). A batch larger than the
+  // whole spool stops it too (sent from memory), unless `drop_oversized`
+  // (the server is failing, or the uploader stops): then it is dropped, counted.
+  void SpoolQueueLocked(bool drop_oversized);
   void RemoveHeadLocked(uint64_t sequence);
   // Over max_queued_batches or max_queued_bytes (the head, which may be in
   // flight, is never what makes it over).

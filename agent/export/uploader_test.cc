@@ -7,6 +7,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <thread>
 
 #include "tests/fakes/fake_ingest_server.h"
@@ -143,8 +145,9 @@ TEST(UploaderTest, DeliversInOrderWithHeadersAndAZstdProtobufBody) {
   const UploaderStats s = up->StatsFromAnyThread();
   EXPECT_EQ(s.batches_posted, 3u);
   EXPECT_EQ(s.batches_sent, 3u);
-  EXPECT_EQ(s.batches_spooled, 0u) << "a healthy server needs no spool";
-  EXPECT_EQ(s.spooled, 0u);
+  EXPECT_EQ(s.batches_spooled, 3u) << "every batch is on disk from the moment it is made";
+  EXPECT_EQ(s.batches_unspooled, 0u);
+  EXPECT_EQ(s.spooled, 0u) << "and gone from it once acknowledged";
   EXPECT_EQ(s.last_http_status, 200);
 }
 
@@ -228,7 +231,7 @@ TEST(UploaderTest, PermanentRejectionDropsOnlyThatBatch) {
   const UploaderStats s = up->StatsFromAnyThread();
   EXPECT_EQ(s.batches_rejected, 2u);
   EXPECT_EQ(s.send_failures, 0u);
-  EXPECT_EQ(s.batches_spooled, 0u);
+  EXPECT_EQ(s.spooled, 0u) << "rejected batches leave the spool too";
 }
 
 TEST(UploaderTest, WrongTokenKeepsBatchesAndRetries) {
@@ -295,15 +298,15 @@ TEST(UploaderTest, StuckServerNeverBlocksPostBatchAndOrderSurvives) {
   auto up = MakeUploader(o);
   up->Start();
   up->PostBatch(1, Body(1));
-  ASSERT_TRUE(WaitFor([&] { return server.requests().empty() && up->StatsFromAnyThread().queued == 1; }));
+  ASSERT_TRUE(WaitFor([&] { return server.requests().empty() && up->StatsFromAnyThread().spooled == 1; }));
   std::this_thread::sleep_for(milliseconds(100));  // batch 1 is now in flight, stuck in the handler
   for (uint64_t s = 2; s <= 8; ++s) {
     const auto t0 = Clock::now();
     up->PostBatch(s, Body(s));
     EXPECT_LT(Clock::now() - t0, milliseconds(500)) << "PostBatch waited for batch " << s;
-    EXPECT_LE(up->StatsFromAnyThread().queued, 2u) << "memory stays bounded";
+    EXPECT_EQ(up->StatsFromAnyThread().queued, 0u) << "nothing waits in memory";
   }
-  EXPECT_GE(up->StatsFromAnyThread().spooled, 5u) << "overflow went to the spool";
+  EXPECT_EQ(up->StatsFromAnyThread().spooled, 8u) << "every batch is on disk, the one in flight too";
   server.Unblock();
   ASSERT_TRUE(server.WaitForStored(8));
   EXPECT_EQ(server.stored_sequences(), (std::vector<uint64_t>{1, 2, 3, 4, 5, 6, 7, 8}));
@@ -313,15 +316,18 @@ TEST(UploaderTest, StuckServerNeverBlocksPostBatchAndOrderSurvives) {
   EXPECT_EQ(up->StatsFromAnyThread().batches_dropped, 0u);
 }
 
-// The in-memory queue is bounded in bytes as well as in batches (a window
-// sends several batches, some large): past either, batches go to the spool.
-TEST(UploaderTest, StuckServerQueueIsBoundedInBytesToo) {
+// When the disk refuses batches (here the spool's directory is gone), they
+// wait in memory, bounded in bytes as well as in batches (a window sends
+// several batches, some large); past either the newest are dropped, counted.
+TEST(UploaderTest, UnspooledBatchesAreBoundedInBytesToo) {
   FakeIngestServer server;
   server.Block();
-  auto o = FastOptions(server.url(), TempDir());
+  const std::string dir = TempDir();
+  auto o = FastOptions(server.url(), dir);
   o.max_queued_bytes = 2 * Body(1).size() + 10;  // room for two
   o.server.request_timeout = milliseconds(20000);
   auto up = MakeUploader(o);
+  std::filesystem::remove_all(dir);  // every Push fails from here on
   up->Start();
   up->PostBatch(1, Body(1));
   ASSERT_TRUE(WaitFor([&] { return up->StatsFromAnyThread().queued == 1; }));
@@ -330,11 +336,58 @@ TEST(UploaderTest, StuckServerQueueIsBoundedInBytesToo) {
     up->PostBatch(s, Body(s));
     EXPECT_LE(up->StatsFromAnyThread().queued, 2u) << "batch " << s;
   }
-  EXPECT_GE(up->StatsFromAnyThread().spooled, 4u);
   server.Unblock();
-  ASSERT_TRUE(server.WaitForStored(6));
-  EXPECT_EQ(server.stored_sequences(), (std::vector<uint64_t>{1, 2, 3, 4, 5, 6}));
-  EXPECT_EQ(up->StatsFromAnyThread().batches_dropped, 0u);
+  ASSERT_TRUE(server.WaitForStored(2));
+  EXPECT_EQ(server.stored_sequences(), (std::vector<uint64_t>{1, 2}));
+  const UploaderStats s = up->StatsFromAnyThread();
+  EXPECT_EQ(s.batches_unspooled, 6u);
+  EXPECT_EQ(s.batches_dropped, 4u);
+}
+
+// kill -9 while the server stalls: every batch posted is on disk, so an
+// uploader started again on the spool sends them all, in order.
+TEST(UploaderTest, KilledWhileTheServerStallsLosesNoBatchMade) {
+  FakeIngestServer server;
+  server.Block();
+  const std::string dir = TempDir();
+  constexpr uint64_t kBatches = 6;
+  std::vector<std::string> bodies;
+  for (uint64_t s = 1; s <= kBatches; ++s) bodies.push_back(Body(s));
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    auto o = FastOptions(server.url(), dir);
+    o.server.request_timeout = milliseconds(60000);
+    auto up = Uploader::Create(o);
+    if (!up.ok()) _exit(10);
+    (*up)->Start();
+    for (uint64_t s = 1; s <= kBatches; ++s) (*up)->PostBatch(s, bodies[s - 1]);
+    char c = 'p';
+    if (write(ready[1], &c, 1) != 1) _exit(11);
+    pause();  // killed here
+    _exit(12);
+  }
+  close(ready[1]);
+  char c = 0;
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  close(ready[0]);
+  kill(pid, SIGKILL);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  server.Unblock();  // the killed uploader's request, if it reached the handler, is answered to no one
+  auto again = MakeUploader(FastOptions(server.url(), dir));
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->newest_spooled_sequence(), kBatches);
+  again->Start();
+  ASSERT_TRUE(WaitFor([&] { return again->StatsFromAnyThread().spooled == 0; }, milliseconds(20000)));
+  std::vector<uint64_t> stored = server.stored_sequences();
+  std::sort(stored.begin(), stored.end());
+  stored.erase(std::unique(stored.begin(), stored.end()), stored.end());
+  EXPECT_EQ(stored, (std::vector<uint64_t>{1, 2, 3, 4, 5, 6}));
+  again->Stop();
 }
 
 TEST(UploaderTest, FullSpoolDropsOldestAndCountsIt) {
@@ -428,6 +481,7 @@ TEST(UploaderTest, FullDiskKeepsBatchesInMemoryAndCountsEveryDrop) {
   ASSERT_EQ(got, static_cast<ssize_t>(sizeof(s)));
   EXPECT_EQ(s.batches_posted, kBatches);
   EXPECT_EQ(s.batches_spooled, 0u) << "nothing could be written";
+  EXPECT_EQ(s.batches_unspooled, kBatches);
   EXPECT_EQ(s.spooled + s.queued, 0u);
   EXPECT_EQ(s.batches_sent + s.batches_rejected + s.batches_dropped + s.spool_dropped_batches, kBatches)
       << "every batch sent or counted as dropped: sent " << s.batches_sent << ", dropped " << s.batches_dropped

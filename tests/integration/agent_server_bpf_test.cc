@@ -5,7 +5,9 @@
 //  - the server is killed with SIGKILL mid-stream and restarted: the agent
 //    spools meanwhile and its spooled batches arrive, in order, with no gap;
 //  - the agent is killed with SIGKILL and restarted: at most the window it
-//    had not uploaded yet is lost.
+//    had not uploaded yet is lost;
+//  - the agent is killed with SIGKILL while the server stalls (SIGSTOP):
+//    every window it had made is on disk and arrives after the restart.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -258,6 +260,37 @@ TEST_F(AgentServerTest, AgentKilledMidStreamLosesAtMostTheWindowInFlight) {
   printf("agent killed at +%lld ms, restarted in %lld ms: %zu windows, longest gap %lld ms\n",
          static_cast<long long>(kill_ms - start_ms), static_cast<long long>(restart_ms - kill_ms), starts.size(),
          static_cast<long long>(gap));
+}
+
+// The server stalls (SIGSTOP: an upload hangs in flight, nothing is
+// answered) while the agent makes windows; then the agent is killed with
+// SIGKILL, the server resumes and a new agent starts on the same state
+// directory. Each window was written to the spool when it was made, so the
+// windows of the stall all arrive: no hole before the window in progress at
+// the kill.
+TEST_F(AgentServerTest, AgentKilledWhileTheServerStallsLosesNoWindowItMade) {
+  workload_ = StartProcess({kProgs + "/cpu_split", "60"});
+  StartAgent();
+  std::this_thread::sleep_for(std::chrono::seconds(3 * kUploadSeconds + 2));  // the agent is streaming
+  const int64_t stall_ms = NowMs();
+  ASSERT_EQ(kill(server_->pid(), SIGSTOP), 0);
+  std::this_thread::sleep_for(std::chrono::seconds(5 * kUploadSeconds));  // five windows made meanwhile
+  const int64_t kill_ms = NowMs();
+  KillAgent();
+  ASSERT_EQ(kill(server_->pid(), SIGCONT), 0);
+  StartAgent();
+  std::this_thread::sleep_for(std::chrono::seconds(3 * kUploadSeconds));
+  const int64_t end_ms = NowMs() - 2000 * kUploadSeconds;
+  ASSERT_TRUE(WaitForData(end_ms, 30)) << "no data after the restart";
+  EXPECT_EQ(StopAgent(), 0);
+  // From before the stall to the last window the killed agent had made (the
+  // one in progress at the kill is lost): no hole.
+  const std::vector<int64_t> starts = WindowStarts(stall_ms - 4000 * kUploadSeconds, kill_ms);
+  const int64_t gap = LongestGapMs(starts, stall_ms - 3000 * kUploadSeconds, kill_ms - 1000 * kUploadSeconds - 500);
+  EXPECT_LE(gap, 1000 * kUploadSeconds + 1500) << "windows made while the server stalled for "
+                                                << (kill_ms - stall_ms) << " ms were lost with the agent";
+  printf("server stalled %lld ms, agent killed: %zu windows, longest gap %lld ms\n",
+         static_cast<long long>(kill_ms - stall_ms), starts.size(), static_cast<long long>(gap));
 }
 
 }  // namespace
