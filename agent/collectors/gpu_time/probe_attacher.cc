@@ -84,10 +84,12 @@ StatusOr<ScopedFd> OpenMappedFileForProbe(const ProcFs& procfs, uint32_t pid, co
 class ProbeAttacher::Worker {
  public:
   static std::shared_ptr<Worker> Start(ProcFs procfs, std::shared_ptr<UprobeStackCollector> probe,
-                                       std::deque<Job> jobs) {
+                                       AttachFunction attach, std::deque<Job> jobs) {
     auto w = std::make_shared<Worker>();
     w->jobs = std::move(jobs);
-    w->thread = std::thread([w, procfs = std::move(procfs), probe = std::move(probe)] { w->Run(procfs, *probe); });
+    w->thread = std::thread([w, procfs = std::move(procfs), probe = std::move(probe), attach = std::move(attach)] {
+      w->Run(procfs, probe.get(), attach);
+    });
     return w;
   }
 
@@ -103,7 +105,7 @@ class ProbeAttacher::Worker {
   std::thread thread;                    // joined or detached by the sampling thread
 
  private:
-  void Run(const ProcFs& procfs, UprobeStackCollector& probe) {
+  void Run(const ProcFs& procfs, UprobeStackCollector* probe, const AttachFunction& attach) {
     std::unique_lock lock(mu);
     for (;;) {
       cv.wait(lock, [&] { return stopping || abandoned || !jobs.empty(); });
@@ -113,13 +115,13 @@ class ProbeAttacher::Worker {
       running_since = Clock::now();
       const Job job = *running;
       lock.unlock();
-      Result result{job.kind, job.file, Attach(procfs, probe, job)};
+      Result result{job.kind, job.file, attach(procfs, job.pid, job.mapping, job.kind == Kind::kAutograd)};
       lock.lock();
       running.reset();
       if (abandoned) {
         // Given up meanwhile (counted as a timeout): nobody holds these probes.
-        if (result.handles.ok()) {
-          for (uint64_t h : *result.handles) (void)probe.DetachFromAnyThread(h);
+        if (result.handles.ok() && probe != nullptr) {
+          for (uint64_t h : *result.handles) (void)probe->DetachFromAnyThread(h);
         }
         break;
       }
@@ -128,30 +130,43 @@ class ProbeAttacher::Worker {
     exited = true;
     cv.notify_all();
   }
-
-  static StatusOr<std::vector<uint64_t>> Attach(const ProcFs& procfs, UprobeStackCollector& probe, const Job& job) {
-    ASSIGN_OR_RETURN(ScopedFd fd, OpenMappedFileForProbe(procfs, job.pid, job.mapping));
-    // libbpf reads the ELF file and the kernel resolves the probe's inode through the fd, never the path.
-    const std::string path = "/proc/self/fd/" + std::to_string(fd.get());
-    if (job.kind == Kind::kLaunch) {
-      ASSIGN_OR_RETURN(uint64_t handle, probe.AttachFromAnyThread(0, path, kLaunchProbeSymbol));
-      return std::vector<uint64_t>{handle};
-    }
-    ASSIGN_OR_RETURN(uint64_t entry,
-                     probe.AttachFromAnyThread(0, path, kAutogradEntrySymbol, WS_UPROBE_ROLE_AUTOGRAD_ENTRY));
-    StatusOr<uint64_t> ret =
-        probe.AttachReturnFromAnyThread(0, path, kAutogradEntrySymbol, WS_UPROBE_ROLE_AUTOGRAD_RETURN);
-    if (!ret.ok()) {
-      (void)probe.DetachFromAnyThread(entry);
-      return ret.status();
-    }
-    return std::vector<uint64_t>{entry, *ret};
-  }
 };
 
+namespace {
+
+// The kernel's uprobes on the file behind `m`, opened as OpenMappedFileForProbe says.
+StatusOr<std::vector<uint64_t>> AttachThroughMapping(UprobeStackCollector& probe, const ProcFs& procfs, uint32_t pid,
+                                                     const MemoryMapping& m, bool autograd) {
+  ASSIGN_OR_RETURN(ScopedFd fd, OpenMappedFileForProbe(procfs, pid, m));
+  // libbpf reads the ELF file and the kernel resolves the probe's inode through the fd, never the path.
+  const std::string path = "/proc/self/fd/" + std::to_string(fd.get());
+  if (!autograd) {
+    ASSIGN_OR_RETURN(uint64_t handle, probe.AttachFromAnyThread(0, path, kLaunchProbeSymbol));
+    return std::vector<uint64_t>{handle};
+  }
+  ASSIGN_OR_RETURN(uint64_t entry,
+                   probe.AttachFromAnyThread(0, path, kAutogradEntrySymbol, WS_UPROBE_ROLE_AUTOGRAD_ENTRY));
+  StatusOr<uint64_t> ret =
+      probe.AttachReturnFromAnyThread(0, path, kAutogradEntrySymbol, WS_UPROBE_ROLE_AUTOGRAD_RETURN);
+  if (!ret.ok()) {
+    (void)probe.DetachFromAnyThread(entry);
+    return ret.status();
+  }
+  return std::vector<uint64_t>{entry, *ret};
+}
+
+}  // namespace
+
 ProbeAttacher::ProbeAttacher(ProbeAttacherOptions options, ProcFs procfs, std::shared_ptr<UprobeStackCollector> probe)
-    : options_(options), procfs_(std::move(procfs)), probe_(std::move(probe)) {
-  worker_ = Worker::Start(procfs_, probe_, {});
+    : ProbeAttacher(options, std::move(procfs), probe,
+                    [probe](const ProcFs& p, uint32_t pid, const MemoryMapping& m, bool autograd) {
+                      return AttachThroughMapping(*probe, p, pid, m, autograd);
+                    }) {}
+
+ProbeAttacher::ProbeAttacher(ProbeAttacherOptions options, ProcFs procfs, std::shared_ptr<UprobeStackCollector> probe,
+                             AttachFunction attach)
+    : options_(options), procfs_(std::move(procfs)), probe_(std::move(probe)), attach_(std::move(attach)) {
+  worker_ = Worker::Start(procfs_, probe_, attach_, {});
 }
 
 ProbeAttacher::~ProbeAttacher() {
@@ -285,7 +300,7 @@ void ProbeAttacher::ReplaceStuckWorker() {
   worker_->thread.detach();  // it ends by itself if its call returns (abandoned: it detaches what it attached)
   ++stuck_threads_;
   if (stuck_threads_ < options_.max_stuck_threads) {
-    worker_ = Worker::Start(procfs_, probe_, std::move(jobs));
+    worker_ = Worker::Start(procfs_, probe_, attach_, std::move(jobs));
     return;
   }
   worker_.reset();
@@ -344,6 +359,7 @@ void ProbeAttacher::Apply(Result& r) {
 }
 
 void ProbeAttacher::DetachAll(const std::vector<uint64_t>& handles) {
+  if (probe_ == nullptr) return;  // a test's stand-in
   for (uint64_t h : handles) {
     if (Status s = probe_->DetachFromAnyThread(h); !s.ok()) LOG_WARNING() << s.message();
   }

@@ -36,6 +36,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -84,7 +85,17 @@ StatusOr<ScopedFd> OpenMappedFileForProbe(const ProcFs& procfs, uint32_t pid, co
 
 class ProbeAttacher {
  public:
+  // Opens a file and attaches its probes (the launch probe, or with
+  // `autograd` the entry and return probes), on the attacher's thread; the
+  // probe handles, or why not.
+  using AttachFunction = std::function<StatusOr<std::vector<uint64_t>>(const ProcFs& procfs, uint32_t pid,
+                                                                       const MemoryMapping& m, bool autograd)>;
+  // The kernel's uprobes through `probe`.
   ProbeAttacher(ProbeAttacherOptions options, ProcFs procfs, std::shared_ptr<UprobeStackCollector> probe);
+  // Tests stand in for the kernel with `attach` (`probe` may then be null:
+  // handles are not detached).
+  ProbeAttacher(ProbeAttacherOptions options, ProcFs procfs, std::shared_ptr<UprobeStackCollector> probe,
+                AttachFunction attach);
   ~ProbeAttacher();  // waits briefly for an attach in flight, then abandons its thread
   ProbeAttacher(const ProbeAttacher&) = delete;
   ProbeAttacher& operator=(const ProbeAttacher&) = delete;
@@ -144,6 +155,7 @@ class ProbeAttacher {
   const ProbeAttacherOptions options_;
   const ProcFs procfs_;
   std::shared_ptr<UprobeStackCollector> probe_;
+  const AttachFunction attach_;
   std::shared_ptr<Worker> worker_;  // null once attaching stopped for stuck threads
   size_t stuck_threads_ = 0;
   std::map<uint64_t, Connection> connections_;

@@ -8,8 +8,16 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "tests/support/wait_for.h"
 
 namespace warpscope::gpu {
 namespace {
@@ -105,6 +113,114 @@ TEST_F(OpenMappedFileTest, WithoutMapFilesThePathMustBeTheMappedFile) {
   fd = OpenMappedFileForProbe(procfs(), 7, deleted);
   ASSERT_FALSE(fd.ok());
   EXPECT_EQ(fd.status().code(), StatusCode::kNotFound);
+}
+
+// A gate the stand-in attach waits at for "hung" files (shared with the
+// attacher's threads, which may outlive the attacher).
+struct Gate {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool open = false;
+  std::atomic<int> returned{0};
+};
+
+// Processes 7.. each mapping its own libwarpscope_cuda.so (inode = pid).
+class ProbeAttacherTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/ws-probe-attacher-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override {
+    {
+      std::lock_guard lock(gate_->mu);
+      gate_->open = true;
+    }
+    gate_->cv.notify_all();
+    fs::remove_all(dir_);
+  }
+  void AddProcess(uint32_t pid, uint64_t inode) {
+    fs::create_directories(dir_ + "/" + std::to_string(pid));
+    std::ofstream(dir_ + "/" + std::to_string(pid) + "/maps")
+        << "7f0000001000-7f0000002000 r-xp 00000000 08:01 " << inode << " /lib/libwarpscope_cuda.so\n";
+  }
+  std::unique_ptr<ProbeAttacher> Make(ProbeAttacherOptions options, std::set<uint64_t> hung) {
+    auto gate = gate_;
+    return std::make_unique<ProbeAttacher>(
+        options, ProcFs(dir_), nullptr,
+        [gate, hung](const ProcFs&, uint32_t, const MemoryMapping& m, bool) -> StatusOr<std::vector<uint64_t>> {
+          if (hung.count(m.inode) != 0) {
+            std::unique_lock lock(gate->mu);
+            gate->cv.wait(lock, [&] { return gate->open; });
+            ++gate->returned;
+          }
+          return std::vector<uint64_t>{m.inode};
+        });
+  }
+  bool PollUntil(ProbeAttacher& a, const std::function<bool(const ProbeAttacherStats&)>& done) {
+    return testing::WaitFor([&] {
+      a.Poll();
+      return done(a.stats());
+    });
+  }
+
+  std::string dir_;
+  std::shared_ptr<Gate> gate_ = std::make_shared<Gate>();
+};
+
+// An attach that never returns is given up after the timeout, its file is
+// not tried again, and a fresh thread probes the next files; after
+// max_stuck_threads such attaches, nothing more is probed (counted).
+TEST_F(ProbeAttacherTest, AnAttachThatNeverReturnsIsGivenUpAndCounted) {
+  ProbeAttacherOptions options;
+  options.attach_timeout = std::chrono::milliseconds(200);
+  options.max_stuck_threads = 2;
+  auto attacher = Make(options, {7, 9});
+  for (uint32_t pid : {7, 8, 9, 10, 11}) AddProcess(pid, pid);
+
+  attacher->PostConnected(1, 7);  // hangs
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(PollUntil(*attacher, [](const ProbeAttacherStats& s) { return s.attach_timeouts == 1; }));
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(200));
+  EXPECT_EQ(attacher->stats().attach_failures, 1u);
+
+  attacher->PostConnected(2, 8);  // a fresh thread attaches it
+  ASSERT_TRUE(PollUntil(*attacher, [](const ProbeAttacherStats& s) { return s.files_attached == 1; }));
+
+  attacher->PostConnected(3, 7);  // the hung file again: not tried again
+  attacher->Poll();
+  EXPECT_EQ(attacher->stats().attach_failures, 2u);
+  EXPECT_EQ(attacher->stats().attach_timeouts, 1u);
+
+  attacher->PostConnected(4, 9);  // hangs: the second stuck thread, the last allowed
+  ASSERT_TRUE(PollUntil(*attacher, [](const ProbeAttacherStats& s) { return s.attach_timeouts == 2; }));
+  attacher->PostConnected(5, 10);
+  attacher->Poll();
+  EXPECT_EQ(attacher->stats().attaches_dropped, 1u) << "no more attaching after two stuck threads";
+  EXPECT_EQ(attacher->stats().files_attached, 1u);
+
+  // The attacher goes (the agent stops) while two threads are stuck: it does
+  // not wait for them, and they end safely when their calls return.
+  const auto stop = std::chrono::steady_clock::now();
+  attacher.reset();
+  EXPECT_LT(std::chrono::steady_clock::now() - stop, std::chrono::milliseconds(500));
+  {
+    std::lock_guard lock(gate_->mu);
+    gate_->open = true;
+  }
+  gate_->cv.notify_all();
+  EXPECT_TRUE(testing::WaitFor([&] { return gate_->returned == 2; }));
+}
+
+// A file whose processes all left before its attach finished is detached at once.
+TEST_F(ProbeAttacherTest, FilesOfProcessesGoneMeanwhileAreNotKept) {
+  auto attacher = Make(ProbeAttacherOptions(), {});
+  AddProcess(7, 7);
+  attacher->PostConnected(1, 7);
+  attacher->Disconnected(1);
+  ASSERT_TRUE(PollUntil(*attacher, [](const ProbeAttacherStats& s) { return s.files_detached == 1; }));
+  EXPECT_EQ(attacher->stats().files_attached, 1u);
 }
 
 }  // namespace
