@@ -75,7 +75,10 @@ StatusOr<std::shared_ptr<ElfFile>> ElfFile::Open(const std::string& path) {
   RETURN_IF_ERROR(InitLibelf());
   std::shared_ptr<ElfFile> file(new ElfFile());
   file->path_ = path;
-  file->fd_ = ScopedFd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  // O_NONBLOCK: a FIFO (or device) a local user put at the path opens at once
+  // and is refused below, where a plain open would wait for a writer for
+  // ever; reads of a regular file ignore the flag.
+  file->fd_ = ScopedFd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (!file->fd_.valid()) return ErrnoError(errno, "open " + path);
   g_files_opened.fetch_add(1, std::memory_order_relaxed);
   if (::fstat(file->fd_.get(), &file->stat_) != 0) return ErrnoError(errno, "fstat " + path);
