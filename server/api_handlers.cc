@@ -318,6 +318,7 @@ class Handlers {
                 {"gpu_activities", s.gpu_activities},
                 {"dropped_too_old", s.dropped_too_old},
                 {"dropped_too_new", s.dropped_too_new},
+                {"retention_paused", s.retention_paused},
                 {"cubins",
                  {{"stored", s.cubins.stored},
                   {"already_stored", s.cubins.already_stored},

@@ -193,6 +193,9 @@ struct StoreStats {
   // Rows left out of stored batches by IngestTimeBounds since start.
   uint64_t dropped_too_old = 0;
   uint64_t dropped_too_new = 0;
+  // Retention passes that stood aside because the clock was far ahead of the
+  // newest row (storage/retention_clock_guard.h).
+  uint64_t retention_paused = 0;
   CubinStats cubins;
 };
 

@@ -147,6 +147,25 @@ StatusOr<storage::IngestResult> ClickHouseProfileStore::Ingest(const warpscope::
 Status ClickHouseProfileStore::ApplyRetentionNow() {
   const int64_t cutoff = RetentionCutoff();
   if (cutoff == INT64_MIN) return Status::Ok();
+  if (options_.retention_clock_guard_ns > 0) {
+    // The newest row of the fact tables (max is 0 over an empty table).
+    ASSIGN_OR_RETURN(const std::string newest_body,
+                     client_->Execute(ClickHouseRequest::Read(
+                         "SELECT toInt64(greatest((SELECT max(time_ns) FROM samples), greatest((SELECT max(time_ns) "
+                         "FROM metric_points), (SELECT max(start_ns) FROM gpu_activities)))) FORMAT RowBinary")));
+    RowBinaryReader newest_row(newest_body);
+    int64_t newest = static_cast<int64_t>(newest_row.UInt64());
+    RETURN_IF_ERROR(newest_row.status("newest row"));
+    if (newest == 0) newest = INT64_MIN;
+    const int64_t now = Now();
+    if (storage::RetentionMustPause(now, newest, options_.retention_clock_guard_ns)) {
+      retention_paused_++;
+      LOG_WARNING_EVERY_N_SEC(600) << "ClickHouse retention paused: the clock is " << (now - newest) / 1'000'000'000
+                                   << " s ahead of the newest row; a clock stepped forward would drop data for "
+                                      "good. Dropping resumes once rows arrive at times near the clock";
+      return Status::Ok();
+    }
+  }
   std::string tables;
   for (const char* t : kFactTables) tables += std::string(tables.empty() ? "" : ", ") + SqlString(t);
   ASSIGN_OR_RETURN(
@@ -235,6 +254,7 @@ Status ClickHouseProfileStore::NoteCubinUses(const std::vector<std::string>& has
 storage::StoreStats ClickHouseProfileStore::stats() const {
   storage::StoreStats s = counters_.Stats();
   s.cubins = cubin_counters_.Stats();
+  s.retention_paused = retention_paused_.load();
   return s;
 }
 

@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "storage/retention_clock_guard.h"
 #include "storage/clickhouse/clickhouse_client.h"
 #include "storage/clickhouse/clickhouse_cubins.h"
 #include "storage/clickhouse/clickhouse_url.h"
@@ -76,6 +77,10 @@ struct ClickHouseOptions {
   // How often the background thread drops expired day partitions (when
   // retention_ns > 0); it also runs once at Open.
   int64_t retention_interval_ns = int64_t{3600} * 1'000'000'000;
+  // A retention pass stands aside (warns, counts retention_paused) while now
+  // is more than this ahead of the newest row: a clock stepped forward must
+  // not drop every day (storage/retention_clock_guard.h). 0: never.
+  int64_t retention_clock_guard_ns = storage::kRetentionClockJumpNs;
   // Group commit (ingest_group_committer.h): concurrent Ingest calls share
   // their INSERTs. A group closes at group_max_batches batches or
   // group_max_rows fact rows, or group_max_wait_ms after it began gathering -
@@ -148,6 +153,7 @@ class ClickHouseProfileStore final : public storage::ProfileStore {
 
   storage::IngestCounters counters_;
   storage::CubinCounters cubin_counters_;
+  std::atomic<uint64_t> retention_paused_{0};
 };
 
 }  // namespace warpscope::clickhouse

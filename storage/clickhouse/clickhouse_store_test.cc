@@ -247,6 +247,7 @@ TEST(ClickHouseStore, RetentionDropsWholeOldDaysAndQueriesIgnoreOlderRows) {
   }
   ClickHouseOptions o = testing::OptionsFor(*ch, db);
   o.retention_ns = 24 * kHour;
+  o.retention_clock_guard_ns = 0;  // the rows are from 2023 and no newer ones come: as after a clock step
   StatusOr<std::unique_ptr<ClickHouseProfileStore>> store = ClickHouseProfileStore::Open(o);  // applies it once
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   StatusOr<std::string> rows = ch->Query("SELECT (SELECT count() FROM " + db + ".samples) + (SELECT count() FROM " +
@@ -259,6 +260,39 @@ TEST(ClickHouseStore, RetentionDropsWholeOldDaysAndQueriesIgnoreOlderRows) {
   StatusOr<storage::IngestResult> again = (*store)->Ingest(OneSample("a", 1, kT0, 5));
   ASSERT_TRUE(again.ok());
   EXPECT_TRUE(again->duplicate);
+}
+
+// A server clock stepped forward past retention used to drop every day at
+// the next pass. The pass now stands aside while the clock is far ahead of
+// the newest row (counted); the same pass without the guard drops them.
+TEST(ClickHouseStore, AClockSteppedForwardPausesRetention) {
+  ClickHouseInstance* ch = Server();
+  ASSERT_NE(ch, nullptr);
+  const std::string db = TestDatabase();
+  {
+    std::unique_ptr<ClickHouseProfileStore> keep =
+        testing::OpenShared(db, [](ClickHouseOptions& o) { o.now_ns = [] { return kT0 + kSec; }; });
+    ASSERT_NE(keep, nullptr);
+    ASSERT_TRUE(keep->Ingest(OneSample("a", 1, kT0, 5)).ok());
+  }
+  auto samples = [&] {
+    StatusOr<std::string> n = ch->Query("SELECT count() FROM " + db + ".samples");
+    return n.ok() ? *n : n.status().ToString();
+  };
+  ClickHouseOptions o = testing::OptionsFor(*ch, db);
+  o.retention_ns = 24 * kHour;
+  o.now_ns = [] { return kT0 + 3 * 24 * kHour; };  // stepped forward three days
+  StatusOr<std::unique_ptr<ClickHouseProfileStore>> jumped = ClickHouseProfileStore::Open(o);  // applies it once
+  ASSERT_TRUE(jumped.ok()) << jumped.status().ToString();
+  EXPECT_EQ((*jumped)->stats().retention_paused, 1u);
+  EXPECT_EQ(samples(), "1\n") << "nothing dropped";
+  jumped->reset();
+
+  o.retention_clock_guard_ns = 0;
+  StatusOr<std::unique_ptr<ClickHouseProfileStore>> unguarded = ClickHouseProfileStore::Open(o);
+  ASSERT_TRUE(unguarded.ok()) << unguarded.status().ToString();
+  EXPECT_EQ((*unguarded)->stats().retention_paused, 0u);
+  EXPECT_EQ(samples(), "0\n");
 }
 
 // Stateless replicas share the cubins; retention drops the use days past it

@@ -245,6 +245,7 @@ Status EmbeddedProfileStore::NoteCubinUses(const std::vector<std::string>& hashe
 storage::StoreStats EmbeddedProfileStore::stats() const {
   storage::StoreStats s = counters_.Stats();
   s.cubins = cubin_counters_.Stats();
+  s.retention_paused = retention_paused_.load();
   return s;
 }
 

@@ -80,6 +80,7 @@
 #include "storage/agent_ingest_gate.h"
 #include "storage/ingest_counters.h"
 #include "storage/profile_store.h"
+#include "storage/retention_clock_guard.h"
 
 namespace warpscope::embedded {
 
@@ -93,6 +94,10 @@ struct EmbeddedStoreOptions {
   // Segments wholly older than now - retention are deleted and older rows are
   // left out of answers. 0 keeps everything.
   int64_t retention_ns = 14 * 24 * 3600 * kSecondNs;
+  // A retention pass stands aside (warns, counts retention_paused) while now
+  // is more than this ahead of the newest row: a clock stepped forward must
+  // not delete everything (storage/retention_clock_guard.h). 0: never.
+  int64_t retention_clock_guard_ns = storage::kRetentionClockJumpNs;
   // Rows (samples, metric points, GPU activities, coverage rows) dated more
   // than this ahead of the server's clock, or older than retention, are left
   // out at ingest and counted in the answer (storage/ingest_time_bounds.h):
@@ -229,6 +234,8 @@ class EmbeddedProfileStore final : public storage::ProfileStore {
   StatusOr<std::unique_ptr<SegmentReader>> WriteRollup(const Segment& segment);
   Status RetentionLocked();
   Status CubinRetentionLocked();
+  // The newest row's time (head and segments), INT64_MIN without rows.
+  int64_t NewestRowTime() const;
 
   // Visits every row of the given types in [from, to) whose series passes
   // `series_filter` (called per row for head rows, per run for segments),
@@ -314,6 +321,7 @@ class EmbeddedProfileStore final : public storage::ProfileStore {
   std::thread bg_thread_;
 
   std::atomic<uint64_t> rollup_scans_{0};
+  std::atomic<uint64_t> retention_paused_{0};
   std::atomic<uint64_t> damaged_blocks_{0};
   storage::IngestCounters counters_;
   storage::CubinCounters cubin_counters_;

@@ -56,6 +56,44 @@ TEST(EmbeddedStoreBoundsTest, FutureSampleIsDroppedCountedAndCannotPinASegment) 
   EXPECT_EQ(Total(*store), 0);
 }
 
+// A server clock stepped forward by more than retention used to delete every
+// segment for good at the next pass. Retention now stands aside while the
+// clock is far ahead of the newest row (counted), the rows come back into
+// answers when the clock does, and deleting resumes once rows arrive at
+// times near the clock (it was right after all).
+TEST(EmbeddedStoreBoundsTest, AClockSteppedForwardPausesRetentionInsteadOfDeletingEverything) {
+  ScratchDir dir;
+  Clocked clock(dir.data());
+  clock.options.retention_clock_guard_ns = storage::kRetentionClockJumpNs;
+  auto store = MustOpen(clock.options);
+  auto ingest = [&](uint64_t seq, int64_t time, int64_t value) {
+    BatchBuilder b("agent", seq);
+    b.Sample(time, b.Cpu(), b.LabelSet({{"node", "n1"}}), b.SimpleStack({"main"}), value);
+    ASSERT_TRUE(store->Ingest(b.batch()).ok());
+    ASSERT_TRUE(store->FlushNow().ok());
+  };
+  ingest(1, clock.now - 10 * kSec, 3);
+  ASSERT_TRUE(store->ApplyRetentionNow().ok());
+  EXPECT_EQ(store->state().segments, 1u);
+  EXPECT_EQ(store->stats().retention_paused, 0u) << "the clock agrees with the rows";
+
+  clock.now += 2 * kHour;  // stepped forward, past the 1 h retention
+  ASSERT_TRUE(store->ApplyRetentionNow().ok());
+  ASSERT_TRUE(store->ApplyRetentionNow().ok());
+  EXPECT_EQ(store->state().segments, 1u) << "nothing deleted while the clock is 2 h ahead of every row";
+  EXPECT_EQ(store->stats().retention_paused, 2u);
+
+  clock.now -= 2 * kHour;  // stepped back
+  EXPECT_EQ(Total(*store), 3) << "the rows are all there";
+
+  clock.now += 2 * kHour;  // the jump was real: rows arrive at the new clock's times
+  ingest(2, clock.now - 10 * kSec, 5);
+  ASSERT_TRUE(store->ApplyRetentionNow().ok());
+  EXPECT_EQ(store->state().segments, 1u) << "the old segment went, the new one stays";
+  EXPECT_EQ(Total(*store), 5);
+  EXPECT_EQ(store->stats().retention_paused, 2u);
+}
+
 // A sample already older than retention would be acknowledged and never
 // shown: it is dropped and the answer says so.
 TEST(EmbeddedStoreBoundsTest, SampleOlderThanRetentionIsDroppedAndCountedNotHidden) {

@@ -93,8 +93,32 @@ Status EmbeddedProfileStore::CompactNow() {
 
 Status EmbeddedProfileStore::ApplyRetentionNow() {
   std::lock_guard<std::mutex> lock(maintenance_mu_);
+  if (options_.retention_ns > 0) {
+    const int64_t now = Now(), newest = NewestRowTime();
+    if (storage::RetentionMustPause(now, newest, options_.retention_clock_guard_ns)) {
+      retention_paused_++;
+      LOG_WARNING_EVERY_N_SEC(600) << "retention paused: the clock (" << now / kSecondNs
+                                   << " s) is " << (now - newest) / kSecondNs
+                                   << " s ahead of the newest row; a clock stepped forward would delete data for "
+                                      "good. Deleting resumes once rows arrive at times near the clock";
+      return Status::Ok();
+    }
+  }
   RETURN_IF_ERROR(RetentionLocked());
   return CubinRetentionLocked();
+}
+
+int64_t EmbeddedProfileStore::NewestRowTime() const {
+  int64_t newest = INT64_MIN;
+  std::shared_lock<std::shared_mutex> lock(state_mu_);
+  for (const auto& s : *segments_) {
+    if (s->reader->total_rows() > 0) newest = std::max(newest, s->reader->data_max_time());
+  }
+  for (const SampleRow& r : active_) newest = std::max(newest, r.time_ns);
+  if (frozen_) {
+    for (const SampleRow& r : *frozen_) newest = std::max(newest, r.time_ns);
+  }
+  return newest;
 }
 
 Status EmbeddedProfileStore::CubinRetentionLocked() {
