@@ -75,14 +75,19 @@ StatusOr<std::shared_ptr<ElfFile>> ElfFile::Open(const std::string& path) {
   RETURN_IF_ERROR(InitLibelf());
   std::shared_ptr<ElfFile> file(new ElfFile());
   file->path_ = path;
-  // O_NONBLOCK: a FIFO (or device) a local user put at the path opens at once
-  // and is refused below, where a plain open would wait for a writer for
-  // ever; reads of a regular file ignore the flag.
-  file->fd_ = ScopedFd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  // A local user names the path (a process's maps): what is there is looked
+  // at through O_PATH first, which opens nothing. A FIFO's open would wait
+  // for a writer for ever, and a device's open can act (a watchdog starts
+  // counting): only a regular file is then opened for reading, through the
+  // O_PATH descriptor, so it is the file that was checked.
+  ScopedFd at(::open(path.c_str(), O_PATH | O_CLOEXEC));
+  if (!at.valid()) return ErrnoError(errno, "open " + path);
+  if (::fstat(at.get(), &file->stat_) != 0) return ErrnoError(errno, "fstat " + path);
+  if (!S_ISREG(file->stat_.st_mode)) return InvalidArgumentError(path + " is not a regular file");
+  const std::string reopen = "/proc/self/fd/" + std::to_string(at.get());
+  file->fd_ = ScopedFd(::open(reopen.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (!file->fd_.valid()) return ErrnoError(errno, "open " + path);
   g_files_opened.fetch_add(1, std::memory_order_relaxed);
-  if (::fstat(file->fd_.get(), &file->stat_) != 0) return ErrnoError(errno, "fstat " + path);
-  if (!S_ISREG(file->stat_.st_mode)) return InvalidArgumentError(path + " is not a regular file");
   RETURN_IF_ERROR(file->Begin(elf_begin(file->fd_.get(), ELF_C_READ_MMAP, nullptr)));
   return file;
 }

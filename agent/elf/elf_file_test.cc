@@ -34,6 +34,13 @@ TEST(ElfFileTest, AFifoIsRefusedAtOnceNotWaitedOn) {
   std::filesystem::remove_all(tmpl);
 }
 
+// A device is not opened at all (opening some acts: a watchdog starts).
+TEST(ElfFileTest, ADeviceIsRefusedUnopened) {
+  const Status s = ElfFile::Open("/dev/null").status();
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("not a regular file"), std::string::npos) << s.ToString();
+}
+
 TEST(ElfFileTest, ARegularElfFileStillOpens) {
   auto file = ElfFile::Open("/proc/self/exe");
   ASSERT_TRUE(file.ok()) << file.status().ToString();
