@@ -93,6 +93,27 @@ TEST(InsightsTest, AGpuUnderusedWhileItsProcessIsBusyOnTheCpuIsStarved) {
   EXPECT_NE(found[0].confidence_reason.find("0 of them had the process's own"), std::string::npos);
 }
 
+// A process with GPU utilization and no CPU samples (blocked in the GPU, or
+// an agent run with --pid) has no CPU entry: with a thread threshold of 0
+// every one of its steps is starved, and the finder must not read CPU
+// figures it does not have. (The API refuses 0; the finder stays safe.)
+TEST(InsightsTest, AGpuOnlyProcessWithAZeroThreadThresholdIsStarvedWithoutCpuFigures) {
+  InsightInputs in = Inputs();
+  in.process_sm = {Metric({{"comm", "gpu_only"}, {"gpu", "0"}, {"node", "n"}, {"pid", "40"}}, std::vector<double>(12, 5))};
+  in.cpu_threads = {Samples({{"comm", "other"}, {"node", "n"}, {"pid", "41"}, {"thread", "other"}},
+                            std::vector<int64_t>(12, 95))};
+  EXPECT_TRUE(FindGpuStarvedByCpu(in, {}).empty());  // no busy thread: not starved by the CPU
+  InsightOptions zero;
+  zero.starved_thread_cores = 0;
+  const std::vector<Insight> found = FindGpuStarvedByCpu(in, zero);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(insight_support::LabelOf(found[0].target, "pid"), "40");
+  for (const auto& [name, value] : found[0].numbers) {
+    if (name == "busiest_thread_cores" || name == "process_cores") EXPECT_EQ(value, 0) << name;
+  }
+  EXPECT_NEAR(found[0].saving_gpu_seconds, 57, 1e-9);  // 95 % idle for all 60 s
+}
+
 TEST(InsightsTest, TopFunctionsOfTheEvidenceAcrossItsRanges) {
   Insight x;
   AddTopFunctions({CpuProfile({Stack({Python("<module>", "/t.py", 1), Python("tokenize", "/t.py", 9)}, 30),

@@ -195,6 +195,9 @@ class Handlers {
     sq.profile.context = &context;
     auto series = store_->SelectSeries(sq);
     if (!series.ok()) return ErrorFor(series.status());
+    if (Status s = CheckQueryRows(PointsOf(*series), options_.max_query_rows, options_.limits); !s.ok()) {
+      return ErrorFor(s);
+    }
     return WithCaveats(
         http::HttpResponse::Json(200, query::RenderSeriesJson(*series, RangeOf(*q), q->type, sq.step_ns)), context);
   }
@@ -225,6 +228,9 @@ class Handlers {
     mq.context = &context;
     auto series = store_->SelectMetricSeries(mq);
     if (!series.ok()) return ErrorFor(series.status());
+    if (Status s = CheckQueryRows(PointsOf(*series), options_.max_query_rows, options_.limits); !s.ok()) {
+      return ErrorFor(s);
+    }
     return WithCaveats(
         http::HttpResponse::Json(200, query::RenderMetricSeriesJson(*series, RangeOf(*q), name, *infos, mq.step_ns)),
         context);
@@ -326,6 +332,16 @@ class Handlers {
                   {"refused_store_full", s.cubins.refused_full},
                   {"refused_invalid", s.cubins.refused_invalid},
                   {"expired", s.cubins.expired}}}};
+    if (const QueryLimits* l = options_.limits) {
+      const QueryCounters& q = l->counters;
+      out["queries"] = {{"bad_parameters", q.bad_parameters.load()},
+                        {"over_row_budget", q.over_budget.load()},
+                        {"refused_busy", q.busy.load()},
+                        {"mcp_rejected", q.mcp_rejected.load()},
+                        {"mcp_too_deep", q.mcp_too_deep.load()},
+                        {"mcp_malformed", q.mcp_malformed.load()},
+                        {"mcp_bad_arguments", q.mcp_bad_arguments.load()}};
+    }
     if (const http::ConnectionCounters* c = options_.http_counters) {
       out["http"] = {{"connections_accepted", c->accepted.load()},
                      {"connections_refused", c->refused_connections.load()},
@@ -374,8 +390,53 @@ class Handlers {
 
 }  // namespace
 
+namespace {
+
+// The routes whose work grows with the data they read: they share the heavy
+// query gate. /mcp's tools call the routes' own handlers (taken before the
+// routes are gated), so a tool call holds one slot, not two.
+bool IsHeavyQuery(const std::string& path) {
+  static const char* const kHeavy[] = {"/api/v1/profile",      "/api/v1/top",          "/api/v1/diff",
+                                       "/api/v1/series",       "/api/v1/flamechart",   "/api/v1/metrics",
+                                       "/api/v1/targets",      "/api/v1/gpu/kernels",  "/api/v1/gpu/ranks",
+                                       "/api/v1/gpu/trace",    "/api/v1/gpu/trace.json", "/api/v1/gpu/kernel_source",
+                                       "/api/v1/gpu/stalls",   "/api/v1/insights",     "/api/v1/energy",
+                                       "/mcp"};
+  return std::find(std::begin(kHeavy), std::end(kHeavy), path) != std::end(kHeavy);
+}
+
+// A route's handler with the gate (heavy routes) and, for query routes, the
+// count of their 400s: a parameter the route refused (the row budget's 400s
+// are also counted where they are made). Every route holds `limits`: the
+// status page reads its counters through ApiOptions::limits.
+http::HttpHandler Limited(http::HttpHandler handler, bool query, bool heavy, std::shared_ptr<QueryLimits> limits) {
+  return [handler = std::move(handler), query, heavy, limits](const http::HttpRequest& req) {
+    if (heavy && !limits->gate.Enter()) {
+      limits->counters.busy.fetch_add(1, std::memory_order_relaxed);
+      http::HttpResponse busy = http::HttpResponse::Error(
+          503, "too many heavy queries at once on this server; retry in a few seconds");
+      busy.headers.emplace_back("Retry-After", "2");
+      return busy;
+    }
+    // Left however the handler ends (the HTTP server answers a throw with a 500).
+    struct Slot {
+      QueryLimits* limits;
+      ~Slot() {
+        if (limits != nullptr) limits->gate.Leave();
+      }
+    } slot{heavy ? limits.get() : nullptr};
+    http::HttpResponse r = handler(req);
+    if (query && r.status == 400) limits->counters.bad_parameters.fetch_add(1, std::memory_order_relaxed);
+    return r;
+  };
+}
+
+}  // namespace
+
 http::Routes ApiRoutes(ProfileStore* store, const ApiOptions& options) {
   ApiOptions o = options;
+  auto limits = std::make_shared<QueryLimits>(o.max_heavy_queries, o.heavy_query_wait);
+  o.limits = limits.get();
   if (!o.now_ns) {
     o.now_ns = [] {
       return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -411,6 +472,11 @@ http::Routes ApiRoutes(ProfileStore* store, const ApiOptions& options) {
   AddMcpRoutes(o, &routes);  // answered by the routes above
   routes.push_back(
       {"GET", "/healthz", [](const http::HttpRequest&) { return http::HttpResponse::Json(200, "{\"ok\":true}"); }, http::RouteLane::kIngest});
+  for (http::Route& r : routes) {
+    // /mcp counts its own refusals (McpEndpoint), under their own names.
+    const bool query = r.lane == http::RouteLane::kQuery;
+    r.handler = Limited(std::move(r.handler), query && r.path != "/mcp", query && IsHeavyQuery(r.path), limits);
+  }
   return routes;
 }
 

@@ -13,6 +13,7 @@
 
 #include "query/energy.h"
 #include "server/api_params.h"
+#include "server/query_limits.h"
 #include "base/http/http_server.h"
 #include "storage/profile_store.h"
 
@@ -41,6 +42,17 @@ struct ApiOptions {
   query::RegionTable regions;
   // The connection layer's counters, reported by /api/v1/status; may be null.
   const http::ConnectionCounters* http_counters = nullptr;
+  // A query's memory follows the rows it reads (series points, GPU activity
+  // rows): past max_query_rows of them it is a 400 naming the limit, before
+  // the server builds an answer from them. At most max_heavy_queries heavy
+  // queries (query_limits.h) run at once; one that waits heavy_query_wait
+  // for a slot is a 503 with Retry-After.
+  size_t max_query_rows = 2'000'000;
+  int max_heavy_queries = 4;
+  std::chrono::milliseconds heavy_query_wait = std::chrono::seconds(10);
+  // Made by ApiRoutes for its routes (the counters /api/v1/status reports,
+  // the gate); null before.
+  QueryLimits* limits = nullptr;
 };
 
 // Every API route (ingest, profile, top, diff, series, flamechart, metrics,

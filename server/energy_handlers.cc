@@ -9,6 +9,7 @@
 #include "query/energy.h"
 #include "query/energy_read.h"
 #include "server/api_params.h"
+#include "server/query_limits.h"
 
 namespace warpscope::server {
 namespace {
@@ -46,6 +47,10 @@ class EnergyHandlers {
     if (Status s = query::ReadEnergyInputs(store_, *q, {}, &in, per_process ? &selected : nullptr); !s.ok()) {
       return ErrorFor(s);
     }
+    const size_t rows = PointsOf(in.gpu_energy) + PointsOf(in.gpu_power) + PointsOf(in.gpu_utilization) +
+                        PointsOf(in.process_sm) + PointsOf(in.process_memory) + PointsOf(in.gpu_time) +
+                        PointsOf(in.cpu_energy) + PointsOf(in.dram_energy) + PointsOf(in.cpu) + PointsOf(in.node_cpu);
+    if (Status s = CheckQueryRows(rows, options_.max_query_rows, options_.limits); !s.ok()) return ErrorFor(s);
     if (per_process && query::SelectsProcesses(q->selector)) in.selected_processes = std::move(selected);
     const query::EnergyAnswer answer = query::ComputeEnergy(in, *grouping, *coefficients, options_.regions);
     return WithCaveats(http::HttpResponse::Json(200, query::RenderEnergyJson(answer)), context);

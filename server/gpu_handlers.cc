@@ -45,6 +45,8 @@ class GpuHandlers {
     if (!tolerance_us.ok()) return ErrorFor(tolerance_us.status());
     auto max_kernels = ParseUnsigned(req, "kernels", 20, 1000);
     if (!max_kernels.ok()) return ErrorFor(max_kernels.status());
+    // No kernel listed is no comparison.
+    if (*max_kernels < 1) return ErrorFor(InvalidArgumentError("parameter 'kernels': at least 1, found 0"));
     storage::QueryContext context = storage::QueryContext::WithTimeout(options_.query_timeout);
     q->context = &context;
     auto activities = store_->SelectGpuActivities(*q);

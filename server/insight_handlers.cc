@@ -9,6 +9,7 @@
 #include "query/gpu_kernel_source.h"
 #include "query/insights.h"
 #include "server/api_params.h"
+#include "server/query_limits.h"
 
 namespace warpscope::server {
 namespace {
@@ -44,6 +45,9 @@ class InsightHandlers {
     storage::QueryContext context = storage::QueryContext::WithTimeout(options_.query_timeout);
     q->context = &context;
     if (Status s = Read(*q, &in); !s.ok()) return ErrorFor(s);
+    if (Status s = CheckQueryRows(InputRows(in), options_.max_query_rows, options_.limits); !s.ok()) {
+      return ErrorFor(s);
+    }
     std::vector<query::Insight> insights = query::FindGpuStarvedByCpu(in, *o);
     for (query::Insight& x : insights) {
       auto profiles = Evidence(*q, x, /*whole_range=*/false);
@@ -86,37 +90,56 @@ class InsightHandlers {
   }
 
  private:
+  // Every threshold has a range in which it means something: a minimum
+  // above 0 where 0 would flag every step (a share or rate "at least 0"), or
+  // no step (a percent "below 0"), so a query can never ask a finder to
+  // judge what the threshold cannot tell apart.
   StatusOr<query::InsightOptions> ParseOptions(const http::HttpRequest& req) const {
     query::InsightOptions o;
-    ASSIGN_OR_RETURN(o.starved_gpu_percent, ParseNumber(req, "starved_gpu_percent", o.starved_gpu_percent, 0, 100));
+    ASSIGN_OR_RETURN(o.starved_gpu_percent, ParseNumber(req, "starved_gpu_percent", o.starved_gpu_percent, 1, 100));
     ASSIGN_OR_RETURN(o.starved_thread_cores,
-                     ParseNumber(req, "starved_thread_cores", o.starved_thread_cores, 0, 1024));
+                     ParseNumber(req, "starved_thread_cores", o.starved_thread_cores, 0.01, 1024));
     ASSIGN_OR_RETURN(o.min_share, ParseNumber(req, "min_share", o.min_share, 0, 1));
     ASSIGN_OR_RETURN(const double min_duration_ms,
                      ParseNumber(req, "min_duration_ms", static_cast<double>(o.min_duration_ns / 1'000'000), 0, 1e9));
     o.min_duration_ns = static_cast<int64_t>(min_duration_ms * 1e6);
-    ASSIGN_OR_RETURN(o.sync_share, ParseNumber(req, "sync_share", o.sync_share, 0, 1));
+    ASSIGN_OR_RETURN(o.sync_share, ParseNumber(req, "sync_share", o.sync_share, 0.01, 1));
     ASSIGN_OR_RETURN(const double min_wait_ms,
-                     ParseNumber(req, "min_wait_ms", static_cast<double>(o.min_wait_ns / 1'000'000), 0, 1e9));
+                     ParseNumber(req, "min_wait_ms", static_cast<double>(o.min_wait_ns / 1'000'000), 1, 1e9));
     o.min_wait_ns = static_cast<int64_t>(min_wait_ms * 1e6);
-    ASSIGN_OR_RETURN(o.short_kernel_share, ParseNumber(req, "short_kernel_share", o.short_kernel_share, 0, 1));
-    ASSIGN_OR_RETURN(o.min_launch_rate, ParseNumber(req, "min_launch_rate", o.min_launch_rate, 0, 1e9));
-    ASSIGN_OR_RETURN(o.launch_idle_share, ParseNumber(req, "launch_idle_share", o.launch_idle_share, 0, 1));
-    ASSIGN_OR_RETURN(o.min_sequence_rate, ParseNumber(req, "min_sequence_rate", o.min_sequence_rate, 0, 1e9));
-    ASSIGN_OR_RETURN(o.busy_gpu_percent, ParseNumber(req, "busy_gpu_percent", o.busy_gpu_percent, 0, 100));
-    ASSIGN_OR_RETURN(o.throttle_share, ParseNumber(req, "throttle_share", o.throttle_share, 0, 1));
-    ASSIGN_OR_RETURN(o.transfer_share, ParseNumber(req, "transfer_share", o.transfer_share, 0, 1));
+    ASSIGN_OR_RETURN(o.short_kernel_share, ParseNumber(req, "short_kernel_share", o.short_kernel_share, 0.01, 1));
+    ASSIGN_OR_RETURN(o.min_launch_rate, ParseNumber(req, "min_launch_rate", o.min_launch_rate, 1, 1e9));
+    ASSIGN_OR_RETURN(o.launch_idle_share, ParseNumber(req, "launch_idle_share", o.launch_idle_share, 0.01, 1));
+    ASSIGN_OR_RETURN(o.min_sequence_rate, ParseNumber(req, "min_sequence_rate", o.min_sequence_rate, 0.01, 1e9));
+    ASSIGN_OR_RETURN(o.busy_gpu_percent, ParseNumber(req, "busy_gpu_percent", o.busy_gpu_percent, 1, 100));
+    ASSIGN_OR_RETURN(o.throttle_share, ParseNumber(req, "throttle_share", o.throttle_share, 0.01, 1));
+    ASSIGN_OR_RETURN(o.transfer_share, ParseNumber(req, "transfer_share", o.transfer_share, 0.01, 1));
     ASSIGN_OR_RETURN(o.memory_bound_dram_percent,
-                     ParseNumber(req, "memory_bound_dram_percent", o.memory_bound_dram_percent, 0, 100));
+                     ParseNumber(req, "memory_bound_dram_percent", o.memory_bound_dram_percent, 1, 100));
     ASSIGN_OR_RETURN(o.memory_bound_stall_share,
-                     ParseNumber(req, "memory_bound_stall_share", o.memory_bound_stall_share, 0, 1));
+                     ParseNumber(req, "memory_bound_stall_share", o.memory_bound_stall_share, 0.01, 1));
     ASSIGN_OR_RETURN(o.memory_bound_kernel_share,
-                     ParseNumber(req, "memory_bound_kernel_share", o.memory_bound_kernel_share, 0, 1));
+                     ParseNumber(req, "memory_bound_kernel_share", o.memory_bound_kernel_share, 0.001, 1));
+    // "at most" a tensor activity: 0 (tensor cores never active) is a real ask.
     ASSIGN_OR_RETURN(o.memory_bound_tensor_percent,
                      ParseNumber(req, "memory_bound_tensor_percent", o.memory_bound_tensor_percent, 0, 100));
     ASSIGN_OR_RETURN(const uint64_t top, ParseUnsigned(req, "top", o.top, 50));
+    if (top < 1) return InvalidArgumentError("parameter 'top': at least 1, found 0");
     o.top = top;
     return o;
+  }
+
+  static size_t InputRows(const query::InsightInputs& in) {
+    size_t rows = PointsOf(in.cpu_threads) + PointsOf(in.wait_threads);
+    for (const auto* metric :
+         {&in.process_sm, &in.process_memory, &in.device_utilization, &in.busy, &in.idle, &in.kernels,
+          &in.kernels_launch_known, &in.short_kernels, &in.kernel_seconds, &in.launch_call_seconds,
+          &in.memcpy_seconds, &in.memcpy_bytes, &in.sequence_count, &in.sequence_gpu_seconds,
+          &in.sequence_gap_seconds, &in.throttled, &in.sm_clock, &in.sm_clock_max, &in.dram_bandwidth,
+          &in.tensor_activity}) {
+      rows += PointsOf(*metric);
+    }
+    return rows;
   }
 
   // Every series the finders read, over the request's range and selector.

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <exception>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "base/logging.h"
 #include "query/json_text.h"
@@ -55,6 +57,84 @@ std::string OriginAuthority(const std::string& origin) {
 bool EqualsIgnoringCase(const std::string& a, const std::string& b) {
   return a.size() == b.size() && strncasecmp(a.c_str(), b.c_str(), a.size()) == 0;
 }
+
+// Builds the json tree of one message from nlohmann's SAX events, and stops
+// the parse at the first array or object nested deeper than kMaxMcpJsonDepth.
+// nlohmann's parser itself is iterative, but copying, comparing, dumping and
+// destroying parts of a tree recurse once per level, so a few hundred KB of
+// '[' would overflow a worker's stack anywhere the tree is used. Stopping
+// here also keeps a deep body from costing memory per level: the parse ends
+// at the limit instead of building the rest.
+class DepthLimitedJsonBuilder {
+ public:
+  enum class Outcome { kOk, kTooDeep, kMalformed };
+
+  bool null() { return Add(json(nullptr)); }
+  bool boolean(bool v) { return Add(json(v)); }
+  bool number_integer(json::number_integer_t v) { return Add(json(v)); }
+  bool number_unsigned(json::number_unsigned_t v) { return Add(json(v)); }
+  bool number_float(json::number_float_t v, const std::string&) { return Add(json(v)); }
+  bool string(std::string& v) { return Add(json(std::move(v))); }
+  bool binary(json::binary_t& v) { return Add(json::binary(std::move(v))); }
+  bool start_object(std::size_t) { return Open(json::object()); }
+  bool start_array(std::size_t) { return Open(json::array()); }
+  bool key(std::string& k) {
+    key_ = std::move(k);
+    return true;
+  }
+  bool end_object() { return Close(); }
+  bool end_array() { return Close(); }
+  bool parse_error(std::size_t, const std::string&, const json::exception&) {
+    outcome_ = Outcome::kMalformed;
+    return false;
+  }
+
+  Outcome outcome() const { return outcome_; }
+  json& root() { return root_; }
+
+ private:
+  // The value's place: the root, the next element of the open array, or the
+  // open object's member under the last key (a repeated key: the last wins,
+  // as json::parse does).
+  json* Place(json value) {
+    if (open_.empty()) {
+      root_ = std::move(value);
+      return &root_;
+    }
+    json& parent = *open_.back();
+    if (parent.is_array()) {
+      parent.push_back(std::move(value));
+      return &parent.back();
+    }
+    json& member = parent[key_];
+    member = std::move(value);
+    return &member;
+  }
+  bool Add(json value) {
+    Place(std::move(value));
+    return true;
+  }
+  bool Open(json container) {
+    if (open_.size() >= kMaxMcpJsonDepth) {
+      outcome_ = Outcome::kTooDeep;
+      return false;
+    }
+    open_.push_back(Place(std::move(container)));
+    return true;
+  }
+  bool Close() {
+    open_.pop_back();
+    return true;
+  }
+
+  json root_;
+  // The arrays and objects open now, outermost first. A pointer stays valid
+  // while its container is open: nothing is added to a parent until its
+  // child is closed.
+  std::vector<json*> open_;
+  std::string key_;
+  Outcome outcome_ = Outcome::kOk;
+};
 
 }  // namespace
 
@@ -117,10 +197,16 @@ std::optional<std::string> CheckMcpArguments(const json& schema, const json& arg
   return std::nullopt;
 }
 
-McpEndpoint::McpEndpoint(McpServerInfo info, std::vector<McpTool> tools)
-    : info_(std::move(info)), tools_(std::move(tools)) {}
+McpEndpoint::McpEndpoint(McpServerInfo info, std::vector<McpTool> tools, QueryCounters* counters)
+    : info_(std::move(info)), tools_(std::move(tools)), counters_(counters) {}
 
 http::HttpResponse McpEndpoint::Handle(const http::HttpRequest& req) const {
+  http::HttpResponse r = Answer(req);
+  if (counters_ != nullptr && r.status >= 400) counters_->mcp_rejected.fetch_add(1, std::memory_order_relaxed);
+  return r;
+}
+
+http::HttpResponse McpEndpoint::Answer(const http::HttpRequest& req) const {
   // A browser page must not reach the endpoint through DNS rebinding: an
   // Origin (only browsers send one) must name localhost, a loopback address
   // or --listen's host (the HTTP core's IsLocalAuthority), never merely the
@@ -145,13 +231,25 @@ http::HttpResponse McpEndpoint::Handle(const http::HttpRequest& req) const {
       return RpcErrorResponse(400, kInvalidRequest, "unsupported MCP-Protocol-Version \"" + *version + "\"");
     }
   }
-  const json message = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
-  if (message.is_discarded()) return RpcErrorResponse(400, kParseError, "Parse error: the body is not JSON");
+  DepthLimitedJsonBuilder builder;
+  const bool parsed = json::sax_parse(req.body, &builder, json::input_format_t::json, /*strict=*/true);
+  if (builder.outcome() == DepthLimitedJsonBuilder::Outcome::kTooDeep) {
+    if (counters_ != nullptr) counters_->mcp_too_deep.fetch_add(1, std::memory_order_relaxed);
+    return RpcErrorResponse(400, kParseError,
+                            "Parse error: the body nests arrays and objects more than " +
+                                std::to_string(kMaxMcpJsonDepth) + " levels deep");
+  }
+  if (!parsed || builder.outcome() != DepthLimitedJsonBuilder::Outcome::kOk) {
+    if (counters_ != nullptr) counters_->mcp_malformed.fetch_add(1, std::memory_order_relaxed);
+    return RpcErrorResponse(400, kParseError, "Parse error: the body is not JSON");
+  }
+  const json& message = builder.root();
   if (message.is_array()) {
     return RpcErrorResponse(400, kInvalidRequest,
                             "Invalid Request: batches are not supported; send one message per POST");
   }
-  if (!message.is_object() || message.value("jsonrpc", json()) != "2.0") {
+  const auto jsonrpc = message.is_object() ? message.find("jsonrpc") : message.end();
+  if (!message.is_object() || jsonrpc == message.end() || *jsonrpc != "2.0") {
     return RpcErrorResponse(400, kInvalidRequest, "Invalid Request: not a JSON-RPC 2.0 message");
   }
   json response = HandleMessage(message);
@@ -181,7 +279,10 @@ json McpEndpoint::HandleMessage(const json& message) const {
   } else if (!message["method"].is_string()) {
     r = Error(kInvalidRequest, "Invalid Request: method must be a string");
   } else {
-    const json params = message.contains("params") ? message["params"] : json::object();
+    // References, not copies, into the parsed message: a copy of a tree
+    // costs a call per level of it.
+    static const json kNoParams = json::object();
+    const json& params = message.contains("params") ? message["params"] : kNoParams;
     if (!params.is_object()) {
       r = Error(kInvalidParams, "Invalid params: params must be an object");
     } else {
@@ -202,8 +303,11 @@ json McpEndpoint::Dispatch(const std::string& method, const json& params) const 
 }
 
 json McpEndpoint::Initialize(const json& params) const {
-  const json requested = params.value("protocolVersion", json());
-  if (!requested.is_string()) return Error(kInvalidParams, "Invalid params: protocolVersion (a string) is required");
+  const auto version = params.find("protocolVersion");
+  if (version == params.end() || !version->is_string()) {
+    return Error(kInvalidParams, "Invalid params: protocolVersion (a string) is required");
+  }
+  const json& requested = *version;
   const auto& known = McpProtocolVersions();
   const bool spoken = std::find(known.begin(), known.end(), requested.get<std::string>()) != known.end();
   json server_info = {{"name", info_.name}, {"version", info_.version}};
@@ -226,14 +330,20 @@ json McpEndpoint::ListTools() const {
 }
 
 json McpEndpoint::CallTool(const json& params) const {
-  const json name_json = params.value("name", json());
-  if (!name_json.is_string()) return Error(kInvalidParams, "Invalid params: name (the tool, a string) is required");
-  const std::string name = name_json.get<std::string>();
+  const auto name_it = params.find("name");
+  if (name_it == params.end() || !name_it->is_string()) {
+    return Error(kInvalidParams, "Invalid params: name (the tool, a string) is required");
+  }
+  const std::string name = name_it->get<std::string>();
   const auto tool = std::find_if(tools_.begin(), tools_.end(), [&](const McpTool& t) { return t.name == name; });
   if (tool == tools_.end()) return Error(kInvalidParams, "Unknown tool: " + name);
-  const json arguments = params.contains("arguments") && !params["arguments"].is_null() ? params["arguments"]
-                                                                                           : json::object();
-  if (auto why = CheckMcpArguments(tool->input_schema, arguments)) return Result(McpToolError(*why));
+  static const json kNoArguments = json::object();
+  const json& arguments =
+      params.contains("arguments") && !params["arguments"].is_null() ? params["arguments"] : kNoArguments;
+  if (auto why = CheckMcpArguments(tool->input_schema, arguments)) {
+    if (counters_ != nullptr) counters_->mcp_bad_arguments.fetch_add(1, std::memory_order_relaxed);
+    return Result(McpToolError(*why));
+  }
   // As http::HttpServer does for routes: a tool that throws answers an
   // error instead of taking the worker down.
   try {

@@ -23,8 +23,14 @@
 #include <vector>
 
 #include "base/http/http_server.h"
+#include "server/query_limits.h"
 
 namespace warpscope::server {
+
+// The deepest a message may nest arrays and objects; a deeper body is a
+// parse error (400), refused while it is parsed. The protocol's messages nest
+// a handful of levels.
+inline constexpr size_t kMaxMcpJsonDepth = 64;
 
 struct McpTool {
   std::string name;
@@ -63,12 +69,14 @@ std::optional<std::string> CheckMcpArguments(const nlohmann::json& schema, const
 
 class McpEndpoint {
  public:
-  McpEndpoint(McpServerInfo info, std::vector<McpTool> tools);
+  // `counters` (may be null) count what the endpoint refuses; they must
+  // outlive it.
+  McpEndpoint(McpServerInfo info, std::vector<McpTool> tools, QueryCounters* counters = nullptr);
 
   // One POST to the endpoint. Transport errors (a foreign Origin 403, a body
   // that is not application/json 415, an unknown MCP-Protocol-Version 400)
-  // and messages that are not JSON-RPC (400) carry a JSON-RPC error with id
-  // null as their body.
+  // and messages that are not JSON-RPC (400, also a body nested deeper than
+  // kMaxMcpJsonDepth) carry a JSON-RPC error with id null as their body.
   http::HttpResponse Handle(const http::HttpRequest& req) const;
 
   // One parsed JSON-RPC message: the response object for a request, null
@@ -76,6 +84,7 @@ class McpEndpoint {
   nlohmann::json HandleMessage(const nlohmann::json& message) const;
 
  private:
+  http::HttpResponse Answer(const http::HttpRequest& req) const;
   nlohmann::json Dispatch(const std::string& method, const nlohmann::json& params) const;
   nlohmann::json Initialize(const nlohmann::json& params) const;
   nlohmann::json ListTools() const;
@@ -83,6 +92,7 @@ class McpEndpoint {
 
   McpServerInfo info_;
   std::vector<McpTool> tools_;
+  QueryCounters* counters_;
 };
 
 }  // namespace warpscope::server

@@ -12,7 +12,7 @@ namespace {
 
 using nlohmann::json;
 
-McpEndpoint EchoEndpoint() {
+McpEndpoint EchoEndpoint(QueryCounters* counters = nullptr) {
   McpTool echo;
   echo.name = "echo";
   echo.description = "Says the word back.";
@@ -30,7 +30,7 @@ McpEndpoint EchoEndpoint() {
     return McpToolResult(word, {{"word", word}});
   };
   McpServerInfo info{"test", "", "1.0", "say things"};
-  return McpEndpoint(info, {echo});
+  return McpEndpoint(info, {echo}, counters);
 }
 
 http::HttpRequest Post(std::string body, std::string content_type = "application/json") {
@@ -207,6 +207,56 @@ TEST(McpEndpointTest, TransportChecks) {
   own_name.headers.emplace("Origin", "https://warpscope.internal:7070");
   own_name.authenticated = true;
   EXPECT_EQ(e.Handle(own_name).status, 200);
+}
+
+// `levels` arrays, one inside the other, around `core`.
+std::string Nested(size_t levels, const std::string& core = "1") {
+  return std::string(levels, '[') + core + std::string(levels, ']');
+}
+
+// A deep body is refused while it is parsed: copying, comparing or freeing a
+// tree recurses once per level, and 150,000 levels (a 300 KB body) took the
+// server down through any of them.
+TEST(McpEndpointTest, BodiesNestedPastTheLimitAreParseErrors) {
+  QueryCounters counters;
+  const McpEndpoint e = EchoEndpoint(&counters);
+  const std::string head = "{\"jsonrpc\":\"2.0\",\"id\":1,";
+  auto send = [&](const std::string& body) { return e.Handle(Post(body)); };
+  // The message's own object is level 1: params at level 2 holds the rest.
+  http::HttpResponse r = send(head + "\"method\":\"ping\",\"params\":{\"x\":" + Nested(kMaxMcpJsonDepth - 2) + "}}");
+  EXPECT_EQ(r.status, 200) << r.body.substr(0, 200);
+  for (size_t levels : {kMaxMcpJsonDepth - 1, size_t{1000}, size_t{200'000}}) {
+    r = send(head + "\"method\":\"ping\",\"params\":{\"x\":" + Nested(levels) + "}}");
+    EXPECT_EQ(r.status, 400) << levels;
+    EXPECT_EQ(Body(r)["error"]["code"], -32700);
+    EXPECT_NE(Body(r)["error"]["message"].get<std::string>().find("more than 64 levels"), std::string::npos);
+  }
+  // In a tool's arguments, in an unclosed body, in objects, and at the top.
+  r = send(head + "\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"word\":" +
+           Nested(200'000) + "}}}");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(send(head + "\"jsonrpc\":" + std::string(200'000, '[')).status, 400);
+  std::string objects;
+  for (int i = 0; i < 100'000; ++i) objects += "{\"a\":";
+  EXPECT_EQ(send(head + "\"method\":\"ping\",\"params\":" + objects).status, 400);
+  EXPECT_EQ(send(Nested(4'000'000)).status, 400);
+  EXPECT_EQ(counters.mcp_too_deep.load(), 7u);
+  EXPECT_EQ(counters.mcp_rejected.load(), 7u);
+  // Wide is fine: 100,000 elements at one level.
+  std::string wide = "[";
+  for (int i = 0; i < 100'000; ++i) wide += (i ? ",1" : "1");
+  r = send(head + "\"method\":\"ping\",\"params\":{\"x\":" + wide + "]}}");
+  EXPECT_EQ(r.status, 200);
+  // The same tree as json::parse builds: repeated keys keep the last value.
+  json m = Body(send(head + "\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":"
+                            "{\"word\":\"a\",\"word\":\"b\"}}}"));
+  EXPECT_EQ(m["result"]["content"][0]["text"], "b");
+  EXPECT_EQ(send("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"} x").status, 400);
+  EXPECT_EQ(counters.mcp_malformed.load(), 1u);
+  EXPECT_EQ(counters.mcp_too_deep.load(), 7u);
+  m = Body(send(head + "\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{}}}"));
+  EXPECT_EQ(m["result"]["isError"], true);
+  EXPECT_EQ(counters.mcp_bad_arguments.load(), 1u);
 }
 
 }  // namespace

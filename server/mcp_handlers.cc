@@ -265,13 +265,16 @@ class McpTools {
     return ParseProfileQuery(req, options_.now_ns());
   }
 
-  // from and to as unix milliseconds fixed once (every call of one tool
-  // reads the same range, whatever "now" is by then), selector and type.
+  // from and to fixed once (every call of one tool reads the same range,
+  // whatever "now" is by then), selector and type. The ends go on as RFC 3339
+  // to the nanosecond, so the routes see exactly the range the API would:
+  // rounded to milliseconds, a range at the API's longest span (now-31d)
+  // came out a millisecond longer and was refused.
   StatusOr<Params> RangeParams(const json& args) const {
     ASSIGN_OR_RETURN(storage::ProfileQuery q, ResolveRange(args));
     Params p;
-    p.emplace("from", std::to_string(q.from_ns / kNsPerMs));
-    p.emplace("to", std::to_string((q.to_ns + kNsPerMs - 1) / kNsPerMs));
+    p.emplace("from", FormatRfc3339(q.from_ns));
+    p.emplace("to", FormatRfc3339(q.to_ns));
     if (args.contains("selector")) p.emplace("selector", args["selector"].get<std::string>());
     p.emplace("type", q.type);
     return p;
@@ -463,7 +466,8 @@ void AddMcpRoutes(const ApiOptions& options, http::Routes* routes) {
   info.version = WARPSCOPE_VERSION;
   info.instructions = kInstructions;
   auto endpoint = std::make_shared<const McpEndpoint>(
-      std::move(info), Tools(std::make_shared<const McpTools>(*routes, options)));
+      std::move(info), Tools(std::make_shared<const McpTools>(*routes, options)),
+      options.limits != nullptr ? &options.limits->counters : nullptr);
   http::Route route{"POST", "/mcp", [endpoint](const http::HttpRequest& req) { return endpoint->Handle(req); }};
   route.needs_token = true;
   routes->push_back(std::move(route));
