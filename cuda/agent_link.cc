@@ -42,7 +42,15 @@ uint32_t RetryIntervalMs() {
   return 2000;
 }
 
-int TryConnect(const std::string& path) {
+// Connects to the agent's socket, but only to one whose listener belongs to
+// root or to this process's own user (SO_PEERCRED of the peer, taken when it
+// listened): whoever owns the socket gets the application's kernel names and
+// whole cubins, and its CONFIG can turn on exact mode and PC sampling. A
+// WARPSCOPE_AGENT_SOCKET in a directory others can write to (/tmp) could be
+// another user's. Such a peer is refused without a byte sent, said once on
+// stderr, and counted in `untrusted_peers` (the link thread's); the library
+// stays dormant and tries again later, as without an agent.
+int TryConnect(const std::string& path, uint64_t* untrusted_peers) {
   sockaddr_un addr{};
   if (path.size() >= sizeof(addr.sun_path)) return -1;
   const int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -51,6 +59,16 @@ int TryConnect(const std::string& path) {
   std::memcpy(addr.sun_path, path.data(), path.size());
   if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
     close(fd);
+    return -1;
+  }
+  ucred peer{};
+  socklen_t length = sizeof(peer);
+  const bool known = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &length) == 0 && length == sizeof(peer);
+  if (!known || (peer.uid != 0 && peer.uid != geteuid() && peer.uid != getuid())) {
+    close(fd);
+    ++*untrusted_peers;
+    SayOnce(path + " belongs to uid " + (known ? std::to_string(peer.uid) : std::string("unknown")) +
+            ", not root or this process's user; not connecting to it (GPU profiling waits for a trusted agent)");
     return -1;
   }
   return fd;
@@ -597,8 +615,9 @@ void RunLinkThread(InjectionState& s) noexcept {
     }
     const uint32_t retry_ms = RetryIntervalMs();
     uint32_t connection_seq = 0;
+    uint64_t untrusted_peers = 0;
     for (;;) {
-      const int fd = TryConnect(s.socket_path);
+      const int fd = TryConnect(s.socket_path, &untrusted_peers);
       if (fd < 0) {
         SleepMs(retry_ms);
         continue;

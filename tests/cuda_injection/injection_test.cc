@@ -1022,5 +1022,83 @@ TEST(CudaInjection, GraphReplaysAcrossWindowsNeverCrashTheApplication) {
   EXPECT_EQ(host.Quit(), 0);
 }
 
+// A socket another user listens on (WARPSCOPE_AGENT_SOCKET in a directory
+// others can write to) is not the agent: the library checks the listener's
+// SO_PEERCRED and sends it nothing (no HELLO, so no kernel names, no cubins,
+// and no CONFIG obeyed), says so once and stays dormant (no CUPTI call).
+// Before the check it connected, sent its HELLO and followed that peer's
+// CONFIG. Needs root, to run the listener as an unprivileged uid.
+TEST(CudaInjection, ASocketOfAnotherUserIsNotTalkedTo) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to listen as another uid";
+  constexpr uid_t kNobody = 65534;
+  const std::string dir = TempDir();
+  const std::string other = dir + "/other";
+  ASSERT_EQ(chmod(dir.c_str(), 0755), 0);
+  ASSERT_EQ(mkdir(other.c_str(), 0755), 0);
+  ASSERT_EQ(chown(other.c_str(), kNobody, kNobody), 0);
+  const std::string socket_path = other + "/cuda.sock";
+  int ready[2], heard[2], alive[2];
+  ASSERT_EQ(pipe2(ready, O_CLOEXEC), 0);
+  ASSERT_EQ(pipe2(alive, O_CLOEXEC), 0);
+  ASSERT_EQ(pipe2(heard, O_CLOEXEC | O_NONBLOCK), 0);
+  const pid_t listener = fork();
+  ASSERT_GE(listener, 0);
+  if (listener == 0) {
+    // The other user's "agent": answers nothing, reports every byte it gets.
+    // It ends with the test (`alive` closes, however the test ends) and holds
+    // none of the test's output open.
+    close(alive[1]);
+    const int null = open("/dev/null", O_RDWR);
+    dup2(null, 1);
+    dup2(null, 2);
+    if (setgid(kNobody) != 0 || setuid(kNobody) != 0) _exit(2);
+    const int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strcpy(addr.sun_path, socket_path.c_str());
+    if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || listen(fd, 16) != 0) _exit(3);
+    (void)!write(ready[1], "r", 1);
+    for (;;) {
+      pollfd both[2] = {{fd, POLLIN, 0}, {alive[0], POLLIN, 0}};
+      if (poll(both, 2, -1) < 0) continue;
+      if (both[1].revents != 0) _exit(0);
+      const int c = accept(fd, nullptr, nullptr);
+      if (c < 0) continue;
+      pollfd p{c, POLLIN, 0};
+      char buffer[256];
+      if (poll(&p, 1, 500) > 0 && recv(c, buffer, sizeof(buffer), 0) > 0) (void)!write(heard[1], "h", 1);
+      close(c);
+    }
+  }
+  struct Reaper {
+    pid_t pid;
+    ~Reaper() {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+  } reaper{listener};
+  close(alive[0]);
+  close(ready[1]);
+  close(heard[1]);
+  char byte = 0;
+  pollfd p{ready[0], POLLIN, 0};
+  ASSERT_EQ(poll(&p, 1, 5000), 1);
+  ASSERT_EQ(read(ready[0], &byte, 1), 1) << "the listener did not start";
+  {
+    HostProcess host(FakeEnv(socket_path));
+    EXPECT_EQ(host.Command("init"), "ok 1");
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // ~15 connection attempts
+    EXPECT_EQ(host.Number("calls"), 0u) << "dormant: no CUPTI call";
+    EXPECT_EQ(read(heard[0], &byte, 1), -1) << "the other user's socket got a message";
+    EXPECT_EQ(host.Quit(), 0);
+    const std::vector<std::string> lines = host.StderrLines();
+    ASSERT_EQ(lines.size(), 1u);
+    EXPECT_NE(lines[0].find("belongs to uid 65534"), std::string::npos) << lines[0];
+  }
+  close(ready[0]);
+  close(heard[0]);
+  close(alive[1]);
+}
+
 }  // namespace
 }  // namespace warpscope
