@@ -983,6 +983,45 @@ TEST(CudaInjection, AnotherClientThatTearsCuptiDownGetsItAndRecordingResumes) {
   ClientGetsCuptiAndRecordingResumes(FastConfig(), true);
 }
 
+// Every launching thread counted: a main thread and a busier native thread
+// (PyTorch's autograd engine thread launches the backward pass) launch at
+// once through windows that leave CUPTI between them. Each thread's kernels
+// keep arriving in every window, in proportion to its launches. The fake
+// drops the thread that tore CUPTI down inside a callback (fake_cupti.cc
+// says why); the design that finalized at a launch's exit lost the busier
+// thread that way.
+TEST(CudaInjection, EveryLaunchingThreadIsRecordedInEveryWindow) {
+  const std::string socket_path = TempDir() + "/cuda.sock";
+  ws_cuda_config config = FastConfig();
+  config.mode = WS_CUDA_MODE_DUTY;
+  config.flags |= WS_CUDA_CONFIG_DUTY_DETACH;
+  config.duty_on_ms = 50;
+  config.duty_period_ms = 150;
+  Agent agent(socket_path, config);
+  HostProcess host(FakeEnv(socket_path));
+  ASSERT_EQ(host.Command("init"), "ok 1");
+  ASSERT_EQ(host.Command("wait_subscribed 1 5000"), "ok");
+  // ~1.8 s: the worker launches three times as often as the main thread.
+  const std::vector<uint64_t> r = host.Numbers("launch_pair 300 6000 _Z4mainv 900 2000 _Z8backwardv");
+  ASSERT_EQ(r.size(), 2u);
+  const uint64_t main_recorded = r[0], worker_recorded = r[1];
+  EXPECT_GT(main_recorded, 20u);
+  EXPECT_GT(worker_recorded, 2 * main_recorded) << "the worker's kernels are recorded like the main thread's";
+  ASSERT_TRUE(agent.WaitFor([&] { return agent.kernels.size() == main_recorded + worker_recorded; }));
+  // Both threads in the last windows too, not only in the first.
+  std::lock_guard<std::mutex> lock(agent.mu_);
+  ASSERT_GE(agent.windows.size(), 4u);
+  const ws_cuda_window& last = agent.windows[agent.windows.size() - 2];
+  uint64_t main_late = 0, worker_late = 0;
+  for (const CudaKernel& k : agent.kernels) {
+    if (k.record.start_ns - kWsFakeCuptiClockOffsetNs < last.on_start_ns) continue;
+    (k.name->text.system_name == "_Z4mainv" ? main_late : worker_late)++;
+  }
+  EXPECT_GT(main_late, 0u);
+  EXPECT_GT(worker_late, main_late) << "the busier thread is still recorded after several leaves";
+  EXPECT_EQ(host.Quit(), 0);
+}
+
 // CUDA graphs replayed while the library records in windows and leaves
 // CUPTI between them. The fake models what a real CUPTI does to a graph it
 // instrumented when it is torn down: the next replay crashes the

@@ -208,6 +208,29 @@ int main(int argc, char** argv) {
       }
       for (auto& w : workers) w.join();
       Reply("ok " + std::to_string(NowNs() - start) + " " + std::to_string(recorded.load()));
+    } else if (cmd == "launch_pair") {
+      // launch_pair COUNT_A PACE_A_US NAME_A COUNT_B PACE_B_US NAME_B: two
+      // native threads launching at once (a main thread and a busier
+      // worker, like PyTorch's autograd thread); replies the records queued
+      // for each.
+      int count_a = 0, count_b = 0, pace_a = 0, pace_b = 0;
+      std::string name_a, name_b;
+      in >> count_a >> pace_a >> name_a >> count_b >> pace_b >> name_b;
+      std::atomic<uint64_t> recorded_a{0}, recorded_b{0};
+      auto run = [&](int count, int pace_us, const std::string& name, std::atomic<uint64_t>* recorded) {
+        for (int i = 0; i < count; ++i) {
+          if (hooks.launch(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, name.c_str(),
+                           1000, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 0) != 0) {
+            recorded->fetch_add(1);
+          }
+          if (pace_us > 0) usleep(static_cast<useconds_t>(pace_us));
+        }
+      };
+      std::thread a(run, count_a, pace_a, name_a, &recorded_a);
+      std::thread b(run, count_b, pace_b, name_b, &recorded_b);
+      a.join();
+      b.join();
+      Reply("ok " + std::to_string(recorded_a.load()) + " " + std::to_string(recorded_b.load()));
     } else if (cmd == "graph") {
       // graph COUNT PACE_US GRAPH_EXEC NODES NAME DURATION_NS: replays of an
       // executable graph from this thread; replies the records queued.

@@ -89,6 +89,16 @@ uint64_t NowNs();
 // ws_fake_cupti_synchronize: while its callbacks run, cuptiGetTimestamp on
 // that thread answers this (0: the clock as usual).
 thread_local uint64_t t_frozen_timestamp = 0;
+// Set while the subscriber's callback runs on this thread.
+thread_local bool t_in_callback = false;
+// A thread that tore CUPTI down (cuptiFinalize) from inside a callback is
+// not traced again: no callbacks and no kernel records for its launches.
+// This is our reading of what an H100 showed: in the windowed design, which
+// finalized at the exit of whichever launch came first, every kernel of
+// PyTorch's autograd thread (the thread that launches most, so the one that
+// most often ran the teardown) was missing, while the main thread's were
+// recorded.
+thread_local bool t_lost_by_finalize = false;
 
 // The CUPTI stream id of a stream handle: the handle's value, and the
 // kernels' stream (7) for the default stream.
@@ -254,6 +264,7 @@ void RunCallback(CUpti_CallbackDomain domain, uint32_t cbid, CUpti_ApiCallbackSi
   FakeState& s = State();
   CUpti_CallbackFunc callback;
   void* userdata;
+  if (t_lost_by_finalize) return;
   {
     std::lock_guard<std::mutex> lock(s.mu);
     if (!s.subscribed || s.enabled_callbacks.count({domain, cbid}) == 0) return;
@@ -266,7 +277,9 @@ void RunCallback(CUpti_CallbackDomain domain, uint32_t cbid, CUpti_ApiCallbackSi
   data.functionName = "fakeLaunch";
   data.functionParams = params;
   data.correlationId = correlation;
+  t_in_callback = true;
   callback(userdata, domain, cbid, &data);
+  t_in_callback = false;
 }
 
 }  // namespace
@@ -429,6 +442,7 @@ CUptiResult CUPTIAPI cuptiGetStreamIdEx(CUcontext, CUstream stream, uint8_t, uin
 // first); the next CUPTI call works on a fresh state.
 CUptiResult CUPTIAPI cuptiFinalize() {
   if (CUptiResult r = Enter(k_cuptiFinalize)) return r;
+  if (t_in_callback) t_lost_by_finalize = true;
   FakeState& s = State();
   {
     std::lock_guard<std::mutex> lock(s.mu);
@@ -709,7 +723,7 @@ namespace {
 bool QueueKernel(const char* name, uint64_t start, uint64_t duration_ns, uint32_t correlation, uint32_t stream,
                  uint64_t graph_exec) {
   FakeState& s = State();
-  if (!ActivityEnabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) return false;
+  if (t_lost_by_finalize || !ActivityEnabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) return false;
   CUpti_ActivityKernel10 k{};
   k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
   k.start = start;
@@ -752,7 +766,7 @@ int ws_fake_cupti_graph_launch(int domain, uint32_t cbid, uint64_t graph_exec, u
   const uint32_t correlation = s.next_correlation.fetch_add(1);
   RunCallback(d, cbid, CUPTI_API_ENTER, correlation, params);
   RunCallback(d, cbid, CUPTI_API_EXIT, correlation, params);
-  if (!ActivityEnabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) return 0;
+  if (t_lost_by_finalize || !ActivityEnabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) return 0;
   {
     std::lock_guard<std::mutex> lock(s.mu);
     s.instrumented_graphs.insert(graph_exec);

@@ -22,7 +22,9 @@ typedef uint64_t (*ws_fake_cupti_enable_count_fn)(int kind);
 // ENTER/EXIT of that id runs inside it; then API_EXIT. If kernel activity is
 // enabled, a CUpti_ActivityKernel10 record with `name` and `duration_ns` is
 // queued, its correlation id that of the innermost call. Returns that id, or
-// 0 when no record was queued (activity off or no buffer).
+// 0 when no record was queued (activity off or no buffer). A thread that
+// called cuptiFinalize inside a callback gets neither callbacks nor records
+// from then on (fake_cupti.cc says why).
 typedef uint32_t (*ws_fake_cupti_launch_fn)(int domain, uint32_t cbid, const char* name, uint64_t duration_ns,
                                             uint32_t nested_driver_cbid, uint64_t graph_exec);
 // One synchronisation call on the calling thread (e.g. RUNTIME_API,
