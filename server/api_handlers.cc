@@ -360,10 +360,14 @@ class Handlers {
   }
 
  private:
-  // The merged profile of `q`, named after the type asked for when the range held none.
+  // The merged profile of `q`, named after the type asked for when the range
+  // held none. Its distinct stacks count against the row budget: the answers
+  // built from it (a flame graph, a diff, pprof) grow with them.
   StatusOr<MergedProfile> SelectProfile(const ProfileQuery& q) const {
     auto profile = store_->SelectProfile(q);
-    if (profile.ok() && profile->type.name.empty()) profile->type.name = q.type;
+    if (!profile.ok()) return profile;
+    RETURN_IF_ERROR(CheckQueryRows(profile->stacks.size(), options_.max_query_rows, options_.limits));
+    if (profile->type.name.empty()) profile->type.name = q.type;
     return profile;
   }
   // The profile split by `group_by` labels: the store's per-lane answer (one
