@@ -1,5 +1,7 @@
 #include "agent/collectors/gpu_time/gpu_pc_profile.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cinttypes>
@@ -73,8 +75,10 @@ std::string StallReasonWords(const std::string& cupti_name) {
   return (reason.empty() ? cupti_name : reason) + suffix;
 }
 
-CubinLibrary::CubinLibrary(size_t max_bytes, CubinSymbolsOptions options)
-    : max_bytes_(max_bytes), options_(std::move(options)) {
+CubinLibrary::CubinLibrary(size_t max_bytes, CubinSymbolsOptions options, size_t max_bytes_per_uid)
+    : max_bytes_(max_bytes),
+      max_bytes_per_uid_(max_bytes_per_uid != 0 ? max_bytes_per_uid : max_bytes / 4),
+      options_(std::move(options)) {
   worker_ = std::thread([this] { Run(); });
 }
 
@@ -87,34 +91,105 @@ CubinLibrary::~CubinLibrary() {
   worker_.join();
 }
 
-void CubinLibrary::Add(uint64_t crc, std::shared_ptr<const std::string> bytes) {
+void CubinLibrary::Add(uint64_t crc, std::shared_ptr<const std::string> bytes, uint64_t connection, uint32_t uid) {
   if (bytes == nullptr) return;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (held_.count(crc)) return;
+    if (auto it = held_.find(crc); it != held_.end()) {
+      Held& h = it->second;
+      if (std::find(h.connections.begin(), h.connections.end(), connection) == h.connections.end() &&
+          h.connections.size() < 4096) {
+        h.connections.push_back(connection);
+      }
+      h.released_at = 0;
+      return;
+    }
     if (stats_.bytes + bytes->size() > max_bytes_) {
       ++stats_.refused;
       return;
     }
+    const bool bounded_user = uid != 0 && uid != geteuid();
+    size_t& of_uid = bytes_by_uid_[uid];
+    if (bounded_user && of_uid + bytes->size() > max_bytes_per_uid_) {
+      ++stats_.refused_per_uid;
+      if (of_uid == 0) bytes_by_uid_.erase(uid);
+      return;
+    }
+    of_uid += bytes->size();
     stats_.bytes += bytes->size();
     ++stats_.cubins;
-    WindowCubin cubin{CubinHash(*bytes), std::move(bytes)};
-    added_.push_back(cubin);
-    held_.emplace(crc, std::move(cubin));
+    Held h;
+    h.cubin = WindowCubin{CubinHash(*bytes), std::move(bytes)};
+    h.uid = uid;
+    h.connections.push_back(connection);
+    held_.emplace(crc, std::move(h));
     queue_.push_back(crc);
   }
   cv_.notify_all();
 }
 
+void CubinLibrary::Release(uint64_t connection, int64_t now_ns) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [crc, h] : held_) {
+    auto it = std::find(h.connections.begin(), h.connections.end(), connection);
+    if (it == h.connections.end()) continue;
+    h.connections.erase(it);
+    if (h.connections.empty()) h.released_at = std::max<int64_t>(now_ns, 1);
+  }
+}
+
+void CubinLibrary::NoteSampled(uint64_t crc, const std::string& function) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = held_.find(crc);
+  if (it == held_.end() || it->second.uploaded || it->second.sampled.size() >= 64) return;
+  std::vector<std::string>& sampled = it->second.sampled;
+  if (std::find(sampled.begin(), sampled.end(), function) == sampled.end()) sampled.push_back(function);
+}
+
+void CubinLibrary::Free(std::unordered_map<uint64_t, Held>::iterator it) {
+  const Held& h = it->second;
+  const size_t size = h.cubin.bytes ? h.cubin.bytes->size() : 0;
+  stats_.bytes -= size;
+  --stats_.cubins;
+  ++stats_.released;
+  if (!h.uploaded) ++stats_.not_uploaded;
+  if (auto u = bytes_by_uid_.find(h.uid); u != bytes_by_uid_.end() && (u->second -= size) == 0) bytes_by_uid_.erase(u);
+  parsed_.erase(it->first);
+  held_.erase(it);
+}
+
+void CubinLibrary::EndWindow(int64_t now_ns) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = held_.begin(); it != held_.end();) {
+    const auto next = std::next(it);
+    const bool queued = std::find(queue_.begin(), queue_.end(), it->first) != queue_.end();
+    if (it->second.released_at != 0 && now_ns - it->second.released_at >= kKeepAfterReleaseNs && !queued) Free(it);
+    it = next;
+  }
+}
+
 std::string CubinLibrary::HashOf(uint64_t crc) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = held_.find(crc);
-  return it != held_.end() ? it->second.hash : std::string();
+  return it != held_.end() ? it->second.cubin.hash : std::string();
 }
 
 std::vector<WindowCubin> CubinLibrary::TakeAdded() {
   std::lock_guard<std::mutex> lock(mu_);
-  return std::exchange(added_, {});
+  std::vector<WindowCubin> out;
+  for (auto& [crc, h] : held_) {
+    if (h.uploaded || h.sampled.empty()) continue;
+    auto p = parsed_.find(crc);
+    if (p == parsed_.end()) continue;  // not parsed (yet), or not a CUDA ELF
+    bool named = false;
+    for (const std::string& f : h.sampled) named = named || p->second->FindFunction(f) != nullptr;
+    if (!named) continue;
+    h.uploaded = true;
+    h.sampled.clear();
+    h.sampled.shrink_to_fit();
+    out.push_back(h.cubin);
+  }
+  return out;
 }
 
 std::shared_ptr<const CubinSymbols> CubinLibrary::Find(uint64_t crc) const {
@@ -140,13 +215,20 @@ void CubinLibrary::Run() {
     if (stop_) return;
     const uint64_t crc = queue_.front();
     queue_.pop_front();
-    std::shared_ptr<const std::string> bytes = held_[crc].bytes;
+    auto held = held_.find(crc);
+    if (held == held_.end()) {  // freed before its turn
+      cv_.notify_all();
+      continue;
+    }
+    std::shared_ptr<const std::string> bytes = held->second.cubin.bytes;
     busy_ = true;
     lock.unlock();
     StatusOr<CubinSymbols> parsed = CubinSymbols::Parse(*bytes, options_);
     lock.lock();
     busy_ = false;
-    if (parsed.ok()) {
+    if (held_.count(crc) == 0) {
+      // Freed while it was parsed.
+    } else if (parsed.ok()) {
       ++stats_.parsed;
       if (!parsed->has_sass()) ++stats_.without_sass;
       parsed_[crc] = std::make_shared<const CubinSymbols>(std::move(parsed).value());

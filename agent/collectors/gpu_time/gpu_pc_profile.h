@@ -20,6 +20,18 @@
 // their mapping's build id, and the window hands each new cubin to the sink,
 // which uploads it to the server's cubin store.
 //
+// Any local user can send cubins, so what is kept follows the processes
+// connected now, and what leaves the node is what was used: a cubin is kept
+// while a connection that sent it is open, and its bytes and symbols are
+// freed at the first window end kKeepAfterReleaseNs after the last such
+// connection closed (the PC samples of a process's last seconds wait for
+// their GPU time's split, up to a recording period, and must still find
+// it); one user (other than
+// root or the agent's) holds at most max_bytes_per_uid of the budget; and
+// a cubin is handed to the sink only once it parsed as a CUDA ELF holding a
+// function that PC samples named (at most once; one that never does is
+// never uploaded).
+//
 // The kernels' GPU time reaches the profile only after the join's grace
 // period (a kernel record waits for its launch stack), so PC samples wait as
 // long: they go out once the GPU time of the seconds they were read in has
@@ -65,23 +77,39 @@ struct CubinLibraryStats {
   uint64_t parsed = 0;
   uint64_t parse_failures = 0;
   uint64_t without_sass = 0;  // parsed, but nvdisasm absent or failed
+  uint64_t refused_per_uid = 0;  // over max_bytes_per_uid
+  uint64_t released = 0;         // freed after their last connection closed
+  uint64_t not_uploaded = 0;     // freed without a parse or a sampled function in them
 };
 
 class CubinLibrary {
  public:
-  CubinLibrary(size_t max_bytes, CubinSymbolsOptions options);
+  // Root and the agent's own user are bound only by max_bytes.
+  CubinLibrary(size_t max_bytes, CubinSymbolsOptions options, size_t max_bytes_per_uid = 0);
   ~CubinLibrary();
   CubinLibrary(const CubinLibrary&) = delete;
   CubinLibrary& operator=(const CubinLibrary&) = delete;
 
-  // A cubin from a library (the same CRC again is ignored). Hashes it: a
-  // few milliseconds for the largest, once per cubin.
-  void Add(uint64_t crc, std::shared_ptr<const std::string> bytes);
+  // A cubin from connection `connection` of user `uid` (the same CRC again
+  // only adds the connection to its holders). Hashes it: a few milliseconds
+  // for the largest, once per cubin.
+  void Add(uint64_t crc, std::shared_ptr<const std::string> bytes, uint64_t connection = 0, uint32_t uid = 0);
+  static constexpr int64_t kKeepAfterReleaseNs = 30'000'000'000;
+  // The connection closed at `now_ns` (CLOCK_MONOTONIC): cubins no open
+  // connection holds any longer are freed by the first EndWindow
+  // kKeepAfterReleaseNs later.
+  void Release(uint64_t connection, int64_t now_ns);
+  // A PC sample named `function` (mangled) in cubin `crc`.
+  void NoteSampled(uint64_t crc, const std::string& function);
+  // The window ended (sampling thread, after TakeAdded): frees what was
+  // released long enough ago.
+  void EndWindow(int64_t now_ns);
   // Null until parsed, or when it failed to parse or never came.
   std::shared_ptr<const CubinSymbols> Find(uint64_t crc) const;
   // The content hash of the cubin with `crc`; "" when it is not held.
   std::string HashOf(uint64_t crc) const;
-  // The cubins added since the last call, oldest first.
+  // The cubins that became worth uploading since the last call (parsed, a
+  // sampled function in them), oldest first.
   std::vector<WindowCubin> TakeAdded();
   // Waits until every cubin added so far is parsed (tests); false after `timeout_ms`.
   bool WaitIdle(int timeout_ms) const;
@@ -90,13 +118,24 @@ class CubinLibrary {
  private:
   void Run();
 
+  struct Held {
+    WindowCubin cubin;
+    uint32_t uid = 0;                    // charged to
+    std::vector<uint64_t> connections;   // open ones that sent it
+    int64_t released_at = 0;             // when the last one closed; 0: held
+    bool uploaded = false;
+    std::vector<std::string> sampled;    // functions PC samples named, until uploaded (bounded)
+  };
+  void Free(std::unordered_map<uint64_t, Held>::iterator it);  // mu_ held
+
   const size_t max_bytes_;
+  const size_t max_bytes_per_uid_;
   const CubinSymbolsOptions options_;
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
-  std::unordered_map<uint64_t, WindowCubin> held_;  // by CRC
+  std::unordered_map<uint64_t, Held> held_;  // by CRC
   std::unordered_map<uint64_t, std::shared_ptr<const CubinSymbols>> parsed_;
-  std::vector<WindowCubin> added_;  // since the last TakeAdded
+  std::unordered_map<uint32_t, size_t> bytes_by_uid_;
   std::deque<uint64_t> queue_;
   bool busy_ = false;
   bool stop_ = false;

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <string>
 
@@ -142,11 +144,9 @@ TEST_F(GpuPcAggregatorTest, InstructionsPointAtTheirCubinByHash) {
   const auto bytes = std::make_shared<const std::string>("not really a cubin");
   cubins.Add(0xc0b, bytes);
   cubins.Add(0xc0b, bytes);  // another process loads it too
-  const std::vector<WindowCubin> added = cubins.TakeAdded();
-  ASSERT_EQ(added.size(), 1u);
-  EXPECT_EQ(added[0].hash, CubinHash(*bytes));
-  EXPECT_EQ(added[0].bytes, bytes);
-  EXPECT_TRUE(cubins.TakeAdded().empty());
+  cubins.NoteSampled(0xc0b, "_Z6kernelv");
+  ASSERT_TRUE(cubins.WaitIdle(5000));
+  EXPECT_TRUE(cubins.TakeAdded().empty()) << "not an ELF: never uploaded";
   EXPECT_EQ(cubins.HashOf(0xc0b), CubinHash(*bytes));
   EXPECT_EQ(cubins.HashOf(0xbad), "");
 
@@ -176,6 +176,73 @@ TEST_F(GpuPcAggregatorTest, DistinctKeysAreBoundedAndCounted) {
   for (uint64_t pcoff = 0; pcoff < 5; ++pcoff) pc.Add(1, Sample(kernel_, stall_, pcoff * 16, 3), 0, 0);
   EXPECT_EQ(pc.stats().samples, 15u);
   EXPECT_EQ(pc.stats().samples_dropped, 9u);
+}
+
+std::shared_ptr<const std::string> RealCubin() {
+  std::ifstream in(WS_PC_CUBIN, std::ios::binary);
+  return std::make_shared<const std::string>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// Any local user can send cubins. One is uploaded only once it parsed as a
+// CUDA ELF holding a function PC samples named; the bytes go a window after
+// the last process that sent it disconnected; one user holds at most its
+// share of the budget. Before, every cubin was uploaded as it came (475 of
+// 500 garbage ones reached the server) and kept until the agent exited
+// (532 MB pinned by one user, still held after the process had gone).
+TEST(CubinLibrary, UploadsOnlySampledElfAndFreesWhatNoProcessHolds) {
+  CubinSymbolsOptions options;
+  options.sass = CubinSymbolsOptions::Sass::kDisabled;
+  CubinLibrary cubins(1 << 30, options, /*max_bytes_per_uid=*/1 << 20);
+  const auto real = RealCubin();
+  ASSERT_GT(real->size(), 64u);
+  const auto garbage = std::make_shared<const std::string>(std::string(4096, 'x'));
+  constexpr uint32_t kUser = 1001;
+  cubins.Add(1, real, /*connection=*/10, kUser);
+  cubins.Add(2, garbage, /*connection=*/10, kUser);
+  ASSERT_TRUE(cubins.WaitIdle(10000));
+  EXPECT_TRUE(cubins.TakeAdded().empty()) << "no PC sample named a function yet";
+  cubins.NoteSampled(2, "_ZN4demo5scaleEPfPKffi");
+  cubins.NoteSampled(1, "_Z12not_in_theremv");
+  EXPECT_TRUE(cubins.TakeAdded().empty()) << "garbage, and a function the cubin lacks";
+  cubins.NoteSampled(1, "_ZN4demo5scaleEPfPKffi");
+  const std::vector<WindowCubin> added = cubins.TakeAdded();
+  ASSERT_EQ(added.size(), 1u);
+  EXPECT_EQ(added[0].hash, CubinHash(*real));
+  EXPECT_TRUE(cubins.TakeAdded().empty()) << "once";
+
+  // The per-user share: a second megabyte of the same user is refused,
+  // root's is not.
+  const auto big = std::make_shared<const std::string>(std::string(1 << 20, 'y'));
+  cubins.Add(3, big, 11, kUser);
+  EXPECT_EQ(cubins.HashOf(3), "");
+  EXPECT_EQ(cubins.stats().refused_per_uid, 1u);
+  cubins.Add(4, big, 12, /*uid=*/0);
+  EXPECT_NE(cubins.HashOf(4), "");
+
+  // Held while a connection that sent it is open; freed at the first window
+  // end kKeepAfterReleaseNs after the last one closed.
+  constexpr int64_t kKeep = CubinLibrary::kKeepAfterReleaseNs;
+  const int64_t t = 1'000'000'000'000;
+  cubins.Add(1, real, /*connection=*/13, kUser);  // another process of the same cubin
+  cubins.Release(10, t);
+  cubins.EndWindow(t + kKeep);
+  EXPECT_NE(cubins.HashOf(1), "") << "connection 13 still holds it";
+  EXPECT_EQ(cubins.HashOf(2), "") << "only connection 10 held it";
+  cubins.Release(13, t + kKeep);
+  cubins.EndWindow(t + kKeep + kKeep / 2);
+  EXPECT_NE(cubins.HashOf(1), "") << "its last seconds' PC samples may still need it";
+  EXPECT_NE(cubins.Find(1), nullptr);
+  cubins.EndWindow(t + 2 * kKeep);
+  EXPECT_EQ(cubins.HashOf(1), "");
+  EXPECT_EQ(cubins.Find(1), nullptr);
+  const CubinLibraryStats s = cubins.stats();
+  EXPECT_EQ(s.cubins, 1u);  // root's
+  EXPECT_EQ(s.bytes, big->size());
+  EXPECT_EQ(s.released, 2u);
+  EXPECT_EQ(s.not_uploaded, 1u);
+  // The user's share is free again.
+  cubins.Add(5, big, 14, kUser);
+  EXPECT_NE(cubins.HashOf(5), "");
 }
 
 }  // namespace

@@ -145,6 +145,7 @@ void GpuTimeCollector::OnConnected(const CudaProcessEvent& event, int64_t now_ns
   Connection& c = connections_[event.connection_id];
   c.id = event.connection_id;
   c.pid = static_cast<uint32_t>(event.pid);
+  c.uid = event.uid;
   if (Windowed(options_.socket.config)) c.windows = std::make_unique<RecordingWindows>(options_.join.max_pending_kernels);
   analyzer_.Begin(c.id, c.pid, c.windows != nullptr, now_ns);
   c.clock.AddPair({event.hello.clock.host_before_ns, event.hello.clock.cupti_ns, event.hello.clock.host_after_ns});
@@ -343,6 +344,7 @@ void GpuTimeCollector::OnEvent(CudaProcessEvent& event, int64_t now_ns, int64_t 
     c.open_waits.clear();
     waits_.EndConnection(c.id);
     analyzer_.End(c.id);
+    cubins_->Release(c.id, now_ns);
     probes_->Disconnected(event.connection_id);
     const uint32_t pid = c.pid;
     ended_pids_.emplace_back(pid, now_ns);
@@ -360,8 +362,9 @@ void GpuTimeCollector::OnEvent(CudaProcessEvent& event, int64_t now_ns, int64_t 
   for (const CudaPcSample& sample : event.pc_samples) {
     const int64_t unix_ns = now_ns + unix_offset_ns;
     pc_.Add(c.pid, sample, now_ns, unix_ns - unix_ns % kSecond);
+    cubins_->NoteSampled(sample.record.cubin_crc, sample.function->text.system_name);
   }
-  if (event.cubin) cubins_->Add(event.cubin->crc, event.cubin->bytes);
+  if (event.cubin) cubins_->Add(event.cubin->crc, event.cubin->bytes, c.id, c.uid);
   if (event.stats) {
     // Time aside for another CUPTI client (torch.profiler, Nsight) is time
     // this process's GPU work was not recorded: a per-process series says
@@ -725,6 +728,7 @@ Status GpuTimeCollector::FinishWindow(Window* window) {
   window->gpu_pc = pc.Finish(0);
   window->gpu_pc->sample_types = {{kGpuPcTypeName, kGpuPcUnit}};
   window->cubins = cubins_->TakeAdded();
+  cubins_->EndWindow(ClockNanos(CLOCK_MONOTONIC));
   return Status::Ok();
 }
 
@@ -867,6 +871,9 @@ void GpuTimeCollector::AddCounters(std::vector<ProfileCounter>* counters) const 
   SetCounter(counters, "gpu_cubins_refused", cubins.refused + sc.cubins_skipped);
   SetCounter(counters, "gpu_cubin_parse_failures", cubins.parse_failures);
   SetCounter(counters, "gpu_cubins_without_sass", cubins.without_sass);
+  SetCounter(counters, "gpu_cubins_refused_per_uid", cubins.refused_per_uid);
+  SetCounter(counters, "gpu_cubins_released", cubins.released);
+  SetCounter(counters, "gpu_cubins_not_uploaded", cubins.not_uploaded);
 }
 
 }  // namespace warpscope::gpu

@@ -200,6 +200,7 @@ class GpuTimeCollector : public Collector {
   struct Connection {
     uint64_t id = 0;
     uint32_t pid = 0;
+    uint32_t uid = 0;  // SO_PEERCRED: the cubin budget's share is per user
     CuptiClock clock;
     ws_cuda_stats stats_last{};
     std::unique_ptr<RecordingWindows> windows;  // windowed recording only

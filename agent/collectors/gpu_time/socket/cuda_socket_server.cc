@@ -379,6 +379,8 @@ Status CudaSocketServer::HandleMessage(Connection& c, CudaWireMessage&& message)
     event.kind = CudaProcessEvent::Kind::kConnected;
     event.connection_id = c.id;
     event.pid = c.pid;
+  event.uid = c.uid;
+    event.uid = c.uid;
     event.hello = message.hello;
     if (!c.check.TakeClockPair(message.hello.clock, MonotonicNow())) {
       // The process is served; its kernels wait for a CLOCK within bounds.
@@ -392,6 +394,7 @@ Status CudaSocketServer::HandleMessage(Connection& c, CudaWireMessage&& message)
   event.kind = CudaProcessEvent::Kind::kRecords;
   event.connection_id = c.id;
   event.pid = c.pid;
+  event.uid = c.uid;
   const int64_t now = MonotonicNow();
   switch (message.type) {
     case WS_CUDA_MSG_HELLO:
@@ -555,6 +558,7 @@ void CudaSocketServer::Close(Connection& c, const std::string& reason, bool prot
   event.kind = CudaProcessEvent::Kind::kDisconnected;
   event.connection_id = c.id;
   event.pid = c.pid;
+  event.uid = c.uid;
   event.reason = reason;
   const bool announced = c.hello_seen;
   close(c.fd);

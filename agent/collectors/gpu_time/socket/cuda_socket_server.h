@@ -67,6 +67,7 @@ struct CudaProcessEvent {
   Kind kind = Kind::kRecords;
   uint64_t connection_id = 0;  // unique for the server's lifetime
   int32_t pid = 0;             // SO_PEERCRED
+  uint32_t uid = 0;            // SO_PEERCRED
   ws_cuda_hello hello{};
   std::vector<CudaKernel> kernels;
   std::vector<ws_cuda_memop> memops;
