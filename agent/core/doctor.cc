@@ -20,10 +20,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "agent/core/cli.h"
+#include "agent/process/node_name.h"
 #include "agent/collectors/gpu_time/socket/cuda_socket_server.h"
 #include "agent/collectors/gpu_metrics/nvml/nvml_library.h"
 #include "base/ca_bundle.h"
@@ -330,6 +335,72 @@ int HttpStatus(const std::string& url, const std::string& token, std::string* er
   return static_cast<int>(status);
 }
 
+size_t KeepBody(char* data, size_t size, size_t n, void* out) {
+  auto* body = static_cast<std::string*>(out);
+  if (body->size() + size * n > (4u << 20)) return 0;  // a status answer is small: stop past 4 MiB
+  body->append(data, size * n);
+  return size * n;
+}
+
+// GET url with the token; the body when the status is 200.
+std::optional<std::string> HttpGetBody(const std::string& url, const std::string& token) {
+  CURL* curl = curl_easy_init();
+  if (curl == nullptr) return std::nullopt;
+  std::string body;
+  curl_slist* headers = nullptr;
+  if (!token.empty()) headers = curl_slist_append(headers, ("Authorization: Bearer " + token).c_str());
+  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, 3000L);
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, 5000L);
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, KeepBody);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &body);
+  curl_easy_setopt(curl, CURLOPT_USERAGENT, "warpscope-agent doctor");
+  if (!SystemCaBundle().empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, SystemCaBundle().c_str());
+  const CURLcode rc = curl_easy_perform(curl);
+  long status = 0;
+  if (rc == CURLE_OK) curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+  curl_slist_free_all(headers);
+  curl_easy_cleanup(curl);
+  if (rc != CURLE_OK || status != 200) return std::nullopt;
+  return body;
+}
+
+// This node's processes whose GPU time was paused in the last hour, from
+// the server's cuda_profiling_paused_seconds series.
+void ReadPausedProcesses(const std::string& server_url, const std::string& token, DoctorFacts* f) {
+  f->node_name = NodeName(std::getenv(kNodeNameEnvVar));
+  CURL* curl = curl_easy_init();
+  if (curl == nullptr) return;
+  const std::string selector = "{node=\"" + f->node_name + "\"}";
+  char* escaped = curl_easy_escape(curl, selector.c_str(), static_cast<int>(selector.size()));
+  const std::string url = server_url +
+                          "/api/v1/metrics?name=cuda_profiling_paused_seconds&from=now-1h&to=now&group_by=pid,comm"
+                          "&selector=" +
+                          (escaped != nullptr ? escaped : "");
+  curl_free(escaped);
+  curl_easy_cleanup(curl);
+  const std::optional<std::string> body = HttpGetBody(url, token);
+  if (!body) return;
+  const nlohmann::json answer = nlohmann::json::parse(*body, nullptr, /*allow_exceptions=*/false);
+  if (!answer.is_object() || !answer.contains("series") || !answer["series"].is_array()) return;
+  f->paused_checked = true;
+  for (const nlohmann::json& series : answer["series"]) {
+    if (!series.is_object() || !series.contains("points") || !series["points"].is_array() ||
+        series["points"].empty() || !series.contains("labels") || !series["labels"].is_object()) {
+      continue;
+    }
+    DoctorFacts::PausedProcess p;
+    const nlohmann::json& labels = series["labels"];
+    p.comm = labels.value("comm", std::string("?"));
+    p.pid = labels.value("pid", std::string("?"));
+    const nlohmann::json& last = series["points"].back();
+    if (last.is_array() && !last.empty() && last[0].is_number()) p.last_ms = last[0].get<int64_t>();
+    if (f->paused.size() < 32) f->paused.push_back(std::move(p));
+  }
+}
+
 void ReadServer(const DoctorOptions& o, DoctorFacts* f) {
   f->server_url = o.server_url;
   if (o.server_url.empty()) return;
@@ -347,6 +418,7 @@ void ReadServer(const DoctorOptions& o, DoctorFacts* f) {
   if (f->healthz_status != 0 && f->token_problem.empty()) {
     f->api_status = HttpStatus(o.server_url + "/api/v1/status", token, &f->api_error);
   }
+  if (f->api_status == 200 && o.gpu_time) ReadPausedProcesses(o.server_url, token, f);
 }
 
 // "6.1.0-18-amd64" -> (6, 1); false when it does not start with two numbers.
@@ -633,6 +705,32 @@ CheckResult CheckServer(const DoctorFacts& f) {
           "--spool-max-bytes, oldest dropped first) and sends them when the server answers"};
 }
 
+// Processes of this node whose GPU time was paused for another CUPTI client.
+CheckResult CheckPausedGpuTime(const DoctorFacts& f) {
+  if (!f.gpu_time_checked) return {"gpu-time-paused", CheckStatus::kSkip, "--no-gpu-time", ""};
+  if (!f.paused_checked) {
+    return {"gpu-time-paused", CheckStatus::kSkip,
+            f.server_url.empty() ? "no --server given" : "the server's metrics could not be read", ""};
+  }
+  if (f.paused.empty()) {
+    return {"gpu-time-paused", CheckStatus::kOk,
+            "no process on " + f.node_name + " had its GPU time paused for another CUPTI client in the last hour", ""};
+  }
+  std::string found = "GPU time paused in the last hour (another CUPTI client in the process had CUPTI):";
+  for (const DoctorFacts::PausedProcess& p : f.paused) {
+    char when[32] = "?";
+    const time_t t = static_cast<time_t>(p.last_ms / 1000);
+    tm utc{};
+    if (p.last_ms > 0 && gmtime_r(&t, &utc) != nullptr) std::strftime(when, sizeof(when), "%H:%M:%S UTC", &utc);
+    found += " " + p.comm + " (pid " + p.pid + ") until " + when + ";";
+  }
+  found.pop_back();
+  return {"gpu-time-paused", CheckStatus::kWarn, found,
+          "a profiler inside the process (torch.profiler, Nsight) needed CUPTI: warpscope stepped aside and records "
+          "again when it is done. To keep warpscope out of such a process altogether, start it with "
+          "WARPSCOPE_CUDA_DISABLE=1"};
+}
+
 CheckResult CheckToken(const DoctorFacts& f) {
   if (f.server_url.empty()) return {"server-token", CheckStatus::kSkip, "no --server given", ""};
   if (!f.token_problem.empty()) {
@@ -742,7 +840,7 @@ std::vector<CheckResult> RunDoctorChecks(const DoctorFacts& f) {
   return {CheckKernel(f),  CheckBtf(f),   CheckCapabilities(f), CheckBpfSyscalls(f),     CheckPidNamespace(f),
           CheckTracefs(f), CheckBpffs(f), CheckParanoid(f),     CheckDriver(f),          CheckNvml(f),
           CheckCupti(f),   CheckProfilingAccess(f), CheckCudaSocket(f), CheckStateDir(f), CheckServer(f),
-          CheckToken(f)};
+          CheckToken(f),   CheckPausedGpuTime(f)};
 }
 
 std::string FormatDoctorReport(const std::vector<CheckResult>& results, bool color) {

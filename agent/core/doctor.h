@@ -106,6 +106,17 @@ struct DoctorFacts {
   std::string healthz_error;
   int api_status = 0;  // GET /api/v1/status with the token; 0: no answer
   std::string api_error;
+  // This node's processes whose GPU time the server shows paused in the
+  // last hour (cuda_profiling_paused_seconds: their injection library stood
+  // aside for another CUPTI client such as torch.profiler or Nsight).
+  std::string node_name;
+  bool paused_checked = false;  // the server answered the query
+  struct PausedProcess {
+    std::string comm;
+    std::string pid;
+    int64_t last_ms = 0;  // the last second with a pause
+  };
+  std::vector<PausedProcess> paused;
 };
 
 DoctorFacts ReadDoctorFacts(const DoctorOptions& options);

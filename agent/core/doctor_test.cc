@@ -54,6 +54,8 @@ DoctorFacts GoodFacts() {
   f.token_given = true;
   f.healthz_status = 200;
   f.api_status = 200;
+  f.node_name = "gpu-node-1";
+  f.paused_checked = true;
   return f;
 }
 
@@ -72,10 +74,27 @@ bool Has(const std::string& text, const std::string& part) { return text.find(pa
 
 TEST(DoctorTest, EverythingFineIsOkAndExitsZero) {
   const auto results = RunDoctorChecks(GoodFacts());
-  ASSERT_EQ(results.size(), 16u);
+  ASSERT_EQ(results.size(), 17u);
   for (const CheckResult& r : results) EXPECT_EQ(r.status, CheckStatus::kOk) << r.name << ": " << r.found;
   EXPECT_EQ(DoctorExitCode(results), kExitOk);
   EXPECT_TRUE(Has(FormatDoctorReport(results, false), "nothing blocks profiling (0 warnings)"));
+}
+
+// A process whose library stood aside for its own profiler (torch.profiler)
+// is named with when, and how to keep warpscope out of such a process.
+TEST(DoctorTest, ProcessesWhoseGpuTimeWasPausedAreNamed) {
+  DoctorFacts f = GoodFacts();
+  EXPECT_EQ(Check(f, "gpu-time-paused").status, CheckStatus::kOk);
+  f.paused = {{"python3", "4242", 1796640000000}};
+  const CheckResult r = Check(f, "gpu-time-paused");
+  EXPECT_EQ(r.status, CheckStatus::kWarn);
+  EXPECT_TRUE(Has(r.found, "python3 (pid 4242) until ")) << r.found;
+  EXPECT_TRUE(Has(r.todo, "WARPSCOPE_CUDA_DISABLE=1")) << r.todo;
+  EXPECT_EQ(DoctorExitCode(RunDoctorChecks(f)), kExitOk) << "a warning, not a block";
+  f.paused_checked = false;
+  EXPECT_EQ(Check(f, "gpu-time-paused").status, CheckStatus::kSkip);
+  f.gpu_time_checked = false;
+  EXPECT_EQ(Check(f, "gpu-time-paused").found, "--no-gpu-time");
 }
 
 TEST(DoctorTest, Kernel) {

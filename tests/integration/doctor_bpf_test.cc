@@ -5,6 +5,7 @@
 // host's PID namespace. Root (label bpf): the pass needs the agent's
 // privileges.
 #include <gtest/gtest.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -14,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/integration/batch_factory.h"
 #include "tests/integration/server_process.h"
 #include "tests/integration/subprocess.h"
 
@@ -21,7 +23,7 @@ namespace warpscope::testing {
 namespace {
 
 constexpr char kToken[] = "doctor-token";
-constexpr int kChecks = 16;
+constexpr int kChecks = 17;
 
 bool Has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
@@ -95,7 +97,7 @@ TEST_F(DoctorTest, PassesOnThisMachineWithTheFakeNvml) {
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   ExpectOneLinePerCheck(r);
   for (const char* check : {"kernel", "btf", "capabilities", "bpf-syscalls", "host-pid-namespace", "nvml",
-                            "cuda-socket", "state-dir", "server", "server-token"}) {
+                            "cuda-socket", "state-dir", "server", "server-token", "gpu-time-paused"}) {
     EXPECT_EQ(StatusOf(r.out, check), "ok") << Line(r.out, check);
   }
   EXPECT_TRUE(Has(Line(r.out, "nvml"), "driver 580.65.06, CUDA 13.0, 1 GPU")) << r.out;
@@ -180,6 +182,29 @@ TEST_F(DoctorTest, WrongTokenBlocksUploadsAndAnUnreachableServerWarns) {
   EXPECT_EQ(StatusOf(r.out, "server"), "warn") << r.out;
   EXPECT_TRUE(Has(Line(r.out, "server"), "spools")) << r.out;
   EXPECT_EQ(StatusOf(r.out, "server-token"), "skip") << r.out;
+}
+
+// A process of this node whose library stood aside for its own profiler in
+// the last hour: the server's cuda_profiling_paused_seconds series names it,
+// as a warning that does not block.
+TEST_F(DoctorTest, NamesThisNodesProcessesWhoseGpuTimeWasPaused) {
+  timespec now{};
+  clock_gettime(CLOCK_REALTIME, &now);
+  const int64_t second = (static_cast<int64_t>(now.tv_sec) - 120) * 1'000'000'000;
+  BatchFactory f("doctor-paused", 1, second, second + 1'000'000'000);
+  f.AddMetric("cuda_profiling_paused_seconds", "seconds",
+              {{"comm", "python3"}, {"node", "doctor-node"}, {"pid", "4242"}, {"reason", "cupti_client"}}, 0.5, second);
+  ASSERT_EQ(PostBatch(server_->port(), f.batch(), kToken).status, 200);
+  const std::vector<std::string> args = {"--nvml-library", WS_FAKE_NVML_PATH, "--server", server_->url(),
+                                         "--token-file", *dir_ + "/token", "--cuda-socket",
+                                         *dir_ + "/sock/cuda.sock", "--state-dir", *dir_ + "/state"};
+  const ProcessResult r = Doctor(args, {"/usr/bin/env", "WARPSCOPE_NODE_NAME=doctor-node"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(StatusOf(r.out, "gpu-time-paused"), "warn") << Line(r.out, "gpu-time-paused");
+  EXPECT_TRUE(Has(Line(r.out, "gpu-time-paused"), "python3 (pid 4242) until")) << r.out;
+  // Another node's doctor sees nothing of it.
+  const ProcessResult other = Doctor(args, {"/usr/bin/env", "WARPSCOPE_NODE_NAME=another-node"});
+  EXPECT_EQ(StatusOf(other.out, "gpu-time-paused"), "ok") << Line(other.out, "gpu-time-paused");
 }
 
 }  // namespace
