@@ -789,6 +789,7 @@ void GpuTimeCollector::AddCounters(std::vector<ProfileCounter>* counters) const 
   SetCounter(counters, "cuda_connections_open", sc.connections_open);
   SetCounter(counters, "cuda_connections_refused", sc.connections_refused);
   SetCounter(counters, "cuda_connections_refused_per_uid", sc.connections_refused_per_uid);
+  SetCounter(counters, "cuda_connections_refused_rate", sc.connections_refused_rate);
   SetCounter(counters, "cuda_protocol_errors", sc.protocol_errors);
   SetCounter(counters, "cuda_connections_over_name_budget", sc.closed_over_name_budget);
   // Records out of the socket's bounds (cuda_record_bounds.h), dropped one by one.

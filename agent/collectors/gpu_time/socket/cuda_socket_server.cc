@@ -237,6 +237,7 @@ CudaSocketServerCounters CudaSocketServer::counters() const {
   c.connections_accepted = accepted_.load();
   c.connections_refused = refused_.load();
   c.connections_refused_per_uid = refused_per_uid_.load();
+  c.connections_refused_rate = refused_rate_.load();
   c.connections_open = open_.load();
   c.protocol_errors = protocol_errors_.load();
   c.closed_over_name_budget = closed_over_name_budget_.load();
@@ -315,6 +316,23 @@ void CudaSocketServer::AcceptAll() {
                          "(cuda_connections_refused_per_uid)";
       }
       continue;
+    }
+    if (bounded_user) {
+      if (connects_by_uid_.size() > 4096) connects_by_uid_.clear();  // as many users: start their buckets over
+      const int64_t now = MonotonicNow();
+      const double depth = static_cast<double>(options_.max_connections_per_uid);
+      auto [bucket, fresh] = connects_by_uid_.try_emplace(cred.uid, ConnectBucket{depth, now});
+      ConnectBucket& b = bucket->second;
+      b.tokens = std::min(depth, b.tokens + static_cast<double>(now - b.at_ns) * 1e-9 *
+                                                 options_.max_connects_per_sec_per_uid);
+      b.at_ns = now;
+      if (b.tokens < 1) {
+        close(fd);
+        refused_rate_.fetch_add(1);
+        if (of_uid == 0) open_by_uid_.erase(cred.uid);
+        continue;
+      }
+      b.tokens -= 1;
     }
     ++of_uid;
     auto c = std::make_unique<Connection>(options_.record_bounds);

@@ -96,6 +96,12 @@ struct CudaSocketServerOptions {
   // cannot hold every connection and lock other users' applications out.
   // Root and the agent's own user are bound only by max_connections.
   size_t max_connections_per_uid = 64;
+  // New connections one such user may open per second (a token bucket of
+  // this rate and depth max_connections_per_uid): each costs the agent a
+  // look at the process (/proc, its maps, the probe), so a user who
+  // connects and breaks the protocol in a loop must not cost it more than
+  // this. A library connects once, and retries every 2 s when refused.
+  double max_connects_per_sec_per_uid = 20;
   // Every connection's kernel names and dictionary entries are charged here;
   // null: the server makes its own of kDefaultKernelNameBytes (names shown as
   // reported). A name it refuses resolves to KernelNameTable::RefusedName().
@@ -119,6 +125,7 @@ struct CudaSocketServerCounters {
   uint64_t connections_accepted = 0;
   uint64_t connections_refused = 0;  // over max_connections
   uint64_t connections_refused_per_uid = 0;  // over max_connections_per_uid
+  uint64_t connections_refused_rate = 0;     // over max_connects_per_sec_per_uid
   uint64_t connections_open = 0;
   uint64_t protocol_errors = 0;      // connections closed for a bad message
   // Closed because the name budget could not take even their name ids (it
@@ -186,10 +193,16 @@ class CudaSocketServer {
   // Owned by the server thread.
   std::vector<std::unique_ptr<Connection>> connections_;
   std::unordered_map<uint32_t, size_t> open_by_uid_;  // uid -> open connections
+  struct ConnectBucket {
+    double tokens = 0;
+    int64_t at_ns = 0;
+  };
+  std::unordered_map<uint32_t, ConnectBucket> connects_by_uid_;  // bounded users' new-connection buckets
   std::unordered_set<uint32_t> uids_warned_;          // refused uids already logged (bounded)
   uint64_t next_connection_id_ = 1;
   std::vector<uint8_t> receive_buffer_;
 
+  std::atomic<uint64_t> refused_rate_{0};
   std::atomic<uint64_t> accepted_{0}, refused_{0}, refused_per_uid_{0}, open_{0}, protocol_errors_{0},
       closed_over_name_budget_{0}, messages_{0}, bytes_{0}, cubins_received_{0}, cubins_skipped_{0};
   std::atomic<uint64_t> rejected_kernels_{0}, rejected_memops_{0}, rejected_waits_{0}, rejected_launches_{0},

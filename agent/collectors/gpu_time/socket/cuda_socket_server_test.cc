@@ -413,7 +413,9 @@ struct ChildConnections {
 // Forks a child that becomes `uid`, opens `count` connections one after the
 // other (HELLO, then waits for CONFIG), reports how many were served and
 // holds them until released. No gtest in the child: exit codes only.
-ChildConnections ConnectAsUser(const std::string& path, uid_t uid, int count) {
+// With `close_each`, each connection is closed once answered (a client that
+// connects in a loop).
+ChildConnections ConnectAsUser(const std::string& path, uid_t uid, int count, bool close_each = false) {
   int result[2], release[2];
   EXPECT_EQ(pipe(result), 0);
   EXPECT_EQ(pipe(release), 0);
@@ -438,7 +440,11 @@ ChildConnections ConnectAsUser(const std::string& path, uid_t uid, int count) {
       pollfd p{fd, POLLIN, 0};
       uint8_t buffer[512];
       if (poll(&p, 1, 5000) == 1 && recv(fd, buffer, sizeof(buffer), MSG_DONTWAIT) > 0) ++served;
-      fds.push_back(fd);
+      if (close_each) {
+        close(fd);
+      } else {
+        fds.push_back(fd);
+      }
     }
     if (write(result[1], &served, sizeof(served)) != sizeof(served)) _exit(12);
     char c;
@@ -490,13 +496,47 @@ TEST(CudaSocketServer, OneUserCannotHoldEveryConnection) {
   EXPECT_EQ(c.connections_refused_per_uid, 16u);
   EXPECT_EQ(c.connections_open, 64u + 3u + 1u);
 
-  // Connections closed make room again.
+  // Connections closed make room again (the user's new connections come
+  // back at --gpu-connections-per-uid's rate, 20 a second).
   Release(greedy);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
   const ChildConnections again = ConnectAsUser(options.socket_path, 4243, 2);
   EXPECT_EQ(ServedCount(again), 2);
   Release(again);
   Release(other);
   close(fd);
+}
+
+// A user who connects and hangs up in a loop (or breaks the protocol at
+// once, every time) gets max_connections_per_uid connections at once and then
+// 20 a second; the rest are closed at accept and counted. Each connection
+// costs the agent a look at the process (/proc, its maps, the probe): the
+// CUDA-socket fuzz made 415,000 of them in 25 s, and the agent stopped
+// uploading and grew past 500 MB.
+TEST(CudaSocketServer, OneUsersNewConnectionsAreRateBounded) {
+  ASSERT_EQ(geteuid(), 0u) << "needs root to connect as other users";
+  const std::string dir = warpscope::testing::CudaTestDirs::Make();
+  ASSERT_EQ(chmod(dir.c_str(), 0755), 0);
+  EventLog log;
+  CudaSocketServerOptions options;
+  options.socket_path = dir + "/cuda.sock";
+  auto server = CudaSocketServer::Start(options, log.consumer());
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  const auto start = std::chrono::steady_clock::now();
+  const ChildConnections churn = ConnectAsUser(options.socket_path, 4246, 400, /*close_each=*/true);
+  const int served = ServedCount(churn);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_GE(served, 64);
+  EXPECT_LE(served, 64 + static_cast<int>(20 * seconds) + 2) << seconds << " s";
+  EXPECT_EQ((*server)->counters().connections_refused_rate, static_cast<uint64_t>(400 - served));
+  // Root is not bounded so.
+  for (int i = 0; i < 100; ++i) {
+    const int fd = Connect(options.socket_path);
+    Send(fd, Hello());
+    EXPECT_FALSE(Receive(fd).empty());
+    close(fd);
+  }
+  Release(churn);
 }
 
 // Kernel names are input from any local user. However many connections
