@@ -22,7 +22,6 @@
 #include <cstring>
 #include <ctime>
 #include <iostream>
-#include <optional>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -304,8 +303,16 @@ void ReadStateDir(const DoctorOptions& o, DoctorFacts* f) {
 
 size_t DiscardBody(char*, size_t size, size_t n, void*) { return size * n; }
 
-// GET url; the HTTP status, or 0 with `error` set when no answer came.
-int HttpStatus(const std::string& url, const std::string& token, std::string* error) {
+size_t KeepBody(char* data, size_t size, size_t n, void* out) {
+  auto* body = static_cast<std::string*>(out);
+  if (body->size() + size * n > (4u << 20)) return 0;  // the answers read here are small: stop past 4 MiB
+  body->append(data, size * n);
+  return size * n;
+}
+
+// GET url; the HTTP status, or 0 with `error` set when no answer came. With
+// `body`, the answer's body is kept there.
+int HttpStatus(const std::string& url, const std::string& token, std::string* error, std::string* body = nullptr) {
   CURL* curl = curl_easy_init();
   if (curl == nullptr) {
     *error = "curl_easy_init failed";
@@ -319,7 +326,12 @@ int HttpStatus(const std::string& url, const std::string& token, std::string* er
   curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, 3000L);
   curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, 5000L);
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, DiscardBody);
+  if (body != nullptr) {
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, KeepBody);
+    curl_easy_setopt(curl, CURLOPT_WRITEDATA, body);
+  } else {
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, DiscardBody);
+  }
   curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
   curl_easy_setopt(curl, CURLOPT_USERAGENT, "warpscope-agent doctor");
   if (!SystemCaBundle().empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, SystemCaBundle().c_str());
@@ -333,38 +345,6 @@ int HttpStatus(const std::string& url, const std::string& token, std::string* er
   curl_slist_free_all(headers);
   curl_easy_cleanup(curl);
   return static_cast<int>(status);
-}
-
-size_t KeepBody(char* data, size_t size, size_t n, void* out) {
-  auto* body = static_cast<std::string*>(out);
-  if (body->size() + size * n > (4u << 20)) return 0;  // a status answer is small: stop past 4 MiB
-  body->append(data, size * n);
-  return size * n;
-}
-
-// GET url with the token; the body when the status is 200.
-std::optional<std::string> HttpGetBody(const std::string& url, const std::string& token) {
-  CURL* curl = curl_easy_init();
-  if (curl == nullptr) return std::nullopt;
-  std::string body;
-  curl_slist* headers = nullptr;
-  if (!token.empty()) headers = curl_slist_append(headers, ("Authorization: Bearer " + token).c_str());
-  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, 3000L);
-  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, 5000L);
-  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, KeepBody);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &body);
-  curl_easy_setopt(curl, CURLOPT_USERAGENT, "warpscope-agent doctor");
-  if (!SystemCaBundle().empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, SystemCaBundle().c_str());
-  const CURLcode rc = curl_easy_perform(curl);
-  long status = 0;
-  if (rc == CURLE_OK) curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
-  curl_slist_free_all(headers);
-  curl_easy_cleanup(curl);
-  if (rc != CURLE_OK || status != 200) return std::nullopt;
-  return body;
 }
 
 // This node's processes whose GPU time was paused in the last hour, from
@@ -381,9 +361,9 @@ void ReadPausedProcesses(const std::string& server_url, const std::string& token
                           (escaped != nullptr ? escaped : "");
   curl_free(escaped);
   curl_easy_cleanup(curl);
-  const std::optional<std::string> body = HttpGetBody(url, token);
-  if (!body) return;
-  const nlohmann::json answer = nlohmann::json::parse(*body, nullptr, /*allow_exceptions=*/false);
+  std::string body, error;
+  if (HttpStatus(url, token, &error, &body) != 200) return;
+  const nlohmann::json answer = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (!answer.is_object() || !answer.contains("series") || !answer["series"].is_array()) return;
   f->paused_checked = true;
   for (const nlohmann::json& series : answer["series"]) {

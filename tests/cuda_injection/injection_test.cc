@@ -247,6 +247,16 @@ ws_cuda_config FastConfig() {
   return c;
 }
 
+// Windows that leave CUPTI between them (what `--gpu-time-mode duty` sends).
+ws_cuda_config LeavingWindows(uint32_t on_ms, uint32_t period_ms) {
+  ws_cuda_config c = FastConfig();
+  c.mode = WS_CUDA_MODE_DUTY;
+  c.flags |= WS_CUDA_CONFIG_DUTY_DETACH;
+  c.duty_on_ms = on_ms;
+  c.duty_period_ms = period_ms;
+  return c;
+}
+
 std::vector<std::string> FakeEnv(const std::string& socket_path) {
   return {"WARPSCOPE_CUPTI_PATH=" WS_FAKE_CUPTI_PATH, "WARPSCOPE_AGENT_SOCKET=" + socket_path,
           "WARPSCOPE_CUDA_RETRY_MS=100"};
@@ -686,12 +696,7 @@ TEST(CudaInjection, DutyCallbacksModeRunsNoCallbackOutsideTheWindows) {
 // the WINDOW message that closes it.
 TEST(CudaInjection, WindowsLeaveCuptiBetweenThemWithoutTearingItDown) {
   const std::string socket_path = TempDir() + "/cuda.sock";
-  ws_cuda_config config = FastConfig();
-  config.mode = WS_CUDA_MODE_DUTY;
-  config.flags |= WS_CUDA_CONFIG_DUTY_DETACH;
-  config.duty_on_ms = 100;
-  config.duty_period_ms = 400;
-  Agent agent(socket_path, config);
+  Agent agent(socket_path, LeavingWindows(100, 400));
   HostProcess host(FakeEnv(socket_path));
   ASSERT_EQ(host.Command("init"), "ok 1");
   ASSERT_EQ(host.Command("wait_subscribed 1 5000"), "ok");
@@ -992,12 +997,7 @@ TEST(CudaInjection, AnotherClientThatTearsCuptiDownGetsItAndRecordingResumes) {
 // thread that way.
 TEST(CudaInjection, EveryLaunchingThreadIsRecordedInEveryWindow) {
   const std::string socket_path = TempDir() + "/cuda.sock";
-  ws_cuda_config config = FastConfig();
-  config.mode = WS_CUDA_MODE_DUTY;
-  config.flags |= WS_CUDA_CONFIG_DUTY_DETACH;
-  config.duty_on_ms = 50;
-  config.duty_period_ms = 150;
-  Agent agent(socket_path, config);
+  Agent agent(socket_path, LeavingWindows(50, 150));
   HostProcess host(FakeEnv(socket_path));
   ASSERT_EQ(host.Command("init"), "ok 1");
   ASSERT_EQ(host.Command("wait_subscribed 1 5000"), "ok");
@@ -1030,12 +1030,7 @@ TEST(CudaInjection, EveryLaunchingThreadIsRecordedInEveryWindow) {
 // as records of their graph.
 TEST(CudaInjection, GraphReplaysAcrossWindowsNeverCrashTheApplication) {
   const std::string socket_path = TempDir() + "/cuda.sock";
-  ws_cuda_config config = FastConfig();
-  config.mode = WS_CUDA_MODE_DUTY;
-  config.flags |= WS_CUDA_CONFIG_DUTY_DETACH;
-  config.duty_on_ms = 50;
-  config.duty_period_ms = 150;
-  Agent agent(socket_path, config);
+  Agent agent(socket_path, LeavingWindows(50, 150));
   HostProcess host(FakeEnv(socket_path));
   ASSERT_EQ(host.Command("init"), "ok 1");
   ASSERT_EQ(host.Command("wait_subscribed 1 5000"), "ok");

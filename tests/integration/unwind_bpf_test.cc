@@ -230,7 +230,7 @@ std::map<std::string, uint64_t> CountersOf(const DecodedProfile& p) {
 
 TEST_F(UnwindTest, ProcessesExitingDuringTableLoadDoNotHurt) {
   const std::string out = dir_ + "/churn.pb.gz";
-  pid_t agent = StartProcess({kAgent, "record", "--all", "--duration", "7", "--output", out});
+  pid_t agent = StartProcess({kAgent, "record", "--all", "--duration", "9", "--output", out});
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   // Many short-lived processes, several at a time: some exit while their
   // tables are being built. All are gone well before the recording ends, so
@@ -238,6 +238,15 @@ TEST_F(UnwindTest, ProcessesExitingDuringTableLoadDoNotHurt) {
   // burns ~30 ms beyond the interpreter's start-up, so that on a loaded CI
   // machine enough of them are still on a CPU when sampled to be described
   // ("pass" alone let a CI run describe only 15).
+  // First a few one after another, with a pause after each for its exit
+  // to be processed: on a loaded machine the churn below may keep one
+  // python3 alive at every moment, and then no table is ever idle to take
+  // back.
+  // Each runs ~0.3 s, long enough to be sampled on a loaded machine.
+  for (int i = 0; i < 3; ++i) {
+    WaitProcess(StartProcess({"/usr/bin/python3", "-c", "sum(range(10000000))"}));
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  }
   std::vector<std::thread> waiters;
   for (int i = 0; i < 150; ++i) {
     pid_t p = StartProcess({"/usr/bin/python3", "-c", "sum(range(1000000))"});
