@@ -146,6 +146,10 @@ class AgentSession {
   // Exact and duty modes: enter CUPTI (again, after a step-aside) and turn
   // kernel activity on. False after a fatal CUPTI error.
   bool EnterContinuous(uint64_t now);
+  // Duty mode in CUPTI throughout: kernel activity (and with
+  // duty_callbacks the launch callbacks) as the duty phase at `now` wants;
+  // `next_change` (if not null) gets when the phase changes.
+  bool ApplyDutyPhase(uint64_t now, uint64_t* next_change = nullptr);
   // Windowed modes: the scheduler's steps.
   bool OpenWindow(uint64_t now);
   void CloseWindow(uint64_t now);
@@ -233,16 +237,7 @@ bool AgentSession::EnterContinuous(uint64_t now) {
     case CuptiSession::EnterResult::kIn:
       break;
   }
-  bool ok = true;
-  if (config_.mode == WS_CUDA_MODE_DUTY) {
-    const RecordingScheduler::DutyPhase phase = scheduler_.Duty(now);
-    // The launch callbacks on after kernel activity and off before it, so
-    // a launch they see always finds kernel activity on.
-    if (config_.duty_callbacks && !phase.on) ok = cupti().SetLaunchCallbacks(false);
-    ok = ok && cupti().SetKernelActivity(phase.on, now);
-  } else {
-    ok = cupti().SetKernelActivity(true, now);
-  }
+  const bool ok = config_.mode == WS_CUDA_MODE_DUTY ? ApplyDutyPhase(now) : cupti().SetKernelActivity(true, now);
   if (!ok) {
     fatal_ = true;
     return false;
@@ -250,6 +245,17 @@ bool AgentSession::EnterContinuous(uint64_t now) {
   s_.callbacks_live.store(true, std::memory_order_release);
   QueueClock();
   return true;
+}
+
+bool AgentSession::ApplyDutyPhase(uint64_t now, uint64_t* next_change) {
+  const RecordingScheduler::DutyPhase phase = scheduler_.Duty(now);
+  if (next_change != nullptr) *next_change = phase.next_change_ns;
+  // Kernel activity on for the first duty_on_ms of each period; the launch
+  // callbacks on after kernel activity and off before it, so a launch they
+  // see always finds kernel activity on.
+  if (!phase.on && config_.duty_callbacks && !cupti().SetLaunchCallbacks(false)) return false;
+  if (!cupti().SetKernelActivity(phase.on, now)) return false;
+  return !(phase.on && config_.duty_callbacks && !cupti().SetLaunchCallbacks(true));
 }
 
 void AgentSession::StopTracing() {
@@ -352,7 +358,7 @@ void AgentSession::OnSteppedAside() {
   } else if (window.drain_until_ns != 0) {
     QueueWindow(window, window.end_ns, std::min(window.covers_until_ns, std::max(at, window.end_ns)));
   }
-  scheduler_.Interrupted(at);
+  scheduler_.Interrupted();
   s_.window_filter.store(false, std::memory_order_relaxed);
 }
 
@@ -494,6 +500,7 @@ bool AgentSession::Run() {
     if (config_.mode != WS_CUDA_MODE_OFF) {
       if (cupti().waiting_for_client()) {
         // Another client has CUPTI: what was recorded goes out, nothing more.
+        cupti().SettleStepAside();
         if (!aside_) OnSteppedAside();
       } else if (aside_) {
         // The client is done: record again from now.
@@ -530,15 +537,8 @@ bool AgentSession::Run() {
       }
       next_step = next_enter_ns_;
     } else if (config_.mode == WS_CUDA_MODE_DUTY) {
-      // Duty cycle (in CUPTI throughout): kernel activity on for the first
-      // duty_on_ms of each period; the launch callbacks on after kernel
-      // activity and off before it, so a launch they see always finds
-      // kernel activity on.
-      const RecordingScheduler::DutyPhase phase = scheduler_.Duty(now);
-      if (!phase.on && config_.duty_callbacks && !cupti().SetLaunchCallbacks(false)) break;
-      if (!cupti().SetKernelActivity(phase.on, now)) break;
-      if (phase.on && config_.duty_callbacks && !cupti().SetLaunchCallbacks(true)) break;
-      next_step = phase.next_change_ns;
+      // Duty cycle (in CUPTI throughout).
+      if (!ApplyDutyPhase(now, &next_step)) break;
     }
     // Contexts the application threads noted get PC sampling while kernel
     // activity is on; cubins go out while the outbox has room.
@@ -582,8 +582,8 @@ bool AgentSession::Run() {
       }
     }
   }
-  if (fatal_) cupti().MarkOff();
   StopTracing();
+  if (fatal_) cupti().MarkOff();  // after the leave, which undoes a half-made entry
   s_.records_wanted.store(false, std::memory_order_release);
   s_.outbox.Reset(WireOutboxLimits{});
   s_.pool.Trim();

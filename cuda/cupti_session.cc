@@ -126,11 +126,11 @@ CuptiSession::EnterResult CuptiSession::Enter(const LinkConfig& config) noexcept
     }
     resources_on_ = true;
   }
-  if (!SetLaunchCallbacks(true)) {
+  if (!SetLaunchCallbacksLocked(true)) {
     SayOnce("cuptiEnableCallback failed for every launch API; GPU profiling off");
     return EnterResult::kFailed;
   }
-  if (!SetMemopActivity(true)) return EnterResult::kFailed;
+  if (!SetMemopActivityLocked(true)) return EnterResult::kFailed;
   if (hold_.exchange(CuptiHold::kIn, std::memory_order_acq_rel) == CuptiHold::kAside) {
     const uint64_t since = aside_since_ns_.load(std::memory_order_acquire);
     const uint64_t now = MonotonicNs();
@@ -140,7 +140,7 @@ CuptiSession::EnterResult CuptiSession::Enter(const LinkConfig& config) noexcept
   return EnterResult::kIn;
 }
 
-bool CuptiSession::SetLaunchCallbacks(bool on) noexcept {
+bool CuptiSession::SetLaunchCallbacksLocked(bool on) noexcept {
   if (on == callbacks_on_) return true;
   const CuptiFunctions& fn = s_.cupti.fn;
   // The synchronisation APIs (waits) ride on the same subscription. The
@@ -167,7 +167,7 @@ bool CuptiSession::SetLaunchCallbacks(bool on) noexcept {
   return true;
 }
 
-bool CuptiSession::SetMemopActivity(bool on) noexcept {
+bool CuptiSession::SetMemopActivityLocked(bool on) noexcept {
   const CuptiFunctions& fn = s_.cupti.fn;
   auto set = [&](bool wanted, bool* state, CUpti_ActivityKind kind, const char* what) {
     if (on == *state || (on && !wanted)) return true;
@@ -183,7 +183,7 @@ bool CuptiSession::SetMemopActivity(bool on) noexcept {
          set(config_.memset, &memset_on_, CUPTI_ACTIVITY_KIND_MEMSET, "cuptiActivityEnable(MEMSET)");
 }
 
-bool CuptiSession::SetKernelActivity(bool on, uint64_t now) noexcept {
+bool CuptiSession::SetKernelActivityLocked(bool on, uint64_t now) noexcept {
   if (on == kernel_on_) return true;
   const CuptiFunctions& fn = s_.cupti.fn;
   if (on) {
@@ -202,7 +202,25 @@ bool CuptiSession::SetKernelActivity(bool on, uint64_t now) noexcept {
   return true;
 }
 
+// The scheduler's switches: under control_, and nothing once a step-aside
+// (on another thread) has taken us out.
+bool CuptiSession::SetKernelActivity(bool on, uint64_t now) noexcept {
+  std::lock_guard<std::mutex> lock(control_);
+  return !in() || SetKernelActivityLocked(on, now);
+}
+
+bool CuptiSession::SetMemopActivity(bool on) noexcept {
+  std::lock_guard<std::mutex> lock(control_);
+  return !in() || SetMemopActivityLocked(on);
+}
+
+bool CuptiSession::SetLaunchCallbacks(bool on) noexcept {
+  std::lock_guard<std::mutex> lock(control_);
+  return !in() || SetLaunchCallbacksLocked(on);
+}
+
 void CuptiSession::Flush(bool forced) noexcept {
+  std::lock_guard<std::mutex> lock(control_);
   if (!in()) return;
   const CuptiFunctions& fn = s_.cupti.fn;
   fn.cuptiActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
@@ -213,11 +231,14 @@ void CuptiSession::Flush(bool forced) noexcept {
 }
 
 void CuptiSession::ReadPcSamples(uint64_t now) noexcept {
+  std::lock_guard<std::mutex> lock(control_);
   if (in()) s_.pc.Read(s_.cupti.fn, s_.outbox, now);
 }
 
 void CuptiSession::EnablePcSampling() noexcept {
-  if (in() && kernel_on_ && s_.pc.wanted()) (void)s_.pc.Enable(s_.cupti.fn);
+  if (!s_.pc.wanted()) return;
+  std::lock_guard<std::mutex> lock(control_);
+  if (in() && kernel_on_) (void)s_.pc.Enable(s_.cupti.fn);
 }
 
 bool CuptiSession::UnsubscribeLocked() noexcept {
@@ -226,7 +247,7 @@ bool CuptiSession::UnsubscribeLocked() noexcept {
   if (stay_subscribed_) return false;
   // Our callbacks off first: a subscription handed to the next client
   // carries nothing of ours.
-  SetLaunchCallbacks(false);
+  SetLaunchCallbacksLocked(false);
   if (resources_on_) {
     for (CUpti_CallbackId cbid : {CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING,
                                   CUPTI_CBID_RESOURCE_MODULE_LOADED}) {
@@ -253,15 +274,15 @@ bool CuptiSession::LeaveLocked(bool from_application_thread) noexcept {
   s_.callbacks_live.store(false, std::memory_order_release);
   const uint64_t now = MonotonicNs();
   if (kernel_on_) s_.pc.Read(fn, s_.outbox, now);
-  SetKernelActivity(false, now);
-  SetMemopActivity(false);
+  SetKernelActivityLocked(false, now);
+  SetMemopActivityLocked(false);
   // Buffers CUPTI still holds come back (and are converted while a
   // connection still wants them).
   fn.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   if (from_application_thread) s_.pc.DisableAll(fn, s_.outbox, now);
   const bool out = UnsubscribeLocked();
   if (!out) {
-    SetLaunchCallbacks(false);  // held between windows: nothing of ours on
+    SetLaunchCallbacksLocked(false);  // held between windows: nothing of ours on
   }
   hold_.store(CuptiHold::kOut, std::memory_order_release);
   return out;
@@ -269,13 +290,14 @@ bool CuptiSession::LeaveLocked(bool from_application_thread) noexcept {
 
 void CuptiSession::Leave() noexcept {
   std::lock_guard<std::mutex> lock(control_);
-  if (hold_.load(std::memory_order_acquire) != CuptiHold::kIn || leave_pending_) return;
+  // In, or subscribed by an entry that failed half way: either way ours to undo.
+  if (leave_pending_ || (hold_.load(std::memory_order_acquire) != CuptiHold::kIn && !subscribed_)) return;
   if (s_.pc.any_enabled()) {
     // PC sampling is disabled by an application thread inside a launch
     // callback (pc_sampling.h): callbacks stay on until one does it.
     s_.callbacks_live.store(false, std::memory_order_release);
-    SetKernelActivity(false, MonotonicNs());
-    SetMemopActivity(false);
+    SetKernelActivityLocked(false, MonotonicNs());
+    SetMemopActivityLocked(false);
     s_.pc_disable_state.store(InjectionState::kPcDisableRequested, std::memory_order_release);
     leave_pending_ = true;
     return;
@@ -321,12 +343,23 @@ void CuptiSession::StepAsideFromAnyThread() noexcept {
     leave_pending_ = false;
     s_.pc_disable_state.store(InjectionState::kPcDisableNone, std::memory_order_release);
     LeaveLocked(true);
+  } else if (was == CuptiHold::kIn) {
+    leave_owed_.store(true, std::memory_order_release);  // the link thread leaves (SettleStepAside)
   }
   if (was != CuptiHold::kAside) {
     yields_.fetch_add(1, std::memory_order_relaxed);
     aside_since_ns_.store(MonotonicNs(), std::memory_order_release);
   }
   hold_.store(CuptiHold::kAside, std::memory_order_release);
+}
+
+void CuptiSession::SettleStepAside() noexcept {
+  if (!leave_owed_.exchange(false, std::memory_order_acq_rel)) return;
+  std::lock_guard<std::mutex> lock(control_);
+  leave_pending_ = false;
+  s_.pc_disable_state.store(InjectionState::kPcDisableNone, std::memory_order_release);
+  LeaveLocked(false);
+  hold_.store(CuptiHold::kAside, std::memory_order_release);  // LeaveLocked said out; a client has it
 }
 
 void CuptiSession::OtherClientDoneFromAnyThread() noexcept {

@@ -64,7 +64,8 @@ class CuptiSession {
   // scheduler's. kTaken: another client holds CUPTI (nothing of ours was
   // registered). kFailed: a CUPTI error, said once; the library stays off.
   EnterResult Enter(const LinkConfig& config) noexcept;
-  // Link thread, while in.
+  // Link thread; each takes control_ and does nothing once a step-aside
+  // has taken the session out (true then).
   bool SetKernelActivity(bool on, uint64_t now) noexcept;
   bool SetMemopActivity(bool on) noexcept;
   // Every launch-API and synchronisation-API callback; false when none could
@@ -102,6 +103,9 @@ class CuptiSession {
   void StepAsideFromAnyThread() noexcept;
   // Any thread: the other client let CUPTI go (unsubscribed or finalized).
   void OtherClientDoneFromAnyThread() noexcept;
+  // Link thread: a step-aside that could not wait for the link thread's call
+  // in progress left the leave to it; done here.
+  void SettleStepAside() noexcept;
 
   // Counters for STATS.
   uint64_t yields() const noexcept { return yields_.load(std::memory_order_relaxed); }
@@ -111,6 +115,10 @@ class CuptiSession {
 
  private:
   bool Subscribe(bool* taken) noexcept;
+  // With control_ held.
+  bool SetKernelActivityLocked(bool on, uint64_t now) noexcept;
+  bool SetMemopActivityLocked(bool on) noexcept;
+  bool SetLaunchCallbacksLocked(bool on) noexcept;
   bool Check(CUptiResult result, const char* what) noexcept;
   // Under control_: everything of ours off and out; returns false when the
   // unsubscribe was refused.
@@ -129,9 +137,12 @@ class CuptiSession {
   bool callbacks_on_ = false, kernel_on_ = false, memcpy_on_ = false, memset_on_ = false;
   bool resources_on_ = false;
   bool stay_subscribed_ = false;  // unsubscribing failed once: toggle instead
-  bool leave_pending_ = false;    // link thread: waiting for a launch to disable PC sampling
+  // Waiting for a launch to disable PC sampling (the link thread's; a
+  // step-aside clears it).
+  std::atomic<bool> leave_pending_{false};
   LinkConfig config_;
   std::atomic<bool> other_client_{false};
+  std::atomic<bool> leave_owed_{false};  // a step-aside could not take control_
   std::atomic<uint64_t> yields_{0}, taken_on_enter_{0}, enters_{0};
   std::atomic<uint64_t> aside_since_ns_{0}, aside_total_ns_{0};
 };

@@ -71,17 +71,15 @@ int GotPatcher::Visit(dl_phdr_info* info, size_t size, void* data) noexcept {
 
 void GotPatcher::PatchObject(const dl_phdr_info& info, GotPatchResult* result) noexcept {
   const uintptr_t base = info.dlpi_addr;
-  if (info.dlpi_name == nullptr || info.dlpi_name[0] == '\0') {
-    // The main program has an empty name and may import CUPTI too; the vdso
-    // has no PT_DYNAMIC relocations of interest and is skipped below.
-  }
+  // The main program has an empty name and may import CUPTI too: it is patched.
+  const char* name = info.dlpi_name != nullptr ? info.dlpi_name : "";
   for (size_t i = 0; i < skip_count_; ++i) {
     if (skip_[i] == base) return;
   }
   for (size_t i = 0; i < done_count_; ++i) {
     if (done_[i].base == base && done_[i].phdr == info.dlpi_phdr) return;
   }
-  if (std::strstr(info.dlpi_name, "linux-vdso") != nullptr || std::strstr(info.dlpi_name, "ld-linux") != nullptr) {
+  if (std::strstr(name, "linux-vdso") != nullptr || std::strstr(name, "ld-linux") != nullptr) {
     return;
   }
   const ElfW(Dyn)* dynamic = nullptr;
@@ -134,10 +132,10 @@ void GotPatcher::PatchObject(const dl_phdr_info& info, GotPatchResult* result) n
       if (sym == 0) continue;
       const uint32_t name_offset = symtab[sym].st_name;
       if (strsz != 0 && name_offset >= strsz) continue;
-      const char* name = strtab + name_offset;
-      if (name[0] != 'c') continue;  // every name we replace starts with "cupti"
+      const char* symbol = strtab + name_offset;
+      if (symbol[0] != 'c') continue;  // every name we replace starts with "cupti"
       for (size_t j = 0; j < count_; ++j) {
-        if (std::strcmp(name, replacements_[j].name) != 0) continue;
+        if (std::strcmp(symbol, replacements_[j].name) != 0) continue;
         auto* slot = reinterpret_cast<void**>(base + r.r_offset);
         void* current = __atomic_load_n(slot, __ATOMIC_RELAXED);
         if (current == replacements_[j].replacement) break;

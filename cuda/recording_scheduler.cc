@@ -76,10 +76,9 @@ void RecordingScheduler::Drained() {
   window_.next_open_ns = std::max(window_.covers_until_ns, window_.end_ns + 1);
 }
 
-void RecordingScheduler::Interrupted(uint64_t now) {
+void RecordingScheduler::Interrupted() {
   interrupted_ = true;
   window_ = Window{};
-  window_.end_ns = now;
 }
 
 void RecordingScheduler::Resume(uint64_t now) {

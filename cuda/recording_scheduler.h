@@ -63,9 +63,9 @@ class RecordingScheduler {
   // The drain is done: the window's record ends here; the next opens at
   // covers_until_ns.
   void Drained();
-  // A step-aside ended the window at `now` (its record ends there); no
-  // window opens until Resume.
-  void Interrupted(uint64_t now);
+  // A step-aside ended the window (the link queued its record up to there);
+  // no window opens until Resume.
+  void Interrupted();
   bool interrupted() const { return interrupted_; }
   // The other client is done: the next window opens at `now`.
   void Resume(uint64_t now);

@@ -57,7 +57,7 @@ TEST(RecordingScheduler, AStepAsideEndsTheWindowAndNothingOpensUntilResume) {
   RecordingScheduler r;
   r.Reset(Adaptive(), 0);
   r.Opened(0, 0);
-  r.Interrupted(50 * kMs);
+  r.Interrupted();
   EXPECT_TRUE(r.interrupted());
   EXPECT_FALSE(r.window().open);
   for (uint64_t t = 50; t < 60000; t += 1000) EXPECT_EQ(r.Due(t * kMs), Step::kNone);

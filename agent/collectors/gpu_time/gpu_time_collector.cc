@@ -15,6 +15,9 @@ namespace warpscope::gpu {
 namespace {
 
 constexpr int64_t kSecond = 1'000'000'000;
+// cuda_profiling_paused_seconds readings held between two uploads (one a
+// second for each process whose library is aside).
+constexpr size_t kMaxPausedReadings = 4096;
 
 bool Windowed(const ws_cuda_config& c) {
   return c.mode == WS_CUDA_MODE_ADAPTIVE || (c.mode == WS_CUDA_MODE_DUTY && (c.flags & WS_CUDA_CONFIG_DUTY_DETACH));
@@ -370,7 +373,9 @@ void GpuTimeCollector::OnEvent(CudaProcessEvent& event, int64_t now_ns, int64_t 
     // this process's GPU work was not recorded: a per-process series says
     // when, so that the UI does not read it as an idle GPU.
     const uint64_t before = c.stats_last.cupti_aside_ns;
-    if (event.stats->cupti_aside_ns > before && paused_readings_.size() < 4096) {
+    if (event.stats->cupti_aside_ns > before && paused_readings_.size() >= kMaxPausedReadings) {
+      stats_.paused_readings_dropped++;
+    } else if (event.stats->cupti_aside_ns > before) {
       const int64_t unix_ns = now_ns + unix_offset_ns;
       auto comm = comms_.find(c.pid);
       MetricReading r;
@@ -861,6 +866,7 @@ void GpuTimeCollector::AddCounters(std::vector<ProfileCounter>* counters) const 
   }
   SetCounter(counters, "cuda_lib_processes_cupti_aside", aside_now);
   SetCounter(counters, "cuda_lib_processes_cupti_off", off_now);
+  SetCounter(counters, "gpu_paused_readings_dropped", stats_.paused_readings_dropped);
   const GpuPcStats& p = pc_.stats();
   SetCounter(counters, "gpu_pc_samples", p.samples);
   SetCounter(counters, "gpu_pc_samples_unjoined", p.samples_unjoined);

@@ -121,6 +121,8 @@ struct GpuTimeStats {
   uint64_t trace_thinned = 0;          // left out by the per-second budget or the window cap
   uint64_t trace_kernels_without_launch = 0;  // kernel records without their launch call's time and thread
   uint64_t probe_attach_failures = 0;
+  // cuda_profiling_paused_seconds readings past the bound between uploads.
+  uint64_t paused_readings_dropped = 0;
   uint64_t probe_files_attached = 0;  // attaches, since the start
   uint64_t probe_files_detached = 0;  // no connected process mapped the file any more
   uint64_t probe_files_refused = 0;   // not probed: max_probe_files were probed already
