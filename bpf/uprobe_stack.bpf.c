@@ -43,6 +43,22 @@ struct {
 
 static __always_inline __u64 *uprobe_stat(__u32 i) { return bpf_map_lookup_elem(&uprobe_stats, &i); }
 
+/* An event in the ring buffer with the thread and the time, or NULL (the
+ * ring buffer is full: counted). */
+static __always_inline struct ws_uprobe_stack_event *reserve_event(void) {
+  struct ws_uprobe_stack_event *event = bpf_ringbuf_reserve(&uprobe_stacks, sizeof(*event), 0);
+  if (!event) {
+    __u64 *dropped = uprobe_stat(WS_UPROBE_DROPPED);
+    if (dropped) *dropped += 1;
+    return NULL;
+  }
+  const __u64 pid_tgid = bpf_get_current_pid_tgid();
+  event->pid = pid_tgid >> 32;
+  event->tid = (__u32)pid_tgid;
+  event->time_ns = bpf_ktime_get_ns();
+  return event;
+}
+
 SEC("uprobe")
 int ws_uprobe_stack(struct pt_regs *ctx) {
   __u64 *hits = uprobe_stat(WS_UPROBE_HITS);
@@ -50,16 +66,8 @@ int ws_uprobe_stack(struct pt_regs *ctx) {
   *hits += 1;
   const __u64 role = bpf_get_attach_cookie(ctx);
   if (role == WS_UPROBE_ROLE_STACK && sample_every > 1 && (*hits % sample_every) != 0) return 0;
-  struct ws_uprobe_stack_event *event = bpf_ringbuf_reserve(&uprobe_stacks, sizeof(*event), 0);
-  if (!event) {
-    __u64 *dropped = uprobe_stat(WS_UPROBE_DROPPED);
-    if (dropped) *dropped += 1;
-    return 0;
-  }
-  const __u64 pid_tgid = bpf_get_current_pid_tgid();
-  event->pid = pid_tgid >> 32;
-  event->tid = (__u32)pid_tgid;
-  event->time_ns = bpf_ktime_get_ns();
+  struct ws_uprobe_stack_event *event = reserve_event();
+  if (!event) return 0;
   event->args[0] = PT_REGS_PARM1(ctx);
   event->args[1] = PT_REGS_PARM2(ctx);
   event->args[2] = PT_REGS_PARM3(ctx);
@@ -86,16 +94,8 @@ int ws_uretprobe_mark(struct pt_regs *ctx) {
   __u64 *returns = uprobe_stat(WS_UPROBE_RETURNS);
   if (!returns) return 0;
   *returns += 1;
-  struct ws_uprobe_stack_event *event = bpf_ringbuf_reserve(&uprobe_stacks, sizeof(*event), 0);
-  if (!event) {
-    __u64 *dropped = uprobe_stat(WS_UPROBE_DROPPED);
-    if (dropped) *dropped += 1;
-    return 0;
-  }
-  const __u64 pid_tgid = bpf_get_current_pid_tgid();
-  event->pid = pid_tgid >> 32;
-  event->tid = (__u32)pid_tgid;
-  event->time_ns = bpf_ktime_get_ns();
+  struct ws_uprobe_stack_event *event = reserve_event();
+  if (!event) return 0;
   event->args[0] = PT_REGS_RC(ctx);
   event->args[1] = 0;
   event->args[2] = 0;
