@@ -58,4 +58,8 @@ bool CudaRecordCheck::Window(const ws_cuda_window& w, int64_t now_ns) const {
          Within(w.on_end_ns, now_ns, bounds_.max_skew_ns) && Within(w.covers_until_ns, now_ns, bounds_.max_skew_ns);
 }
 
+bool CudaRecordCheck::Device(uint32_t device_id, bool unknown_allowed) const {
+  return device_id < bounds_.max_devices || (unknown_allowed && device_id == UINT32_MAX);
+}
+
 }  // namespace warpscope

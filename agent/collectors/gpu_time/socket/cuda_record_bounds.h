@@ -21,7 +21,11 @@
 //     max_window_ns from its start (--gpu-duty's period is at most a minute;
 //     the joiner spreads each of its kernels over the seconds it stands for),
 //     and its times are within max_skew_ns of now;
-//   * launch host times and PC-sample read times are within max_skew_ns.
+//   * launch host times and PC-sample read times are within max_skew_ns;
+//   * a kernel, copy or PC sample names a device ordinal below
+//     max_devices (a PC sample may say UINT32_MAX, unknown). The analysis
+//     keeps figures per process, device and second, and uploads a series per
+//     device: 2^32 made-up ordinals would make as many.
 //
 // Threading: one CudaRecordCheck per connection, on the socket server's
 // thread.
@@ -41,6 +45,8 @@ struct CudaRecordBounds {
   int64_t max_clock_step_ns = 1'000'000'000;               // 1 s
   double max_drift_ppm = 1000;
   int64_t max_window_ns = 2LL * 60 * 1'000'000'000;        // twice --gpu-duty's longest period
+  // CUDA device ordinals a process sees: 8 GPUs of 7 MIG instances each is 56.
+  uint32_t max_devices = 128;
 };
 
 // What was dropped, all connections together.
@@ -65,6 +71,8 @@ class CudaRecordCheck {
   // A CLOCK_MONOTONIC time from the library.
   bool HostTime(uint64_t host_ns, int64_t now_ns) const;
   bool Window(const ws_cuda_window& w, int64_t now_ns) const;
+  // A CUDA device ordinal (UINT32_MAX passes only where `unknown_allowed`).
+  bool Device(uint32_t device_id, bool unknown_allowed) const;
 
  private:
   const CudaRecordBounds bounds_;

@@ -441,7 +441,7 @@ Status CudaSocketServer::HandleMessage(Connection& c, CudaWireMessage&& message)
       event.kernels.reserve(message.kernels.size());
       for (const ws_cuda_kernel& k : message.kernels) {
         if (!c.check.Span(k.start_ns, k.end_ns, (k.flags & WS_CUDA_RECORD_FLAG_NO_TIME) != 0, now) ||
-            !c.check.HostTime(k.launch_host_ns, now)) {
+            !c.check.HostTime(k.launch_host_ns, now) || !c.check.Device(k.device_id, false)) {
           rejected_kernels_.fetch_add(1);
           continue;
         }
@@ -459,7 +459,7 @@ Status CudaSocketServer::HandleMessage(Connection& c, CudaWireMessage&& message)
       break;
     case WS_CUDA_MSG_MEMOPS:
       KeepWithin(message.memops, rejected_memops_, [&](const ws_cuda_memop& m) {
-        return c.check.Span(m.start_ns, m.end_ns, false, now);
+        return c.check.Span(m.start_ns, m.end_ns, false, now) && c.check.Device(m.device_id, false);
       });
       event.memops = std::move(message.memops);
       break;
@@ -499,7 +499,7 @@ Status CudaSocketServer::HandleMessage(Connection& c, CudaWireMessage&& message)
       };
       event.pc_samples.reserve(message.pc_samples.size());
       for (const ws_cuda_pc_sample& p : message.pc_samples) {
-        if (!c.check.HostTime(p.read_host_ns, now)) {
+        if (!c.check.HostTime(p.read_host_ns, now) || !c.check.Device(p.device_id, true)) {
           rejected_pc_samples_.fetch_add(1);
           continue;
         }

@@ -719,15 +719,19 @@ TEST(CudaSocketServer, RecordsPastTheBoundsAreDroppedAndCountedOneByOne) {
     Send(fd, EncodeCudaMessage(WS_CUDA_MSG_HELLO, &hello, sizeof(hello), 1));
     ASSERT_FALSE(Receive(fd).empty());
   }
-  auto kernel = [&](uint64_t start, uint64_t end, uint32_t correlation) {
+  auto kernel = [&](uint64_t start, uint64_t end, uint32_t correlation, uint32_t device = 0) {
     ws_cuda_kernel k{};
     k.start_ns = start;
     k.end_ns = end;
     k.correlation_id = correlation;
+    k.device_id = device;
     return k;
   };
   const uint64_t t = kCuptiBase + 1'000'000;  // now, on the CUPTI clock
   const std::vector<ws_cuda_kernel> kernels = {
+      kernel(t, t + 1000, 10, 127),                // the last ordinal the bound allows
+      kernel(t, t + 1000, 11, 128),                // past it
+      kernel(t, t + 1000, 12, UINT32_MAX),         // unknown: a kernel always knows its device
       kernel(t, t + 1000, 1),                      // fine
       kernel(t, t + (uint64_t{1} << 62), 2),       // 2^62 ns
       kernel(t, t + 30 * kDay, 3),                 // 30 days
@@ -744,6 +748,9 @@ TEST(CudaSocketServer, RecordsPastTheBoundsAreDroppedAndCountedOneByOne) {
   memop.start_ns = t;
   memop.end_ns = t + 2 * kDay;
   memop.op = WS_CUDA_MEMOP_MEMCPY;
+  Send(bad, EncodeCudaMessage(WS_CUDA_MSG_MEMOPS, &memop, sizeof(memop), 1));
+  memop.end_ns = t + 10;
+  memop.device_id = 1u << 31;  // a made-up device ordinal
   Send(bad, EncodeCudaMessage(WS_CUDA_MSG_MEMOPS, &memop, sizeof(memop), 1));
   ws_cuda_wait wait{};
   wait.start_ns = t;
@@ -801,7 +808,7 @@ TEST(CudaSocketServer, RecordsPastTheBoundsAreDroppedAndCountedOneByOne) {
     clocks += e.clock.has_value();
     disconnected += e.kind == CudaProcessEvent::Kind::kDisconnected;
   }
-  EXPECT_EQ(kept, (std::vector<uint32_t>{1, 5, 9}));
+  EXPECT_EQ(kept, (std::vector<uint32_t>{10, 1, 5, 9}));
   EXPECT_EQ(memops, 0u);
   EXPECT_EQ(waits, 0u);
   EXPECT_EQ(launches, 0u);
@@ -809,8 +816,8 @@ TEST(CudaSocketServer, RecordsPastTheBoundsAreDroppedAndCountedOneByOne) {
   EXPECT_EQ(clocks, 1u) << "the 1 ms step is taken";
   EXPECT_EQ(disconnected, 0u) << "bad records are not a protocol error";
   const CudaSocketServerCounters c = (*server)->counters();
-  EXPECT_EQ(c.rejected.kernels, 6u);
-  EXPECT_EQ(c.rejected.memops, 1u);
+  EXPECT_EQ(c.rejected.kernels, 8u);
+  EXPECT_EQ(c.rejected.memops, 2u);
   EXPECT_EQ(c.rejected.waits, 1u);
   EXPECT_EQ(c.rejected.clock_pairs, 3u);
   EXPECT_EQ(c.rejected.windows, 1u);
