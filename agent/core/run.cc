@@ -5,6 +5,12 @@
 // agent/pipeline/, the sinks in agent/export/.
 #include "agent/core/run.h"
 
+#include <sys/stat.h>
+
+#include <cerrno>
+
+#include "base/spill_file.h"
+
 #include <signal.h>
 
 #include <chrono>
@@ -124,6 +130,11 @@ int RunContinuous(const RunOptions& options, const std::string& node_name) {
 
   auto agent_id = LoadOrCreateAgentId(options.state_dir);
   if (!agent_id.ok()) return ReportFailure(kExitUsage, agent_id.status().WithContext("--state-dir " + options.state_dir));
+  // Tables that follow the size of the binaries read (symbols, unwind rows)
+  // are built and kept in unlinked files here, not in memory
+  // (base/spill_file.h; without room they stay in memory, counted).
+  const std::string spill_dir = options.state_dir + "/spill";
+  if (::mkdir(spill_dir.c_str(), 0700) == 0 || errno == EEXIST) SetSpillDirectory(spill_dir);
 
   ServerConnectionOptions server;
   server.server_url = options.server_url;

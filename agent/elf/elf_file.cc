@@ -1,5 +1,8 @@
 #include "agent/elf/elf_file.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <elf.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -88,7 +91,16 @@ StatusOr<std::shared_ptr<ElfFile>> ElfFile::Open(const std::string& path) {
   file->fd_ = ScopedFd(::open(reopen.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (!file->fd_.valid()) return ErrnoError(errno, "open " + path);
   g_files_opened.fetch_add(1, std::memory_order_relaxed);
-  RETURN_IF_ERROR(file->Begin(elf_begin(file->fd_.get(), ELF_C_READ_MMAP, nullptr)));
+  // The agent maps the file itself (read-only contents, private) and hands
+  // libelf the memory, so that it knows the mapping it may give back
+  // (ReleasePages).
+  if (file->stat_.st_size <= 0) return InvalidArgumentError(path + " is empty");
+  const size_t size = static_cast<size_t>(file->stat_.st_size);
+  void* map = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, file->fd_.get(), 0);
+  if (map == MAP_FAILED) return ErrnoError(errno, "mmap " + path);
+  file->map_ = static_cast<char*>(map);
+  file->map_size_ = size;
+  RETURN_IF_ERROR(file->Begin(elf_memory(file->map_, size)));
   return file;
 }
 
@@ -101,8 +113,18 @@ StatusOr<std::shared_ptr<ElfFile>> ElfFile::FromMemory(std::string image) {
   return file;
 }
 
+uint64_t ElfFile::ReleasePages() {
+  if (map_ == nullptr || !native_byte_order_) return 0;
+  // libelf reads a file of the host's byte order in place and never writes
+  // to it (it converts other files into copies of its own): no page differs
+  // from the file, so dropping one loses nothing.
+  if (madvise(map_, map_size_, MADV_DONTNEED) != 0) return 0;
+  return map_size_;
+}
+
 ElfFile::~ElfFile() {
   if (elf_ != nullptr) elf_end(elf_);
+  if (map_ != nullptr) ::munmap(map_, map_size_);
 }
 
 Status ElfFile::Begin(Elf* elf) {
@@ -111,6 +133,7 @@ Status ElfFile::Begin(Elf* elf) {
   if (elf_kind(elf_) != ELF_K_ELF) return InvalidArgumentError(path_ + " is not an ELF file");
   GElf_Ehdr ehdr;
   if (gelf_getehdr(elf_, &ehdr) == nullptr) return DataLossError("ELF header of " + path_ + ": " + elf_errmsg(-1));
+  native_byte_order_ = ehdr.e_ident[EI_DATA] == (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? ELFDATA2LSB : ELFDATA2MSB);
   return Status::Ok();
 }
 

@@ -1,5 +1,5 @@
-// ElfFile: one ELF file opened once (its fd and a libelf handle on an mmap of
-// it), so that everything the agent reads from a binary (build id, symbols,
+// ElfFile: one ELF file opened once (its fd and a libelf handle on the
+// agent's mmap of it), so that everything the agent reads from a binary (build id, symbols,
 // call-frame information, CPython detection) is read in one pass instead of
 // opening and mapping the file once per reader. Unmapping a file costs the
 // agent a TLB shootdown on every CPU its threads ran on, so opens are counted
@@ -43,6 +43,13 @@ class ElfFile {
   // the PT_NOTE segments first (they survive `strip` of section headers),
   // then SHT_NOTE sections. Read once.
   const std::string& BuildId();
+  // Gives back the pages of the file's mapping that readers have touched so
+  // far (madvise MADV_DONTNEED: they stay in the page cache, and a later read
+  // faults them in again). A reader walking a large section calls it every
+  // few MB, so that the agent's resident memory does not grow with the size
+  // of the binaries it reads. Views into the mapping stay valid. A no-op for
+  // an in-memory image. Returns the bytes of the mapping it covered.
+  uint64_t ReleasePages();
 
  private:
   ElfFile() = default;
@@ -50,6 +57,9 @@ class ElfFile {
 
   std::string path_;
   std::unique_ptr<std::string> image_;  // FromMemory: pinned, libelf points into it
+  char* map_ = nullptr;                 // Open: the file's mapping, libelf points into it
+  size_t map_size_ = 0;
+  bool native_byte_order_ = false;
   ScopedFd fd_;
   Elf* elf_ = nullptr;
   struct stat stat_ {};

@@ -1,6 +1,8 @@
 #include "agent/export/prometheus_exposition.h"
 
 #include <cinttypes>
+#include <iterator>
+#include <string_view>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -200,11 +202,35 @@ std::string RenderPrometheusText(const std::vector<MetricReading>& latest, const
   counter("warpscope_agent_spool_dropped_batches_total", "Batches dropped because the spool was full.",
           health.spool_dropped_batches);
   gauge("warpscope_agent_spooled_batches", "Batches waiting in the spool.", static_cast<double>(health.spooled));
-  if (!health.counters.empty()) {
+  // Counters named cache_bytes_X, cache_budget_bytes_X and cache_evictions_X
+  // are the agent's memory by cache X (kAgentCacheFamilies); the rest are
+  // events.
+  std::vector<std::pair<std::string, uint64_t>> events;
+  std::vector<std::vector<std::pair<std::string, uint64_t>>> caches(std::size(kAgentCacheFamilies));
+  for (const auto& [name, v] : health.counters) {
+    bool cache = false;
+    for (size_t f = 0; f < std::size(kAgentCacheFamilies) && !cache; ++f) {
+      const std::string_view prefix = kAgentCacheFamilies[f].prefix;
+      if (name.size() > prefix.size() && name.compare(0, prefix.size(), prefix) == 0) {
+        caches[f].emplace_back(name.substr(prefix.size()), v);
+        cache = true;
+      }
+    }
+    if (!cache) events.emplace_back(name, v);
+  }
+  if (!events.empty()) {
     AppendHeader("warpscope_agent_events_total", "counter",
                  "The agent's event counters: BPF map drops, unwinding and symbolization outcomes.", &out);
-    for (const auto& [name, v] : health.counters) {
+    for (const auto& [name, v] : events) {
       AppendSample("warpscope_agent_events_total", {{"Hostname", node}, {"event", name}}, static_cast<double>(v), &out);
+    }
+  }
+  for (size_t f = 0; f < caches.size(); ++f) {
+    if (caches[f].empty()) continue;
+    const AgentCacheFamily& family = kAgentCacheFamilies[f];
+    AppendHeader(family.metric, family.type, family.help, &out);
+    for (const auto& [cache, v] : caches[f]) {
+      AppendSample(family.metric, {{"Hostname", node}, {"cache", cache}}, static_cast<double>(v), &out);
     }
   }
   counter("warpscope_agent_gpu_readings_total", "GPU metric readings collected.", health.gpu_readings);

@@ -22,6 +22,25 @@
 
 namespace warpscope {
 
+// The agent's memory, by cache: a collector reports cache X's bytes held now
+// as the counter "cache_bytes_X", its budget as "cache_budget_bytes_X" and
+// what it gave up to stay within it as "cache_evictions_X"; they are exported
+// as these families with label cache="X" (and not as events).
+struct AgentCacheFamily {
+  const char* prefix;
+  const char* metric;
+  const char* type;
+  const char* help;
+};
+inline constexpr AgentCacheFamily kAgentCacheFamilies[] = {
+    {"cache_bytes_", "warpscope_agent_cache_bytes", "gauge",
+     "Bytes of the agent's memory held by each of its caches and tables."},
+    {"cache_budget_bytes_", "warpscope_agent_cache_budget_bytes", "gauge",
+     "The most each cache may hold, in bytes (see docs/getting-started.md)."},
+    {"cache_evictions_", "warpscope_agent_cache_evictions_total", "counter",
+     "Entries each cache gave up to stay within its budget."},
+};
+
 struct AgentHealth {
   uint64_t samples = 0;        // CPU samples encoded into batches
   uint64_t batches = 0;        // batches handed to the uploader

@@ -124,6 +124,34 @@ TEST(PrometheusExpositionTest, NoGpuStillGivesAgentHealth) {
   EXPECT_EQ(families.count("process_resident_memory_bytes"), 1u);
 }
 
+// Counters named cache_bytes_X, cache_budget_bytes_X and cache_evictions_X
+// become the cache families with cache="X"; the others stay events (the
+// parser names a counter family without its _total).
+TEST(PrometheusExpositionTest, CacheCountersBecomeMemoryFamiliesByCache) {
+  AgentHealth health;
+  health.counters = {{"symbol_tables_loaded", 3},
+                     {"cache_bytes_symbol_tables", 1000},
+                     {"cache_budget_bytes_symbol_tables", 4096},
+                     {"cache_evictions_symbol_tables", 2},
+                     {"cache_bytes_kernel_names", 77}};
+  const json parsed = testing::ParsePrometheusText(RenderPrometheusText({}, health, "n"));
+  ASSERT_FALSE(parsed.contains("error")) << parsed.dump();
+  auto families = testing::PrometheusFamilies(parsed);
+  auto value = [&](const std::string& family, const std::string& label, const std::string& want) -> double {
+    for (const json& sample : families[family]["samples"]) {
+      if (sample["labels"].value(label, "") == want) return sample["value"].get<double>();
+    }
+    return -1;
+  };
+  EXPECT_EQ(value("warpscope_agent_cache_bytes", "cache", "symbol_tables"), 1000.0);
+  EXPECT_EQ(value("warpscope_agent_cache_bytes", "cache", "kernel_names"), 77.0);
+  EXPECT_EQ(value("warpscope_agent_cache_budget_bytes", "cache", "symbol_tables"), 4096.0);
+  EXPECT_EQ(value("warpscope_agent_cache_evictions", "cache", "symbol_tables"), 2.0);
+  EXPECT_EQ(value("warpscope_agent_events", "event", "symbol_tables_loaded"), 3.0);
+  EXPECT_EQ(value("warpscope_agent_events", "event", "cache_bytes_symbol_tables"), -1.0);
+  EXPECT_EQ(families["warpscope_agent_cache_bytes"]["type"], "gauge");
+}
+
 // The helper really parses: broken text is an error, not an empty answer.
 TEST(PrometheusExpositionTest, ParserRejectsBrokenText) {
   const json parsed = testing::ParsePrometheusText("metric{label=\"unterminated} 1\n");

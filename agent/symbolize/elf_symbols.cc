@@ -5,15 +5,22 @@
 #include <gelf.h>
 #include <libelf.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
+#include <array>
+#include <atomic>
+#include <functional>
+#include <mutex>
 #include <cerrno>
 #include <cstring>
 #include <limits>
 
 #include "agent/elf/elf_file.h"
 #include "base/file_util.h"
+#include "base/spill_file.h"
+#include "base/logging.h"
 
 namespace warpscope {
 namespace {
@@ -76,7 +83,8 @@ std::string DirName(const std::string& path) {
 }
 
 // One symbol table entry considered for the final table; `name` points into
-// libelf's view of the file, so the handles outlive the candidates.
+// the file's mapping, so the file outlives the candidates (also while they
+// wait in a spill run: the view is written out and read back as it is).
 struct Candidate {
   uint64_t start;
   uint64_t size;
@@ -99,9 +107,36 @@ bool BetterAlias(const Candidate& a, const Candidate& b) {
   return a.name < b.name;
 }
 
+bool Before(const Candidate& a, const Candidate& b) {
+  return a.start != b.start ? a.start < b.start : BetterAlias(a, b);
+}
+
+// Symbols read between two ReleasePages of the file being read.
+constexpr size_t kReleaseEvery = 32768;
+constexpr size_t kBlockSymbols = 128;  // a spilled table's unit of reading
+// Blocks kept after a lookup, per spilled table, each at most kCachedBlockBytes
+// (a block of longer names is read again when needed): the table's memory is
+// then its fences plus at most kCachedBlocks * kCachedBlockBytes.
+constexpr size_t kCachedBlocks = 4;
+constexpr size_t kCachedBlockBytes = 32 << 10;
+
+std::atomic<uint64_t> g_spill_tables{0};
+std::atomic<uint64_t> g_spill_failures{0};
+std::atomic<uint64_t> g_spill_block_reads{0};
+
+struct CandidateBefore {
+  bool operator()(const Candidate& a, const Candidate& b) const { return Before(a, b); }
+};
+using CandidateRuns = SortedRuns<Candidate, CandidateBefore>;
+
+CandidateRuns MakeCandidateRuns(const ElfLoadOptions& options) {
+  return CandidateRuns(options.spill_above_symbols, options.spill_run_symbols, options.spill_dir);
+}
+
 // Appends the function symbols of .symtab and .dynsym. Returns whether a
-// non-empty .symtab was present.
-bool CollectSymbols(Elf* elf, std::vector<Candidate>* out) {
+// non-empty .symtab was present. Gives the file's pages back as it goes.
+StatusOr<bool> CollectSymbols(ElfFile& file, CandidateRuns* out) {
+  Elf* elf = file.elf();
   struct Section {
     uint64_t addr, size;
     bool exec;
@@ -118,6 +153,7 @@ bool CollectSymbols(Elf* elf, std::vector<Candidate>* out) {
     }
   }
   bool has_symtab = false;
+  size_t since_release = 0;
   for (Elf_Scn* scn : symbol_tables) {
     GElf_Shdr shdr;
     gelf_getshdr(scn, &shdr);
@@ -129,6 +165,10 @@ bool CollectSymbols(Elf* elf, std::vector<Candidate>* out) {
     const size_t count = shdr.sh_size / shdr.sh_entsize;
     if (shdr.sh_type == SHT_SYMTAB && count > 1) has_symtab = true;
     for (size_t i = 1; i < count; ++i) {
+      if (++since_release == kReleaseEvery) {
+        file.ReleasePages();
+        since_release = 0;
+      }
       GElf_Sym sym;
       if (gelf_getsym(data, static_cast<int>(i), &sym) == nullptr) break;
       const int type = GELF_ST_TYPE(sym.st_info);
@@ -149,23 +189,119 @@ bool CollectSymbols(Elf* elf, std::vector<Candidate>* out) {
       const std::string_view name(str + sym.st_name, strnlen(str + sym.st_name, strings->d_size - sym.st_name));
       if (name.empty()) continue;
       const bool in_section = sym.st_value >= section.addr && sym.st_value < section.addr + section.size;
-      out->push_back(Candidate{sym.st_value, sym.st_size, in_section ? section.addr + section.size : 0, name, rank,
-                               bind == STB_WEAK});
+      RETURN_IF_ERROR(out->Add(Candidate{sym.st_value, sym.st_size, in_section ? section.addr + section.size : 0,
+                                         name, rank, bind == STB_WEAK}));
     }
   }
+  file.ReleasePages();
   return has_symtab;
 }
 
+// Candidates in order in; one symbol per address out: aliases lend the best
+// one their size and section, and a size-0 symbol reaches the next symbol (but
+// not past the end of its own section).
+class SymbolStream {
+ public:
+  using Emit = std::function<Status(uint64_t start, uint32_t size, std::string_view name)>;
+  explicit SymbolStream(Emit emit) : emit_(std::move(emit)) {}
+
+  Status Push(const Candidate& c) {
+    if (pending_ && pending_->start == c.start) {
+      pending_->size = std::max(pending_->size, c.size);
+      pending_->section_end = std::max(pending_->section_end, c.section_end);
+      return Status::Ok();
+    }
+    if (pending_) RETURN_IF_ERROR(EmitPending(c.start));
+    pending_ = c;
+    return Status::Ok();
+  }
+  Status Finish() { return pending_ ? EmitPending(std::numeric_limits<uint64_t>::max()) : Status::Ok(); }
+
+ private:
+  Status EmitPending(uint64_t next_start) {
+    const Candidate& c = *pending_;
+    uint64_t size = c.size;
+    if (size == 0) {
+      uint64_t end = next_start;
+      if (c.section_end > c.start) end = std::min(end, c.section_end);
+      size = end == std::numeric_limits<uint64_t>::max() ? 1 : end - c.start;
+    }
+    return emit_(c.start, static_cast<uint32_t>(std::min<uint64_t>(size, std::numeric_limits<uint32_t>::max())),
+                 c.name);
+  }
+
+  Emit emit_;
+  std::optional<Candidate> pending_;
+};
+
 }  // namespace
+
+// A spilled table: blocks of up to kBlockSymbols symbols in `fd`, each a
+// BlockHeader, its Symbols (name offsets within the block's names) and the
+// names, NUL-terminated.
+struct ElfSymbols::Spill {
+  struct BlockHeader {
+    uint32_t count;
+    uint32_t name_bytes;
+  };
+  struct Fence {
+    uint64_t start;   // the block's first symbol
+    uint64_t offset;  // the block in the file
+  };
+  struct Block {
+    size_t index = SIZE_MAX;
+    uint64_t used = 0;
+    std::vector<Symbol> symbols;
+    std::string names;
+  };
+
+  SpillFile file;
+  size_t count = 0;
+  std::vector<Fence> fences;
+  std::mutex mu;
+  std::array<Block, kCachedBlocks> cache;  // blocks read last (guarded by mu)
+  Block uncached;                          // a block too large to keep, until the next read
+  uint64_t clock = 0;
+
+  // The block, read if needed; nullptr when the file cannot be read.
+  const Block* Get(size_t index) {
+    Block* victim = &cache[0];
+    for (Block& b : cache) {
+      if (b.index == index) {
+        b.used = ++clock;
+        return &b;
+      }
+      if (b.used < victim->used) victim = &b;
+    }
+    const uint64_t begin = fences[index].offset;
+    const uint64_t end = index + 1 < fences.size() ? fences[index + 1].offset : file.size();
+    std::string raw(end - begin, '\0');
+    if (raw.size() < sizeof(BlockHeader) || !file.ReadAt(begin, raw.data(), raw.size()).ok()) return nullptr;
+    g_spill_block_reads.fetch_add(1, std::memory_order_relaxed);
+    if (raw.size() > kCachedBlockBytes) victim = &uncached;
+    BlockHeader h;
+    std::memcpy(&h, raw.data(), sizeof(h));
+    const size_t symbols_bytes = size_t{h.count} * sizeof(Symbol);
+    if (sizeof(h) + symbols_bytes + h.name_bytes != raw.size()) return nullptr;
+    victim->symbols.resize(h.count);
+    std::memcpy(victim->symbols.data(), raw.data() + sizeof(h), symbols_bytes);
+    victim->names.assign(raw, sizeof(h) + symbols_bytes, h.name_bytes);
+    victim->index = victim == &uncached ? SIZE_MAX : index;
+    victim->used = ++clock;
+    return victim;
+  }
+
+};
 
 // Turns collected candidates and headers into the compact, immutable table.
 class ElfSymbolsBuilder {
  public:
-  static std::unique_ptr<ElfSymbols> Build(Elf* elf, std::vector<Candidate> candidates, std::string build_id,
-                                           std::string debug_file) {
+  static StatusOr<std::unique_ptr<ElfSymbols>> Build(ElfFile& file, CandidateRuns& candidates, const std::string& dir,
+                                                     std::string build_id, std::string debug_file) {
     std::unique_ptr<ElfSymbols> out(new ElfSymbols());
     out->build_id_ = std::move(build_id);
     out->debug_file_ = std::move(debug_file);
+    Elf* elf = file.elf();
     size_t phnum = 0;
     if (elf_getphdrnum(elf, &phnum) == 0) {
       for (size_t i = 0; i < phnum; ++i) {
@@ -174,39 +310,60 @@ class ElfSymbolsBuilder {
         out->segments_.push_back({phdr.p_offset, phdr.p_vaddr, phdr.p_filesz, (phdr.p_flags & PF_X) != 0});
       }
     }
-    std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
-      return a.start != b.start ? a.start < b.start : BetterAlias(a, b);
+    RETURN_IF_ERROR(candidates.Finish());
+    if (candidates.spill_failed()) g_spill_failures.fetch_add(1);
+    if (!candidates.spilled()) {
+      std::vector<Candidate>& sorted = candidates.Sorted();
+      SymbolStream stream([&](uint64_t start, uint32_t size, std::string_view name) {
+        out->symbols_.push_back({start, size, static_cast<uint32_t>(out->names_.size())});
+        out->names_.append(name);
+        out->names_.push_back('\0');
+        return Status::Ok();
+      });
+      for (const Candidate& c : sorted) RETURN_IF_ERROR(stream.Push(c));
+      RETURN_IF_ERROR(stream.Finish());
+      out->symbols_.shrink_to_fit();
+      out->names_.shrink_to_fit();
+      return out;
+    }
+    // Spilled: the merged runs become blocks of a second file.
+    ASSIGN_OR_RETURN(SpillFile file_out, SpillFile::Create(dir));
+    auto spill = std::make_unique<ElfSymbols::Spill>();
+    spill->file = std::move(file_out);
+    std::vector<ElfSymbols::Symbol> block;
+    std::string names;
+    size_t since_release = 0;
+    auto flush = [&]() -> Status {
+      if (block.empty()) return Status::Ok();
+      const ElfSymbols::Spill::BlockHeader h{static_cast<uint32_t>(block.size()), static_cast<uint32_t>(names.size())};
+      std::string raw(reinterpret_cast<const char*>(&h), sizeof(h));
+      raw.append(reinterpret_cast<const char*>(block.data()), block.size() * sizeof(ElfSymbols::Symbol));
+      raw.append(names);
+      spill->fences.push_back({block.front().start, spill->file.size()});
+      RETURN_IF_ERROR(spill->file.Append(raw.data(), raw.size()));
+      spill->count += block.size();
+      block.clear();
+      names.clear();
+      return Status::Ok();
+    };
+    SymbolStream stream([&](uint64_t start, uint32_t size, std::string_view name) -> Status {
+      if (names.size() + name.size() + 1 > std::numeric_limits<uint32_t>::max()) return flush();
+      block.push_back({start, size, static_cast<uint32_t>(names.size())});
+      names.append(name);
+      names.push_back('\0');
+      if (++since_release == kReleaseEvery) {
+        file.ReleasePages();  // the names were read through the mapping
+        since_release = 0;
+      }
+      return block.size() == kBlockSymbols ? flush() : Status::Ok();
     });
-    // One entry per address; aliases lend it their size and section.
-    size_t kept = 0;
-    for (size_t i = 0; i < candidates.size(); ++i) {
-      if (kept > 0 && candidates[kept - 1].start == candidates[i].start) {
-        Candidate& best = candidates[kept - 1];
-        best.size = std::max(best.size, candidates[i].size);
-        best.section_end = std::max(best.section_end, candidates[i].section_end);
-        continue;
-      }
-      candidates[kept++] = candidates[i];
-    }
-    candidates.resize(kept);
-    size_t name_bytes = 0;
-    for (const Candidate& c : candidates) name_bytes += c.name.size() + 1;
-    out->names_.reserve(name_bytes);
-    out->symbols_.reserve(candidates.size());
-    for (size_t i = 0; i < candidates.size(); ++i) {
-      const Candidate& c = candidates[i];
-      uint64_t size = c.size;
-      if (size == 0) {
-        // Up to the next symbol, but not past the end of its own section.
-        uint64_t end = i + 1 < candidates.size() ? candidates[i + 1].start : std::numeric_limits<uint64_t>::max();
-        if (c.section_end > c.start) end = std::min(end, c.section_end);
-        size = end == std::numeric_limits<uint64_t>::max() ? 1 : end - c.start;
-      }
-      const uint32_t size32 = static_cast<uint32_t>(std::min<uint64_t>(size, std::numeric_limits<uint32_t>::max()));
-      out->symbols_.push_back({c.start, size32, static_cast<uint32_t>(out->names_.size())});
-      out->names_.append(c.name);
-      out->names_.push_back('\0');
-    }
+    RETURN_IF_ERROR(candidates.Merge([&](const Candidate& c) { return stream.Push(c); }));
+    RETURN_IF_ERROR(stream.Finish());
+    RETURN_IF_ERROR(flush());
+    file.ReleasePages();
+    spill->fences.shrink_to_fit();
+    out->spill_ = std::move(spill);
+    g_spill_tables.fetch_add(1);
     return out;
   }
 };
@@ -247,8 +404,8 @@ StatusOr<std::unique_ptr<ElfSymbols>> ElfSymbols::Load(const std::string& path, 
 
 StatusOr<std::unique_ptr<ElfSymbols>> ElfSymbols::Load(ElfFile& file, const ElfLoadOptions& options) {
   std::string build_id = file.BuildId();
-  std::vector<Candidate> candidates;
-  const bool has_symtab = CollectSymbols(file.elf(), &candidates);
+  CandidateRuns candidates = MakeCandidateRuns(options);
+  ASSIGN_OR_RETURN(const bool has_symtab, CollectSymbols(file, &candidates));
   // Declared here: the debug file's names are referenced by `candidates` until Build().
   std::shared_ptr<ElfFile> debug_elf;
   std::string debug_path;
@@ -266,28 +423,62 @@ StatusOr<std::unique_ptr<ElfSymbols>> ElfSymbols::Load(ElfFile& file, const ElfL
       debug_path = candidate;
       break;
     }
-    if (debug_elf) CollectSymbols(debug_elf->elf(), &candidates);
+    if (debug_elf) RETURN_IF_ERROR(CollectSymbols(*debug_elf, &candidates).status());
   }
-  return ElfSymbolsBuilder::Build(file.elf(), std::move(candidates), std::move(build_id), std::move(debug_path));
+  ASSIGN_OR_RETURN(std::unique_ptr<ElfSymbols> table,
+                   ElfSymbolsBuilder::Build(file, candidates, options.spill_dir, std::move(build_id),
+                                            std::move(debug_path)));
+  if (debug_elf) debug_elf->ReleasePages();
+  return table;
 }
 
 StatusOr<std::unique_ptr<ElfSymbols>> ElfSymbols::LoadFromMemory(std::string image) {
   ASSIGN_OR_RETURN(std::shared_ptr<ElfFile> file, ElfFile::FromMemory(std::move(image)));
-  std::vector<Candidate> candidates;
-  CollectSymbols(file->elf(), &candidates);
+  CandidateRuns candidates = MakeCandidateRuns(ElfLoadOptions{});
+  RETURN_IF_ERROR(CollectSymbols(*file, &candidates).status());
   std::string build_id = file->BuildId();
-  return ElfSymbolsBuilder::Build(file->elf(), std::move(candidates), std::move(build_id), "");
+  return ElfSymbolsBuilder::Build(*file, candidates, "", std::move(build_id), "");
 }
 
+ElfSymbols::~ElfSymbols() = default;
+
+size_t ElfSymbols::size() const { return spill_ ? spill_->count : symbols_.size(); }
+
 std::optional<ElfSymbol> ElfSymbols::Lookup(uint64_t vaddr) const {
-  auto it = std::upper_bound(symbols_.begin(), symbols_.end(), vaddr,
-                             [](uint64_t a, const Symbol& s) { return a < s.start; });
   // A few steps back cover a sized function that encloses a smaller symbol
   // (local labels, nested asm entry points).
-  for (int steps = 0; it != symbols_.begin() && steps < 4; ++steps) {
-    --it;
-    if (vaddr - it->start < it->size) {
-      return ElfSymbol{std::string_view(names_.data() + it->name_offset), it->start, it->size};
+  constexpr int kStepsBack = 4;
+  if (spill_ == nullptr) {
+    auto it = std::upper_bound(symbols_.begin(), symbols_.end(), vaddr,
+                               [](uint64_t a, const Symbol& s) { return a < s.start; });
+    for (int steps = 0; it != symbols_.begin() && steps < kStepsBack; ++steps) {
+      --it;
+      if (vaddr - it->start < it->size) return ElfSymbol{std::string(names_.data() + it->name_offset), it->start, it->size};
+    }
+    return std::nullopt;
+  }
+  Spill& spill = *spill_;
+  auto fence = std::upper_bound(spill.fences.begin(), spill.fences.end(), vaddr,
+                                [](uint64_t a, const Spill::Fence& f) { return a < f.start; });
+  if (fence == spill.fences.begin()) return std::nullopt;
+  size_t index = static_cast<size_t>(fence - spill.fences.begin()) - 1;
+  std::lock_guard<std::mutex> lock(spill.mu);
+  const Spill::Block* block = spill.Get(index);
+  if (block == nullptr) return std::nullopt;
+  size_t at = static_cast<size_t>(std::upper_bound(block->symbols.begin(), block->symbols.end(), vaddr,
+                                                   [](uint64_t a, const Symbol& s) { return a < s.start; }) -
+                                  block->symbols.begin());
+  for (int steps = 0; steps < kStepsBack; ++steps) {
+    if (at == 0) {  // on into the block before
+      if (index == 0) break;
+      block = spill.Get(--index);
+      if (block == nullptr) break;
+      at = block->symbols.size();
+    }
+    const Symbol& s = block->symbols[--at];
+    if (vaddr - s.start < s.size) {
+      if (s.name_offset >= block->names.size()) return std::nullopt;
+      return ElfSymbol{std::string(block->names.c_str() + s.name_offset), s.start, s.size};
     }
   }
   return std::nullopt;
@@ -307,8 +498,22 @@ std::optional<uint64_t> ElfSymbols::FileOffsetToVaddr(uint64_t file_offset) cons
 }
 
 size_t ElfSymbols::MemoryBytes() const {
-  return sizeof(*this) + symbols_.capacity() * sizeof(Symbol) + names_.capacity() +
-         segments_.capacity() * sizeof(Segment) + build_id_.capacity() + debug_file_.capacity();
+  size_t bytes = sizeof(*this) + symbols_.capacity() * sizeof(Symbol) + names_.capacity() +
+                 segments_.capacity() * sizeof(Segment) + build_id_.capacity() + debug_file_.capacity();
+  // A spilled table's block cache is counted at its bound, so that the
+  // figure does not change while the table is in use.
+  if (spill_ != nullptr) {
+    bytes += sizeof(Spill) + spill_->fences.capacity() * sizeof(Spill::Fence) + kCachedBlocks * kCachedBlockBytes;
+  }
+  return bytes;
+}
+
+SymbolSpillStats ReadSymbolSpillStats() {
+  SymbolSpillStats s;
+  s.tables = g_spill_tables.load();
+  s.failures = g_spill_failures.load();
+  s.block_reads = g_spill_block_reads.load();
+  return s;
 }
 
 }  // namespace warpscope

@@ -3,12 +3,22 @@
 // string pool), because libraries such as libtorch_cuda.so carry hundreds of
 // thousands of symbols and a profiler holds many of them at once.
 //
+// A table of more than ElfLoadOptions::spill_above_symbols symbols is kept
+// in a spill file instead (base/spill_file.h: unlinked, never mapped): in memory stay only the first address of every
+// block of 128 symbols and the few blocks read last. It is built the same
+// way, sorted in runs that are merged, and the binary's pages are given back
+// as it is read, so the agent's memory does not grow with the size of the
+// binaries it names (a few hundred KB for a 200 MB binary; the file holds
+// ~16 bytes plus the name per symbol). When no file can be made there, the
+// table is kept in memory and counted (SymbolSpillStats).
+//
 // Immutable after Load(), so one table may be shared (by build id) and read
-// from any thread.
+// from any thread (a spilled table's block cache takes a lock).
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -21,7 +31,7 @@ namespace warpscope {
 class ElfFile;
 
 struct ElfSymbol {
-  std::string_view name;  // raw (mangled, maybe versioned); points into the ElfSymbols
+  std::string name;       // raw (mangled, maybe versioned)
   uint64_t start = 0;     // ELF virtual address
   uint64_t size = 0;      // inferred for size-0 symbols (to the next symbol or section end)
 };
@@ -36,7 +46,21 @@ struct ElfLoadOptions {
   std::string root_prefix;
   std::string debug_dir = "/usr/lib/debug";
   bool search_debug_files = true;
+  // Tables of more symbols than this are kept in a file (see above).
+  size_t spill_above_symbols = 16384;
+  // Candidates sorted in memory at a time while spilling (48 bytes each).
+  size_t spill_run_symbols = 16384;
+  // Where spilled tables live; empty: SpillDirectory() (base/spill_file.h).
+  std::string spill_dir;
 };
+
+struct SymbolSpillStats {
+  uint64_t tables = 0;         // tables built into a file
+  uint64_t failures = 0;       // tables that should have been, kept in memory (no file could be made)
+  uint64_t block_reads = 0;    // blocks read back by lookups
+};
+// Since the process started, all tables together.
+SymbolSpillStats ReadSymbolSpillStats();
 
 class ElfSymbols {
  public:
@@ -62,11 +86,17 @@ class ElfSymbols {
   const std::string& build_id() const { return build_id_; }
   // The separate debug file whose .symtab was merged; empty if none.
   const std::string& debug_file() const { return debug_file_; }
-  size_t size() const { return symbols_.size(); }
+  size_t size() const;
   size_t MemoryBytes() const;
+  bool spilled() const { return spill_ != nullptr; }
+
+  ElfSymbols(const ElfSymbols&) = delete;
+  ElfSymbols& operator=(const ElfSymbols&) = delete;
+  ~ElfSymbols();
 
  private:
   friend class ElfSymbolsBuilder;
+  struct Spill;
 
   struct Symbol {
     uint64_t start;
@@ -82,8 +112,9 @@ class ElfSymbols {
 
   ElfSymbols() = default;
 
-  std::vector<Symbol> symbols_;  // sorted by start, one per address
+  std::vector<Symbol> symbols_;  // sorted by start, one per address (empty when spilled)
   std::string names_;
+  std::unique_ptr<Spill> spill_;
   std::vector<Segment> segments_;
   std::string build_id_;
   std::string debug_file_;

@@ -10,6 +10,7 @@
 
 #include "agent/symbolize/demangle.h"
 #include "agent/symbolize/elf_symbols.h"
+#include "base/spill_file.h"
 
 namespace warpscope {
 namespace {
@@ -177,6 +178,63 @@ TEST(ElfSymbolsTest, LibcBuildIdAndDebugFile) {
   auto sym = (*elf)->Lookup(reinterpret_cast<uint64_t>(LibcGetpid()) - reinterpret_cast<uint64_t>(info.dli_fbase));
   ASSERT_TRUE(sym.has_value());
   EXPECT_EQ(sym->name, "getpid");
+}
+
+
+// A table kept in a file answers every lookup as the same table in memory:
+// this test binary (thousands of symbols with sizes, aliases and size-0
+// labels), spilled above 50 symbols in runs of 37 so that the merge has many
+// runs and blocks end at odd places. Every 8th address of its first 32 MB is
+// looked up.
+TEST(ElfSymbolsTest, SpilledTableAnswersAsTheTableInMemory) {
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe");
+  auto in_memory = ElfSymbols::Load(self);
+  ASSERT_TRUE(in_memory.ok()) << in_memory.status().ToString();
+  ASSERT_FALSE((*in_memory)->spilled());
+  ElfLoadOptions options;
+  options.spill_above_symbols = 50;
+  options.spill_run_symbols = 37;
+  options.spill_dir = testing::TempDir();
+  const SymbolSpillStats before = ReadSymbolSpillStats();
+  auto spilled = ElfSymbols::Load(self, options);
+  ASSERT_TRUE(spilled.ok()) << spilled.status().ToString();
+  ASSERT_TRUE((*spilled)->spilled());
+  EXPECT_EQ(ReadSymbolSpillStats().tables, before.tables + 1);
+  EXPECT_GT(SpillDiskBytes(), 0u);
+  ASSERT_GT((*in_memory)->size(), 1000u);
+  EXPECT_EQ((*spilled)->size(), (*in_memory)->size());
+  EXPECT_LT((*spilled)->MemoryBytes(), (*in_memory)->MemoryBytes() / 2);
+  EXPECT_EQ((*spilled)->build_id(), (*in_memory)->build_id());
+
+  uint64_t named = 0, differing = 0;
+  for (uint64_t vaddr = 0; vaddr < (uint64_t{32} << 20); vaddr += 8) {  // PIE: its code is in the first MBs
+    const std::optional<ElfSymbol> a = (*in_memory)->Lookup(vaddr);
+    const std::optional<ElfSymbol> b = (*spilled)->Lookup(vaddr);
+    if (a.has_value() != b.has_value() || (a && (a->name != b->name || a->start != b->start || a->size != b->size))) {
+      if (++differing <= 5) ADD_FAILURE() << "0x" << std::hex << vaddr << ": " << (a ? a->name : "-") << " vs "
+                                          << (b ? b->name : "-");
+    }
+    named += a.has_value();
+  }
+  EXPECT_EQ(differing, 0u);
+  EXPECT_GT(named, 10000u);
+}
+
+// Where no file can be made, the table stays in memory, whole, and the
+// failure is counted.
+TEST(ElfSymbolsTest, ASpillThatCannotBeMadeKeepsTheTableInMemory) {
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe");
+  ElfLoadOptions options;
+  options.spill_above_symbols = 50;
+  options.spill_dir = "/nonexistent/warpscope-spill";
+  const SymbolSpillStats before = ReadSymbolSpillStats();
+  auto table = ElfSymbols::Load(self, options);
+  ASSERT_TRUE(table.ok()) << table.status().ToString();
+  EXPECT_FALSE((*table)->spilled());
+  EXPECT_EQ(ReadSymbolSpillStats().failures, before.failures + 1);
+  auto whole = ElfSymbols::Load(self);
+  ASSERT_TRUE(whole.ok());
+  EXPECT_EQ((*table)->size(), (*whole)->size());
 }
 
 }  // namespace

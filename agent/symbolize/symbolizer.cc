@@ -33,13 +33,23 @@ Symbolizer::Symbolizer(ProcFs procfs, std::string kallsyms_path, size_t cache_by
     : processes_(procfs), files_(procfs), kallsyms_path_(std::move(kallsyms_path)), cache_bytes_(cache_bytes) {}
 
 void Symbolizer::SetSymbolName(SymbolizedFrame& frame, std::string_view raw) {
-  auto [it, inserted] = demangled_.try_emplace(raw.data());
-  if (inserted) it->second = Demangle(raw);
+  auto it = demangled_.find(raw);
+  if (it == demangled_.end()) {
+    std::string name = Demangle(raw);
+    const size_t bytes = raw.size() + name.size() + 64;  // both strings and the node, roughly
+    if (demangled_bytes_ + bytes > kDemangledCacheBytes) {
+      demangled_.clear();
+      demangled_bytes_ = 0;
+      ++stats_.demangled_resets;
+    }
+    demangled_bytes_ += bytes;
+    stats_.demangled_bytes = demangled_bytes_;
+    it = demangled_.emplace(std::string(raw), std::move(name)).first;
+  }
   frame.functions.push_back(SymbolizedFunction{it->second, std::string(raw), "", 0});
 }
 
 Status Symbolizer::Init() {
-  demangled_.clear();  // keys may point into the kernel table being replaced
   StatusOr<KernelSymbols> kernel = KernelSymbols::Load(kallsyms_path_);
   if (!kernel.ok()) return kernel.status();
   kernel_ = std::move(*kernel);
@@ -97,7 +107,6 @@ void Symbolizer::EvictUnmapped() {
   });
   std::sort(unmapped.begin(), unmapped.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
-  bool freed = false;
   for (const auto& [last_used, key] : unmapped) {
     if (file_table_bytes_ <= cache_bytes_) break;
     auto it = by_file_.find(key);
@@ -108,10 +117,8 @@ void Symbolizer::EvictUnmapped() {
     file_table_bytes_ -= bytes;
     stats_.symbol_bytes -= bytes;
     ++stats_.binaries_evicted;
-    freed = true;
   }
   std::erase_if(by_build_id_, [](const auto& kv) { return kv.second.expired(); });
-  if (freed) demangled_.clear();  // its keys may point into a freed table
 }
 
 void Symbolizer::Warm(const ProcessInfo& info) {

@@ -61,7 +61,12 @@ struct SymbolizerStats {
   uint64_t binaries_loaded = 0;  // distinct symbol tables read (shared ones counted once)
   uint64_t binaries_evicted = 0;  // tables dropped to stay within the cache budget
   size_t symbol_bytes = 0;       // memory held by all symbol tables, kernel included
+  size_t demangled_bytes = 0;    // the demangled-name cache
+  uint64_t demangled_resets = 0;  // times it was full and emptied
 };
+
+// The demangled-name cache's budget (names of the frames seen lately).
+inline constexpr size_t kDemangledCacheBytes = size_t{4} << 20;
 
 // Symbol tables of binaries that no known process maps are kept, most
 // recently used first, while all binaries' tables together fit this budget;
@@ -164,9 +169,14 @@ class Symbolizer {
   // Keyed by the whole image (a few KiB): there are one or two distinct vdsos per host.
   std::unordered_map<std::string, std::shared_ptr<const ElfSymbols>> vdso_by_image_;
   std::unordered_map<uint32_t, ProcessState> process_state_;
-  // Demangling costs microseconds per call; names are keyed by their address
-  // in the symbol tables' string pools (cleared when a table is dropped).
-  std::unordered_map<const char*, std::string> demangled_;
+  // Demangling costs microseconds per call: raw name -> demangled, up to
+  // kDemangledCacheBytes (then emptied and filled again; counted).
+  struct NameHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
+  };
+  std::unordered_map<std::string, std::string, NameHash, std::equal_to<>> demangled_;
+  size_t demangled_bytes_ = 0;
   SymbolFetch fetch_;  // set: loads are deferred
   SymbolizerStats stats_;
 };

@@ -3,8 +3,9 @@
 #include <algorithm>
 
 #include "agent/elf/elf_file.h"
-#include "base/unix_time.h"
 #include "base/logging.h"
+#include "base/spill_file.h"
+#include "base/unix_time.h"
 
 namespace warpscope {
 
@@ -267,6 +268,17 @@ void ProfilingSession::AddCounters(std::vector<ProfileCounter>* counters) const 
   SetCounter(counters, "symbol_tables_loaded", sym.binaries_loaded);
   SetCounter(counters, "symbol_tables_evicted", sym.binaries_evicted);
   SetCounter(counters, "symbol_table_bytes", sym.symbol_bytes);
+  const SymbolSpillStats spill = ReadSymbolSpillStats();
+  SetCounter(counters, "symbol_tables_spilled", spill.tables);
+  SetCounter(counters, "symbol_spill_failures", spill.failures);
+  SetCounter(counters, "spill_disk_bytes", SpillDiskBytes());
+  SetCounter(counters, "symbol_spill_block_reads", spill.block_reads);
+  SetCounter(counters, "cache_bytes_symbol_tables", sym.symbol_bytes);
+  SetCounter(counters, "cache_budget_bytes_symbol_tables", options_.symbol_cache_bytes);
+  SetCounter(counters, "cache_evictions_symbol_tables", sym.binaries_evicted);
+  SetCounter(counters, "cache_bytes_demangled_names", sym.demangled_bytes);
+  SetCounter(counters, "cache_budget_bytes_demangled_names", kDemangledCacheBytes);
+  SetCounter(counters, "cache_evictions_demangled_names", sym.demangled_resets);
   // What the agent read from binaries: each file opened once for all its
   // readers, and not at all when they already knew it.
   const BinaryFilesStats& files = symbolizer_.files().stats();
