@@ -58,7 +58,7 @@ int PrintUnwindTable(const std::vector<std::string>& paths) {
       continue;
     }
     const UnwindTableStats& s = table->stats;
-    const uint64_t bytes = table->entries.size() * sizeof(ws_unwind_entry) +
+    const uint64_t bytes = table->row_count() * sizeof(ws_unwind_entry) +
                            index->size() * (sizeof(ws_unwind_page_key) + sizeof(ws_unwind_page));
     std::printf("%s: %llu rows (%llu before merging), %zu pages, %.1f MiB in BPF maps, built in %.0f ms; "
                 "%llu FDEs (%llu skipped), rows: %llu gap, %llu invalid, %llu plt, %llu end, %llu signal\n",

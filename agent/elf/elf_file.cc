@@ -122,6 +122,18 @@ uint64_t ElfFile::ReleasePages() {
   return map_size_;
 }
 
+bool ElfFile::ReadMapped(const char* p, size_t size, char* out) const {
+  if (map_ == nullptr || p < map_ || size > map_size_ || static_cast<size_t>(p - map_) > map_size_ - size) return false;
+  size_t done = 0;
+  while (done < size) {
+    const ssize_t n = ::pread(fd_.get(), out + done, size - done, static_cast<off_t>(p - map_ + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
 ElfFile::~ElfFile() {
   if (elf_ != nullptr) elf_end(elf_);
   if (map_ != nullptr) ::munmap(map_, map_size_);

@@ -50,6 +50,11 @@ class ElfFile {
   // of the binaries it reads. Views into the mapping stay valid. A no-op for
   // an in-memory image. Returns the bytes of the mapping it covered.
   uint64_t ReleasePages();
+  // Reads `size` bytes at `p`, a pointer into the file's mapping, with pread
+  // instead of through the mapping (where the reads jump about the file, the
+  // mapping would fault in 64 KiB around each); false when `p` is not in the
+  // mapping or the read fails.
+  bool ReadMapped(const char* p, size_t size, char* out) const;
 
  private:
   ElfFile() = default;

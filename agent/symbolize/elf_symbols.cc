@@ -112,7 +112,7 @@ bool Before(const Candidate& a, const Candidate& b) {
 }
 
 // Symbols read between two ReleasePages of the file being read.
-constexpr size_t kReleaseEvery = 32768;
+constexpr size_t kReleaseEvery = 8192;
 constexpr size_t kBlockSymbols = 128;  // a spilled table's unit of reading
 // Blocks kept after a lookup, per spilled table, each at most kCachedBlockBytes
 // (a block of longer names is read again when needed): the table's memory is
@@ -296,11 +296,12 @@ struct ElfSymbols::Spill {
 // Turns collected candidates and headers into the compact, immutable table.
 class ElfSymbolsBuilder {
  public:
-  static StatusOr<std::unique_ptr<ElfSymbols>> Build(ElfFile& file, CandidateRuns& candidates, const std::string& dir,
-                                                     std::string build_id, std::string debug_file) {
+  static StatusOr<std::unique_ptr<ElfSymbols>> Build(ElfFile& file, ElfFile* debug_file, CandidateRuns& candidates,
+                                                     const std::string& dir, std::string build_id,
+                                                     std::string debug_path) {
     std::unique_ptr<ElfSymbols> out(new ElfSymbols());
     out->build_id_ = std::move(build_id);
-    out->debug_file_ = std::move(debug_file);
+    out->debug_file_ = std::move(debug_path);
     Elf* elf = file.elf();
     size_t phnum = 0;
     if (elf_getphdrnum(elf, &phnum) == 0) {
@@ -346,13 +347,22 @@ class ElfSymbolsBuilder {
       names.clear();
       return Status::Ok();
     };
+    // Names come out in address order, which is not the string table's: read
+    // through the mapping, each would fault in 64 KiB of it. They are read
+    // with pread from whichever file holds them (the binary or its debug file).
     SymbolStream stream([&](uint64_t start, uint32_t size, std::string_view name) -> Status {
-      if (names.size() + name.size() + 1 > std::numeric_limits<uint32_t>::max()) return flush();
+      if (names.size() + name.size() + 1 > std::numeric_limits<uint32_t>::max()) RETURN_IF_ERROR(flush());
       block.push_back({start, size, static_cast<uint32_t>(names.size())});
-      names.append(name);
+      const size_t at = names.size();
+      names.resize(at + name.size());
+      if (!file.ReadMapped(name.data(), name.size(), names.data() + at) &&
+          (debug_file == nullptr || !debug_file->ReadMapped(name.data(), name.size(), names.data() + at))) {
+        std::memcpy(names.data() + at, name.data(), name.size());  // an image in memory
+      }
       names.push_back('\0');
       if (++since_release == kReleaseEvery) {
-        file.ReleasePages();  // the names were read through the mapping
+        file.ReleasePages();  // what the merge's comparisons of aliases touched
+        if (debug_file != nullptr) debug_file->ReleasePages();
         since_release = 0;
       }
       return block.size() == kBlockSymbols ? flush() : Status::Ok();
@@ -426,8 +436,8 @@ StatusOr<std::unique_ptr<ElfSymbols>> ElfSymbols::Load(ElfFile& file, const ElfL
     if (debug_elf) RETURN_IF_ERROR(CollectSymbols(*debug_elf, &candidates).status());
   }
   ASSIGN_OR_RETURN(std::unique_ptr<ElfSymbols> table,
-                   ElfSymbolsBuilder::Build(file, candidates, options.spill_dir, std::move(build_id),
-                                            std::move(debug_path)));
+                   ElfSymbolsBuilder::Build(file, debug_elf.get(), candidates, options.spill_dir,
+                                            std::move(build_id), std::move(debug_path)));
   if (debug_elf) debug_elf->ReleasePages();
   return table;
 }
@@ -437,7 +447,7 @@ StatusOr<std::unique_ptr<ElfSymbols>> ElfSymbols::LoadFromMemory(std::string ima
   CandidateRuns candidates = MakeCandidateRuns(ElfLoadOptions{});
   RETURN_IF_ERROR(CollectSymbols(*file, &candidates).status());
   std::string build_id = file->BuildId();
-  return ElfSymbolsBuilder::Build(*file, candidates, "", std::move(build_id), "");
+  return ElfSymbolsBuilder::Build(*file, nullptr, candidates, "", std::move(build_id), "");
 }
 
 ElfSymbols::~ElfSymbols() = default;

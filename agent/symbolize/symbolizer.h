@@ -66,7 +66,7 @@ struct SymbolizerStats {
 };
 
 // The demangled-name cache's budget (names of the frames seen lately).
-inline constexpr size_t kDemangledCacheBytes = size_t{4} << 20;
+inline constexpr size_t kDemangledCacheBytes = size_t{1} << 20;
 
 // Symbol tables of binaries that no known process maps are kept, most
 // recently used first, while all binaries' tables together fit this budget;

@@ -71,12 +71,16 @@ CfiParser::CfiParser(std::span<const CfiSection> sections, const RowEncodingOpti
     : sections_(sections.begin(), sections.end()), options_(options) {}
 
 void CfiParser::CollectFdes(std::vector<FdeInfo>* out) {
+  CollectFdes([out](const FdeInfo& fde) { out->push_back(fde); });
+}
+
+void CfiParser::CollectFdes(const std::function<void(const FdeInfo&)>& take) {
   for (size_t i = 0; i < sections_.size() && i <= std::numeric_limits<uint8_t>::max(); ++i) {
-    CollectSection(static_cast<uint8_t>(i), out);
+    CollectSection(static_cast<uint8_t>(i), take);
   }
 }
 
-void CfiParser::CollectSection(uint8_t section_index, std::vector<FdeInfo>* out) {
+void CfiParser::CollectSection(uint8_t section_index, const std::function<void(const FdeInfo&)>& take) {
   const CfiSection& s = sections_[section_index];
   if (s.data.size() >= (uint64_t{1} << 32)) {
     ++stats_.truncated_sections;  // 32-bit offsets in FdeInfo; no real binary comes close
@@ -99,9 +103,7 @@ void CfiParser::CollectSection(uint8_t section_index, std::vector<FdeInfo>* out)
       } else {
         ++stats_.fdes;
         FdeInfo fde;
-        if (ParseFde(section_index, h.cie_offset, h.body, &fde)) {
-          out->push_back(fde);
-        }
+        if (ParseFde(section_index, h.cie_offset, h.body, &fde)) take(fde);
       }
     }
     offset = h.end;

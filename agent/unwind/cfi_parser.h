@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string_view>
 #include <unordered_map>
@@ -61,6 +62,8 @@ class CfiParser {
 
   // Walks every section once; appends the FDEs that can be evaluated.
   void CollectFdes(std::vector<FdeInfo>* out);
+  // The same, handing each to `take` in file order.
+  void CollectFdes(const std::function<void(const FdeInfo&)>& take);
 
   // Runs one FDE's program and appends its rows (see RunFdeProgram). False,
   // with the FDE counted as skipped, when the program is malformed or
@@ -77,7 +80,7 @@ class CfiParser {
     bool usable = false;
   };
 
-  void CollectSection(uint8_t section_index, std::vector<FdeInfo>* out);
+  void CollectSection(uint8_t section_index, const std::function<void(const FdeInfo&)>& take);
   // The CIE at `offset` of the section, parsed once; -1 if there is none.
   int64_t CieAt(uint8_t section_index, uint64_t offset);
   Cie ParseCie(const CfiSection& section, uint64_t offset);

@@ -17,10 +17,19 @@
 //  - consecutive rows with the same rule are merged;
 //  - more than 4 GiB of covered pcs is an error (row pcs are 32-bit).
 //
+// Memory: with UnwindTableOptions::spill_above set (the agent's options set
+// it), a binary of more FDEs or rows than that is built in bounded memory:
+// its FDEs are sorted in runs of a spill file (base/spill_file.h) and its
+// rows are written to another, which ForEachRows reads back in chunks, so a
+// 200 MB binary costs the builder a few MB however many rows it has. The
+// ELF file's pages are given back as its CFI is read.
+//
 // Build functions are pure; tables are immutable values, safe to share.
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <utility>
@@ -29,6 +38,7 @@
 #include "agent/unwind/cfa_program.h"
 #include "agent/unwind/cfi_parser.h"
 #include "agent/unwind/elf_cfi_image.h"
+#include "base/spill_file.h"
 #include "base/status.h"
 #include "bpf/intf/unwind.h"
 
@@ -54,13 +64,20 @@ struct UnwindTableStats {
 
 struct UnwindTable {
   uint64_t base_vaddr = 0;
-  std::vector<ws_unwind_entry> entries;  // sorted by pc, pc relative to base_vaddr
+  // Sorted by pc, pc relative to base_vaddr; empty when spilled_rows holds them.
+  std::vector<ws_unwind_entry> entries;
+  std::shared_ptr<const SpillFile> spilled_rows;
   std::vector<LoadSegment> load_segments;  // from the ELF; empty when built from bare sections
   UnwindTableStats stats;
 
+  uint64_t row_count() const { return spilled_rows ? stats.rows : entries.size(); }
+  // The rows in order, at most kRowChunk at a time (from memory or read back
+  // from the spill file).
+  static constexpr size_t kRowChunk = 16384;
+  Status ForEachRows(const std::function<Status(std::span<const ws_unwind_entry>)>& take) const;
   // The row in effect at an ELF virtual address (the last row with pc <= it),
-  // as the BPF search finds it; nullptr before the first row or >= 4 GiB past
-  // the base.
+  // as the BPF search finds it; nullptr before the first row, >= 4 GiB past
+  // the base, or when the rows are spilled.
   const ws_unwind_entry* Lookup(uint64_t vaddr) const;
 };
 
@@ -73,6 +90,10 @@ struct UnwindTableOptions {
   // 15 is safe in practice; measured savings: libc -17%, python3 -9%, libLLVM
   // -14% rows. 0 keeps the strict rule: every gap gets a WS_CFA_NONE row.
   uint32_t max_padding_gap = 0;
+  // FDEs or rows past this many are built in spill files (see above); the
+  // default keeps everything in memory.
+  size_t spill_above = SIZE_MAX;
+  std::string spill_dir;  // empty: SpillDirectory()
 };
 
 // The table of an ELF file. A file without CFI gives an empty table.
@@ -82,10 +103,12 @@ StatusOr<UnwindTable> BuildUnwindTable(std::shared_ptr<ElfFile> file, const Unwi
 // The same for an ELF image in memory (tests, [vdso]).
 StatusOr<UnwindTable> BuildUnwindTableFromMemory(std::string image, const UnwindTableOptions& options = {});
 // The core, for callers that already hold the sections. An empty
-// `code_ranges` keeps every FDE.
+// `code_ranges` keeps every FDE. `release_pages`, when set, is called every
+// few thousand FDEs (the sections' file gives its pages back).
 StatusOr<UnwindTable> BuildUnwindTableFromSections(std::span<const CfiSection> sections,
                                                    std::span<const CodeRange> code_ranges,
-                                                   const UnwindTableOptions& options = {});
+                                                   const UnwindTableOptions& options = {},
+                                                   const std::function<void()>& release_pages = {});
 
 // (page, {first, count}) for every page of the table that holds rows, sorted
 // by page; page = relative pc >> WS_UNWIND_PAGE_BITS, first indexes

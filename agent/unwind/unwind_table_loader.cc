@@ -27,6 +27,10 @@ UnwindTableOptions AgentUnwindTableOptions() {
   // are looked up at pc-1, so small gaps need no frame-pointer row: 9-17%
   // fewer rows (measured on libc, python3, libLLVM).
   o.max_padding_gap = 15;
+  // Binaries past 64 Ki FDEs or rows (512 KiB of rows) are built in spill
+  // files, so that the agent's memory does not follow the size of libtorch_cuda
+  // or cuDNN (unwind_table.h).
+  o.spill_above = 65536;
   return o;
 }
 
@@ -85,8 +89,8 @@ StatusOr<uint32_t> UnwindTableLoader::Upload(const std::string& key, BuiltLoader
   }
   if (ms > 1000) LOG_INFO() << "unwind table for " << name << " took " << static_cast<int>(ms) << " ms";
 
-  const auto& entries = built.entries;
-  if (entries.empty()) return FailedPreconditionError("no CFI rows in " + name);
+  const uint64_t rows = built.row_count();
+  if (rows == 0) return FailedPreconditionError("no CFI rows in " + name);
   // Idle tables give way, oldest first, to a table that needs their space.
   while (stats_.pages_used + index.size() > sizes_.pages) {
     if (!FreeOldestIdle()) {
@@ -95,24 +99,29 @@ StatusOr<uint32_t> UnwindTableLoader::Upload(const std::string& key, BuiltLoader
     }
   }
   std::optional<uint32_t> first;
-  while (!(first = rows_.Allocate(static_cast<uint32_t>(entries.size())))) {
-    if (!FreeOldestIdle()) {
+  while (rows > sizes_.entries || !(first = rows_.Allocate(static_cast<uint32_t>(rows)))) {
+    if (rows > sizes_.entries || !FreeOldestIdle()) {
       ++stats_.tables_no_space;
-      return ResourceExhaustedError("unwind row budget full (" + std::to_string(entries.size()) + " rows for " +
-                                    name + ")");
+      return ResourceExhaustedError("unwind row budget full (" + std::to_string(rows) + " rows for " + name + ")");
     }
   }
   auto table = std::make_unique<Table>();
   table->first = *first;
-  table->count = static_cast<uint32_t>(entries.size());
+  table->count = static_cast<uint32_t>(rows);
   table->base_vaddr = built.base_vaddr;
   table->segments = std::move(built.load_segments);
   table->key = key;
   auto free_slot = std::find(tables_.begin(), tables_.end(), nullptr);
   table->id = static_cast<uint32_t>(free_slot - tables_.begin());
-  if (Status s = UploadArray(fds_.entries, table->first, entries.data(), table->count); !s.ok()) {
+  uint32_t uploaded = 0;
+  Status up = built.ForEachRows([&](std::span<const ws_unwind_entry> chunk) -> Status {
+    RETURN_IF_ERROR(UploadArray(fds_.entries, table->first + uploaded, chunk.data(), static_cast<uint32_t>(chunk.size())));
+    uploaded += static_cast<uint32_t>(chunk.size());
+    return Status::Ok();
+  });
+  if (!up.ok()) {
     rows_.Free(table->first, table->count);
-    return s;
+    return up;
   }
   std::vector<ws_unwind_page_key> keys;
   std::vector<ws_unwind_page> values;

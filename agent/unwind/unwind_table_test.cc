@@ -194,6 +194,52 @@ TEST(UnwindTable, BigBinariesBuildFast) {
   if (built == 0) GTEST_SKIP() << "no big binaries installed";
 }
 
+// Built past the spill bound (FDEs sorted in runs of a spill file, rows
+// written to another), a table has the same rows, page index and counts as
+// built in memory: libc and python3 (with their .eh_frame), and the
+// .debug_frame fixture, spilled above 1000 FDEs or rows.
+TEST(UnwindTable, SpilledTablesMatchTablesBuiltInMemory) {
+  int compared = 0;
+  for (const char* path : {kLibc, "/usr/bin/python3.11", WS_UNWIND_FIXTURE_DEBUG_FRAME}) {
+    if (!Exists(path)) continue;
+    SCOPED_TRACE(path);
+    UnwindTableOptions options;
+    options.max_padding_gap = 15;
+    StatusOr<UnwindTable> memory = BuildUnwindTable(path, options);
+    ASSERT_TRUE(memory.ok()) << memory.status().ToString();
+    options.spill_above = 1000;
+    options.spill_dir = testing::TempDir();
+    StatusOr<UnwindTable> spilled = BuildUnwindTable(path, options);
+    ASSERT_TRUE(spilled.ok()) << spilled.status().ToString();
+    EXPECT_EQ(spilled->spilled_rows != nullptr, memory->row_count() > 1000);
+    EXPECT_TRUE(spilled->entries.empty() || spilled->spilled_rows == nullptr);
+    std::vector<ws_unwind_entry> rows;
+    ASSERT_TRUE(spilled->ForEachRows([&](std::span<const ws_unwind_entry> chunk) {
+                          rows.insert(rows.end(), chunk.begin(), chunk.end());
+                          return Status::Ok();
+                        }).ok());
+    ASSERT_EQ(rows.size(), memory->entries.size());
+    EXPECT_EQ(std::memcmp(rows.data(), memory->entries.data(), rows.size() * sizeof(ws_unwind_entry)), 0);
+    EXPECT_EQ(spilled->base_vaddr, memory->base_vaddr);
+    EXPECT_EQ(spilled->stats.rows, memory->stats.rows);
+    EXPECT_EQ(spilled->stats.rows_before_merge, memory->stats.rows_before_merge);
+    EXPECT_EQ(spilled->stats.gap_rows, memory->stats.gap_rows);
+    EXPECT_EQ(spilled->stats.fdes_overlapping, memory->stats.fdes_overlapping);
+    EXPECT_EQ(spilled->stats.fdes_outside_code, memory->stats.fdes_outside_code);
+    StatusOr<UnwindPageIndex> a = BuildPageIndex(*memory);
+    StatusOr<UnwindPageIndex> b = BuildPageIndex(*spilled);
+    ASSERT_TRUE(a.ok() && b.ok());
+    ASSERT_EQ(a->size(), b->size());
+    for (size_t i = 0; i < a->size(); ++i) {
+      EXPECT_EQ((*a)[i].first, (*b)[i].first);
+      EXPECT_EQ((*a)[i].second.first, (*b)[i].second.first);
+      EXPECT_EQ((*a)[i].second.count, (*b)[i].second.count);
+    }
+    ++compared;
+  }
+  EXPECT_GE(compared, 2);
+}
+
 TEST(UnwindTable, CompressedDebugFrame) {
   StatusOr<UnwindTable> plain = BuildUnwindTable(WS_UNWIND_FIXTURE_DEBUG_FRAME);
   StatusOr<UnwindTable> compressed = BuildUnwindTable(WS_UNWIND_FIXTURE_DEBUG_FRAME_GZ);

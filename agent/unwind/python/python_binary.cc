@@ -62,6 +62,7 @@ StatusOr<PythonBinary> ReadPythonBinary(ElfFile& file, const std::string& name_h
     if (!data) continue;
     const size_t count = sh.sh_size / sh.sh_entsize;
     for (size_t i = 0; i < count; ++i) {
+      if (i % 8192 == 8191) file.ReleasePages();  // a large symtab does not stay resident
       GElf_Sym sym;
       if (!gelf_getsym(data, static_cast<int>(i), &sym) || sym.st_shndx == SHN_UNDEF || sym.st_value == 0) continue;
       const char* name = elf_strptr(elf, sh.sh_link, sym.st_name);
@@ -78,6 +79,7 @@ StatusOr<PythonBinary> ReadPythonBinary(ElfFile& file, const std::string& name_h
       }
     }
   }
+  file.ReleasePages();
   if (!have_runtime) return NotFoundError(path + " has no CPython runtime");
   if (bin.eval.size == 0) return NotFoundError(path + " has _PyRuntime but no _PyEval_EvalFrameDefault");
 
