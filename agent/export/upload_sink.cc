@@ -40,6 +40,11 @@ UploadSink::UploadSink(std::string agent_id, std::string node, size_t max_batch_
 void UploadSink::AddCounters(std::vector<ProfileCounter>* counters) const {
   const UploaderStats up = uploader_->StatsFromAnyThread();
   SetCounter(counters, "spool_dropped_batches", up.spool_dropped_batches);
+  // Batches waiting in memory (the disk refused them) and on disk.
+  SetCounter(counters, "cache_bytes_upload_queue", up.queued_bytes);
+  SetCounter(counters, "cache_budget_bytes_upload_queue", up.max_queued_bytes);
+  SetCounter(counters, "spool_bytes", up.spooled_bytes);
+  SetCounter(counters, "spool_budget_bytes", up.spool_max_bytes);
   SetCounter(counters, "upload_batches_sent", up.batches_sent);
   SetCounter(counters, "upload_batches_rejected", up.batches_rejected);
   SetCounter(counters, "upload_batches_dropped", up.batches_dropped);

@@ -77,6 +77,10 @@ UploaderStats Uploader::StatsFromAnyThread() const {
   UploaderStats s = stats_;
   s.queued = queue_.size();
   s.spooled = spool_->size();
+  s.queued_bytes = queued_bytes_;
+  s.max_queued_bytes = options_.max_queued_bytes;
+  s.spooled_bytes = spool_->bytes();
+  s.spool_max_bytes = spool_->max_bytes();
   return s;
 }
 

@@ -96,6 +96,10 @@ struct UploaderStats {
   int last_http_status = 0;       // 0: no answer (network error) or nothing sent yet
   size_t queued = 0;              // batches in memory now
   size_t spooled = 0;             // batches in the spool now
+  uint64_t queued_bytes = 0;      // of the batches in memory
+  uint64_t max_queued_bytes = 0;  // their bound (options)
+  uint64_t spooled_bytes = 0;     // on disk
+  uint64_t spool_max_bytes = 0;
 };
 
 class Uploader {

@@ -308,6 +308,11 @@ void ProfilingSession::AddCounters(std::vector<ProfileCounter>* counters) const 
   SetCounter(counters, "unwind_tables_idle", u.tables_idle);
   SetCounter(counters, "unwind_processes_described", u.processes_described);
   SetCounter(counters, "unwind_table_build_ms_total", static_cast<uint64_t>(u.build_ms_total));
+  // Unwind rows live in BPF maps (kernel memory, preallocated to the budget):
+  // what the tables use of them, and the tables given up for room.
+  SetCounter(counters, "cache_bytes_unwind_rows_bpf", u.rows_used * sizeof(ws_unwind_entry));
+  SetCounter(counters, "cache_budget_bytes_unwind_rows_bpf", u.rows_capacity * sizeof(ws_unwind_entry));
+  SetCounter(counters, "cache_evictions_unwind_rows_bpf", u.tables_freed);
   const PythonStats& py = python_.stats();
   SetCounter(counters, "python_processes", py.processes);
   SetCounter(counters, "python_unsupported_processes", py.unsupported_processes);
@@ -316,6 +321,9 @@ void ProfilingSession::AddCounters(std::vector<ProfileCounter>* counters) const 
   SetCounter(counters, "python_code_object_errors", py.code_object_errors);
   SetCounter(counters, "python_frames_resolved", py.frames_resolved);
   SetCounter(counters, "python_frames_unresolved", py.frames_unresolved);
+  SetCounter(counters, "cache_bytes_python_code_objects", py.code_bytes + py.static_code_bytes);
+  SetCounter(counters, "cache_budget_bytes_python_code_objects", kDefaultPythonCodeCacheBytes);
+  SetCounter(counters, "cache_evictions_python_code_objects", py.code_cache_evictions);
 }
 
 }  // namespace warpscope

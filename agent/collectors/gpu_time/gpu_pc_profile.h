@@ -159,7 +159,14 @@ struct GpuPcStats {
 
 class GpuPcAggregator {
  public:
-  explicit GpuPcAggregator(size_t max_keys = 1'000'000) : max_keys_(max_keys) {}
+  // At most `max_keys` distinct (process, device, function, cubin, PC, stall)
+  // keys wait at once, ~kKeyBytes each; samples of new keys past it are
+  // dropped and counted (samples_dropped).
+  static constexpr size_t kDefaultMaxKeys = 250'000;
+  static constexpr size_t kKeyBytes = 112;  // the key, its count and its map node
+  explicit GpuPcAggregator(size_t max_keys = kDefaultMaxKeys) : max_keys_(max_keys) {}
+  size_t keys() const { return keys_; }
+  size_t max_keys() const { return max_keys_; }
 
   // `now_ns`: CLOCK_MONOTONIC when it arrived; `unix_second`: the Unix
   // second it is reported in.

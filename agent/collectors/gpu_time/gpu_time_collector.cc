@@ -811,6 +811,9 @@ void GpuTimeCollector::AddCounters(std::vector<ProfileCounter>* counters) const 
   SetCounter(counters, "cuda_kernel_names", names.names);
   SetCounter(counters, "cuda_kernel_names_refused", names.refused);
   SetCounter(counters, "cuda_kernel_names_evicted", names.evicted);
+  SetCounter(counters, "cache_bytes_kernel_names", names.bytes);
+  SetCounter(counters, "cache_budget_bytes_kernel_names", names.budget_bytes);
+  SetCounter(counters, "cache_evictions_kernel_names", names.evicted);
   SetCounter(counters, "gpu_kernel_names_lost", stats_.kernel_names_lost);
   // The libraries' counters: those of ended connections, plus the latest
   // STATS of each open one.
@@ -872,6 +875,9 @@ void GpuTimeCollector::AddCounters(std::vector<ProfileCounter>* counters) const 
   SetCounter(counters, "gpu_pc_samples_unjoined", p.samples_unjoined);
   SetCounter(counters, "gpu_pc_samples_dropped", p.samples_dropped);
   SetCounter(counters, "gpu_pc_instructions_unknown", p.instructions_unknown);
+  SetCounter(counters, "cache_bytes_gpu_pc_samples", pc_.keys() * GpuPcAggregator::kKeyBytes);
+  SetCounter(counters, "cache_budget_bytes_gpu_pc_samples", pc_.max_keys() * GpuPcAggregator::kKeyBytes);
+  SetCounter(counters, "cache_evictions_gpu_pc_samples", p.samples_dropped);
   const CubinLibraryStats cubins = cubins_->stats();
   SetCounter(counters, "gpu_cubins", cubins.cubins);
   SetCounter(counters, "gpu_cubin_bytes", cubins.bytes);
@@ -881,6 +887,9 @@ void GpuTimeCollector::AddCounters(std::vector<ProfileCounter>* counters) const 
   SetCounter(counters, "gpu_cubins_refused_per_uid", cubins.refused_per_uid);
   SetCounter(counters, "gpu_cubins_released", cubins.released);
   SetCounter(counters, "gpu_cubins_not_uploaded", cubins.not_uploaded);
+  SetCounter(counters, "cache_bytes_cubins", cubins.bytes);
+  SetCounter(counters, "cache_budget_bytes_cubins", options_.max_cubin_bytes);
+  SetCounter(counters, "cache_evictions_cubins", cubins.refused + cubins.refused_per_uid);
 }
 
 }  // namespace warpscope::gpu

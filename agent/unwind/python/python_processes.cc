@@ -23,12 +23,14 @@ bool PythonProcesses::IsCandidate(const ProcessInfo& info, const MemoryMapping& 
   return base.starts_with("libpython");
 }
 
-PythonProcesses::PythonProcesses(int py_procs_fd, ProcFs procfs, size_t max_binaries, BinaryFiles* files)
+PythonProcesses::PythonProcesses(int py_procs_fd, ProcFs procfs, size_t max_binaries, BinaryFiles* files,
+                                 size_t max_code_bytes)
     : py_procs_fd_(py_procs_fd),
       procfs_(std::move(procfs)),
       own_files_(files == nullptr ? std::make_unique<BinaryFiles>(procfs_) : nullptr),
       files_(files == nullptr ? own_files_.get() : files),
-      max_binaries_(max_binaries) {}
+      max_binaries_(max_binaries),
+      max_code_bytes_(max_code_bytes) {}
 
 const PythonBinary* PythonProcesses::BinaryFor(uint32_t pid, const MemoryMapping& m) {
   const FileIdentity key = IdentityOf(m);
@@ -71,7 +73,7 @@ uint32_t PythonProcesses::Describe(const ProcessInfo& info) {
     }
   }
   auto withdraw = [&]() -> uint32_t {
-    if (processes_.erase(info.pid) && py_procs_fd_ >= 0) bpf_map_delete_elem(py_procs_fd_, &info.pid);
+    if (EraseProcess(info.pid) && py_procs_fd_ >= 0) bpf_map_delete_elem(py_procs_fd_, &info.pid);
     return 0;
   };
   if (!found) return withdraw();
@@ -115,7 +117,7 @@ uint32_t PythonProcesses::Describe(const ProcessInfo& info) {
     if (inserted) ++stats_.processes;
     LOG_DEBUG() << "python: pid " << info.pid << " runs CPython " << found->version->ToString() << " (" << path
                 << ")";
-    it->second.code.clear();
+    ClearCode(it->second);
   }
   it->second.layout = layout;
   it->second.generation = info.generation;
@@ -131,7 +133,7 @@ uint32_t PythonProcesses::Describe(const ProcessInfo& info) {
 }
 
 void PythonProcesses::OnExec(uint32_t pid) {
-  processes_.erase(pid);
+  EraseProcess(pid);
   exited_.erase(pid);
   if (py_procs_fd_ >= 0) bpf_map_delete_elem(py_procs_fd_, &pid);
 }
@@ -142,7 +144,7 @@ void PythonProcesses::OnExit(uint32_t pid) {
 }
 
 void PythonProcesses::EndEpoch() {
-  for (uint32_t pid : exited_) processes_.erase(pid);
+  for (uint32_t pid : exited_) EraseProcess(pid);
   exited_.clear();
   if (binaries_.size() <= max_binaries_) return;
   std::unordered_set<FileIdentity, FileIdentityHash> in_use;
@@ -168,8 +170,7 @@ std::shared_ptr<const PythonCodeInfo> PythonProcesses::Lookup(uint32_t pid, Proc
   if (in_image) {
     if (auto s = static_code_.find(static_key); s != static_code_.end()) {
       ++stats_.code_objects_shared;
-      if (p.code.size() >= kMaxCodeObjectsPerProcess) p.code.clear();
-      p.code.emplace(key, s->second);
+      AddCode(p, key, s->second);
       return s->second;
     }
   }
@@ -179,8 +180,13 @@ std::shared_ptr<const PythonCodeInfo> PythonProcesses::Lookup(uint32_t pid, Proc
   if (read.ok() && read->fingerprint == fingerprint) {
     info = std::make_shared<const PythonCodeInfo>(std::move(read).value());
     if (in_image) {
-      if (static_code_.size() >= kMaxStaticCodeObjects) static_code_.clear();
+      if (static_code_.size() >= kMaxStaticCodeObjects) {
+        static_code_.clear();
+        stats_.static_code_bytes = 0;
+        ++stats_.code_cache_evictions;
+      }
       static_code_.emplace(static_key, info);
+      stats_.static_code_bytes += CodeBytes(info.get());
     }
   } else {
     ++stats_.code_object_errors;
@@ -189,9 +195,50 @@ std::shared_ptr<const PythonCodeInfo> PythonProcesses::Lookup(uint32_t pid, Proc
     // a live process may simply not have finished building the object.
     if (!exited_.count(pid) && procfs_.Exists(pid)) return nullptr;
   }
-  if (p.code.size() >= kMaxCodeObjectsPerProcess) p.code.clear();  // bound memory for processes that churn code
-  p.code.emplace(key, info);
+  AddCode(p, key, info);
   return info;
+}
+
+size_t PythonProcesses::CodeBytes(const PythonCodeInfo* info) {
+  // The map node and the shared_ptr's control block, roughly, plus the strings.
+  constexpr size_t kEntry = 128;
+  if (info == nullptr) return kEntry;
+  return kEntry + sizeof(PythonCodeInfo) + info->name.capacity() + info->filename.capacity() +
+         info->linetable.capacity();
+}
+
+void PythonProcesses::AddCode(Process& p, const std::pair<uint64_t, uint32_t>& key,
+                              std::shared_ptr<const PythonCodeInfo> info) {
+  if (p.code.size() >= kMaxCodeObjectsPerProcess) ClearCode(p);  // a process that churns code
+  const size_t bytes = CodeBytes(info.get());
+  if (!p.code.emplace(key, std::move(info)).second) return;
+  p.code_bytes += bytes;
+  stats_.code_bytes += bytes;
+  // Over the budget: the process holding the most gives its cache up (its
+  // frames read their code objects again).
+  while (stats_.code_bytes > max_code_bytes_) {
+    Process* largest = nullptr;
+    for (auto& [pid, q] : processes_) {
+      if (largest == nullptr || q.code_bytes > largest->code_bytes) largest = &q;
+    }
+    if (largest == nullptr || largest->code_bytes == 0) break;
+    ClearCode(*largest);
+  }
+}
+
+void PythonProcesses::ClearCode(Process& p) {
+  if (!p.code.empty()) ++stats_.code_cache_evictions;
+  stats_.code_bytes -= std::min(stats_.code_bytes, p.code_bytes);
+  p.code_bytes = 0;
+  p.code.clear();
+}
+
+bool PythonProcesses::EraseProcess(uint32_t pid) {
+  auto it = processes_.find(pid);
+  if (it == processes_.end()) return false;
+  stats_.code_bytes -= std::min(stats_.code_bytes, it->second.code_bytes);
+  processes_.erase(it);
+  return true;
 }
 
 void PythonProcesses::Prefetch(uint32_t pid, const uint64_t* frames, size_t count) {

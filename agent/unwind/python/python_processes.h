@@ -48,7 +48,13 @@ struct PythonStats {
   uint64_t code_object_errors = 0;     // unreadable, or its fingerprint no longer matched
   uint64_t frames_resolved = 0;
   uint64_t frames_unresolved = 0;
+  uint64_t code_bytes = 0;             // the processes' code-object caches now (kept per process)
+  uint64_t static_code_bytes = 0;      // the code objects shared by processes of one binary
+  uint64_t code_cache_evictions = 0;   // a process's cache given up (over the budget, or its churn bound)
 };
+
+// The processes' code-object caches together hold at most this many bytes.
+inline constexpr size_t kDefaultPythonCodeCacheBytes = size_t{16} << 20;
 
 class PythonProcesses {
  public:
@@ -58,7 +64,11 @@ class PythonProcesses {
   // running new executables, such as a build machine, would grow otherwise).
   // Binaries are opened through `files` (shared with the other readers of a
   // process's files), or through a BinaryFiles of its own when null.
-  PythonProcesses(int py_procs_fd, ProcFs procfs, size_t max_binaries = 4096, BinaryFiles* files = nullptr);
+  // The code objects read from processes are cached per process, all
+  // processes together within `max_code_bytes` (past it, the process holding
+  // the most gives its cache up).
+  PythonProcesses(int py_procs_fd, ProcFs procfs, size_t max_binaries = 4096, BinaryFiles* files = nullptr,
+                  size_t max_code_bytes = kDefaultPythonCodeCacheBytes);
 
   // Detects CPython in `info` (once per binary file) and publishes or
   // withdraws the process's entry. Returns the WS_PROC_* flags for proc_info.
@@ -106,7 +116,12 @@ class PythonProcesses {
     // the binary.
     std::vector<std::pair<uint64_t, uint64_t>> static_ranges;
     std::map<std::pair<uint64_t, uint32_t>, std::shared_ptr<const PythonCodeInfo>> code;  // (addr, fingerprint)
+    size_t code_bytes = 0;
   };
+  static size_t CodeBytes(const PythonCodeInfo* info);
+  void AddCode(Process& p, const std::pair<uint64_t, uint32_t>& key, std::shared_ptr<const PythonCodeInfo> info);
+  void ClearCode(Process& p);
+  bool EraseProcess(uint32_t pid);  // false when it was not described
   // Per file: the binary when it holds CPython; null when it does not.
   const PythonBinary* BinaryFor(uint32_t pid, const MemoryMapping& m);
   std::shared_ptr<const PythonCodeInfo> Lookup(uint32_t pid, Process& p, uint64_t code_addr, uint32_t fingerprint);
@@ -116,6 +131,7 @@ class PythonProcesses {
   std::unique_ptr<BinaryFiles> own_files_;
   BinaryFiles* files_;
   size_t max_binaries_;
+  size_t max_code_bytes_;
   std::unordered_map<FileIdentity, std::unique_ptr<PythonBinary>, FileIdentityHash> binaries_;
   std::unordered_set<std::string> warned_;  // binaries whose version was reported unsupported
   std::unordered_map<uint32_t, Process> processes_;

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <array>
 #include <memory>
+#include <sstream>
 #include <string>
 
 #include "agent/process/process_table.h"
@@ -223,6 +225,65 @@ TEST(PythonProcessesTest, StaticCodeObjectsAreSharedAcrossProcesses) {
       }
     }
   }
+}
+
+// The code-object caches of all processes stay within their byte budget:
+// past it, the process holding the most gives its cache up (counted), and a
+// frame of it reads its code object again and still resolves.
+TEST(PythonProcessesTest, CodeObjectCachesStayWithinTheirBudget) {
+  auto pythons = testing::FindTestPythons();
+  ASSERT_TRUE(pythons.ok());
+  ASSERT_FALSE(pythons->empty());
+  const auto& py = pythons->front();
+  const char* script =
+      "import sys\n"
+      "fs = []\n"
+      "for i in range(200):\n"
+      "    exec('def f%d(a):\\n    return a + %d\\n' % (i, i))\n"
+      "    fs.append(eval('f%d' % i))\n"
+      "print(' '.join('%d:%d:%d:%d' % (id(f.__code__), f.__code__.co_argcount, f.__code__.co_flags,\n"
+      "                                f.__code__.co_firstlineno) for f in fs), flush=True)\n"
+      "sys.stdin.read()\n";
+  constexpr size_t kBudget = 16 << 10;  // a few dozen code objects
+  PythonProcesses python(-1, ProcFs(), 4096, nullptr, kBudget);
+  ProcessTable table{ProcFs()};
+  std::vector<std::unique_ptr<ChildProcess>> children;
+  std::vector<std::vector<std::array<unsigned long long, 4>>> codes;
+  for (int i = 0; i < 2; ++i) {
+    auto child = ChildProcess::Start({py.path, "-c", script});
+    ASSERT_TRUE(child.ok());
+    auto line = (*child)->ReadLine(10000);
+    ASSERT_TRUE(line.ok());
+    std::vector<std::array<unsigned long long, 4>> mine;
+    std::istringstream in(*line);
+    std::string item;
+    while (in >> item) {
+      std::array<unsigned long long, 4> c{};
+      ASSERT_EQ(sscanf(item.c_str(), "%llu:%llu:%llu:%llu", &c[0], &c[1], &c[2], &c[3]), 4);
+      mine.push_back(c);
+    }
+    ASSERT_EQ(mine.size(), 200u);
+    const ProcessInfo* info = table.OnProcessSeen((*child)->pid());
+    ASSERT_NE(info, nullptr);
+    ASSERT_EQ(python.Describe(*info), WS_PROC_PYTHON);
+    children.push_back(std::move(child).value());
+    codes.push_back(std::move(mine));
+  }
+  for (int round = 0; round < 2; ++round) {
+    for (size_t i = 0; i < children.size(); ++i) {
+      for (const auto& c : codes[i]) {
+        const uint32_t fp = ws_py_fingerprint(static_cast<uint32_t>(c[1]), static_cast<uint32_t>(c[2]),
+                                              static_cast<uint32_t>(c[3]));
+        PythonFrame f = python.Resolve(children[i]->pid(), c[0], fp, 0);
+        ASSERT_TRUE(f.resolved);
+        ASSERT_EQ(f.name.rfind("f", 0), 0u);
+        ASSERT_LE(python.stats().code_bytes, kBudget);
+      }
+    }
+  }
+  EXPECT_GT(python.stats().code_bytes, 0u);
+  EXPECT_GT(python.stats().code_cache_evictions, 0u);
+  EXPECT_GE(python.stats().code_objects_read, 800u) << "given up caches are read again";
 }
 
 }  // namespace
