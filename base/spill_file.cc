@@ -1,8 +1,10 @@
 #include "base/spill_file.h"
 
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
@@ -43,18 +45,30 @@ StatusOr<SpillFile> SpillFile::Create(const std::string& dir_or_default) {
 }
 
 SpillFile::SpillFile(SpillFile&& other) noexcept
-    : fd_(std::move(other.fd_)), size_(std::exchange(other.size_, 0)) {}
+    : fd_(std::move(other.fd_)),
+      size_(std::exchange(other.size_, 0)),
+      discarded_(std::exchange(other.discarded_, 0)) {}
 
 SpillFile& SpillFile::operator=(SpillFile&& other) noexcept {
   if (this != &other) {
-    g_disk_bytes.fetch_sub(size_, std::memory_order_relaxed);
+    g_disk_bytes.fetch_sub(size_ - discarded_, std::memory_order_relaxed);
     fd_ = std::move(other.fd_);
     size_ = std::exchange(other.size_, 0);
+    discarded_ = std::exchange(other.discarded_, 0);
   }
   return *this;
 }
 
-SpillFile::~SpillFile() { g_disk_bytes.fetch_sub(size_, std::memory_order_relaxed); }
+SpillFile::~SpillFile() { g_disk_bytes.fetch_sub(size_ - discarded_, std::memory_order_relaxed); }
+
+void SpillFile::Discard(uint64_t offset, uint64_t size) {
+  if (offset >= size_ || size == 0) return;
+  size = std::min(size, size_ - offset);
+  (void)::fallocate(fd_.get(), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset),
+                    static_cast<off_t>(size));
+  discarded_ += size;
+  g_disk_bytes.fetch_sub(size, std::memory_order_relaxed);
+}
 
 Status SpillFile::Append(const void* data, size_t size) {
   const char* p = static_cast<const char*>(data);

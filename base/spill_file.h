@@ -52,11 +52,16 @@ class SpillFile {
   bool valid() const { return fd_.valid(); }
   Status Append(const void* data, size_t size);
   Status ReadAt(uint64_t offset, void* data, size_t size) const;
+  // The bytes [offset, offset + size) are no longer needed: their disk
+  // blocks are given back (a hole is punched; the file keeps its length) and
+  // they no longer count in SpillDiskBytes.
+  void Discard(uint64_t offset, uint64_t size);
   uint64_t size() const { return size_; }
 
  private:
   ScopedFd fd_;
   uint64_t size_ = 0;
+  uint64_t discarded_ = 0;
 };
 
 template <typename T, typename Less>

@@ -113,16 +113,9 @@ bool Before(const Candidate& a, const Candidate& b) {
 
 // Symbols read between two ReleasePages of the file being read.
 constexpr size_t kReleaseEvery = 8192;
-constexpr size_t kBlockSymbols = 128;  // a spilled table's unit of reading
-// Blocks kept after a lookup, per spilled table, each at most kCachedBlockBytes
-// (a block of longer names is read again when needed): the table's memory is
-// then its fences plus at most kCachedBlocks * kCachedBlockBytes.
-constexpr size_t kCachedBlocks = 4;
-constexpr size_t kCachedBlockBytes = 32 << 10;
 
 std::atomic<uint64_t> g_spill_tables{0};
 std::atomic<uint64_t> g_spill_failures{0};
-std::atomic<uint64_t> g_spill_block_reads{0};
 
 struct CandidateBefore {
   bool operator()(const Candidate& a, const Candidate& b) const { return Before(a, b); }
@@ -236,63 +229,6 @@ class SymbolStream {
 
 }  // namespace
 
-// A spilled table: blocks of up to kBlockSymbols symbols in `fd`, each a
-// BlockHeader, its Symbols (name offsets within the block's names) and the
-// names, NUL-terminated.
-struct ElfSymbols::Spill {
-  struct BlockHeader {
-    uint32_t count;
-    uint32_t name_bytes;
-  };
-  struct Fence {
-    uint64_t start;   // the block's first symbol
-    uint64_t offset;  // the block in the file
-  };
-  struct Block {
-    size_t index = SIZE_MAX;
-    uint64_t used = 0;
-    std::vector<Symbol> symbols;
-    std::string names;
-  };
-
-  SpillFile file;
-  size_t count = 0;
-  std::vector<Fence> fences;
-  std::mutex mu;
-  std::array<Block, kCachedBlocks> cache;  // blocks read last (guarded by mu)
-  Block uncached;                          // a block too large to keep, until the next read
-  uint64_t clock = 0;
-
-  // The block, read if needed; nullptr when the file cannot be read.
-  const Block* Get(size_t index) {
-    Block* victim = &cache[0];
-    for (Block& b : cache) {
-      if (b.index == index) {
-        b.used = ++clock;
-        return &b;
-      }
-      if (b.used < victim->used) victim = &b;
-    }
-    const uint64_t begin = fences[index].offset;
-    const uint64_t end = index + 1 < fences.size() ? fences[index + 1].offset : file.size();
-    std::string raw(end - begin, '\0');
-    if (raw.size() < sizeof(BlockHeader) || !file.ReadAt(begin, raw.data(), raw.size()).ok()) return nullptr;
-    g_spill_block_reads.fetch_add(1, std::memory_order_relaxed);
-    if (raw.size() > kCachedBlockBytes) victim = &uncached;
-    BlockHeader h;
-    std::memcpy(&h, raw.data(), sizeof(h));
-    const size_t symbols_bytes = size_t{h.count} * sizeof(Symbol);
-    if (sizeof(h) + symbols_bytes + h.name_bytes != raw.size()) return nullptr;
-    victim->symbols.resize(h.count);
-    std::memcpy(victim->symbols.data(), raw.data() + sizeof(h), symbols_bytes);
-    victim->names.assign(raw, sizeof(h) + symbols_bytes, h.name_bytes);
-    victim->index = victim == &uncached ? SIZE_MAX : index;
-    victim->used = ++clock;
-    return victim;
-  }
-
-};
-
 // Turns collected candidates and headers into the compact, immutable table.
 class ElfSymbolsBuilder {
  public:
@@ -327,52 +263,30 @@ class ElfSymbolsBuilder {
       out->names_.shrink_to_fit();
       return out;
     }
-    // Spilled: the merged runs become blocks of a second file.
-    ASSIGN_OR_RETURN(SpillFile file_out, SpillFile::Create(dir));
-    auto spill = std::make_unique<ElfSymbols::Spill>();
-    spill->file = std::move(file_out);
-    std::vector<ElfSymbols::Symbol> block;
-    std::string names;
+    // Spilled: the merged runs become a SymbolBlocks file. Names come out in
+    // address order, which is not the string table's: read through the
+    // mapping, each would fault in 64 KiB of it. They are read with pread
+    // from whichever file holds them (the binary or its debug file).
+    ASSIGN_OR_RETURN(SymbolBlocksWriter writer, SymbolBlocksWriter::Create(dir));
+    std::string name_buffer;
     size_t since_release = 0;
-    auto flush = [&]() -> Status {
-      if (block.empty()) return Status::Ok();
-      const ElfSymbols::Spill::BlockHeader h{static_cast<uint32_t>(block.size()), static_cast<uint32_t>(names.size())};
-      std::string raw(reinterpret_cast<const char*>(&h), sizeof(h));
-      raw.append(reinterpret_cast<const char*>(block.data()), block.size() * sizeof(ElfSymbols::Symbol));
-      raw.append(names);
-      spill->fences.push_back({block.front().start, spill->file.size()});
-      RETURN_IF_ERROR(spill->file.Append(raw.data(), raw.size()));
-      spill->count += block.size();
-      block.clear();
-      names.clear();
-      return Status::Ok();
-    };
-    // Names come out in address order, which is not the string table's: read
-    // through the mapping, each would fault in 64 KiB of it. They are read
-    // with pread from whichever file holds them (the binary or its debug file).
     SymbolStream stream([&](uint64_t start, uint32_t size, std::string_view name) -> Status {
-      if (names.size() + name.size() + 1 > std::numeric_limits<uint32_t>::max()) RETURN_IF_ERROR(flush());
-      block.push_back({start, size, static_cast<uint32_t>(names.size())});
-      const size_t at = names.size();
-      names.resize(at + name.size());
-      if (!file.ReadMapped(name.data(), name.size(), names.data() + at) &&
-          (debug_file == nullptr || !debug_file->ReadMapped(name.data(), name.size(), names.data() + at))) {
-        std::memcpy(names.data() + at, name.data(), name.size());  // an image in memory
+      name_buffer.resize(name.size());
+      if (!file.ReadMapped(name.data(), name.size(), name_buffer.data()) &&
+          (debug_file == nullptr || !debug_file->ReadMapped(name.data(), name.size(), name_buffer.data()))) {
+        name_buffer.assign(name);  // an image in memory
       }
-      names.push_back('\0');
       if (++since_release == kReleaseEvery) {
         file.ReleasePages();  // what the merge's comparisons of aliases touched
         if (debug_file != nullptr) debug_file->ReleasePages();
         since_release = 0;
       }
-      return block.size() == kBlockSymbols ? flush() : Status::Ok();
+      return writer.Append(start, size, name_buffer);
     });
     RETURN_IF_ERROR(candidates.Merge([&](const Candidate& c) { return stream.Push(c); }));
     RETURN_IF_ERROR(stream.Finish());
-    RETURN_IF_ERROR(flush());
     file.ReleasePages();
-    spill->fences.shrink_to_fit();
-    out->spill_ = std::move(spill);
+    ASSIGN_OR_RETURN(out->spill_, writer.Finish());
     g_spill_tables.fetch_add(1);
     return out;
   }
@@ -452,7 +366,7 @@ StatusOr<std::unique_ptr<ElfSymbols>> ElfSymbols::LoadFromMemory(std::string ima
 
 ElfSymbols::~ElfSymbols() = default;
 
-size_t ElfSymbols::size() const { return spill_ ? spill_->count : symbols_.size(); }
+size_t ElfSymbols::size() const { return spill_ ? spill_->size() : symbols_.size(); }
 
 std::optional<ElfSymbol> ElfSymbols::Lookup(uint64_t vaddr) const {
   // A few steps back cover a sized function that encloses a smaller symbol
@@ -467,31 +381,9 @@ std::optional<ElfSymbol> ElfSymbols::Lookup(uint64_t vaddr) const {
     }
     return std::nullopt;
   }
-  Spill& spill = *spill_;
-  auto fence = std::upper_bound(spill.fences.begin(), spill.fences.end(), vaddr,
-                                [](uint64_t a, const Spill::Fence& f) { return a < f.start; });
-  if (fence == spill.fences.begin()) return std::nullopt;
-  size_t index = static_cast<size_t>(fence - spill.fences.begin()) - 1;
-  std::lock_guard<std::mutex> lock(spill.mu);
-  const Spill::Block* block = spill.Get(index);
-  if (block == nullptr) return std::nullopt;
-  size_t at = static_cast<size_t>(std::upper_bound(block->symbols.begin(), block->symbols.end(), vaddr,
-                                                   [](uint64_t a, const Symbol& s) { return a < s.start; }) -
-                                  block->symbols.begin());
-  for (int steps = 0; steps < kStepsBack; ++steps) {
-    if (at == 0) {  // on into the block before
-      if (index == 0) break;
-      block = spill.Get(--index);
-      if (block == nullptr) break;
-      at = block->symbols.size();
-    }
-    const Symbol& s = block->symbols[--at];
-    if (vaddr - s.start < s.size) {
-      if (s.name_offset >= block->names.size()) return std::nullopt;
-      return ElfSymbol{std::string(block->names.c_str() + s.name_offset), s.start, s.size};
-    }
-  }
-  return std::nullopt;
+  std::optional<BlockSymbol> found = spill_->Lookup(vaddr, kStepsBack);
+  if (!found) return std::nullopt;
+  return ElfSymbol{std::move(found->name), found->start, found->size};
 }
 
 std::optional<uint64_t> ElfSymbols::FileOffsetToVaddr(uint64_t file_offset) const {
@@ -512,9 +404,7 @@ size_t ElfSymbols::MemoryBytes() const {
                  segments_.capacity() * sizeof(Segment) + build_id_.capacity() + debug_file_.capacity();
   // A spilled table's block cache is counted at its bound, so that the
   // figure does not change while the table is in use.
-  if (spill_ != nullptr) {
-    bytes += sizeof(Spill) + spill_->fences.capacity() * sizeof(Spill::Fence) + kCachedBlocks * kCachedBlockBytes;
-  }
+  if (spill_ != nullptr) bytes += spill_->MemoryBytes();
   return bytes;
 }
 
@@ -522,7 +412,7 @@ SymbolSpillStats ReadSymbolSpillStats() {
   SymbolSpillStats s;
   s.tables = g_spill_tables.load();
   s.failures = g_spill_failures.load();
-  s.block_reads = g_spill_block_reads.load();
+  s.block_reads = SymbolBlocks::BlockReads();
   return s;
 }
 

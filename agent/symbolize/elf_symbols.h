@@ -18,12 +18,12 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "agent/symbolize/symbol_blocks.h"
 #include "base/status.h"
 
 namespace warpscope {
@@ -96,7 +96,6 @@ class ElfSymbols {
 
  private:
   friend class ElfSymbolsBuilder;
-  struct Spill;
 
   struct Symbol {
     uint64_t start;
@@ -114,7 +113,7 @@ class ElfSymbols {
 
   std::vector<Symbol> symbols_;  // sorted by start, one per address (empty when spilled)
   std::string names_;
-  std::unique_ptr<Spill> spill_;
+  std::unique_ptr<SymbolBlocks> spill_;
   std::vector<Segment> segments_;
   std::string build_id_;
   std::string debug_file_;

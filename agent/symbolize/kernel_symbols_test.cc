@@ -101,6 +101,29 @@ TEST(KernelSymbolsTest, RealKallsyms) {
   auto sym = k->Lookup(core.start);
   ASSERT_TRUE(sym.has_value());
   EXPECT_EQ(sym->module, "");
+
+  // Kept in a spill file, the table answers as the same table in memory (no
+  // spill file can be made there), for every 64th byte of the kernel's text
+  // and of every module, and holds a fraction of its memory.
+  StatusOr<KernelSymbols> spilled = KernelSymbols::Load("/proc/kallsyms", testing::TempDir());
+  StatusOr<KernelSymbols> memory = KernelSymbols::Load("/proc/kallsyms", "/nonexistent/warpscope-spill");
+  ASSERT_TRUE(spilled.ok() && memory.ok());
+  ASSERT_TRUE(spilled->spilled());
+  ASSERT_FALSE(memory->spilled());
+  EXPECT_EQ(spilled->size(), memory->size());
+  EXPECT_LT(spilled->MemoryBytes() * 4, memory->MemoryBytes());
+  uint64_t compared = 0;
+  for (uint64_t addr = core.start; addr < core.limit + 4096 && compared < 2'000'000; addr += 64, ++compared) {
+    const auto a = spilled->Lookup(addr);
+    const auto b = memory->Lookup(addr);
+    ASSERT_EQ(a.has_value(), b.has_value()) << std::hex << addr;
+    if (!a) continue;
+    ASSERT_EQ(a->name, b->name) << std::hex << addr;
+    ASSERT_EQ(a->start, b->start);
+    ASSERT_EQ(a->module, b->module);
+    ASSERT_EQ(a->module_range.start, b->module_range.start);
+  }
+  EXPECT_GT(compared, 1000u);
 }
 
 }  // namespace

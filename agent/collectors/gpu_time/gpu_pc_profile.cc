@@ -117,8 +117,10 @@ void CubinLibrary::Add(uint64_t crc, std::shared_ptr<const std::string> bytes, u
     }
     of_uid += bytes->size();
     stats_.bytes += bytes->size();
+    stats_.memory_bytes += bytes->size();
     ++stats_.cubins;
     Held h;
+    h.size = bytes->size();
     h.cubin = WindowCubin{CubinHash(*bytes), std::move(bytes)};
     h.uid = uid;
     h.connections.push_back(connection);
@@ -148,8 +150,13 @@ void CubinLibrary::NoteSampled(uint64_t crc, const std::string& function) {
 
 void CubinLibrary::Free(std::unordered_map<uint64_t, Held>::iterator it) {
   const Held& h = it->second;
-  const size_t size = h.cubin.bytes ? h.cubin.bytes->size() : 0;
+  const size_t size = h.size;
   stats_.bytes -= size;
+  if (h.spilled_at) {
+    spill_->Discard(*h.spilled_at, size);
+  } else {
+    stats_.memory_bytes -= size;
+  }
   --stats_.cubins;
   ++stats_.released;
   if (!h.uploaded) ++stats_.not_uploaded;
@@ -184,10 +191,16 @@ std::vector<WindowCubin> CubinLibrary::TakeAdded() {
     bool named = false;
     for (const std::string& f : h.sampled) named = named || p->second->FindFunction(f) != nullptr;
     if (!named) continue;
+    WindowCubin cubin = h.cubin;
+    if (h.spilled_at) {  // read back for its one upload
+      auto bytes = std::make_shared<std::string>(h.size, '\0');
+      if (!spill_->ReadAt(*h.spilled_at, bytes->data(), bytes->size()).ok()) continue;
+      cubin.bytes = std::move(bytes);
+    }
     h.uploaded = true;
     h.sampled.clear();
     h.sampled.shrink_to_fit();
-    out.push_back(h.cubin);
+    out.push_back(std::move(cubin));
   }
   return out;
 }
@@ -206,6 +219,26 @@ bool CubinLibrary::WaitIdle(int timeout_ms) const {
 CubinLibraryStats CubinLibrary::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   return stats_;
+}
+
+void CubinLibrary::Spill(Held& h) {
+  if (h.spilled_at || h.cubin.bytes == nullptr || spill_failed_) return;
+  if (!spill_) {
+    StatusOr<SpillFile> file = SpillFile::Create();
+    if (!file.ok()) {
+      spill_failed_ = true;  // kept in memory, within the same bound
+      return;
+    }
+    spill_ = std::move(*file);
+  }
+  const uint64_t at = spill_->size();
+  if (!spill_->Append(h.cubin.bytes->data(), h.size).ok()) {
+    spill_->Discard(at, spill_->size() - at);  // what a short write left
+    return;
+  }
+  h.spilled_at = at;
+  h.cubin.bytes = nullptr;
+  stats_.memory_bytes -= h.size;
 }
 
 void CubinLibrary::Run() {
@@ -228,12 +261,15 @@ void CubinLibrary::Run() {
     busy_ = false;
     if (held_.count(crc) == 0) {
       // Freed while it was parsed.
-    } else if (parsed.ok()) {
-      ++stats_.parsed;
-      if (!parsed->has_sass()) ++stats_.without_sass;
-      parsed_[crc] = std::make_shared<const CubinSymbols>(std::move(parsed).value());
     } else {
-      ++stats_.parse_failures;
+      if (parsed.ok()) {
+        ++stats_.parsed;
+        if (!parsed->has_sass()) ++stats_.without_sass;
+        parsed_[crc] = std::make_shared<const CubinSymbols>(std::move(parsed).value());
+      } else {
+        ++stats_.parse_failures;
+      }
+      Spill(held_.find(crc)->second);
     }
     cv_.notify_all();
   }

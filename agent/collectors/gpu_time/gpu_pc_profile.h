@@ -30,7 +30,10 @@
 // root or the agent's) holds at most max_bytes_per_uid of the budget; and
 // a cubin is handed to the sink only once it parsed as a CUDA ELF holding a
 // function that PC samples named (at most once; one that never does is
-// never uploaded).
+// never uploaded). Once parsed, a cubin's bytes wait for that upload in a
+// spill file (base/spill_file.h), not in memory: the byte bound is disk,
+// and the agent keeps in memory only the cubins not parsed yet and the
+// symbols parsed from them.
 //
 // The kernels' GPU time reaches the profile only after the join's grace
 // period (a kernel record waits for its launch stack), so PC samples wait as
@@ -48,6 +51,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -56,6 +60,7 @@
 #include "agent/collectors/gpu_time/socket/cuda_socket_server.h"
 #include "agent/pipeline/window.h"
 #include "agent/symbolize/cubin_symbols.h"
+#include "base/spill_file.h"
 #include "model/profile.h"
 
 namespace warpscope::gpu {
@@ -72,7 +77,8 @@ std::string StallReasonWords(const std::string& cupti_name);
 
 struct CubinLibraryStats {
   uint64_t cubins = 0;        // held now
-  uint64_t bytes = 0;         // held now
+  uint64_t bytes = 0;         // held now, in memory and in the spill file (the budget's measure)
+  uint64_t memory_bytes = 0;  // of those, in memory (waiting to be parsed, or the spill file failed)
   uint64_t refused = 0;       // over the byte bound
   uint64_t parsed = 0;
   uint64_t parse_failures = 0;
@@ -119,7 +125,9 @@ class CubinLibrary {
   void Run();
 
   struct Held {
-    WindowCubin cubin;
+    WindowCubin cubin;                   // bytes null once spilled
+    size_t size = 0;
+    std::optional<uint64_t> spilled_at;  // offset in spill_
     uint32_t uid = 0;                    // charged to
     std::vector<uint64_t> connections;   // open ones that sent it
     int64_t released_at = 0;             // when the last one closed; 0: held
@@ -127,6 +135,7 @@ class CubinLibrary {
     std::vector<std::string> sampled;    // functions PC samples named, until uploaded (bounded)
   };
   void Free(std::unordered_map<uint64_t, Held>::iterator it);  // mu_ held
+  void Spill(Held& h);                                           // mu_ held
 
   const size_t max_bytes_;
   const size_t max_bytes_per_uid_;
@@ -136,6 +145,10 @@ class CubinLibrary {
   std::unordered_map<uint64_t, Held> held_;  // by CRC
   std::unordered_map<uint64_t, std::shared_ptr<const CubinSymbols>> parsed_;
   std::unordered_map<uint32_t, size_t> bytes_by_uid_;
+  // Parsed cubins wait here for an upload that may never come (only sampled
+  // ones go), so that the budget is disk, not the agent's memory.
+  std::optional<SpillFile> spill_;
+  bool spill_failed_ = false;
   std::deque<uint64_t> queue_;
   bool busy_ = false;
   bool stop_ = false;

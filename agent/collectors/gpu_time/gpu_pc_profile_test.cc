@@ -200,6 +200,9 @@ TEST(CubinLibrary, UploadsOnlySampledElfAndFreesWhatNoProcessHolds) {
   cubins.Add(1, real, /*connection=*/10, kUser);
   cubins.Add(2, garbage, /*connection=*/10, kUser);
   ASSERT_TRUE(cubins.WaitIdle(10000));
+  // Parsed (or found not to parse), both wait in the spill file, not in memory.
+  EXPECT_EQ(cubins.stats().memory_bytes, 0u);
+  EXPECT_EQ(cubins.stats().bytes, real->size() + garbage->size());
   EXPECT_TRUE(cubins.TakeAdded().empty()) << "no PC sample named a function yet";
   cubins.NoteSampled(2, "_ZN4demo5scaleEPfPKffi");
   cubins.NoteSampled(1, "_Z12not_in_theremv");
@@ -208,6 +211,8 @@ TEST(CubinLibrary, UploadsOnlySampledElfAndFreesWhatNoProcessHolds) {
   const std::vector<WindowCubin> added = cubins.TakeAdded();
   ASSERT_EQ(added.size(), 1u);
   EXPECT_EQ(added[0].hash, CubinHash(*real));
+  ASSERT_NE(added[0].bytes, nullptr);
+  EXPECT_EQ(*added[0].bytes, *real) << "read back whole from the spill file";
   EXPECT_TRUE(cubins.TakeAdded().empty()) << "once";
 
   // The per-user share: a second megabyte of the same user is refused,

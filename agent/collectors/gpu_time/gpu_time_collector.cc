@@ -887,7 +887,8 @@ void GpuTimeCollector::AddCounters(std::vector<ProfileCounter>* counters) const 
   SetCounter(counters, "gpu_cubins_refused_per_uid", cubins.refused_per_uid);
   SetCounter(counters, "gpu_cubins_released", cubins.released);
   SetCounter(counters, "gpu_cubins_not_uploaded", cubins.not_uploaded);
-  SetCounter(counters, "cache_bytes_cubins", cubins.bytes);
+  SetCounter(counters, "cache_bytes_cubins", cubins.memory_bytes);
+  SetCounter(counters, "gpu_cubin_spilled_bytes", cubins.bytes - cubins.memory_bytes);
   SetCounter(counters, "cache_budget_bytes_cubins", options_.max_cubin_bytes);
   SetCounter(counters, "cache_evictions_cubins", cubins.refused + cubins.refused_per_uid);
 }
