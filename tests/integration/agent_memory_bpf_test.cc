@@ -30,15 +30,6 @@ using namespace std::chrono_literals;
 
 constexpr char kToken[] = "memory-token";
 
-int64_t StatusKb(pid_t pid, const std::string& field) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(field + ":", 0) == 0) return std::stoll(line.substr(field.size() + 1));
-  }
-  return -1;
-}
-
 struct Reading {
   int64_t peak_kb = 0;
   int64_t steady_kb = 0;
@@ -98,8 +89,8 @@ class AgentMemoryTest : public ::testing::Test {
       std::this_thread::sleep_for(200ms);
     }
     std::this_thread::sleep_for(4s);  // two more windows
-    reading.peak_kb = StatusKb(agent.pid(), "VmHWM");
-    reading.steady_kb = StatusKb(agent.pid(), "VmRSS");
+    reading.peak_kb = ProcStatusKb(agent.pid(), "VmHWM");
+    reading.steady_kb = ProcStatusKb(agent.pid(), "VmRSS");
     reading.spilled_symbol_tables = counter("symbol_tables_spilled");
     reading.unwind_tables_built = counter("unwind_tables_built");
     kill(workload, SIGKILL);

@@ -250,15 +250,6 @@ char ProcessState(pid_t pid) {
   return paren != std::string::npos && paren + 2 < stat.size() ? stat[paren + 2] : '?';
 }
 
-int64_t RssKb(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6));
-  }
-  return -1;
-}
-
 TEST(CudaSocketFuzz, AMinuteOfHostileRecordsLeavesTheAgentFlatUploadingAndStoppable) {
   if (geteuid() != 0) GTEST_SKIP() << "the agent needs root";
   const std::string dir = MakeTempDir();
@@ -335,16 +326,16 @@ TEST(CudaSocketFuzz, AMinuteOfHostileRecordsLeavesTheAgentFlatUploadingAndStoppa
       SendMessage(good, EncodeCudaMessage(WS_CUDA_MSG_CLOCK, &p, sizeof(p), 1));
     }
     if (correlation % 1000 == 0) {
-      rss.push_back(RssKb(agent.pid()));
+      rss.push_back(ProcStatusKb(agent.pid(), "VmRSS"));
       uploads.push_back(counter("upload_batches_sent"));
     }
-    if (correlation % 100 == 0 && RssKb(agent.pid()) > 2 * 1024 * 1024) {
+    if (correlation % 100 == 0 && ProcStatusKb(agent.pid(), "VmRSS") > 2 * 1024 * 1024) {
       agent.Kill();  // a watchdog on a shared machine: the agent grew without bound
       FAIL() << "the agent passed 2 GB of RSS";
     }
     std::this_thread::sleep_for(100ms);
   }
-  rss.push_back(RssKb(agent.pid()));
+  rss.push_back(ProcStatusKb(agent.pid(), "VmRSS"));
   uploads.push_back(counter("upload_batches_sent"));
   close(good);
   std::string trace;

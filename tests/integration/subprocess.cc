@@ -128,4 +128,13 @@ std::string MakeTempDir() {
 
 int FreePort() { return FreeLoopbackPort(); }
 
+int64_t ProcStatusKb(pid_t pid, const std::string& field) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(field + ":", 0) == 0) return std::stoll(line.substr(field.size() + 1));
+  }
+  return -1;
+}
+
 }  // namespace warpscope::testing

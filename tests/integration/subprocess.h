@@ -32,6 +32,9 @@ int WaitProcess(pid_t pid);
 
 std::string MakeTempDir();
 
+// A kB field of /proc/PID/status ("VmRSS", "VmHWM"); -1 when absent.
+int64_t ProcStatusKb(pid_t pid, const std::string& field);
+
 // A loopback TCP port that was free a moment ago (for a process that cannot
 // be told to pick its own).
 int FreePort();
