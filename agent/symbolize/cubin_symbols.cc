@@ -381,6 +381,20 @@ const GpuFunction* CubinSymbols::FindFunction(std::string_view function) const {
   return i == SIZE_MAX ? nullptr : &functions_[i];
 }
 
+size_t CubinSymbols::MemoryBytes() const {
+  size_t bytes = sizeof(*this) + functions_.capacity() * sizeof(GpuFunction) +
+                 placements_.capacity() * sizeof(Placement) + sections_.capacity() * sizeof(CodeSection) +
+                 files_.capacity() * sizeof(std::string) + inlined_functions_.capacity() * sizeof(std::string) +
+                 frames_.capacity() * sizeof(InlineFrame) + sass_text_.capacity();
+  for (const GpuFunction& f : functions_) bytes += f.name.capacity() + f.demangled.capacity();
+  for (const CodeSection& c : sections_) {
+    bytes += c.name.capacity() + c.rows.capacity() * sizeof(LineRow) + c.sass.capacity() * sizeof(SassEntry);
+  }
+  for (const std::string& f : files_) bytes += f.capacity();
+  for (const std::string& f : inlined_functions_) bytes += f.capacity();
+  return bytes;
+}
+
 std::string_view CubinSymbols::DemangledName(std::string_view function) const {
   const GpuFunction* f = FindFunction(function);
   return f == nullptr ? std::string_view() : std::string_view(f->demangled);

@@ -133,6 +133,8 @@ class CubinSymbols {
   const std::string& lines_unavailable_reason() const { return lines_reason_; }
   // The SM architecture the code is for (90 for sm_90); 0 when unknown.
   int sm() const { return sm_; }
+  // Memory held by the parsed tables (functions, line rows, SASS text).
+  size_t MemoryBytes() const;
 
  private:
   friend class CubinSymbolsBuilder;

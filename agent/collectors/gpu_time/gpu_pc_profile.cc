@@ -75,9 +75,11 @@ std::string StallReasonWords(const std::string& cupti_name) {
   return (reason.empty() ? cupti_name : reason) + suffix;
 }
 
-CubinLibrary::CubinLibrary(size_t max_bytes, CubinSymbolsOptions options, size_t max_bytes_per_uid)
+CubinLibrary::CubinLibrary(size_t max_bytes, CubinSymbolsOptions options, size_t max_bytes_per_uid,
+                           size_t max_parsed_bytes)
     : max_bytes_(max_bytes),
       max_bytes_per_uid_(max_bytes_per_uid != 0 ? max_bytes_per_uid : max_bytes / 4),
+      max_parsed_bytes_(max_parsed_bytes),
       options_(std::move(options)) {
   worker_ = std::thread([this] { Run(); });
 }
@@ -161,7 +163,10 @@ void CubinLibrary::Free(std::unordered_map<uint64_t, Held>::iterator it) {
   ++stats_.released;
   if (!h.uploaded) ++stats_.not_uploaded;
   if (auto u = bytes_by_uid_.find(h.uid); u != bytes_by_uid_.end() && (u->second -= size) == 0) bytes_by_uid_.erase(u);
-  parsed_.erase(it->first);
+  if (auto p = parsed_.find(it->first); p != parsed_.end()) {
+    stats_.parsed_bytes -= p->second->MemoryBytes();
+    parsed_.erase(p);
+  }
   held_.erase(it);
 }
 
@@ -207,8 +212,40 @@ std::vector<WindowCubin> CubinLibrary::TakeAdded() {
 
 std::shared_ptr<const CubinSymbols> CubinLibrary::Find(uint64_t crc) const {
   std::lock_guard<std::mutex> lock(mu_);
+  auto held = held_.find(crc);
+  if (held == held_.end()) return nullptr;
   auto it = parsed_.find(crc);
-  return it != parsed_.end() ? it->second : nullptr;
+  if (it != parsed_.end()) {
+    held->second.parsed_used = ++clock_;
+    return it->second;
+  }
+  // Dropped for the budget: parsed again (once queued is enough).
+  if (!held->second.parse_failed && held->second.spilled_at &&
+      std::find(queue_.begin(), queue_.end(), crc) == queue_.end()) {
+    queue_.push_back(crc);
+    cv_.notify_all();
+  }
+  return nullptr;
+}
+
+void CubinLibrary::EvictParsed(uint64_t keep) {
+  while (stats_.parsed_bytes > max_parsed_bytes_) {
+    auto victim = parsed_.end();
+    uint64_t oldest = UINT64_MAX;
+    for (auto it = parsed_.begin(); it != parsed_.end(); ++it) {
+      if (it->first == keep) continue;
+      auto h = held_.find(it->first);
+      const uint64_t used = h != held_.end() ? h->second.parsed_used : 0;
+      if (used < oldest) {
+        oldest = used;
+        victim = it;
+      }
+    }
+    if (victim == parsed_.end()) return;  // only the one just parsed: kept, over the budget
+    stats_.parsed_bytes -= victim->second->MemoryBytes();
+    ++stats_.parsed_evicted;
+    parsed_.erase(victim);
+  }
 }
 
 bool CubinLibrary::WaitIdle(int timeout_ms) const {
@@ -249,11 +286,19 @@ void CubinLibrary::Run() {
     const uint64_t crc = queue_.front();
     queue_.pop_front();
     auto held = held_.find(crc);
-    if (held == held_.end()) {  // freed before its turn
+    if (held == held_.end() || parsed_.count(crc)) {  // freed before its turn, or parsed meanwhile
       cv_.notify_all();
       continue;
     }
     std::shared_ptr<const std::string> bytes = held->second.cubin.bytes;
+    if (bytes == nullptr && held->second.spilled_at) {  // parsed before, its tables dropped: read back
+      auto read = std::make_shared<std::string>(held->second.size, '\0');
+      if (spill_->ReadAt(*held->second.spilled_at, read->data(), read->size()).ok()) bytes = std::move(read);
+    }
+    if (bytes == nullptr) {
+      cv_.notify_all();
+      continue;
+    }
     busy_ = true;
     lock.unlock();
     StatusOr<CubinSymbols> parsed = CubinSymbols::Parse(*bytes, options_);
@@ -262,14 +307,20 @@ void CubinLibrary::Run() {
     if (held_.count(crc) == 0) {
       // Freed while it was parsed.
     } else {
+      Held& h = held_.find(crc)->second;
       if (parsed.ok()) {
         ++stats_.parsed;
         if (!parsed->has_sass()) ++stats_.without_sass;
-        parsed_[crc] = std::make_shared<const CubinSymbols>(std::move(parsed).value());
+        auto table = std::make_shared<const CubinSymbols>(std::move(parsed).value());
+        stats_.parsed_bytes += table->MemoryBytes();
+        parsed_[crc] = std::move(table);
+        h.parsed_used = ++clock_;
+        EvictParsed(crc);
       } else {
         ++stats_.parse_failures;
+        h.parse_failed = true;
       }
-      Spill(held_.find(crc)->second);
+      Spill(h);
     }
     cv_.notify_all();
   }

@@ -33,7 +33,8 @@
 // never uploaded). Once parsed, a cubin's bytes wait for that upload in a
 // spill file (base/spill_file.h), not in memory: the byte bound is disk,
 // and the agent keeps in memory only the cubins not parsed yet and the
-// symbols parsed from them.
+// tables parsed from them, within their own budget (least recently used
+// dropped first, parsed again from the spill file when asked for).
 //
 // The kernels' GPU time reaches the profile only after the join's grace
 // period (a kernel record waits for its launch stack), so PC samples wait as
@@ -86,12 +87,20 @@ struct CubinLibraryStats {
   uint64_t refused_per_uid = 0;  // over max_bytes_per_uid
   uint64_t released = 0;         // freed after their last connection closed
   uint64_t not_uploaded = 0;     // freed without a parse or a sampled function in them
+  uint64_t parsed_bytes = 0;     // the parsed tables held now (functions, lines, SASS)
+  uint64_t parsed_evicted = 0;   // parsed tables dropped for the budget (parsed again when asked for)
 };
 
 class CubinLibrary {
  public:
-  // Root and the agent's own user are bound only by max_bytes.
-  CubinLibrary(size_t max_bytes, CubinSymbolsOptions options, size_t max_bytes_per_uid = 0);
+  // Root and the agent's own user are bound only by max_bytes. The parsed
+  // tables of all cubins together stay within max_parsed_bytes: past it, the
+  // least recently asked for are dropped, and parsed again from the spill
+  // file when a PC sample asks for them (meanwhile its instructions show as
+  // offsets).
+  static constexpr size_t kDefaultMaxParsedBytes = size_t{64} << 20;
+  CubinLibrary(size_t max_bytes, CubinSymbolsOptions options, size_t max_bytes_per_uid = 0,
+               size_t max_parsed_bytes = kDefaultMaxParsedBytes);
   ~CubinLibrary();
   CubinLibrary(const CubinLibrary&) = delete;
   CubinLibrary& operator=(const CubinLibrary&) = delete;
@@ -110,8 +119,10 @@ class CubinLibrary {
   // The window ended (sampling thread, after TakeAdded): frees what was
   // released long enough ago.
   void EndWindow(int64_t now_ns);
-  // Null until parsed, or when it failed to parse or never came.
+  // Null until parsed, or when it failed to parse or never came; a cubin
+  // whose tables were dropped for the budget is queued to be parsed again.
   std::shared_ptr<const CubinSymbols> Find(uint64_t crc) const;
+  size_t max_parsed_bytes() const { return max_parsed_bytes_; }
   // The content hash of the cubin with `crc`; "" when it is not held.
   std::string HashOf(uint64_t crc) const;
   // The cubins that became worth uploading since the last call (parsed, a
@@ -132,24 +143,29 @@ class CubinLibrary {
     std::vector<uint64_t> connections;   // open ones that sent it
     int64_t released_at = 0;             // when the last one closed; 0: held
     bool uploaded = false;
+    bool parse_failed = false;
+    uint64_t parsed_used = 0;            // clock_ of the last Find that took its tables
     std::vector<std::string> sampled;    // functions PC samples named, until uploaded (bounded)
   };
+  void EvictParsed(uint64_t keep);       // mu_ held: least recently used tables first
   void Free(std::unordered_map<uint64_t, Held>::iterator it);  // mu_ held
   void Spill(Held& h);                                           // mu_ held
 
   const size_t max_bytes_;
   const size_t max_bytes_per_uid_;
+  const size_t max_parsed_bytes_;
   const CubinSymbolsOptions options_;
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
-  std::unordered_map<uint64_t, Held> held_;  // by CRC
+  mutable std::unordered_map<uint64_t, Held> held_;  // by CRC (Find marks use and queues parses again)
   std::unordered_map<uint64_t, std::shared_ptr<const CubinSymbols>> parsed_;
   std::unordered_map<uint32_t, size_t> bytes_by_uid_;
   // Parsed cubins wait here for an upload that may never come (only sampled
   // ones go), so that the budget is disk, not the agent's memory.
   std::optional<SpillFile> spill_;
   bool spill_failed_ = false;
-  std::deque<uint64_t> queue_;
+  mutable std::deque<uint64_t> queue_;
+  mutable uint64_t clock_ = 0;
   bool busy_ = false;
   bool stop_ = false;
   CubinLibraryStats stats_;

@@ -250,5 +250,30 @@ TEST(CubinLibrary, UploadsOnlySampledElfAndFreesWhatNoProcessHolds) {
   EXPECT_NE(cubins.HashOf(5), "");
 }
 
+// The parsed tables stay within their budget: past it the least recently
+// asked for is dropped, and a PC sample asking for it has it parsed again
+// from the spill file.
+TEST(CubinLibrary, ParsedTablesPastTheBudgetAreDroppedAndParsedAgainWhenAskedFor) {
+  CubinSymbolsOptions options;
+  options.sass = CubinSymbolsOptions::Sass::kDisabled;
+  const auto real = RealCubin();
+  CubinLibrary cubins(1 << 30, options, 0, /*max_parsed_bytes=*/1);  // room for one table at a time
+  cubins.Add(1, real, 10, 0);
+  ASSERT_TRUE(cubins.WaitIdle(10000));
+  ASSERT_NE(cubins.Find(1), nullptr);
+  cubins.Add(2, real, 10, 0);  // the same bytes under another CRC: a second table
+  ASSERT_TRUE(cubins.WaitIdle(10000));
+  EXPECT_NE(cubins.Find(2), nullptr);
+  EXPECT_EQ(cubins.stats().parsed_evicted, 1u);
+  EXPECT_EQ(cubins.Find(1), nullptr) << "dropped for the budget; queued to be parsed again";
+  ASSERT_TRUE(cubins.WaitIdle(10000));
+  const std::shared_ptr<const CubinSymbols> again = cubins.Find(1);
+  ASSERT_NE(again, nullptr);
+  EXPECT_NE(again->FindFunction("_ZN4demo5scaleEPfPKffi"), nullptr);
+  EXPECT_EQ(cubins.stats().parsed_evicted, 2u);  // 2 went to make room
+  EXPECT_EQ(cubins.stats().parsed, 3u);
+  EXPECT_EQ(cubins.stats().parsed_bytes, again->MemoryBytes());
+}
+
 }  // namespace
 }  // namespace warpscope::gpu

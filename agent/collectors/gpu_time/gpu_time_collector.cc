@@ -889,6 +889,9 @@ void GpuTimeCollector::AddCounters(std::vector<ProfileCounter>* counters) const 
   SetCounter(counters, "gpu_cubins_not_uploaded", cubins.not_uploaded);
   SetCounter(counters, "cache_bytes_cubins", cubins.memory_bytes);
   SetCounter(counters, "gpu_cubin_spilled_bytes", cubins.bytes - cubins.memory_bytes);
+  SetCounter(counters, "cache_bytes_cubin_tables", cubins.parsed_bytes);
+  SetCounter(counters, "cache_budget_bytes_cubin_tables", cubins_->max_parsed_bytes());
+  SetCounter(counters, "cache_evictions_cubin_tables", cubins.parsed_evicted);
   SetCounter(counters, "cache_budget_bytes_cubins", options_.max_cubin_bytes);
   SetCounter(counters, "cache_evictions_cubins", cubins.refused + cubins.refused_per_uid);
 }
