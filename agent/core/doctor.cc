@@ -401,11 +401,6 @@ void ReadServer(const DoctorOptions& o, DoctorFacts* f) {
   if (f->api_status == 200 && o.gpu_time) ReadPausedProcesses(o.server_url, token, f);
 }
 
-// "6.1.0-18-amd64" -> (6, 1); false when it does not start with two numbers.
-bool KernelVersion(const std::string& release, int* major, int* minor) {
-  return std::sscanf(release.c_str(), "%d.%d", major, minor) == 2;
-}
-
 std::string CudaText(int version) {
   return std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
 }
@@ -416,17 +411,20 @@ constexpr char kGrantHow[] =
 
 bool HasCap(const PreflightFacts& p, int cap) { return (p.effective_caps >> cap) & 1; }
 
+// The kernel is judged by what its BPF offers (probed), not by its version.
 CheckResult CheckKernel(const DoctorFacts& f) {
-  int major = 0, minor = 0;
-  if (!KernelVersion(f.kernel_release, &major, &minor)) {
-    return {"kernel", CheckStatus::kWarn, "release '" + f.kernel_release + "' is not MAJOR.MINOR...",
-            "make sure the kernel is 5.17 or newer (the unwinder needs bpf_loop)"};
+  const UnwinderDriverChoice driver = ChooseUnwinderDriver(f.bpf_features);
+  if (!f.bpf_features.probed) {
+    return {"kernel", CheckStatus::kWarn, f.kernel_release + ": " + DescribeBpfFeatures(f.bpf_features),
+            "run doctor with the agent's privileges to probe the kernel's BPF features"};
   }
-  if (major < 5 || (major == 5 && minor < 17)) {
-    return {"kernel", CheckStatus::kBlocked, f.kernel_release + ": older than 5.17, which bpf_loop needs",
-            "run on Linux 5.17 or newer (Debian 12: 6.1, Ubuntu 22.04 HWE, RHEL 9.2+)"};
+  const std::string probed = "probed: " + DescribeBpfFeatures(f.bpf_features);
+  if (driver.driver == UnwinderDriver::kNone) {
+    return {"kernel", CheckStatus::kBlocked, f.kernel_release + ": " + driver.why + "; " + probed,
+            "run on a kernel with bpf_loop (Linux 5.17 or newer: Debian 12, Ubuntu 22.04 HWE or 24.04, RHEL 9.2+, "
+            "AL2023)"};
   }
-  return {"kernel", CheckStatus::kOk, f.kernel_release + " (5.17 or newer: bpf_loop)", ""};
+  return {"kernel", CheckStatus::kOk, f.kernel_release + ": unwinder driver " + driver.name + "; " + probed, ""};
 }
 
 CheckResult CheckBtf(const DoctorFacts& f) {
@@ -798,6 +796,7 @@ DoctorFacts ReadDoctorFacts(const DoctorOptions& o) {
   pre.proc_root = o.paths.proc_root;
   pre.btf_path = o.paths.btf_path.empty() ? o.paths.sys_root + "/kernel/btf/vmlinux" : o.paths.btf_path;
   f.preflight = ReadPreflightFacts(pre);
+  f.bpf_features = ProbeBpfFeatures();
   f.bpf_errno = ProbeBpf();
   f.perf_event_errno = ProbePerfEvent();
   ReadMounts(o.paths.proc_root, &f);
@@ -939,7 +938,7 @@ prints one line per check: its status (ok, warn, BLOCKED, skip), what was
 found and what to do. Changes nothing. Run it where the agent runs (as a
 Kubernetes init container: the same image, securityContext and mounts).
 
-Checks: kernel (5.17 or newer), btf, capabilities, bpf-syscalls (bpf() and
+Checks: kernel (its BPF features, probed: the unwinder's driver), btf, capabilities, bpf-syscalls (bpf() and
 perf_event_open tried once), host-pid-namespace, tracefs, bpffs,
 perf_event_paranoid, nvidia-driver, nvml, cupti, gpu-profiling-access,
 cuda-socket, state-dir, server (GET /healthz) and server-token

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/core/bpf_features.h"
 #include "agent/core/preflight.h"
 #include "base/status.h"
 
@@ -56,6 +57,7 @@ struct DoctorOptions {
 // Everything the checks look at.
 struct DoctorFacts {
   std::string kernel_release;  // "6.1.0-18-amd64"
+  BpfFeatures bpf_features;    // probed (bpf_features.h)
   PreflightFacts preflight;    // capabilities, BTF, seccomp, pid namespace
   // errno of the agent's two kinds of syscall tried once each (0: it worked):
   // bpf(BPF_MAP_CREATE) of a one-entry array, and a CPU-wide cpu-clock

@@ -1,6 +1,7 @@
 #include "agent/core/doctor.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 #include <cstdlib>
@@ -22,6 +23,7 @@ uint64_t Caps(std::initializer_list<int> caps) {
 DoctorFacts GoodFacts() {
   DoctorFacts f;
   f.kernel_release = "6.1.0-18-amd64";
+  f.bpf_features = {true, true, true, true, true, true, true};
   f.preflight.effective_caps = 0x1ffffffffffull;
   f.preflight.btf_present = true;
   f.preflight.seccomp_mode = 0;
@@ -97,19 +99,47 @@ TEST(DoctorTest, ProcessesWhoseGpuTimeWasPausedAreNamed) {
   EXPECT_EQ(Check(f, "gpu-time-paused").found, "--no-gpu-time");
 }
 
+// The kernel is judged by its probed BPF features, never by its version: a
+// 5.15 kernel with bpf_loop (a backport) runs, a 6.x one without it does not.
 TEST(DoctorTest, Kernel) {
   DoctorFacts f = GoodFacts();
-  f.kernel_release = "5.17.0";
-  EXPECT_EQ(Check(f, "kernel").status, CheckStatus::kOk);
   f.kernel_release = "5.15.0-91-generic";
   CheckResult r = Check(f, "kernel");
+  EXPECT_EQ(r.status, CheckStatus::kOk);
+  EXPECT_TRUE(Has(r.found, "unwinder driver bpf_loop")) << r.found;
+  EXPECT_TRUE(Has(r.found, "task_pt_regs yes")) << r.found;
+  f.kernel_release = "6.1.0";
+  f.bpf_features.bpf_loop = false;
+  f.bpf_features.task_pt_regs = false;
+  r = Check(f, "kernel");
   EXPECT_EQ(r.status, CheckStatus::kBlocked);
-  EXPECT_TRUE(Has(r.found, "bpf_loop")) << r.found;
+  EXPECT_TRUE(Has(r.found, "lacks bpf_loop, bpf_task_pt_regs")) << r.found;
+  EXPECT_TRUE(Has(r.found, "bpf_loop no")) << r.found;
   EXPECT_EQ(DoctorExitCode(RunDoctorChecks(f)), kExitUnsupported);
-  f.kernel_release = "4.19";
-  EXPECT_EQ(Check(f, "kernel").status, CheckStatus::kBlocked);
-  f.kernel_release = "weird";
+  f.bpf_features = {};  // no privilege to probe
   EXPECT_EQ(Check(f, "kernel").status, CheckStatus::kWarn);
+}
+
+// Unit: which driver the probed features allow.
+TEST(BpfFeaturesTest, ChoosesBpfLoopOnlyWhereEverythingItNeedsIsThere) {
+  BpfFeatures f{true, true, true, true, true, true, true};
+  EXPECT_EQ(ChooseUnwinderDriver(f).driver, UnwinderDriver::kBpfLoop);
+  EXPECT_EQ(ChooseUnwinderDriver(f).name, "bpf_loop");
+  f.ringbuf = false;
+  const UnwinderDriverChoice c = ChooseUnwinderDriver(f);
+  EXPECT_EQ(c.driver, UnwinderDriver::kNone);
+  EXPECT_TRUE(Has(c.why, "ring buffer")) << c.why;
+  EXPECT_EQ(ChooseUnwinderDriver(BpfFeatures{}).driver, UnwinderDriver::kNone);
+}
+
+// On this machine (root, a 6.x kernel): every feature the bpf_loop driver needs.
+TEST(BpfFeaturesTest, ProbesThisKernel) {
+  if (geteuid() != 0) GTEST_SKIP() << "probing needs BPF privilege";
+  const BpfFeatures f = ProbeBpfFeatures();
+  ASSERT_TRUE(f.probed);
+  EXPECT_TRUE(f.bpf_loop && f.current_task_btf && f.task_pt_regs && f.ringbuf && f.prog_array)
+      << DescribeBpfFeatures(f);
+  EXPECT_EQ(ChooseUnwinderDriver(f).driver, UnwinderDriver::kBpfLoop);
 }
 
 TEST(DoctorTest, Btf) {
@@ -436,7 +466,8 @@ TEST(DoctorTest, ReadsFactsFromFixturePaths) {
   EXPECT_EQ(f.state_dir_problem, "");
   EXPECT_NE(f.state_dir_free_bytes, UINT64_MAX);
   const auto results = RunDoctorChecks(f);
-  EXPECT_EQ(Find(results, "kernel").status, CheckStatus::kBlocked);
+  // The release is only reported: the kernel's probed BPF features decide.
+  EXPECT_TRUE(Has(Find(results, "kernel").found, "5.15.0-91-generic")) << Find(results, "kernel").found;
   EXPECT_EQ(Find(results, "btf").status, CheckStatus::kBlocked);
   EXPECT_EQ(Find(results, "nvml").status, CheckStatus::kBlocked);
   EXPECT_EQ(std::system(("rm -rf " + root).c_str()), 0);

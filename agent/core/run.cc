@@ -18,6 +18,7 @@
 #include <memory>
 
 #include "agent/core/collector_registry.h"
+#include "agent/core/bpf_features.h"
 #include "agent/core/lifecycle.h"
 #include "agent/core/metrics_endpoint.h"
 #include "agent/core/preflight.h"
@@ -106,6 +107,7 @@ int RunContinuous(const RunOptions& options, const std::string& node_name) {
   if (Status s = CheckCanProfile(preflight); !s.ok()) {
     return ReportFailure(ExitCodeForStartFailure(s, kExitUnsupported), s);
   }
+  if (Status s = CheckUnwinderDriver(); !s.ok()) return ReportFailure(kExitUnsupported, s);
   // Profiling goes on (the kernel samples every process anyway), but nothing
   // can be named: say so loudly, once, before anything else.
   if (const std::string why = NotInHostPidNamespace(preflight.pid_ns); !why.empty()) {
