@@ -91,9 +91,11 @@ StatusOr<std::shared_ptr<ElfFile>> ElfFile::Open(const std::string& path) {
   file->fd_ = ScopedFd(::open(reopen.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (!file->fd_.valid()) return ErrnoError(errno, "open " + path);
   g_files_opened.fetch_add(1, std::memory_order_relaxed);
-  // The agent maps the file itself (read-only contents, private) and hands
-  // libelf the memory, so that it knows the mapping it may give back
-  // (ReleasePages).
+  // The agent maps the file itself and hands libelf the memory, so that it
+  // knows the mapping it may give back (ReleasePages). Private and writable:
+  // libelf may write to memory it is handed (a file of the other byte order
+  // converted in place); a write lands in a private copy, never in the file,
+  // and ReleasePages leaves the pages of such a file alone.
   if (file->stat_.st_size <= 0) return InvalidArgumentError(path + " is empty");
   const size_t size = static_cast<size_t>(file->stat_.st_size);
   void* map = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, file->fd_.get(), 0);
