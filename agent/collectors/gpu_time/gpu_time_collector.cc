@@ -755,6 +755,9 @@ void GpuTimeCollector::AddCounters(std::vector<ProfileCounter>* counters) const 
   SetCounter(counters, "gpu_launch_stacks_dropped", j.launches_dropped + stacks_.stats().full);
   SetCounter(counters, "gpu_launch_stacks_expired", stats_.launch_stacks_expired);
   SetCounter(counters, "gpu_launch_stacks_distinct", stacks_.stats().symbolized);
+  SetCounter(counters, "cache_bytes_launch_stacks", stacks_.stats().bytes);
+  SetCounter(counters, "cache_budget_bytes_launch_stacks", stacks_.max_bytes());
+  SetCounter(counters, "cache_evictions_launch_stacks", stacks_.stats().evicted + stacks_.stats().full);
   SetCounter(counters, "gpu_trace_activities", stats_.trace_activities);
   SetCounter(counters, "gpu_trace_thinned", stats_.trace_thinned);
   SetCounter(counters, "gpu_trace_kernels_without_launch", stats_.trace_kernels_without_launch);

@@ -45,13 +45,10 @@ uint64_t LaunchStackTable::Intern(uint32_t pid, const ws_stack& stack, int64_t n
     it->second.last_used_ns = now_ns;
     return key;
   }
-  if (stacks_.size() >= max_stacks_) {
-    ++stats_.full;
-    return 0;
-  }
+  if (Full()) return 0;
   LaunchStack s = Symbolize(pid, stack);
   s.last_used_ns = now_ns;
-  stacks_.emplace(key, std::move(s));
+  Insert(key, std::move(s));
   ++stats_.symbolized;
   return key;
 }
@@ -98,10 +95,7 @@ uint64_t LaunchStackTable::InternGraft(uint64_t worker_key, const BackwardCall& 
     worker->second.last_used_ns = now_ns;
     return key;
   }
-  if (stacks_.size() >= max_stacks_) {
-    ++stats_.full;
-    return 0;
-  }
+  if (Full()) return 0;
   const LaunchStack& w = worker->second;
   LaunchStack s;
   s.pid = w.pid;
@@ -116,9 +110,33 @@ uint64_t LaunchStackTable::InternGraft(uint64_t worker_key, const BackwardCall& 
     s.frames.insert(s.frames.end(), call.caller.begin(), call.caller.end());
   }
   worker->second.last_used_ns = now_ns;
-  stacks_.emplace(key, std::move(s));
+  Insert(key, std::move(s));
   ++stats_.grafts;
   return key;
+}
+
+bool LaunchStackTable::Full() {
+  if (stacks_.size() < max_stacks_ && stats_.bytes < max_bytes_) return false;
+  ++stats_.full;
+  return true;
+}
+
+size_t LaunchStackTable::StackBytes(const LaunchStack& s) {
+  constexpr size_t kNode = 64;  // the map node and its key
+  size_t bytes = kNode + sizeof(LaunchStack) + s.frames.capacity() * sizeof(CapturedFrame) + s.autograd.node.capacity();
+  for (const CapturedFrame& f : s.frames) {
+    bytes += f.frame.mapping.filename.capacity() + f.frame.mapping.build_id.capacity() +
+             f.frame.functions.capacity() * sizeof(SymbolizedFunction);
+    for (const SymbolizedFunction& fn : f.frame.functions) {
+      bytes += fn.name.capacity() + fn.system_name.capacity() + fn.filename.capacity();
+    }
+  }
+  return bytes;
+}
+
+void LaunchStackTable::Insert(uint64_t key, LaunchStack s) {
+  const size_t bytes = StackBytes(s);
+  if (stacks_.emplace(key, std::move(s)).second) stats_.bytes += bytes;
 }
 
 const LaunchStack* LaunchStackTable::Find(uint64_t key) const {
@@ -129,6 +147,7 @@ const LaunchStack* LaunchStackTable::Find(uint64_t key) const {
 void LaunchStackTable::Expire(int64_t now_ns, int64_t max_age_ns) {
   for (auto it = stacks_.begin(); it != stacks_.end();) {
     if (it->second.last_used_ns < now_ns - max_age_ns) {
+      stats_.bytes -= std::min<uint64_t>(stats_.bytes, StackBytes(it->second));
       it = stacks_.erase(it);
       ++stats_.evicted;
     } else {

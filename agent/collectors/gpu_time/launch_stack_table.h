@@ -62,13 +62,19 @@ struct LaunchStackTableStats {
   uint64_t full = 0;         // refused: table full of recent stacks
   uint64_t frames_trimmed = 0;  // library/CUPTI frames left out
   uint64_t grafts = 0;          // distinct grafted stacks made
+  uint64_t bytes = 0;           // held now (frames, names, mappings)
 };
 
 class LaunchStackTable {
  public:
-  // `python` may be null (Python frames then show as "[python]").
-  LaunchStackTable(Symbolizer* symbolizer, PythonProcesses* python, size_t max_stacks = 100'000)
-      : symbolizer_(symbolizer), python_(python), max_stacks_(max_stacks) {}
+  // `python` may be null (Python frames then show as "[python]"). At most
+  // `max_stacks` stacks and `max_bytes` of them are held: a symbolized stack
+  // holds its names (a deep PyTorch stack is ~10 KB), so a job launching
+  // from many call sites is bound by bytes first.
+  static constexpr size_t kDefaultMaxBytes = size_t{64} << 20;
+  LaunchStackTable(Symbolizer* symbolizer, PythonProcesses* python, size_t max_stacks = 100'000,
+                   size_t max_bytes = kDefaultMaxBytes)
+      : symbolizer_(symbolizer), python_(python), max_stacks_(max_stacks), max_bytes_(max_bytes) {}
 
   // The key of this stack (never 0), or 0 when the table is full.
   uint64_t Intern(uint32_t pid, const ws_stack& stack, int64_t now_ns);
@@ -85,13 +91,18 @@ class LaunchStackTable {
 
   const LaunchStackTableStats& stats() const { return stats_; }
   size_t size() const { return stacks_.size(); }
+  size_t max_bytes() const { return max_bytes_; }
 
  private:
   LaunchStack Symbolize(uint32_t pid, const ws_stack& stack);
+  bool Full();  // counts the refusal
+  void Insert(uint64_t key, LaunchStack s);
+  static size_t StackBytes(const LaunchStack& s);
 
   Symbolizer* symbolizer_;
   PythonProcesses* python_;
   size_t max_stacks_;
+  size_t max_bytes_;
   LaunchStackTableStats stats_;
   std::unordered_map<uint64_t, LaunchStack> stacks_;  // content key -> stack
 };
