@@ -388,11 +388,13 @@ std::optional<ElfSymbol> ElfSymbols::Lookup(uint64_t vaddr) const {
 
 std::optional<uint64_t> ElfSymbols::FileOffsetToVaddr(uint64_t file_offset) const {
   // Mappings start on page boundaries while segments need not: also accept
-  // the page-rounded start of an executable segment.
+  // the page-rounded start of an executable segment (the system's page: 64
+  // KiB on the arm64 kernels NVIDIA recommends for Grace).
+  static const uint64_t kPageMask = ~(static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) - 1);
   for (int pass = 0; pass < 3; ++pass) {
     for (const Segment& s : segments_) {
       if (pass < 2 && !s.executable) continue;
-      const uint64_t lo = pass == 1 ? s.offset & ~uint64_t{0xfff} : s.offset;
+      const uint64_t lo = pass == 1 ? s.offset & kPageMask : s.offset;
       if (file_offset >= lo && file_offset < s.offset + s.filesz) return file_offset - s.offset + s.vaddr;
     }
   }
