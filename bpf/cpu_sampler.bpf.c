@@ -356,7 +356,7 @@ int BPF_PROG(ws_sched_switch, bool preempt, struct task_struct *prev, struct tas
   pending->end_ns = 0;
   pending->weight = every > 1 ? every : 1;
   struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);
-  pending->user_ip = regs ? BPF_CORE_READ(regs, ip) : 0;
+  pending->user_ip = regs ? ws_arch_user_pc(regs) : 0;
   /* prev is the current task here: this is the stack it blocks in. */
   long bytes = bpf_get_stack(ctx, pending->kernel_frames, sizeof(pending->kernel_frames), 0);
   pending->kernel_len = bytes > 0 ? (__u32)(bytes / sizeof(__u64)) : 0;
@@ -376,7 +376,7 @@ int BPF_PROG(ws_off_cpu_end, struct pt_regs *regs, long ret) {
   const __u64 start = pending->start_ns, end = pending->end_ns, weight = pending->weight;
   /* Not the call it blocked in (it blocked in a page fault and made this call
    * later): its stack now is not the wait's. */
-  if (end == 0 || end <= start || BPF_CORE_READ(regs, ip) != pending->user_ip) {
+  if (end == 0 || end <= start || ws_arch_user_pc(regs) != pending->user_ip) {
     bpf_map_delete_elem(&off_cpu_pending, &tid);
     stat_inc(WS_STAT_OFFCPU_NOT_SYSCALL);
     return 0;

@@ -20,6 +20,7 @@
 #include <bpf/bpf_helpers.h>
 
 #include "bpf/intf/python.h"
+#include "ws_unwind_arch.h"
 
 #define WS_PY_MAX_INTERPRETERS 8
 #define WS_PY_MAX_THREAD_STEPS 1024 /* thread-list steps per search, all interpreters together */
@@ -84,7 +85,7 @@ static long ws_py_search_step(__u32 index, void *data) {
 static __always_inline __u64 ws_py_thread_state(const struct ws_py_proc *py) {
   const __u32 tid = (__u32)bpf_get_current_pid_tgid();
   struct task_struct *task = bpf_get_current_task_btf();
-  const __u64 fsbase = BPF_CORE_READ(task, thread.fsbase);
+  const __u64 fsbase = ws_arch_thread_pointer(task);
   if (fsbase == 0) return 0;
   struct ws_py_thread *cached = bpf_map_lookup_elem(&py_threads, &tid);
   if (cached && cached->tstate != 0 && ws_py_read_ptr(cached->tstate + py->layout.tstate_thread_id) == fsbase) {

@@ -40,6 +40,7 @@
 #include "bpf/intf/cpu_sampler.h"
 #include "bpf/intf/unwind.h"
 #include "ws_python.h"
+#include "ws_unwind_arch.h" /* the architecture's rules: bpf/include/<arch>/ */
 
 #define WS_PY_STACK_WINDOW 1024 /* a power of two */
 
@@ -279,15 +280,8 @@ static __always_inline int ws_in_eval_loop(const struct ws_unwind_cache *cache, 
          (pc >= cache->py.eval_start[1] && pc < cache->py.eval_end[1]);
 }
 
-/* Frame-pointer step: the caller's rbp at [bp], the return address at [bp+8]. */
-static __always_inline int ws_fp_step(struct ws_unwind_ctx *c) {
-  __u64 saved[2];
-  if (c->bp == 0 || bpf_probe_read_user(saved, sizeof(saved), (void *)c->bp) != 0) return -1;
-  c->sp = c->bp + 16;
-  c->bp = saved[0];
-  c->pc = saved[1];
-  return 0;
-}
+/* Frame-pointer step (the architecture's rule). */
+static __always_inline int ws_fp_step(struct ws_unwind_ctx *c) { return ws_arch_fp_step(&c->pc, &c->sp, &c->bp); }
 
 /* One frame: record pc, then compute the caller's registers. Returns 1 to stop. */
 static long ws_unwind_step(__u32 index, void *data) {
@@ -358,20 +352,12 @@ static long ws_unwind_step(__u32 index, void *data) {
   switch (type) {
     case WS_CFA_SP: cfa = c->sp + cfa_offset; break;
     case WS_CFA_FP: cfa = c->bp + cfa_offset; break;
-    case WS_CFA_PLT: cfa = c->sp + 8 + (((c->pc & 15) >= cfa_offset) ? 8 : 0); break;
+    case WS_CFA_PLT: cfa = ws_arch_plt_cfa(c->pc, c->sp, cfa_offset); break;
     case WS_CFA_END: return ws_native_stop(c, WS_END_ROOT);
-    case WS_CFA_SIGNAL: {
-      /* x86-64 rt_sigframe: SP points at the ucontext; uc_mcontext starts at
-       * offset 40 and holds rbp, rsp, rip at gregs 10, 15, 16. */
-      __u64 regs[7];
-      if (bpf_probe_read_user(regs, sizeof(regs), (void *)(c->sp + 40 + 10 * 8)) != 0) {
-        return ws_native_stop(c, WS_END_READ_ERROR);
-      }
-      c->bp = regs[0];
-      c->sp = regs[5];
-      c->pc = regs[6];
+    case WS_CFA_SIGNAL:
+      /* The signal frame holds the interrupted registers. */
+      if (ws_arch_sigframe(c->sp, &c->pc, &c->sp, &c->bp) != 0) return ws_native_stop(c, WS_END_READ_ERROR);
       return 0;
-    }
     case WS_CFA_NONE:
       if (ws_fp_step(c) != 0) {
         return ws_native_stop(c, WS_END_READ_ERROR);
@@ -381,7 +367,7 @@ static long ws_unwind_step(__u32 index, void *data) {
   }
   {
     __u64 ra;
-    if (bpf_probe_read_user(&ra, sizeof(ra), (void *)(cfa - 8)) != 0) {
+    if (bpf_probe_read_user(&ra, sizeof(ra), (void *)(cfa + WS_ARCH_RA_FROM_CFA)) != 0) {
       return ws_native_stop(c, WS_END_READ_ERROR);
     }
     if (fp_offset != 0) {
@@ -414,9 +400,7 @@ static __always_inline int ws_unwind_user(struct pt_regs *regs, __u32 pid, struc
   const struct ws_proc_info *proc = bpf_map_lookup_elem(&proc_info, &pid);
   if (!proc) return 1;
   struct ws_unwind_ctx c = {};
-  c.pc = BPF_CORE_READ(regs, ip);
-  c.sp = BPF_CORE_READ(regs, sp);
-  c.bp = BPF_CORE_READ(regs, bp);
+  ws_arch_user_regs(regs, &c.pc, &c.sp, &c.bp);
   c.stack = stack;
   c.proc = proc;
   c.pid = pid;

@@ -1,0 +1,60 @@
+/* x86-64's register and frame rules for the unwinder (ws_unwind.h) and the
+ * CPython walker (ws_python.h): which registers a walk starts from, the frame
+ * pointer chain, the PLT rule, the signal frame and the thread pointer. The
+ * walk itself (mappings, rows, Python frames) is the same on every
+ * architecture; an architecture provides these. */
+#ifndef WARPSCOPE_BPF_X86_WS_UNWIND_ARCH_H_
+#define WARPSCOPE_BPF_X86_WS_UNWIND_ARCH_H_
+
+#include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+
+/* The registers a user stack walk starts from: pc, sp and the frame pointer (rbp). */
+static __always_inline void ws_arch_user_regs(struct pt_regs *regs, __u64 *pc, __u64 *sp, __u64 *fp) {
+  *pc = BPF_CORE_READ(regs, ip);
+  *sp = BPF_CORE_READ(regs, sp);
+  *fp = BPF_CORE_READ(regs, bp);
+}
+
+/* The user pc alone (off-CPU: where a thread blocked). */
+static __always_inline __u64 ws_arch_user_pc(struct pt_regs *regs) { return BPF_CORE_READ(regs, ip); }
+
+/* Frame-pointer step: the caller's rbp at [fp], the return address at
+ * [fp+8], the caller's sp just above. 0, or -1 when it cannot be read. */
+static __always_inline int ws_arch_fp_step(__u64 *pc, __u64 *sp, __u64 *fp) {
+  __u64 saved[2];
+  if (*fp == 0 || bpf_probe_read_user(saved, sizeof(saved), (void *)*fp) != 0) return -1;
+  *sp = *fp + 16;
+  *fp = saved[0];
+  *pc = saved[1];
+  return 0;
+}
+
+/* The return address sits just below the CFA. */
+#define WS_ARCH_RA_FROM_CFA (-8)
+
+/* The binutils PLT rule: CFA = sp + 8, plus 8 once pc & 15 reaches the
+ * entry's threshold (kept in the row's cfa_offset). */
+static __always_inline __u64 ws_arch_plt_cfa(__u64 pc, __u64 sp, __u16 threshold) {
+  return sp + 8 + (((pc & 15) >= threshold) ? 8 : 0);
+}
+
+/* The rt_sigframe at `sp` (the signal trampoline's frame): SP points at the
+ * ucontext, whose uc_mcontext starts at offset 40 and holds rbp, rsp, rip at
+ * gregs 10, 15, 16. 0, or -1 when it cannot be read. */
+static __always_inline int ws_arch_sigframe(__u64 sp, __u64 *pc, __u64 *sp_out, __u64 *fp) {
+  __u64 regs[7];
+  if (bpf_probe_read_user(regs, sizeof(regs), (void *)(sp + 40 + 10 * 8)) != 0) return -1;
+  *fp = regs[0];
+  *sp_out = regs[5];
+  *pc = regs[6];
+  return 0;
+}
+
+/* The thread pointer (TLS base) of a task: fs on x86-64. */
+static __always_inline __u64 ws_arch_thread_pointer(struct task_struct *task) {
+  return BPF_CORE_READ(task, thread.fsbase);
+}
+
+#endif /* WARPSCOPE_BPF_X86_WS_UNWIND_ARCH_H_ */
