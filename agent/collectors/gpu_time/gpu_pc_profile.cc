@@ -220,7 +220,7 @@ std::shared_ptr<const CubinSymbols> CubinLibrary::Find(uint64_t crc) const {
     return it->second;
   }
   // Dropped for the budget: parsed again (once queued is enough).
-  if (!held->second.parse_failed && held->second.spilled_at &&
+  if (!held->second.parse_failed && (held->second.spilled_at || held->second.cubin.bytes != nullptr) &&
       std::find(queue_.begin(), queue_.end(), crc) == queue_.end()) {
     queue_.push_back(crc);
     cv_.notify_all();
