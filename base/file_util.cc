@@ -87,4 +87,16 @@ Status CheckWritable(const std::string& path) {
   return Status::Ok();
 }
 
+ssize_t PreadFully(int fd, void* out, size_t len, uint64_t offset) {
+  size_t done = 0;
+  while (done < len) {
+    const ssize_t n = ::pread(fd, static_cast<char*>(out) + done, len - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return -1;
+    if (n == 0) break;
+    done += static_cast<size_t>(n);
+  }
+  return static_cast<ssize_t>(done);
+}
+
 }  // namespace warpscope

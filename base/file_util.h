@@ -50,6 +50,10 @@ Status WriteFileAtomically(const std::string& path, const std::string& data);
 // are durable.
 Status FsyncDir(const std::string& dir);
 
+// pread until `len` bytes are in `out` or the file ends (EINTR retried):
+// the bytes read (fewer than `len` at the end of the file), or -1 with errno.
+ssize_t PreadFully(int fd, void* out, size_t len, uint64_t offset);
+
 // Checks that path can be created/overwritten, without leaving a file behind
 // if it did not exist. Used to fail fast before a long recording.
 Status CheckWritable(const std::string& path);

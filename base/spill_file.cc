@@ -85,15 +85,8 @@ Status SpillFile::Append(const void* data, size_t size) {
 }
 
 Status SpillFile::ReadAt(uint64_t offset, void* data, size_t size) const {
-  char* p = static_cast<char*>(data);
-  while (size > 0) {
-    const ssize_t n = ::pread(fd_.get(), p, size, static_cast<off_t>(offset));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return ErrnoError(n < 0 ? errno : EIO, "read a spill file");
-    p += n;
-    offset += static_cast<uint64_t>(n);
-    size -= static_cast<size_t>(n);
-  }
+  const ssize_t n = PreadFully(fd_.get(), data, size, offset);
+  if (n != static_cast<ssize_t>(size)) return ErrnoError(n < 0 ? errno : EIO, "read a spill file");
   return Status::Ok();
 }
 

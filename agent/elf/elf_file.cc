@@ -126,14 +126,7 @@ uint64_t ElfFile::ReleasePages() {
 
 bool ElfFile::ReadMapped(const char* p, size_t size, char* out) const {
   if (map_ == nullptr || p < map_ || size > map_size_ || static_cast<size_t>(p - map_) > map_size_ - size) return false;
-  size_t done = 0;
-  while (done < size) {
-    const ssize_t n = ::pread(fd_.get(), out + done, size - done, static_cast<off_t>(p - map_ + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<size_t>(n);
-  }
-  return true;
+  return PreadFully(fd_.get(), out, size, static_cast<uint64_t>(p - map_)) == static_cast<ssize_t>(size);
 }
 
 ElfFile::~ElfFile() {

@@ -54,14 +54,9 @@ StatusOr<std::string> ProcFs::ReadMemory(uint32_t pid, uint64_t addr, size_t len
   ScopedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) return ErrnoError(errno, "open " + path);
   std::string out(len, '\0');
-  size_t done = 0;
-  while (done < len) {
-    const ssize_t n = ::pread(fd.get(), out.data() + done, len - done, static_cast<off_t>(addr + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return ErrnoError(errno, "pread " + path);
-    if (n == 0) return DataLossError("short read of " + path);
-    done += static_cast<size_t>(n);
-  }
+  const ssize_t n = PreadFully(fd.get(), out.data(), len, addr);
+  if (n < 0) return ErrnoError(errno, "pread " + path);
+  if (static_cast<size_t>(n) < len) return DataLossError("short read of " + path);
   return out;
 }
 

@@ -9,18 +9,15 @@
 #include <zlib.h>
 
 #include <algorithm>
-#include <array>
 #include <atomic>
-#include <functional>
-#include <mutex>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <limits>
 
 #include "agent/elf/elf_file.h"
 #include "base/file_util.h"
 #include "base/spill_file.h"
-#include "base/logging.h"
 
 namespace warpscope {
 namespace {

@@ -32,7 +32,7 @@ void SetSynthesizedName(SymbolizedFrame& frame, std::string name) {
 Symbolizer::Symbolizer(ProcFs procfs, std::string kallsyms_path, size_t cache_bytes)
     : processes_(procfs), files_(procfs), kallsyms_path_(std::move(kallsyms_path)), cache_bytes_(cache_bytes) {}
 
-void Symbolizer::SetSymbolName(SymbolizedFrame& frame, std::string_view raw) {
+void Symbolizer::SetSymbolName(SymbolizedFrame& frame, std::string raw) {
   auto it = demangled_.find(raw);
   if (it == demangled_.end()) {
     std::string name = Demangle(raw);
@@ -46,7 +46,7 @@ void Symbolizer::SetSymbolName(SymbolizedFrame& frame, std::string_view raw) {
     stats_.demangled_bytes = demangled_bytes_;
     it = demangled_.emplace(std::string(raw), std::move(name)).first;
   }
-  frame.functions.push_back(SymbolizedFunction{it->second, std::string(raw), "", 0});
+  frame.functions.push_back(SymbolizedFunction{it->second, std::move(raw), "", 0});
 }
 
 Status Symbolizer::Init() {
@@ -252,7 +252,7 @@ SymbolizedFrame Symbolizer::SymbolizeUser(uint32_t pid, uint64_t address, bool i
     if (vaddr) {
       if (std::optional<ElfSymbol> sym = table->Lookup(*vaddr)) {
         ++stats_.user_symbolized;
-        SetSymbolName(frame, sym->name);
+        SetSymbolName(frame, std::move(sym->name));
         return frame;
       }
       *vaddr += address - lookup;  // name the sampled address, not the lookup one
@@ -295,7 +295,7 @@ SymbolizedFrame Symbolizer::SymbolizeKernel(uint64_t address, bool is_return_add
     ++stats_.kernel_symbolized;
     frame.mapping.filename = sym->module.empty() ? "[kernel.kallsyms]" : "[" + std::string(sym->module) + "]";
     range = sym->module_range;
-    SetSymbolName(frame, sym->name);
+    SetSymbolName(frame, std::move(sym->name));
   } else {
     frame.mapping.filename = "[kernel.kallsyms]";
     range = kernel_.Range("");

@@ -150,7 +150,7 @@ class Symbolizer {
   // EndEpoch's budget check: drops least recently used tables of binaries no
   // known process maps until the binaries' tables fit the budget.
   void EvictUnmapped();
-  void SetSymbolName(SymbolizedFrame& frame, std::string_view raw);
+  void SetSymbolName(SymbolizedFrame& frame, std::string raw);  // the symbol's raw name, moved in
 
   ProcessTable processes_;
   BinaryFiles files_;

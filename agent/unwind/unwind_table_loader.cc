@@ -98,6 +98,8 @@ StatusOr<uint32_t> UnwindTableLoader::Upload(const std::string& key, BuiltLoader
       return ResourceExhaustedError("unwind page index full");
     }
   }
+  // A table larger than the whole row map is refused before any idle table
+  // is freed for it.
   std::optional<uint32_t> first;
   while (rows > sizes_.entries || !(first = rows_.Allocate(static_cast<uint32_t>(rows)))) {
     if (rows > sizes_.entries || !FreeOldestIdle()) {

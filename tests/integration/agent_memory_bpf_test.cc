@@ -14,7 +14,6 @@
 
 #include <chrono>
 #include <fstream>
-#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -74,12 +73,7 @@ class AgentMemoryTest : public ::testing::Test {
                         std::to_string(workload), "--metrics-listen", "127.0.0.1:" + std::to_string(metrics_port)},
                        dir_ + "/agent-" + name + ".log");
     EXPECT_TRUE(agent.started());
-    auto counter = [&](const std::string& event) -> int64_t {
-      const HttpResult m = HttpGet(metrics_port, "/metrics", "");
-      const std::regex line("event=\"" + event + "\"\\} ([0-9]+)");
-      std::smatch match;
-      return std::regex_search(m.body, match, line) ? std::stoll(match[1]) : -1;
-    };
+    auto counter = [&](const std::string& event) { return AgentEventCounter(metrics_port, event); };
     // Up (its endpoint answers); then the peak is counted from here.
     for (int i = 0; i < 200 && counter("unwind_tables_built") < 0; ++i) std::this_thread::sleep_for(100ms);
     std::ofstream(std::string("/proc/") + std::to_string(agent.pid()) + "/clear_refs") << "5";

@@ -7,9 +7,11 @@
 #include <signal.h>
 #include <sys/types.h>
 
+#include <cstdint>
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -23,6 +25,15 @@ inline nlohmann::json GetApiJson(int port, const std::string& path, const std::s
   HttpResult r = HttpGet(port, path, token);
   EXPECT_EQ(r.status, 200) << path << ": " << r.body;
   return nlohmann::json::parse(r.body, nullptr, false);
+}
+
+// The agent's counter `event` (warpscope_agent_events_total{event=...}) from
+// its Prometheus endpoint on `metrics_port`; -1 when it is not there (yet).
+inline int64_t AgentEventCounter(int metrics_port, const std::string& event) {
+  const HttpResult m = HttpGet(metrics_port, "/metrics", "");
+  const std::regex line("event=\"" + event + "\"\\} ([0-9]+)");
+  std::smatch match;
+  return std::regex_search(m.body, match, line) ? std::stoll(match[1]) : -1;
 }
 
 // `binary run ARGS...`; Stop() (also on destruction) is SIGTERM, after which

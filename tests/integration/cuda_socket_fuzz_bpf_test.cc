@@ -29,7 +29,6 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
-#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -268,10 +267,7 @@ TEST(CudaSocketFuzz, AMinuteOfHostileRecordsLeavesTheAgentFlatUploadingAndStoppa
   for (int i = 0; i < 400 && stat(socket_path.c_str(), &st) != 0; ++i) std::this_thread::sleep_for(50ms);
   ASSERT_EQ(stat(socket_path.c_str(), &st), 0) << agent.Log();
   auto counter = [&](const std::string& event) -> int64_t {
-    const HttpResult m = HttpGet(metrics_port, "/metrics", "");
-    const std::regex line("event=\"" + event + "\"\\} ([0-9]+)");
-    std::smatch match;
-    return std::regex_search(m.body, match, line) ? std::stoll(match[1]) : -1;
+    return AgentEventCounter(metrics_port, event);
   };
 
   const uint64_t seed = std::random_device{}();

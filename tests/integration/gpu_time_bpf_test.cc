@@ -21,7 +21,6 @@
 #include <functional>
 #include <cstdio>
 #include <map>
-#include <regex>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -371,10 +370,7 @@ TEST_F(GpuTimeTest, PcSamplesLandUnderTheirCallSitesKernelsLinesInstructionsAndS
   ASSERT_EQ(total, sampled << kPeriod) << AgentLog();
   // The library's counters outlive its process in the agent's.
   auto counter = [&](const std::string& event) -> int64_t {
-    const HttpResult m = HttpGet(metrics_port, "/metrics", "");
-    const std::regex line("event=\"" + event + "\"\\} ([0-9]+)");
-    std::smatch match;
-    return std::regex_search(m.body, match, line) ? std::stoll(match[1]) : -1;
+    return AgentEventCounter(metrics_port, event);
   };
   for (int i = 0; i < 40 && counter("cuda_lib_pc_samples") != sampled; ++i) std::this_thread::sleep_for(250ms);
   EXPECT_EQ(counter("cuda_lib_pc_samples"), sampled);
@@ -695,10 +691,7 @@ void ExpectAutogradGrafts(const std::string& socket, int metrics_port, bool exac
   EXPECT_GE(wait_grafted, wait_total * 95 / 100);
   // The counters.
   auto counter = [&](const std::string& event) -> int64_t {
-    const HttpResult m = HttpGet(metrics_port, "/metrics", "");
-    const std::regex line("event=\"" + event + "\"\\} ([0-9]+)");
-    std::smatch match;
-    return std::regex_search(m.body, match, line) ? std::stoll(match[1]) : -1;
+    return AgentEventCounter(metrics_port, event);
   };
   EXPECT_EQ(counter("gpu_autograd_calls"), kSteps);
   EXPECT_EQ(counter("gpu_autograd_calls_without_stack"), 0);

@@ -53,15 +53,10 @@ Status ReadProcMem(uint32_t pid, uint64_t addr, void* out, size_t len) {
   if (addr > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) - len) {
     return ReadError(pid, addr, len, EIO);
   }
-  size_t done = 0;
-  while (done < len) {
-    const ssize_t n = ::pread(fd.get(), static_cast<char*>(out) + done, len - done, static_cast<off_t>(addr + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return ReadError(pid, addr, len, errno);
-    // A zombie has no address space left: its mem file reads as empty.
-    if (n == 0) return ReadError(pid, addr, len, ESRCH);
-    done += static_cast<size_t>(n);
-  }
+  const ssize_t n = PreadFully(fd.get(), out, len, addr);
+  if (n < 0) return ReadError(pid, addr, len, errno);
+  // A zombie has no address space left: its mem file reads as empty.
+  if (static_cast<size_t>(n) < len) return ReadError(pid, addr, len, ESRCH);
   return Status::Ok();
 }
 
