@@ -180,6 +180,15 @@ SERVER=$!
 sleep 1
 # shellcheck disable=SC2086  # AGENT_FLAGS is a list of flags
 AGENT=$(start_agent agent "$SOCK" "$METRICS" ${AGENT_FLAGS:-})
+# The default agent's memory every 2 s (seconds since start, VmRSS, RssAnon,
+# RssFile in kB) for the memory section of the summary: peak and steady RSS.
+( while kill -0 "$AGENT" 2>/dev/null; do
+    awk -v t=$(( $(date +%s) - T0 )) '/^(VmRSS|RssAnon|RssFile):/ {v[$1]=$2}
+      END {if ("VmRSS:" in v) print t "\t" v["VmRSS:"] "\t" v["RssAnon:"] "\t" v["RssFile:"]}' \
+      "/proc/$AGENT/status" >> "$WORK/agent_rss.tsv" 2>/dev/null
+    sleep 2
+  done ) &
+RSS_SAMPLER=$!
 sleep 4
 for who in "server $SERVER" "agent $AGENT"; do
   kill -0 "${who#* }" 2>/dev/null && continue
@@ -299,6 +308,7 @@ grep -E '^(VmHWM|VmRSS)' "/proc/$AGENT/status" >> "$WORK/agent_alive.txt" 2>/dev
 "$PY" "$HERE/real_suite_summary.py" collect "$WORK" "$API" > "$OUT/results.json" 2> "$WORK/collect.log" ||
   { say "collect failed"; tail -20 "$WORK/collect.log"; }
 stop "$AGENT"
+kill "$RSS_SAMPLER" 2>/dev/null
 kill "$SERVER"; timeout 30 tail --pid="$SERVER" -f /dev/null || kill -9 "$SERVER"
 "$PY" "$HERE/real_suite_summary.py" report "$OUT/results.json" > "$OUT/summary.md" 2>> "$WORK/collect.log"
 cat "$OUT/summary.md"

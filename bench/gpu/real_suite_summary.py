@@ -238,6 +238,35 @@ def collect_overhead(runs):
     return out
 
 
+def collect_memory(work):
+    """The default agent's memory: RSS samples (real_suite.sh's sampler), its
+    VmHWM at the end, and the bytes each cache held at the end (/metrics)."""
+    samples = []
+    try:
+        for line in open(f"{work}/agent_rss.tsv"):
+            f = line.split()
+            if len(f) == 4:
+                samples.append([int(x) for x in f])
+    except OSError:
+        pass
+    hwm_kb = None
+    try:
+        m = re.search(r"VmHWM:\s+(\d+)", open(f"{work}/agent_alive.txt").read())
+        hwm_kb = int(m.group(1)) if m else None
+    except OSError:
+        pass
+    caches = {}
+    try:
+        for line in open(f"{work}/metrics.txt"):
+            m = re.match(r'warpscope_agent_cache_(bytes|budget_bytes)\{.*cache="([^"]+)".*\} ([0-9.eE+-]+)$',
+                         line.strip())
+            if m:
+                caches.setdefault(m.group(2), {})[m.group(1)] = float(m.group(3))
+    except OSError:
+        pass
+    return {"samples": samples, "hwm_kb": hwm_kb, "caches": caches}
+
+
 def guarded(errors, what, fn, *args, default=None):
     """fn(*args), or default when it raised: one broken answer costs its own section only."""
     try:
@@ -311,6 +340,7 @@ def collect(work, api):
             "errors": errors,
             "counters": {"agent": counters(f"{work}/metrics.txt"),
                          "agent_exact": counters(next(iter(sorted(glob.glob(f"{work}/metrics_exact.*.txt"))), ""))},
+            "memory": guarded(errors, "memory", collect_memory, work, default={}),
             "agent_end": open(f"{work}/agent_alive.txt").read().strip() if os.path.exists(f"{work}/agent_alive.txt")
             else "agent not running at the end"}
 
@@ -492,6 +522,26 @@ def report(res):
                      "thread's function: " + ", ".join(f"{k} {100 * v / total:.1f} %" for k, v in ns.items()) + ".")
         checks.append(("threads: GPU time under both threads' functions",
                        bool(ns.get("thread_matmul_work") and ns.get("thread_elementwise_work"))))
+        lines.append("")
+    mem = res.get("memory") or {}
+    rss = [r[1] for r in mem.get("samples", [])]
+    if rss:
+        # Steady: the median over the second half of the run, once every
+        # workload's binaries have been read.
+        steady = statistics.median(rss[len(rss) // 2:])
+        peak = max(mem.get("hwm_kb") or 0, max(rss))
+        anon = max(r[2] for r in mem["samples"])
+        lines.append(f"**Default agent's memory** ({len(rss)} samples, every 2 s): peak {peak / 1024:.1f} MB "
+                     f"(VmHWM), steady {steady / 1024:.1f} MB (median RSS over the second half), "
+                     f"largest anonymous RSS {anon / 1024:.1f} MB.")
+        if mem.get("caches"):
+            lines.append("")
+            lines.append("| cache | bytes at the end | budget |")
+            lines.append("|---|---|---|")
+            for k, v in sorted(mem["caches"].items(), key=lambda kv: -kv[1].get("bytes", 0)):
+                b = v.get("budget_bytes")
+                lines.append(f"| {k} | {v.get('bytes', 0) / 1048576:.2f} MB | "
+                             f"{'–' if not b else f'{b / 1048576:.0f} MB'} |")
         lines.append("")
     end = res.get("agent_end") or ""
     lines.append(f"Agent at the end: {' '.join(end.split())}.")
