@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Benchmark (not a test) of the .eh_frame unwinder:
 #  1. BPF time per sample (kernel.bpf_stats_enabled: run_time_ns / run_cnt of
-#     ws_cpu_sample) at about 20 frames of depth: the kernel's frame-pointer
-#     walk on unwind_c_fp vs the .eh_frame unwinder on unwind_c (the same code
-#     built -fomit-frame-pointer), and on Debian's python3; interleaved rounds.
+#     ws_cpu_sample, which counts the walk programs it tail-calls) at about 20
+#     frames of depth: the kernel's frame-pointer walk on unwind_c_fp vs the
+#     .eh_frame unwinder on unwind_c (the same code built -fomit-frame-pointer),
+#     and on Debian's python3; then at the unwinder's full 128 frames
+#     (unwind_cpp recursing 200 deep); the unwinder with each of its two
+#     drivers (bpf_loop, tail_call) on the same kernel; interleaved rounds.
 #  2. The unwind-table memory the profiled processes took (rows and pages in
 #     the BPF maps), from the profile's counters.
 #  3. Table build time and size for large binaries (warpscope-agent unwind-table).
@@ -51,13 +54,18 @@ median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[
 
 echo 1 >/proc/sys/kernel/bpf_stats_enabled
 declare -A ns
-labels=("fp" "eh_frame" "python3")
+labels=("fp" "eh_frame" "eh_frame_tail" "python3" "python3_tail" "deep" "deep_tail")
+LOOP="--unwinder-driver bpf_loop" TAIL="--unwinder-driver tail_call"
 for round in $(seq "$ROUNDS"); do
   for label in "${labels[@]}"; do
     case $label in
       fp) out=$(one_run fp --frame-pointers "$P/unwind_c_fp" 60 recursion $DEPTH) ;;
-      eh_frame) out=$(one_run eh_frame "" "$P/unwind_c" 60 recursion $DEPTH) ;;
-      python3) out=$(one_run python3 "" /usr/bin/python3 -c "while True: pass") ;;
+      eh_frame) out=$(one_run eh_frame "$LOOP" "$P/unwind_c" 60 recursion $DEPTH) ;;
+      eh_frame_tail) out=$(one_run eh_frame_tail "$TAIL" "$P/unwind_c" 60 recursion $DEPTH) ;;
+      python3) out=$(one_run python3 "$LOOP" /usr/bin/python3 -c "while True: pass") ;;
+      python3_tail) out=$(one_run python3_tail "$TAIL" /usr/bin/python3 -c "while True: pass") ;;
+      deep) out=$(one_run deep "$LOOP" "$P/unwind_cpp" 60 200) ;;
+      deep_tail) out=$(one_run deep_tail "$TAIL" "$P/unwind_cpp" 60 200) ;;
     esac
     echo "round $round: $label: $out ns/sample" >&2
     ns[$label]+="$out "
@@ -66,14 +74,18 @@ done
 
 echo "Machine: $(nproc) CPUs, $(uname -r), $(date -u +%Y-%m-%d); $ROUNDS interleaved rounds of ${SECS}s at 999 Hz; medians."
 echo
-echo "| stack source | workload | BPF ns per sample (whole program: both stacks, hashing, maps) | all rounds |"
-echo "|---|---|---|---|"
+echo "| stack source | driver | workload | BPF ns per sample (whole program: both stacks, hashing, maps) | all rounds |"
+echo "|---|---|---|---|---|"
 for label in "${labels[@]}"; do
   m=$(tr ' ' '\n' <<<"${ns[$label]}" | grep -v '^$' | median)
   case $label in
-    fp) what="kernel frame-pointer walk | unwind_c_fp, 21 user frames (built with frame pointers)" ;;
-    eh_frame) what=".eh_frame unwinder | unwind_c, 21 user frames (same code, -fomit-frame-pointer)" ;;
-    python3) what=".eh_frame unwinder | /usr/bin/python3 busy loop" ;;
+    fp) what="kernel frame-pointer walk | - | unwind_c_fp, 21 user frames (built with frame pointers)" ;;
+    eh_frame) what=".eh_frame unwinder | bpf_loop | unwind_c, 21 user frames (same code, -fomit-frame-pointer)" ;;
+    eh_frame_tail) what=".eh_frame unwinder | tail_call | unwind_c, 21 user frames" ;;
+    python3) what=".eh_frame + CPython unwinder | bpf_loop | /usr/bin/python3 busy loop" ;;
+    python3_tail) what=".eh_frame + CPython unwinder | tail_call | /usr/bin/python3 busy loop" ;;
+    deep) what=".eh_frame unwinder | bpf_loop | unwind_cpp 200 deep: 128 frames (all the unwinder keeps)" ;;
+    deep_tail) what=".eh_frame unwinder | tail_call | unwind_cpp 200 deep: 128 frames" ;;
   esac
   echo "| $what | $m | ${ns[$label]} |"
 done

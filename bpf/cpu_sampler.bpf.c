@@ -3,7 +3,8 @@
  *
  * Design: user space opens one perf_event (software cpu-clock, a fixed period)
  * per online CPU and attaches ws_cpu_sample to each. Every sample captures the
- * user stack (through the replaceable unwinder in ws_stack.h) and the kernel
+ * user stack (through the unwinder in ws_unwind.h: ws_cpu_sample begins the
+ * walk, a walk program of the chosen driver ends it and records) and the kernel
  * stack, stores each stack once in a stacks map keyed by a hash of its frames,
  * and counts the sample in a counts map keyed by (pid, tid, names, stack
  * hashes). Aggregating in the kernel keeps user-space work proportional to the
@@ -47,6 +48,9 @@ char LICENSE[] SEC("license") = "GPL";
 const volatile bool filter_pids = false;
 /* Interleave CPython frames into user stacks (ws_python.h). */
 const volatile bool python_frames = true;
+/* The kernel has bpf_task_pt_regs (5.15; probed by user space): without it
+ * the user registers come from the sample or the task's kernel stack. */
+const volatile bool have_task_pt_regs = true;
 
 /* Off-CPU time: the programs below are loaded only with it on. Waits shorter
  * than off_cpu_min_ns are not counted; at most off_cpu_max_per_bucket waits
@@ -142,15 +146,33 @@ struct {
   __type(value, struct ws_off_cpu_budget);
 } off_cpu_budget SEC(".maps");
 
-/* Scratch space for the two stacks of one sample (too big for the BPF stack):
- * slots 0 and 1 for CPU samples, 2 and 3 for off-CPU time (ws_off_cpu_end
- * runs with interrupts on, so a CPU sample can come in the middle of it). */
+/* Scratch space for the kernel stack of one sample (too big for the BPF
+ * stack): slot 0 for CPU samples, 1 for off-CPU time (ws_off_cpu_end runs
+ * with interrupts on, so a CPU sample can come in the middle of it). The user
+ * stacks are walked in the unwinder's state, in the same slots. */
+#define WS_SLOT_SAMPLE 0
+#define WS_SLOT_OFF_CPU 1
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-  __uint(max_entries, 4);
+  __uint(max_entries, WS_UNWIND_SLOTS);
   __type(key, __u32);
   __type(value, struct ws_stack);
-} stack_scratch SEC(".maps");
+} kernel_scratch SEC(".maps");
+
+/* The walk program of each caller (ws_unwind.h), one array per program type:
+ * user space puts the driver it chose at WS_UNWIND_PROG_WALK. */
+struct {
+  __uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, __u32);
+} sample_progs SEC(".maps");
+struct {
+  __uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, __u32);
+} off_cpu_progs SEC(".maps");
 
 static __always_inline void stat_inc(__u32 index) {
   __u64 *value = bpf_map_lookup_elem(&stats, &index);
@@ -202,28 +224,31 @@ static __always_inline __u64 store_stack(void *stacks, struct ws_stack *stack, _
   return hash;
 }
 
-/* Captures the current task's stacks and adds `value` to its key in `counts`.
- * A CPU sample (off_cpu_time false) adds 1 and captures both stacks here, in
- * scratch slots 0 and 1. Off-CPU time adds nanoseconds, uses slots 2 and 3,
- * and finds the kernel stack of the wait already in slot 3. ctx: the
- * program's context (perf event or tracepoint), for the stacks. */
-static __always_inline int record_sample(void *ctx, __u32 pid, __u32 tid, struct task_struct *task, void *counts,
-                                         void *stacks, __u32 buffer, __u64 value, bool off_cpu_time) {
-  __u32 user_slot = off_cpu_time ? 2 : 0, kernel_slot = user_slot + 1;
-  struct ws_stack *user_stack = bpf_map_lookup_elem(&stack_scratch, &user_slot);
-  struct ws_stack *kernel_stack = bpf_map_lookup_elem(&stack_scratch, &kernel_slot);
-  if (!user_stack || !kernel_stack) return 0;
+/* The finish part of a sample: adds `value` to the current task's key in
+ * `counts`, with the user stack walked in `st` (or, for a process user space
+ * has not described, the kernel's frame-pointer walk) and the kernel stack: a
+ * CPU sample (off_cpu_time false) adds 1 and captures its kernel stack here;
+ * off-CPU time adds nanoseconds and finds the kernel stack of the wait already
+ * in its scratch slot. ctx: the program's context (perf event or tracepoint),
+ * for the stacks. */
+static __always_inline int record_sample(void *ctx, struct ws_unwind_state *st, void *counts, void *stacks,
+                                         __u32 buffer, bool off_cpu_time) {
+  __u32 kernel_slot = off_cpu_time ? WS_SLOT_OFF_CPU : WS_SLOT_SAMPLE;
+  struct ws_stack *kernel_stack = bpf_map_lookup_elem(&kernel_scratch, &kernel_slot);
+  if (!kernel_stack) return 0;
+  const __u64 pid_tgid = bpf_get_current_pid_tgid();
+  const __u32 pid = pid_tgid >> 32;
+  struct task_struct *task = (struct task_struct *)bpf_get_current_task();
 
   struct ws_sample_key key = {};
   key.pid = pid;
-  key.tid = tid;
+  key.tid = (__u32)pid_tgid;
   bpf_get_current_comm(&key.comm, sizeof(key.comm));
   BPF_CORE_READ_STR_INTO(&key.process_comm, task, group_leader, comm);
 
-  const bool kernel_thread = BPF_CORE_READ(task, flags) & WS_PF_KTHREAD;
-  if (!kernel_thread) {
-    struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-    if (ws_capture_user_stack(ctx, regs, pid, user_stack, python_frames) < 0) {
+  if (!(BPF_CORE_READ(task, flags) & WS_PF_KTHREAD)) {
+    struct ws_stack *user_stack = &st->stack;
+    if (!st->described && ws_get_stack(ctx, user_stack, BPF_F_USER_STACK, 0) < 0) {
       stat_inc(WS_STAT_USER_STACK_ERROR);
     } else if (user_stack->len > 0) {
       if (user_stack->flags & WS_STACK_TRUNCATED) stat_inc(WS_STAT_USER_TRUNCATED);
@@ -236,6 +261,7 @@ static __always_inline int record_sample(void *ctx, __u32 pid, __u32 tid, struct
     key.kernel_stack_hash = store_stack(stacks, kernel_stack, WS_KERNEL_STACK_SEED, pid, buffer);
   }
 
+  const __u64 value = st->caller[0];
   __u64 *count = bpf_map_lookup_elem(counts, &key);
   if (count) {
     __sync_fetch_and_add(count, value);
@@ -255,14 +281,25 @@ static __always_inline int record_sample(void *ctx, __u32 pid, __u32 tid, struct
 
 /* record_sample into the buffer samples go to now. Each buffer's maps are
  * named at a call site of their own, as the verifier wants map pointers. */
-static __always_inline int record_in_active_buffer(void *ctx, __u32 pid, __u32 tid, struct task_struct *task,
-                                                   __u64 value, bool off_cpu_time) {
+static __always_inline int record_in_active_buffer(void *ctx, struct ws_unwind_state *st, bool off_cpu_time) {
   if (*(volatile __u32 *)&active_buffer & 1) {
-    return record_sample(ctx, pid, tid, task, off_cpu_time ? (void *)&off_cpu_counts_1 : (void *)&counts_1,
-                         &stacks_1, 1, value, off_cpu_time);
+    return record_sample(ctx, st, off_cpu_time ? (void *)&off_cpu_counts_1 : (void *)&counts_1, &stacks_1, 1,
+                         off_cpu_time);
   }
-  return record_sample(ctx, pid, tid, task, off_cpu_time ? (void *)&off_cpu_counts_0 : (void *)&counts_0, &stacks_0,
-                       0, value, off_cpu_time);
+  return record_sample(ctx, st, off_cpu_time ? (void *)&off_cpu_counts_0 : (void *)&counts_0, &stacks_0, 0,
+                       off_cpu_time);
+}
+
+/* The begin part's end: the walk program (which records when the walk is
+ * over), or, when the process is not described or the walk program cannot be
+ * called, the recording now with the kernel's frame-pointer walk. */
+static __always_inline int walk_then_record(void *ctx, struct ws_unwind_state *st, void *progs, bool off_cpu_time) {
+  if (st->described) {
+    bpf_tail_call(ctx, progs, WS_UNWIND_PROG_WALK);
+    stat_inc(WS_STAT_UNWIND_NO_WALK);
+    st->described = 0;
+  }
+  return record_in_active_buffer(ctx, st, off_cpu_time);
 }
 
 SEC("perf_event")
@@ -280,11 +317,44 @@ int ws_cpu_sample(struct bpf_perf_event_data *ctx) {
     return 0;
   }
   struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+  const __u32 task_flags = BPF_CORE_READ(task, flags);
   /* An exiting task is not announced: its exit event may already have been
    * sent, and a late "seen" would make user space describe a dead process. */
-  if (!(BPF_CORE_READ(task, flags) & (WS_PF_KTHREAD | WS_PF_EXITING))) note_process(pid);
+  if (!(task_flags & (WS_PF_KTHREAD | WS_PF_EXITING))) note_process(pid);
 
-  return record_in_active_buffer(ctx, pid, tid, task, 1, false);
+  struct ws_unwind_state *st = ws_unwind_state_of(WS_SLOT_SAMPLE);
+  if (!st) return 0;
+  st->caller[0] = 1;
+  st->described = 0;
+  if (!(task_flags & WS_PF_KTHREAD)) {
+    /* The user registers: the task's saved ones, or the sample's own when it
+     * hit user mode. */
+    __u64 pc = 0, sp = 0, bp = 0;
+    if (have_task_pt_regs || !ws_arch_sample_user_regs(ctx, &pc, &sp, &bp)) {
+      struct pt_regs *regs = have_task_pt_regs ? (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf())
+                                               : ws_arch_task_pt_regs(task);
+      if (regs) ws_arch_user_regs(regs, &pc, &sp, &bp);
+    }
+    if (pc != 0) ws_unwind_begin(st, pc, sp, bp, pid, python_frames);
+  }
+  return walk_then_record(ctx, st, &sample_progs, false);
+}
+
+/* The walk programs of CPU samples: one per driver, user space loads one. */
+SEC("perf_event")
+int ws_cpu_sample_walk_loop(struct bpf_perf_event_data *ctx) {
+  struct ws_unwind_state *st = ws_unwind_state_of(WS_SLOT_SAMPLE);
+  if (!st) return 0;
+  ws_unwind_walk_loop(st, WS_SLOT_SAMPLE);
+  return record_in_active_buffer(ctx, st, false);
+}
+
+SEC("perf_event")
+int ws_cpu_sample_walk_tail(struct bpf_perf_event_data *ctx) {
+  struct ws_unwind_state *st = ws_unwind_state_of(WS_SLOT_SAMPLE);
+  if (!st) return 0;
+  ws_unwind_walk_tail(ctx, st, WS_SLOT_SAMPLE, &sample_progs);
+  return record_in_active_buffer(ctx, st, false);
 }
 
 /* task_struct.state became __state in 5.14. */
@@ -355,7 +425,8 @@ int BPF_PROG(ws_sched_switch, bool preempt, struct task_struct *prev, struct tas
   pending->start_ns = now;
   pending->end_ns = 0;
   pending->weight = every > 1 ? every : 1;
-  struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);
+  struct pt_regs *regs =
+      have_task_pt_regs ? (struct pt_regs *)bpf_task_pt_regs(prev) : ws_arch_task_pt_regs((struct task_struct *)prev);
   pending->user_ip = regs ? ws_arch_user_pc(regs) : 0;
   /* prev is the current task here: this is the stack it blocks in. */
   long bytes = bpf_get_stack(ctx, pending->kernel_frames, sizeof(pending->kernel_frames), 0);
@@ -388,8 +459,8 @@ int BPF_PROG(ws_off_cpu_end, struct pt_regs *regs, long ret) {
     return 0;
   }
   /* The wait's kernel stack into the slot record_sample takes it from. */
-  __u32 kernel_slot = 3;
-  struct ws_stack *kernel_stack = bpf_map_lookup_elem(&stack_scratch, &kernel_slot);
+  __u32 kernel_slot = WS_SLOT_OFF_CPU;
+  struct ws_stack *kernel_stack = bpf_map_lookup_elem(&kernel_scratch, &kernel_slot);
   if (!kernel_stack) return 0;
   __u32 len = pending->kernel_len;
   if (len > WS_OFFCPU_KERNEL_FRAMES) len = WS_OFFCPU_KERNEL_FRAMES;
@@ -401,13 +472,36 @@ int BPF_PROG(ws_off_cpu_end, struct pt_regs *regs, long ret) {
   kernel_stack->flags = WS_STACK_KERNEL | (len >= WS_OFFCPU_KERNEL_FRAMES ? WS_STACK_TRUNCATED : 0);
   bpf_map_delete_elem(&off_cpu_pending, &tid);
   const __u32 pid = pid_tgid >> 32;
-  struct task_struct *task = (struct task_struct *)bpf_get_current_task();
   note_process(pid);
+  struct ws_unwind_state *st = ws_unwind_state_of(WS_SLOT_OFF_CPU);
+  if (!st) return 0;
   /* Capped at 2^50 ns (13 days) so a long wait times a large weight cannot
    * overflow; the server takes no larger value anyway. */
   const __u64 cap = 1ULL << 50;
-  const __u64 value = blocked > cap / weight ? cap : blocked * weight;
-  return record_in_active_buffer(ctx, pid, tid, task, value, true);
+  st->caller[0] = blocked > cap / weight ? cap : blocked * weight;
+  /* sys_exit's regs are the thread's user registers. */
+  __u64 pc, sp, bp;
+  ws_arch_user_regs(regs, &pc, &sp, &bp);
+  ws_unwind_begin(st, pc, sp, bp, pid, python_frames);
+  return walk_then_record(ctx, st, &off_cpu_progs, true);
+}
+
+/* The walk programs of off-CPU time: one per driver, user space loads one.
+ * Same attach point as ws_off_cpu_end (a tail call stays within one). */
+SEC("tp_btf/sys_exit")
+int BPF_PROG(ws_off_cpu_walk_loop, struct pt_regs *regs, long ret) {
+  struct ws_unwind_state *st = ws_unwind_state_of(WS_SLOT_OFF_CPU);
+  if (!st) return 0;
+  ws_unwind_walk_loop(st, WS_SLOT_OFF_CPU);
+  return record_in_active_buffer(ctx, st, true);
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(ws_off_cpu_walk_tail, struct pt_regs *regs, long ret) {
+  struct ws_unwind_state *st = ws_unwind_state_of(WS_SLOT_OFF_CPU);
+  if (!st) return 0;
+  ws_unwind_walk_tail(ctx, st, WS_SLOT_OFF_CPU, &off_cpu_progs);
+  return record_in_active_buffer(ctx, st, true);
 }
 
 /* tp_btf programs attach without tracefs, which is often not mounted. */

@@ -102,6 +102,11 @@ StatusOr<std::string> ReadTokenFile(const std::string& path) {
   return token;
 }
 
+Status ValidUnwinderDriver(const std::string& name) {
+  if (name == "auto" || name == "bpf_loop" || name == "tail_call") return Status::Ok();
+  return InvalidArgumentError("--unwinder-driver expects auto, bpf_loop or tail_call, got '" + name + "'");
+}
+
 StatusOr<std::string> ParseServerUrl(const std::string& value) {
   if (value.rfind("http://", 0) != 0 && value.rfind("https://", 0) != 0) {
     return InvalidArgumentError("--server expects a URL like http://127.0.0.1:7070, got '" + value + "'");
@@ -122,6 +127,9 @@ StatusOr<RunOptions> ParseRunArgs(const std::vector<std::string>& args) {
       o.verbose = true;
     } else if (flag == "--no-python") {
       o.python_frames = false;
+    } else if (flag == "--unwinder-driver") {
+      ASSIGN_OR_RETURN(o.unwinder_driver, c.TakeValue());
+      RETURN_IF_ERROR(ValidUnwinderDriver(o.unwinder_driver));
     } else if (flag == "--off-cpu") {
       o.off_cpu = true;
     } else if (flag == "--off-cpu-min") {
@@ -406,6 +414,9 @@ StatusOr<RecordOptions> ParseRecordArgs(const std::vector<std::string>& args) {
       o.frame_pointers_only = true;
     } else if (flag == "--no-python") {
       o.python_frames = false;
+    } else if (flag == "--unwinder-driver") {
+      ASSIGN_OR_RETURN(o.unwinder_driver, take_value());
+      RETURN_IF_ERROR(ValidUnwinderDriver(o.unwinder_driver));
     } else if (flag == "--pid" || flag == "-p") {
       ASSIGN_OR_RETURN(std::string v, take_value());
       RETURN_IF_ERROR(AddPids(v, &o.pids));
@@ -492,6 +503,8 @@ Samples CPU stacks (user and kernel) with eBPF and writes a profile.
       --frame-pointers     walk user stacks with frame pointers only, not .eh_frame
                            (no Python frames either)
       --no-python          no CPython frames: show the interpreter's native frames
+      --unwinder-driver D  auto (default: bpf_loop where the kernel has it, else
+                           tail_call), bpf_loop or tail_call (for tests)
   -v, --verbose            debug logging
 
 Recording stops early when every --pid has exited, or on Ctrl-C; what was
@@ -542,6 +555,8 @@ until every --pid has exited.
                             for the CPU's family)
   -p, --pid PID[,PID...]    only these processes (default: every process)
       --no-python           no CPython frames: show the interpreter's native frames
+      --unwinder-driver D   auto (default: bpf_loop where the kernel has it, else
+                            tail_call), bpf_loop or tail_call (for tests)
       --off-cpu             upload off-CPU time too (profile type off_cpu: how long
                             threads stay blocked, under the stacks they block in);
                             off by default: it costs about 1% of each CPU in BPF

@@ -37,6 +37,7 @@ struct RecordOptions {
   bool verbose = false;
   bool frame_pointers_only = false;  // skip .eh_frame unwinding (for comparisons)
   bool python_frames = true;         // walk CPython interpreter frames (--no-python turns it off)
+  std::string unwinder_driver;       // --unwinder-driver: "", auto, bpf_loop or tail_call (bpf_features.h)
   // --type: which profiles the file holds (cpu, off_cpu, or both: then one
   // pprof with the sample types off_cpu and cpu).
   bool cpu = true;
@@ -73,6 +74,7 @@ struct RunOptions {
   std::vector<uint32_t> pids;  // empty: every process
   std::chrono::milliseconds drain_interval{1000};
   bool python_frames = true;
+  std::string unwinder_driver;  // --unwinder-driver: "", auto, bpf_loop or tail_call (bpf_features.h)
   bool off_cpu = false;  // --off-cpu: upload off-CPU time too
   std::chrono::nanoseconds off_cpu_min_wait{0};
   bool verbose = false;

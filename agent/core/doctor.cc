@@ -421,10 +421,11 @@ CheckResult CheckKernel(const DoctorFacts& f) {
   const std::string probed = "probed: " + DescribeBpfFeatures(f.bpf_features);
   if (driver.driver == UnwinderDriver::kNone) {
     return {"kernel", CheckStatus::kBlocked, f.kernel_release + ": " + driver.why + "; " + probed,
-            "run on a kernel with bpf_loop (Linux 5.17 or newer: Debian 12, Ubuntu 22.04 HWE or 24.04, RHEL 9.2+, "
-            "AL2023)"};
+            "run on a kernel with BPF ring buffers and program arrays (Linux 5.10 or newer: Debian 11, Ubuntu "
+            "20.04 HWE, 22.04 and 24.04, RHEL 9, Amazon Linux 2 with 5.10, AL2023)"};
   }
-  return {"kernel", CheckStatus::kOk, f.kernel_release + ": unwinder driver " + driver.name + "; " + probed, ""};
+  return {"kernel", CheckStatus::kOk,
+          f.kernel_release + ": unwinder driver " + driver.name + " (" + driver.why + "); " + probed, ""};
 }
 
 CheckResult CheckBtf(const DoctorFacts& f) {

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/core/bpf_features.h"
+#include "agent/unwind/bpf_features.h"
 #include "agent/core/preflight.h"
 #include "base/status.h"
 

@@ -100,31 +100,46 @@ TEST(DoctorTest, ProcessesWhoseGpuTimeWasPausedAreNamed) {
 }
 
 // The kernel is judged by its probed BPF features, never by its version: a
-// 5.15 kernel with bpf_loop (a backport) runs, a 6.x one without it does not.
+// 5.15 kernel with bpf_loop (a backport) gets the bpf_loop driver, one without
+// it the tail-call driver, and one without program arrays none.
 TEST(DoctorTest, Kernel) {
   DoctorFacts f = GoodFacts();
   f.kernel_release = "5.15.0-91-generic";
   CheckResult r = Check(f, "kernel");
   EXPECT_EQ(r.status, CheckStatus::kOk);
-  EXPECT_TRUE(Has(r.found, "unwinder driver bpf_loop")) << r.found;
+  EXPECT_TRUE(Has(r.found, "unwinder driver bpf_loop (the kernel has bpf_loop)")) << r.found;
   EXPECT_TRUE(Has(r.found, "task_pt_regs yes")) << r.found;
-  f.kernel_release = "6.1.0";
+  f.kernel_release = "5.10.0-35-amd64";
   f.bpf_features.bpf_loop = false;
   f.bpf_features.task_pt_regs = false;
+  f.bpf_features.current_task_btf = false;
+  r = Check(f, "kernel");
+  EXPECT_EQ(r.status, CheckStatus::kOk);
+  EXPECT_TRUE(Has(r.found, "unwinder driver tail_call (the kernel lacks bpf_loop)")) << r.found;
+  EXPECT_TRUE(Has(r.found, "bpf_loop no")) << r.found;
+  f.bpf_features.prog_array = false;
   r = Check(f, "kernel");
   EXPECT_EQ(r.status, CheckStatus::kBlocked);
-  EXPECT_TRUE(Has(r.found, "lacks bpf_loop, bpf_task_pt_regs")) << r.found;
-  EXPECT_TRUE(Has(r.found, "bpf_loop no")) << r.found;
+  EXPECT_TRUE(Has(r.found, "lacks BPF program arrays")) << r.found;
   EXPECT_EQ(DoctorExitCode(RunDoctorChecks(f)), kExitUnsupported);
   f.bpf_features = {};  // no privilege to probe
   EXPECT_EQ(Check(f, "kernel").status, CheckStatus::kWarn);
 }
 
-// Unit: which driver the probed features allow.
-TEST(BpfFeaturesTest, ChoosesBpfLoopOnlyWhereEverythingItNeedsIsThere) {
+// Unit: which driver the probed features allow, and a forced one.
+TEST(BpfFeaturesTest, ChoosesBpfLoopWhereTheKernelHasItElseTailCalls) {
   BpfFeatures f{true, true, true, true, true, true, true};
   EXPECT_EQ(ChooseUnwinderDriver(f).driver, UnwinderDriver::kBpfLoop);
   EXPECT_EQ(ChooseUnwinderDriver(f).name, "bpf_loop");
+  EXPECT_EQ(ChooseUnwinderDriver(f, "tail_call").driver, UnwinderDriver::kTailCall);
+  EXPECT_EQ(ChooseUnwinderDriver(f, "tail_call").why, "forced");
+  EXPECT_EQ(ChooseUnwinderDriver(f, "auto").driver, UnwinderDriver::kBpfLoop);
+  EXPECT_EQ(ChooseUnwinderDriver(f, "loop").driver, UnwinderDriver::kNone);
+  f.bpf_loop = false;
+  EXPECT_EQ(ChooseUnwinderDriver(f).driver, UnwinderDriver::kTailCall);
+  const UnwinderDriverChoice forced = ChooseUnwinderDriver(f, "bpf_loop");
+  EXPECT_EQ(forced.driver, UnwinderDriver::kNone);
+  EXPECT_TRUE(Has(forced.why, "lacks bpf_loop")) << forced.why;
   f.ringbuf = false;
   const UnwinderDriverChoice c = ChooseUnwinderDriver(f);
   EXPECT_EQ(c.driver, UnwinderDriver::kNone);

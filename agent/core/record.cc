@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "agent/collectors/cpu/cpu_collector.h"
-#include "agent/core/bpf_features.h"
+#include "agent/unwind/bpf_features.h"
 #include "agent/core/lifecycle.h"
 #include "agent/core/preflight.h"
 #include "agent/export/file_sink.h"
@@ -62,6 +62,9 @@ std::string SummarizeUnwinding(const AssemblerStats& stats, Profile* profile) {
 int RunRecord(const RecordOptions& options) {
   if (Status s = CheckCanProfile(ReadPreflightFacts()); !s.ok()) {
     return ReportFailure(ExitCodeForStartFailure(s, kExitUnsupported), s);
+  }
+  if (!options.unwinder_driver.empty()) {
+    if (Status s = SetUnwinderDriverOverride(options.unwinder_driver); !s.ok()) return ReportFailure(kExitUsage, s);
   }
   if (Status s = CheckUnwinderDriver(); !s.ok()) return ReportFailure(kExitUnsupported, s);
   if (Status s = CheckWritable(options.output); !s.ok()) return ReportFailure(kExitUsage, s);

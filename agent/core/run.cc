@@ -18,7 +18,7 @@
 #include <memory>
 
 #include "agent/core/collector_registry.h"
-#include "agent/core/bpf_features.h"
+#include "agent/unwind/bpf_features.h"
 #include "agent/core/lifecycle.h"
 #include "agent/core/metrics_endpoint.h"
 #include "agent/core/preflight.h"
@@ -106,6 +106,9 @@ int RunContinuous(const RunOptions& options, const std::string& node_name) {
   const PreflightFacts preflight = ReadPreflightFacts();
   if (Status s = CheckCanProfile(preflight); !s.ok()) {
     return ReportFailure(ExitCodeForStartFailure(s, kExitUnsupported), s);
+  }
+  if (!options.unwinder_driver.empty()) {
+    if (Status s = SetUnwinderDriverOverride(options.unwinder_driver); !s.ok()) return ReportFailure(kExitUsage, s);
   }
   if (Status s = CheckUnwinderDriver(); !s.ok()) return ReportFailure(kExitUnsupported, s);
   // Profiling goes on (the kernel samples every process anyway), but nothing

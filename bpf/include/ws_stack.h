@@ -1,9 +1,9 @@
 /* Stack capture shared by every BPF stack source: CPU samples
  * (cpu_sampler.bpf.c) and uprobe stacks (uprobe_stack.bpf.c: CUDA launches).
  *
- * ws_capture_user_stack() walks the user stack with the .eh_frame unwinder
- * (ws_unwind.h) when user space has described the process, and falls back to
- * the kernel's frame-pointer walk (bpf_get_stack) when it has not. Stacks are
+ * User stacks come from the .eh_frame unwinder (ws_unwind.h) when user space
+ * has described the process; ws_get_stack() is the kernel's frame-pointer walk
+ * (bpf_get_stack) for those it has not, and for kernel stacks. Stacks are
  * deduplicated by a 64-bit hash of their frames so that callers store a hash in
  * their aggregation keys and the frames once in a stacks map. */
 #ifndef WARPSCOPE_BPF_WS_STACK_H_
@@ -42,15 +42,6 @@ static __always_inline int ws_get_stack(void *ctx, struct ws_stack *stack, __u64
   stack->len = (__u32)(bytes / sizeof(__u64));
   if (stack->len >= WS_MAX_STACK_FRAMES) stack->flags |= WS_STACK_TRUNCATED;
   return 0;
-}
-
-/* Fills `stack` with the user stack of the current task, leaf first, from the
- * user registers `regs`. Returns 0 on success, a negative errno otherwise
- * (stack->len is then 0). `python`: interleave CPython frames (ws_python.h). */
-static __always_inline int ws_capture_user_stack(void *ctx, struct pt_regs *regs, __u32 pid, struct ws_stack *stack,
-                                                 bool python) {
-  if (ws_unwind_user(regs, pid, stack, python) == 0) return 0;
-  return ws_get_stack(ctx, stack, BPF_F_USER_STACK, 0);
 }
 
 /* Fills `stack` with the kernel stack at the sample point, leaf first. An empty

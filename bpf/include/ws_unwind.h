@@ -10,8 +10,22 @@
  * row (binary search, <= WS_UNWIND_MAX_SEARCH_STEPS), compute the CFA, read
  * the return address at CFA-8 and the saved rbp if the row says so. Binaries
  * without CFI fall back to frame pointers; processes user space has not
- * described yet use the kernel's frame-pointer walk. Frames are walked in a
- * bpf_loop (kernel >= 5.17), so the verifier checks one step, not 128.
+ * described yet use the kernel's frame-pointer walk.
+ *
+ * A walk is split the same way for every caller (CPU samples, off-CPU time,
+ * uprobe stacks): the caller's begin program fills a per-CPU ws_unwind_state
+ * (ws_unwind_begin) and tail-calls slot WS_UNWIND_PROG_WALK of its program
+ * array; the walk program steps frames (ws_unwind_one, one frame or one
+ * interpreter frame per step) and then runs the caller's finish part, which
+ * reads the stack from the state. User space puts one of two walk programs in
+ * that slot, chosen by probing the kernel (agent/unwind/bpf_features.h):
+ *   - the bpf_loop driver (5.17+): every step in one bpf_loop, so the
+ *     verifier checks one step, not 258 (ws_unwind_walk_loop);
+ *   - the tail-call driver (5.10+): WS_UNWIND_TAIL_STEPS steps per program,
+ *     which then tail-calls itself with the state kept in the map, up to the
+ *     kernel's 32 tail calls (ws_unwind_walk_tail).
+ * The program not chosen is never loaded: a 5.10 verifier refuses a bpf_loop
+ * callback even where it is never called.
  *
  * Python: for a process flagged WS_PROC_PYTHON, the walk starts from the
  * thread's innermost interpreter frame (ws_python.h). When a native frame's
@@ -73,12 +87,22 @@ struct {
   __type(value, struct ws_proc_info);
 } proc_info SEC(".maps");
 
+/* Steps a walk may take: native frames, two slots per Python frame, one step
+ * per shim frame. */
+#define WS_UNWIND_MAX_STEPS (2 * WS_MAX_STACK_FRAMES + 2)
+/* The tail-call driver's steps per program: 32 programs (the kernel's tail
+ * call limit, the begin program's own call included) cover the same
+ * WS_UNWIND_MAX_STEPS as one bpf_loop. */
+#define WS_UNWIND_TAIL_STEPS 9
+/* The slot of a caller's program array that holds the walk program. */
+#define WS_UNWIND_PROG_WALK 0
+/* Walks in progress per CPU: one per caller that can interrupt another on the
+ * same CPU (a CPU sample arrives in the middle of an off-CPU walk). */
+#define WS_UNWIND_SLOTS WS_PY_SEARCH_SLOTS
+
 /* Consecutive frames are often in the same mapping and the same 64 KiB page:
- * the last ones found are kept per CPU to skip their searches. (Kept in a map,
- * not in the loop context: values read from a map stay imprecise for the
- * verifier, so the bpf_loop callback's states converge.) Page entries are
- * keyed by global table ids, and the mapping by pid, so a walk interrupted by
- * another on the same CPU only loses its cache, never uses a wrong one. */
+ * the last ones found are kept to skip their searches. Page entries are keyed
+ * by global table ids, and the mapping by pid. */
 struct ws_unwind_cache {
   __u64 start;
   __u64 end; /* 0: no mapping cached */
@@ -88,7 +112,7 @@ struct ws_unwind_cache {
   __u32 page;
   __u32 page_first;
   __u32 page_count; /* 0: no page cached */
-  __u32 pid;        /* whose mapping is cached: a program interrupting a walk on this CPU may reuse the cache */
+  __u32 pid;        /* whose mapping is cached */
   __u32 py_pid;     /* whose ws_py_proc is in `py` */
   struct ws_py_proc py;
   /* Interpreter frames of 3.11+ sit next to each other on the thread's data
@@ -102,40 +126,59 @@ struct ws_unwind_cache {
    * offset masked to 127 stays inside. */
   __u8 stack_buf[WS_PY_STACK_WINDOW + 136];
   __u8 code_buf[40];
-  /* Pending uretprobes of the walked task (set per walk; a walk interrupted
-   * on this CPU walks the same task, whose list starts over: at worst one
-   * return address is taken from the wrong instance). */
+  /* Pending uretprobes of the walked task (set per walk). */
   __u64 tramp;        /* the uretprobe trampoline's address; 0: none pending */
   __u64 ret_instance; /* the next pending return instance (struct return_instance *) */
 };
-
-struct {
-  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-  __uint(max_entries, 1);
-  __type(key, __u32);
-  __type(value, struct ws_unwind_cache);
-} unwind_cache SEC(".maps");
 
 /* Where the walk is: native frames, the interpreter frames of one call of the
  * evaluation loop, or (the native walk over) the remaining interpreter frames. */
 enum ws_walk_mode { WS_WALK_NATIVE = 0, WS_WALK_PY_CALL = 1, WS_WALK_PY_TAIL = 2 };
 
-struct ws_unwind_ctx {
+struct ws_unwind_walk {
   __u64 pc;
   __u64 sp;
   __u64 bp;
   __u64 py_frame; /* next interpreter frame to emit; 0: none left */
-  struct ws_stack *stack;
-  const struct ws_proc_info *proc;
   __u32 pid;
+  __u32 proc_first;   /* the process's mappings: exec_mappings[proc_first, +proc_count) */
+  __u32 proc_count;
   __u32 end;          /* WS_END_* once the walk stops */
   __u32 mode;         /* enum ws_walk_mode */
   __u32 native_count; /* native frames stepped over so far */
   __u32 pc_emitted;   /* the current native frame is already represented (by its Python frames) */
+  __u32 steps;        /* steps taken */
+  __u32 python;       /* interleave interpreter frames (the process is a described Python process) */
+  __u32 started;      /* the first walk program has looked up the interpreter frames */
 };
 
-static __always_inline const struct ws_exec_mapping *ws_find_mapping(const struct ws_proc_info *proc, __u64 pc) {
-  __u32 lo = proc->first, n = proc->count;
+/* One walk in progress: where it is, its caches, the stack so far, and what
+ * the caller's finish part needs from its begin part (`caller`, its own
+ * layout). Kept in a map, not on the BPF stack: it lives across tail calls,
+ * and values read from a map stay imprecise for the verifier, so the steps'
+ * states converge. */
+struct ws_unwind_state {
+  struct ws_unwind_walk w;
+  struct ws_unwind_cache cache;
+  struct ws_stack stack;
+  __u64 caller[6];
+  __u32 described; /* 0: user space has not described the process: the caller walks frame pointers */
+  __u32 pad;
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, WS_UNWIND_SLOTS);
+  __type(key, __u32);
+  __type(value, struct ws_unwind_state);
+} unwind_state SEC(".maps");
+
+static __always_inline struct ws_unwind_state *ws_unwind_state_of(__u32 slot) {
+  return bpf_map_lookup_elem(&unwind_state, &slot);
+}
+
+static __always_inline const struct ws_exec_mapping *ws_find_mapping(__u32 first, __u32 count, __u64 pc) {
+  __u32 lo = first, n = count;
   if (n == 0 || n > WS_MAX_PROC_MAPPINGS) return NULL;
   /* Invariant: the answer, if any, is in [lo, lo + n). Find the last mapping with start <= pc. */
   for (int i = 0; i < WS_MAPPING_SEARCH_STEPS; i++) {
@@ -191,8 +234,8 @@ static __always_inline const struct ws_unwind_entry *ws_find_row(struct ws_unwin
 }
 
 /* Ends the native walk with `reason`; Python frames still pending are then
- * appended by the following loop iterations. Returns the bpf_loop verdict. */
-static __always_inline long ws_native_stop(struct ws_unwind_ctx *c, __u32 reason) {
+ * appended by the following steps. Returns 1 to stop, 0 to go on. */
+static __always_inline long ws_native_stop(struct ws_unwind_walk *c, __u32 reason) {
   c->end = reason;
   if (c->py_frame != 0 && reason != WS_END_TRUNCATED) {
     c->mode = WS_WALK_PY_TAIL;
@@ -209,7 +252,9 @@ static __always_inline __u32 ws_code_u32(const __u8 *buf, __u32 rel) { return *(
  * frame) and moves to its caller. Returns 1 when that frame was the first of
  * its evaluation-loop call, 0 when the call has more frames, -1 when the
  * frame could not be read or the stack is full (no Python frames are left). */
-static __always_inline int ws_py_emit(struct ws_unwind_ctx *c, struct ws_unwind_cache *cache) {
+static __always_inline int ws_py_emit(struct ws_unwind_state *st) {
+  struct ws_unwind_walk *c = &st->w;
+  struct ws_unwind_cache *cache = &st->cache;
   const struct ws_py_layout *l = &cache->py.layout;
   const __u64 at = c->py_frame + l->frame_window;
   if (cache->py_pid != c->pid) {
@@ -261,7 +306,7 @@ static __always_inline int ws_py_emit(struct ws_unwind_ctx *c, struct ws_unwind_
                                     ws_code_u32(cache->code_buf, l->code_flags_rel),
                                     ws_code_u32(cache->code_buf, l->code_firstlineno_rel));
   }
-  struct ws_stack *stack = c->stack;
+  struct ws_stack *stack = &st->stack;
   const __u32 len = stack->len;
   if (len >= WS_MAX_STACK_FRAMES - 1) {
     c->py_frame = 0;
@@ -281,22 +326,21 @@ static __always_inline int ws_in_eval_loop(const struct ws_unwind_cache *cache, 
 }
 
 /* Frame-pointer step (the architecture's rule). */
-static __always_inline int ws_fp_step(struct ws_unwind_ctx *c) { return ws_arch_fp_step(&c->pc, &c->sp, &c->bp); }
+static __always_inline int ws_fp_step(struct ws_unwind_walk *c) { return ws_arch_fp_step(&c->pc, &c->sp, &c->bp); }
 
-/* One frame: record pc, then compute the caller's registers. Returns 1 to stop. */
-static long ws_unwind_step(__u32 index, void *data) {
-  struct ws_unwind_ctx *c = data;
-  struct ws_stack *stack = c->stack;
-  __u32 zero = 0;
-  struct ws_unwind_cache *cache = bpf_map_lookup_elem(&unwind_cache, &zero);
-  if (!cache) return 1;
+/* One step: a native frame (record pc, then compute the caller's registers)
+ * or one interpreter frame. Returns 1 to stop. */
+static __always_inline long ws_unwind_one(struct ws_unwind_state *st) {
+  struct ws_unwind_walk *c = &st->w;
+  struct ws_unwind_cache *cache = &st->cache;
+  struct ws_stack *stack = &st->stack;
   if (c->mode == WS_WALK_PY_TAIL) {
     if (c->py_frame == 0) return 1;
     stack->flags |= WS_STACK_PY_TAIL;
-    return ws_py_emit(c, cache) < 0 ? 1 : 0;
+    return ws_py_emit(st) < 0 ? 1 : 0;
   }
   if (c->mode == WS_WALK_PY_CALL) {
-    const int r = ws_py_emit(c, cache);
+    const int r = ws_py_emit(st);
     if (r != 0 || c->py_frame == 0) {
       if (r < 0 && c->end == WS_END_TRUNCATED) return 1;
       c->mode = WS_WALK_NATIVE; /* next: the evaluation loop's own caller */
@@ -323,7 +367,7 @@ static long ws_unwind_step(__u32 index, void *data) {
   c->pc_emitted = 0;
   c->native_count++;
   if (cache->end == 0 || cache->pid != c->pid || lookup < cache->start || lookup >= cache->end) {
-    const struct ws_exec_mapping *m = ws_find_mapping(c->proc, lookup);
+    const struct ws_exec_mapping *m = ws_find_mapping(c->proc_first, c->proc_count, lookup);
     if (!m) {
       return ws_native_stop(c, WS_END_NO_MAPPING);
     }
@@ -390,24 +434,43 @@ next:
   return 0;
 }
 
-/* Walks the user stack of the current task from `regs` (user-mode registers:
- * bpf_task_pt_regs() in a perf_event program, the uprobe's ctx in a uprobe).
- * `python`: walk interpreter frames of processes flagged WS_PROC_PYTHON.
- * Returns 1 when the process has no unwind description yet (the caller then
- * uses the kernel's frame-pointer walk), 0 otherwise; stack->flags carries the
- * WS_END_* reason in its end bits. */
-static __always_inline int ws_unwind_user(struct pt_regs *regs, __u32 pid, struct ws_stack *stack, bool python) {
+/* The bpf_loop driver's step: `data` holds the state's slot. */
+static long ws_unwind_loop_step(__u32 index, void *data) {
+  struct ws_unwind_state *st = ws_unwind_state_of(*(__u32 *)data);
+  if (!st) return 1;
+  return ws_unwind_one(st);
+}
+
+/* A caller's begin part: prepares the walk of the current task's user stack
+ * from its user-mode pc, sp and frame pointer (ws_arch_user_regs of the
+ * task's saved registers, the uprobe's ctx or sys_exit's regs; or a perf
+ * sample's own when it hit user mode). `python`: walk
+ * interpreter frames of processes flagged WS_PROC_PYTHON. Returns 1 when the
+ * process has no unwind description yet (st->described is 0: the caller then
+ * uses the kernel's frame-pointer walk instead of the walk program), else 0. */
+static __always_inline int ws_unwind_begin(struct ws_unwind_state *st, __u64 pc, __u64 sp, __u64 bp, __u32 pid,
+                                           bool python) {
+  st->described = 0;
+  st->stack.len = 0;
+  st->stack.flags = 0;
   const struct ws_proc_info *proc = bpf_map_lookup_elem(&proc_info, &pid);
   if (!proc) return 1;
-  struct ws_unwind_ctx c = {};
-  ws_arch_user_regs(regs, &c.pc, &c.sp, &c.bp);
-  c.stack = stack;
-  c.proc = proc;
-  c.pid = pid;
-  c.end = WS_END_TRUNCATED;
-  __u32 zero = 0;
-  struct ws_unwind_cache *cache = bpf_map_lookup_elem(&unwind_cache, &zero);
-  if (!cache) return 1;
+  struct ws_unwind_walk *c = &st->w;
+  c->pc = pc;
+  c->sp = sp;
+  c->bp = bp;
+  c->py_frame = 0;
+  c->pid = pid;
+  c->proc_first = proc->first;
+  c->proc_count = proc->count;
+  c->end = WS_END_TRUNCATED;
+  c->mode = WS_WALK_NATIVE;
+  c->native_count = 0;
+  c->pc_emitted = 0;
+  c->steps = 0;
+  c->python = python && (proc->flags & WS_PROC_PYTHON);
+  c->started = 0;
+  struct ws_unwind_cache *cache = &st->cache;
   cache->end = 0; /* the cache is per walk: another process's mappings differ */
   cache->page_count = 0;
   cache->py_pid = 0;
@@ -415,26 +478,57 @@ static __always_inline int ws_unwind_user(struct pt_regs *regs, __u32 pid, struc
   cache->ret_instance = 0;
   cache->tramp = 0;
   if (bpf_core_field_exists(struct task_struct, utask)) { /* a kernel without uprobes has no return instances */
-    struct task_struct *task = bpf_get_current_task_btf();
+    struct task_struct *task = (struct task_struct *)bpf_get_current_task();
     const struct uprobe_task *utask = BPF_CORE_READ(task, utask);
     cache->ret_instance = utask ? (__u64)BPF_CORE_READ(utask, return_instances) : 0;
     if (cache->ret_instance != 0) cache->tramp = BPF_CORE_READ(task, mm, uprobes_state.xol_area, vaddr);
   }
-  if (python && (proc->flags & WS_PROC_PYTHON)) {
-    const struct ws_py_proc *py = bpf_map_lookup_elem(&py_procs, &pid);
-    if (py) {
-      cache->py = *py;
-      cache->py_pid = pid;
-      c.py_frame = ws_py_current_frame(py);
-    }
-  }
-  stack->len = 0;
-  stack->flags = 0;
-  /* Native frames plus two slots per Python frame plus one step per shim frame. */
-  bpf_loop(2 * WS_MAX_STACK_FRAMES + 2, ws_unwind_step, &c, 0);
-  stack->flags = ws_stack_set_end(stack->flags, c.end);
-  if (c.end == WS_END_TRUNCATED) stack->flags |= WS_STACK_TRUNCATED;
+  st->described = 1;
   return 0;
+}
+
+/* The walk program's first step: the thread's innermost interpreter frame.
+ * `bounded`: without bpf_loop (ws_python.h). */
+static __always_inline void ws_unwind_start(struct ws_unwind_state *st, bool bounded, __u32 slot) {
+  st->w.started = 1;
+  if (!st->w.python) return;
+  const __u32 pid = st->w.pid;
+  const struct ws_py_proc *py = bpf_map_lookup_elem(&py_procs, &pid);
+  if (!py) return;
+  st->cache.py = *py;
+  st->cache.py_pid = pid;
+  st->w.py_frame = ws_py_current_frame(py, bounded, slot);
+}
+
+/* The end of a walk: the WS_END_* reason into the stack's flags. */
+static __always_inline void ws_unwind_finish(struct ws_unwind_state *st) {
+  st->stack.flags = ws_stack_set_end(st->stack.flags, st->w.end);
+  if (st->w.end == WS_END_TRUNCATED) st->stack.flags |= WS_STACK_TRUNCATED;
+}
+
+/* The bpf_loop driver: the whole walk of the state in `slot`. */
+static __always_inline void ws_unwind_walk_loop(struct ws_unwind_state *st, __u32 slot) {
+  ws_unwind_start(st, false, slot);
+  bpf_loop(WS_UNWIND_MAX_STEPS, ws_unwind_loop_step, &slot, 0);
+  ws_unwind_finish(st);
+}
+
+/* The tail-call driver: WS_UNWIND_TAIL_STEPS steps, then the next program of
+ * the chain (`progs`' walk slot: this same program). Returns only when the
+ * walk is over (1), or when the kernel refused the next tail call (the chain
+ * is at its limit: the stack is cut there, counted as truncated). */
+static __always_inline void ws_unwind_walk_tail(void *ctx, struct ws_unwind_state *st, __u32 slot, void *progs) {
+  if (!st->w.started) ws_unwind_start(st, true, slot);
+  for (int i = 0; i < WS_UNWIND_TAIL_STEPS; i++) {
+    if (st->w.steps >= WS_UNWIND_MAX_STEPS || ws_unwind_one(st)) {
+      ws_unwind_finish(st);
+      return;
+    }
+    st->w.steps++;
+  }
+  bpf_tail_call(ctx, progs, WS_UNWIND_PROG_WALK);
+  st->w.end = WS_END_TRUNCATED;
+  ws_unwind_finish(st);
 }
 
 #endif /* WARPSCOPE_BPF_WS_UNWIND_H_ */

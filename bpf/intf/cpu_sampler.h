@@ -10,7 +10,7 @@
 #include <linux/types.h>
 #endif
 
-#define WS_MAX_STACK_FRAMES 127
+#define WS_MAX_STACK_FRAMES 128 /* bpf_get_stack stops at the kernel's perf_event_max_stack (127 by default) */
 #define WS_COMM_LEN 16
 
 /* Aggregation key: one entry per (thread, user stack, kernel stack). */
@@ -77,6 +77,7 @@ enum ws_cpu_sampler_stat {
   WS_STAT_OFFCPU_RECORDED,      /* timed waits added to the off-CPU counts */
   WS_STAT_OFFCPU_DROP_COUNTS_FULL, /* off-CPU counts map full: the wait is lost */
   WS_STAT_OFFCPU_NOT_SYSCALL,   /* the thread ran on without leaving a system call it blocked in (a page fault): not counted */
+  WS_STAT_UNWIND_NO_WALK,       /* the walk program could not be called: the kernel's frame-pointer walk stood in */
   WS_STAT_MAX,
 };
 

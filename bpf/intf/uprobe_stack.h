@@ -11,11 +11,12 @@ enum ws_uprobe_stat {
   WS_UPROBE_DROPPED,          /* ring buffer full: stack lost */
   WS_UPROBE_NOT_DESCRIBED,    /* the process had no unwind description yet */
   WS_UPROBE_RETURNS,          /* uretprobe hits (ws_uretprobe_mark) */
+  WS_UPROBE_NO_WALK,          /* the walk program could not be called: sent as not described */
   WS_UPROBE_STAT_MAX,
 };
 
-/* What a probe is for: its BPF cookie, set at attach and carried in each
- * event. A stack probe (the launch probe, probe-stack) may be sampled; the
+/* What a probe is for: the program user space attaches (one per role),
+ * carried in each event. A stack probe (the launch probe, probe-stack) may be sampled; the
  * marks of a call's entry and return are never sampled away, and an entry
  * whose stack cannot be walked (process not described yet) still comes,
  * with an empty stack, so the call's time is known. */
@@ -33,7 +34,7 @@ struct ws_uprobe_stack_event {
    * rdx; arm64 x0..x2): for libwarpscope_cuda.so's warpscope_cuda_launch_probe
    * the launch's correlation id, launch kind and graph exec id. */
   __u64 args[3];
-  __u64 role; /* enum ws_uprobe_role: the probe's cookie */
+  __u64 role; /* enum ws_uprobe_role */
   struct ws_stack stack;
 };
 

@@ -127,6 +127,35 @@ TEST_F(UnwindTest, CppProgramWithoutFramePointersUnwindsToMain) {
   EXPECT_GT(ShareWithAll(p, {"workload::Square::Area(unsigned long) const", "main"}), 0.05);
 }
 
+// A recursion 200 deep: both drivers fill every frame slot the unwinder has
+// (WS_MAX_STACK_FRAMES, 128), the tail-call one across its chain of programs,
+// and say the stack was cut.
+TEST_F(UnwindTest, DeepStacksFillEveryFrameWithEitherDriver) {
+  for (const std::string driver : {"bpf_loop", "tail_call"}) {
+    pid_t prog = StartProcess({kProgs + "/unwind_cpp", "4", "200"});
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    DecodedProfile p = Record(prog, "2", {"--unwinder-driver", driver});
+    WaitProcess(prog);
+    int64_t deep = 0, in_recurse = 0;
+    size_t deepest = 0;
+    for (const auto& s : p.samples) {
+      if (!s.Contains("workload::Square::Area(unsigned long) const")) continue;
+      in_recurse += s.count;
+      size_t user = 0;
+      for (const auto& f : s.frames) user += f.function.find("Recurse") != std::string::npos ||
+                                             f.function.find("Area") != std::string::npos ||
+                                             f.function.find("Burn") != std::string::npos;
+      deepest = std::max(deepest, user);
+      if (user >= 128) deep += s.count;
+    }
+    printf("%s: %lld samples in the recursion, %lld with 128 frames, deepest %zu\n", driver.c_str(),
+           static_cast<long long>(in_recurse), static_cast<long long>(deep), deepest);
+    ASSERT_GT(in_recurse, 50) << driver;
+    EXPECT_GE(static_cast<double>(deep) / in_recurse, 0.95) << driver;
+    EXPECT_EQ(deepest, 128u) << driver;
+  }
+}
+
 TEST_F(UnwindTest, DebianPython3UnwindsToInterpreterMain) {
   if (access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "/usr/bin/python3 not installed";
   pid_t prog = StartProcess({"/usr/bin/python3", "-c",

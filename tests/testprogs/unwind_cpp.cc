@@ -1,6 +1,8 @@
 // Known answer for the .eh_frame unwinder in C++: built -O2
 // -fomit-frame-pointer; virtual calls, templates, std::sort with a lambda and
-// std::function, all under main(), for argv[1] seconds.
+// std::function, all under main(), for argv[1] seconds; argv[2] sets the
+// recursion's depth (default 40: stacks of ~45 frames; 200 goes past what the
+// unwinder keeps).
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -46,11 +48,12 @@ __attribute__((noinline)) uint64_t SortWithLambda(uint64_t seed) {
 
 int main(int argc, char** argv) {
   const double seconds = argc > 1 ? std::atof(argv[1]) : 5.0;
+  const int depth = argc > 2 ? std::atoi(argv[2]) : 40;
   const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
   std::unique_ptr<workload::Shape> shape = std::make_unique<workload::Square>();
   uint64_t x = 1;
   while (std::chrono::steady_clock::now() < end) {
-    x += workload::Recurse(*shape, 40, x);
+    x += workload::Recurse(*shape, depth, x);
     x += workload::SortWithLambda(x);
   }
   return static_cast<int>(x & 1) * 0;

@@ -16,6 +16,7 @@
 #include "agent/unwind/unwind_bpf_maps.h"
 #include "base/cpu_list.h"
 #include "base/logging.h"
+#include "agent/unwind/bpf_features.h"
 #include "cpu_sampler.skel.h"
 
 namespace warpscope {
@@ -92,6 +93,7 @@ const char* CpuSamplerStatName(ws_cpu_sampler_stat stat) {
     case WS_STAT_OFFCPU_RECORDED: return "off_cpu_waits_recorded";
     case WS_STAT_OFFCPU_DROP_COUNTS_FULL: return "off_cpu_drop_counts_map_full";
     case WS_STAT_OFFCPU_NOT_SYSCALL: return "off_cpu_waits_outside_syscalls";
+    case WS_STAT_UNWIND_NO_WALK: return "unwind_walk_not_called";
     case WS_STAT_MAX: break;
   }
   return "unknown";
@@ -139,6 +141,16 @@ StatusOr<std::unique_ptr<CpuSampler>> CpuSampler::Create(const CpuSamplerOptions
   bpf_map__set_max_entries(skel->maps.off_cpu_pending, off.enabled ? std::max<uint32_t>(1, off.pending_entries) : 1);
   bpf_program__set_autoload(skel->progs.ws_sched_switch, off.enabled);
   bpf_program__set_autoload(skel->progs.ws_off_cpu_end, off.enabled);
+  // The unwinder's walk programs of the chosen driver (bpf_features.h), and
+  // what the begin parts may call.
+  SelectWalkProgram(skel->progs.ws_cpu_sample_walk_loop, skel->progs.ws_cpu_sample_walk_tail);
+  SelectWalkProgram(skel->progs.ws_off_cpu_walk_loop, skel->progs.ws_off_cpu_walk_tail);
+  if (!off.enabled) {
+    bpf_program__set_autoload(skel->progs.ws_off_cpu_walk_loop, false);
+    bpf_program__set_autoload(skel->progs.ws_off_cpu_walk_tail, false);
+  }
+  skel->rodata->have_task_pt_regs = ActiveUnwinderDriver().features.task_pt_regs &&
+                                    ActiveUnwinderDriver().features.current_task_btf;
   bpf_map__set_max_entries(skel->maps.seen_pids, sizes.seen_pids_entries);
   bpf_map__set_max_entries(skel->maps.target_pids, sizes.target_pids_entries);
   UnwindMapsOf(skel).SetSizes(options.unwind_maps);
@@ -150,6 +162,18 @@ StatusOr<std::unique_ptr<CpuSampler>> CpuSampler::Create(const CpuSamplerOptions
                                    "); run as root with CAP_BPF and CAP_PERFMON");
     }
     return ErrnoError(e, "loading the cpu_sampler BPF program (run with -v for the verifier log)");
+  }
+  if (int err = InstallWalkProgram(skel->maps.sample_progs, skel->progs.ws_cpu_sample_walk_loop,
+                                   skel->progs.ws_cpu_sample_walk_tail);
+      err) {
+    return ErrnoError(-err, "installing the CPU sampler's stack walk program");
+  }
+  if (off.enabled) {
+    if (int err = InstallWalkProgram(skel->maps.off_cpu_progs, skel->progs.ws_off_cpu_walk_loop,
+                                     skel->progs.ws_off_cpu_walk_tail);
+        err) {
+      return ErrnoError(-err, "installing the off-CPU stack walk program");
+    }
   }
   const uint8_t one = 1;
   for (uint32_t pid : options.pids) {

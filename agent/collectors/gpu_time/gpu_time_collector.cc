@@ -781,6 +781,7 @@ void GpuTimeCollector::AddCounters(std::vector<ProfileCounter>* counters) const 
   SetCounter(counters, "gpu_probe_ring_dropped", u.values[WS_UPROBE_DROPPED]);
   SetCounter(counters, "gpu_probe_not_described", u.values[WS_UPROBE_NOT_DESCRIBED]);
   SetCounter(counters, "gpu_probe_returns", u.values[WS_UPROBE_RETURNS]);
+  SetCounter(counters, "gpu_probe_walk_not_called", u.values[WS_UPROBE_NO_WALK]);
   const AutogradStats& ag = autograd_.stats();
   SetCounter(counters, "gpu_autograd_calls", ag.calls);
   SetCounter(counters, "gpu_autograd_calls_on_workers", ag.calls_on_workers);

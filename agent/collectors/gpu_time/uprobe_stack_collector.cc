@@ -8,6 +8,7 @@
 
 #include "agent/collectors/per_cpu_counters.h"
 #include "agent/unwind/unwind_bpf_maps.h"
+#include "agent/unwind/bpf_features.h"
 #include "uprobe_stack.skel.h"
 
 namespace warpscope {
@@ -52,7 +53,13 @@ StatusOr<std::unique_ptr<UprobeStackCollector>> UprobeStackCollector::Load(uint3
   } else {
     UnwindMapsOf(c->skel_).SetSizes(*sizes);
   }
+  SelectWalkProgram(c->skel_->progs.ws_uprobe_walk_loop, c->skel_->progs.ws_uprobe_walk_tail);
   if (int err = uprobe_stack_bpf__load(c->skel_); err) return ErrnoError(-err, "loading the uprobe_stack BPF program");
+  if (int err = InstallWalkProgram(c->skel_->maps.uprobe_progs, c->skel_->progs.ws_uprobe_walk_loop,
+                                   c->skel_->progs.ws_uprobe_walk_tail);
+      err) {
+    return ErrnoError(-err, "installing the uprobe stack walk program");
+  }
   c->stacks_ = ring_buffer__new(bpf_map__fd(c->skel_->maps.uprobe_stacks), HandleStack, &c->on_stack_, nullptr);
   if (!c->stacks_) return ErrnoError(errno, "creating the uprobe stack ring buffer");
   return c;
@@ -60,13 +67,23 @@ StatusOr<std::unique_ptr<UprobeStackCollector>> UprobeStackCollector::Load(uint3
 
 StatusOr<uint64_t> UprobeStackCollector::AttachFromAnyThread(uint32_t pid, const std::string& binary,
                                                              const std::string& symbol, uint64_t role) {
-  LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = role, .func_name = symbol.c_str());
-  return AttachProgram(skel_->progs.ws_uprobe_stack, pid, binary, symbol, opts);
+  // One program per role (no BPF cookie: kernels before 5.15 have none).
+  bpf_program* program = nullptr;
+  switch (role) {
+    case WS_UPROBE_ROLE_STACK: program = skel_->progs.ws_uprobe_stack; break;
+    case WS_UPROBE_ROLE_AUTOGRAD_ENTRY: program = skel_->progs.ws_uprobe_autograd_entry; break;
+    default: return InvalidArgumentError("no entry probe program for role " + std::to_string(role));
+  }
+  LIBBPF_OPTS(bpf_uprobe_opts, opts, .func_name = symbol.c_str());
+  return AttachProgram(program, pid, binary, symbol, opts);
 }
 
 StatusOr<uint64_t> UprobeStackCollector::AttachReturnFromAnyThread(uint32_t pid, const std::string& binary,
                                                                    const std::string& symbol, uint64_t role) {
-  LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = role, .retprobe = true, .func_name = symbol.c_str());
+  if (role != WS_UPROBE_ROLE_AUTOGRAD_RETURN) {
+    return InvalidArgumentError("no return probe program for role " + std::to_string(role));
+  }
+  LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = true, .func_name = symbol.c_str());
   return AttachProgram(skel_->progs.ws_uretprobe_mark, pid, binary, symbol, opts);
 }
 

@@ -17,6 +17,27 @@ static __always_inline void ws_arch_user_regs(struct pt_regs *regs, __u64 *pc, _
   *fp = BPF_CORE_READ(regs, bp);
 }
 
+/* The user-mode registers a task saved on entering the kernel, without
+ * bpf_task_pt_regs (5.15): they sit at the top of its kernel stack
+ * (task_pt_regs(); x86-64 keeps no padding above them). THREAD_SIZE is 16 KiB
+ * (32 KiB only in KASAN builds). */
+#define WS_ARCH_THREAD_SIZE 16384
+static __always_inline struct pt_regs *ws_arch_task_pt_regs(struct task_struct *task) {
+  const __u64 stack = (__u64)BPF_CORE_READ(task, stack);
+  return stack ? (struct pt_regs *)(stack + WS_ARCH_THREAD_SIZE - bpf_core_type_size(struct pt_regs)) : NULL;
+}
+
+/* A perf sample's own registers when it hit user mode (returns 1), read
+ * through the context (the verifier rewrites these loads; the context is not
+ * memory to read with a helper). 0 when it hit the kernel. */
+static __always_inline int ws_arch_sample_user_regs(struct bpf_perf_event_data *ctx, __u64 *pc, __u64 *sp, __u64 *fp) {
+  if ((ctx->regs.cs & 3) != 3) return 0;
+  *pc = ctx->regs.ip;
+  *sp = ctx->regs.sp;
+  *fp = ctx->regs.bp;
+  return 1;
+}
+
 /* The user pc alone (off-CPU: where a thread blocked). */
 static __always_inline __u64 ws_arch_user_pc(struct pt_regs *regs) { return BPF_CORE_READ(regs, ip); }
 
