@@ -120,7 +120,8 @@ int RunProbeStack(const std::vector<std::string>& args) {
             << u.tables_built << " unwind tables (" << u.tables_failed << " without usable CFI), " << u.rows_used
             << " rows = " << u.rows_used * 8 / 1048576.0 << " MiB; slowest " << u.slowest_binary << " "
             << static_cast<int>(u.build_ms_max) << " ms\n";
-  if (StatusOr<uint64_t> attached = (*collector)->AttachFromAnyThread(o.pid, o.binary, o.symbol); !attached.ok()) {
+  StatusOr<uint64_t> attached = (*collector)->AttachFromAnyThread(o.pid, o.binary, o.symbol);
+  if (!attached.ok()) {
     std::cerr << "warpscope-agent: " << attached.status().message() << "\n";
     return kExitError;
   }
@@ -129,20 +130,29 @@ int RunProbeStack(const std::vector<std::string>& args) {
   // The first calls' integer arguments (e.g. a probe's correlation id).
   std::vector<std::array<uint64_t, 3>> first_args;
   const auto deadline = std::chrono::steady_clock::now() + o.duration;
+  const auto on_stack = [&](const ws_uprobe_stack_event& e) {
+    if (first_args.size() < 5) first_args.push_back({e.args[0], e.args[1], e.args[2]});
+    const uint32_t len = std::min<uint32_t>(e.stack.len, WS_MAX_STACK_FRAMES);
+    auto [it, inserted] = stacks.try_emplace(std::vector<uint64_t>(e.stack.frames, e.stack.frames + len), 0);
+    ++it->second;
+    if (inserted && (e.stack.flags & WS_STACK_PYTHON)) python.Prefetch(e.pid, reinterpret_cast<const uint64_t*>(e.stack.frames), len);
+    const uint32_t end = ws_stack_end(e.stack.flags);
+    if (end < WS_END_MAX) ++by_end[end];
+  };
   while (std::chrono::steady_clock::now() < deadline) {
-    Status s = (*collector)->Poll(std::chrono::milliseconds(100), [&](const ws_uprobe_stack_event& e) {
-      if (first_args.size() < 5) first_args.push_back({e.args[0], e.args[1], e.args[2]});
-      const uint32_t len = std::min<uint32_t>(e.stack.len, WS_MAX_STACK_FRAMES);
-      auto [it, inserted] = stacks.try_emplace(std::vector<uint64_t>(e.stack.frames, e.stack.frames + len), 0);
-      ++it->second;
-      if (inserted && (e.stack.flags & WS_STACK_PYTHON)) python.Prefetch(e.pid, reinterpret_cast<const uint64_t*>(e.stack.frames), len);
-      const uint32_t end = ws_stack_end(e.stack.flags);
-      if (end < WS_END_MAX) ++by_end[end];
-    });
-    if (!s.ok()) {
+    if (Status s = (*collector)->Poll(std::chrono::milliseconds(100), on_stack); !s.ok()) {
       std::cerr << "warpscope-agent: " << s.message() << "\n";
       return kExitError;
     }
+  }
+  // Detached first, then the ring buffer read to its end: a call counted
+  // just before the deadline has its stack read too.
+  if (Status s = (*collector)->DetachFromAnyThread(*attached); !s.ok()) {
+    std::cerr << "warpscope-agent: " << s.message() << "\n";
+  }
+  if (Status s = (*collector)->Consume(on_stack); !s.ok()) {
+    std::cerr << "warpscope-agent: " << s.message() << "\n";
+    return kExitError;
   }
   const UprobeStackStats stats = (*collector)->ReadStats();
   uint64_t captured = 0;

@@ -17,6 +17,9 @@
 #   launch       the CUDA launch probe's uprobe (the GPU launch stacks' path;
 #                cuda_probe_caller calls libwarpscope_cuda.so's probe): every
 #                call captured with its stack down to main
+#   gpu_time     gpu_time_bpf_test's first test: `warpscope-agent run`, a server
+#                on the guest's loopback and the fake CUPTI; each kernel's
+#                GPU time under the Python call site that launched it
 # DRIVER (bpf_loop or tail_call) forces the unwinder's driver; by default the
 # agent probes and chooses. Needs root like the other tests that run the agent;
 # without it, it prints SKIPPED and exits 0. The emulated CPU is 5-15x slower
@@ -143,6 +146,17 @@ if [[ -f $lib ]]; then
 else
   check launch 0 "no $lib in this build"
 fi
+gpu_test=$build/tests/gpu_time_bpf_test
+if [[ -x $gpu_test ]]; then
+  echo "== gpu_time_bpf_test"
+  WARPSCOPE_UNWINDER_DRIVER=$driver "$gpu_test" --gtest_filter=GpuTimeTest.EveryKernelsTimeIsCountedUnderTheCallSiteThatLaunchedIt \
+    >/tmp/gpu.log 2>&1
+  rc=$?
+  grep -E "^\[ +(OK|FAILED) +\]|Failure" /tmp/gpu.log | head -5
+  check gpu_time "$([[ $rc == 0 ]] && echo 1 || echo 0)" "the GPU time of each kernel under the call site that launched it (fake CUPTI, agent run, server): exit $rc"
+else
+  check gpu_time 0 "no $gpu_test in this build"
+fi
 dmesg | grep -iE "out of memory|killed process|segfault|BUG:|WARNING:" | head -5
 '
 
@@ -157,7 +171,7 @@ echo "== $kernel${driver:+ ($driver)}: boot and checks took $((($(date +%s%N) - 
 [[ $rc -eq 0 ]] || { echo "FAIL: vm.sh exited $rc" >&2; exit 1; }
 
 failures=0
-want=(driver record split main deep python off_cpu launch)
+want=(driver record split main deep python off_cpu launch gpu_time)
 [[ -z $driver ]] && want=(doctor "${want[@]}")
 for name in "${want[@]}"; do
   if grep -Eq "^== check $name ok" <<<"$out"; then

@@ -25,7 +25,8 @@
 # PVM kernels, as on the CI machines; code runs 5-15x slower than on the host,
 # under real-time clocks. The host's / is shared read-only through 9p, under
 # an overlay whose writes stay in the guest's memory and vanish with it; proc,
-# sysfs, devtmpfs, bpffs, debugfs and tracefs are mounted, /run is a tmpfs.
+# sysfs, devtmpfs, bpffs, debugfs and tracefs are mounted, /run is a tmpfs,
+# the loopback interface is up.
 # WS_VM_TIMEOUT (seconds, default 300) bounds the whole run.
 set -euo pipefail
 
@@ -149,6 +150,8 @@ mount -t overlay -o lowerdir=/ro,upperdir=/rw/upper,workdir=/rw/work overlay /ho
 mount -t proc proc /host/proc && mount -t sysfs sys /host/sys && mount -t devtmpfs dev /host/dev
 mount -t bpf bpf /host/sys/fs/bpf && mount -t debugfs debugfs /host/sys/kernel/debug
 mount -t tracefs tracefs /host/sys/kernel/tracing && mount -t tmpfs run /host/run
+ln -s /proc/self/fd /host/dev/fd  # bash's process substitution
+ip link set lo up                 # loopback: a server and its clients in the guest
 chroot /host /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
   /bin/bash -c "$(cat /io/command.sh)" </dev/null >/io/stdout 2>/io/stderr
 echo $? >/io/rc.tmp && mv /io/rc.tmp /io/rc
