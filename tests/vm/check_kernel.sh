@@ -6,7 +6,7 @@
 #
 #   doctor       the kernel line names the driver the probes chose: bpf_loop
 #                on Debian 12's 6.1, tail_call on Debian 11's 5.10
-#   split        cpu_split's 3:1 CPU split within ±5 points
+#   split        cpu_split's 3:1 CPU split within ±5 points (recorded alone, 299 Hz)
 #   main         unwind_cpp (C++, no frame pointers): >= 95 % of its stacks reach main
 #   deep         the same recursing 200 deep: >= 95 % of its stacks in the
 #                recursion fill all 128 frames
@@ -71,31 +71,39 @@ if [[ -z $driver ]]; then
   check doctor $ok "$(grep -E "^kernel" <<<"$doctor" | cut -c1-160)"
 fi
 
-# The workloads, the CPU ones under distinct names (comm) so one recording
-# tells them apart. They run until killed: under emulation, with five busy
-# processes on one CPU, the agent takes tens of seconds to start.
-cp "$build/testprogs/unwind_cpp" /tmp/unwind_deep
+# The split alone on the CPU: beside other busy processes, the emulated
+# CPU time slices skew it by a few points (0.71-0.77 seen).
 "$build/testprogs/cpu_split" 600 >/dev/null & split=$!
+sleep 1
+echo "== record split"
+"$agent" record --pid "$split" -F 299 --duration 6s --format collapsed -o /tmp/split.folded "${flags[@]}" 2>/tmp/split.log
+rc=$?
+grep -E "samples written|reached their root" /tmp/split.log
+kill "$split" 2>/dev/null
+
+# The other workloads, the CPU ones under distinct names (comm) so one
+# recording tells them apart. They run until killed: under emulation, with
+# four busy processes on one CPU, the agent takes tens of seconds to start.
+cp "$build/testprogs/unwind_cpp" /tmp/unwind_deep
 "$build/testprogs/unwind_cpp" 600 >/dev/null & cpp=$!
 /tmp/unwind_deep 600 200 >/dev/null & deep=$!
 python3 "$src/tests/testprogs/python/workload.py" split 600 >/dev/null & py=$!
 "$build/testprogs/off_cpu_split" 600 >/dev/null & off=$!
 sleep 1
 echo "== record cpu"
-"$agent" record --pid "$split,$cpp,$deep,$py" -F 299 --duration 10s --format collapsed -o /tmp/cpu.folded -v "${flags[@]}" \
+"$agent" record --pid "$cpp,$deep,$py" -F 299 --duration 10s --format collapsed -o /tmp/cpu.folded -v "${flags[@]}" \
   2>/tmp/cpu.log
-rc=$?
+rc2=$?
 grep -E "unwinder driver|samples written|reached their root|counter (user_stacks_truncated|unwind_walk_not_called)=" /tmp/cpu.log
 grep -q "unwinder driver $expect_driver" /tmp/cpu.log && ok=1 || ok=0
 check driver $ok "record: $(grep -o "unwinder driver [a-z_]*" /tmp/cpu.log)"
-check record $([[ $rc == 0 ]] && echo 1 || echo 0) "exit $rc"
+check record $([[ $rc == 0 && $rc2 == 0 ]] && echo 1 || echo 0) "exit $rc and $rc2"
 
-grep "^cpu_split" /tmp/cpu.folded > /tmp/split.folded || true
 read -r hot n <<<"$(share /tmp/split.folded "hot_three_quarters")"
 read -r cold _ <<<"$(share /tmp/split.folded "cold_one_quarter")"
 sum=$(awk -v a="$hot" -v b="$cold" "BEGIN { print a + b }")
 r=$(awk -v a="$hot" -v s="$sum" "BEGIN { printf \"%.4f\", s ? a / s : 0 }")
-check split "$([[ $n -ge 100 ]] && within "$r" 0.70 0.80 || echo 0)" "hot $r of $n samples (3:1 is 0.75)"
+check split "$([[ $n -ge 500 ]] && within "$r" 0.70 0.80 || echo 0)" "hot $r of $n samples (3:1 is 0.75)"
 
 grep "^unwind_cpp" /tmp/cpu.folded > /tmp/cpp.folded || true
 read -r m n <<<"$(share /tmp/cpp.folded "(^|;)main;")"
@@ -126,7 +134,7 @@ read -r b _ <<<"$(share /tmp/off.folded "main;.*wait_on_pipe")"
 r=$(awk -v a="$a" -v b="$b" "BEGIN { printf \"%.4f\", a + b ? a / (a + b) : 0 }")
 check off_cpu "$([[ $rc == 0 && $n -gt 0 ]] && within "$r" 0.70 0.80 || echo 0)" \
   "sleep_a_while $r of the time under main ($a + $b of all)"
-kill "$split" "$cpp" "$deep" "$py" "$off" 2>/dev/null
+kill "$cpp" "$deep" "$py" "$off" 2>/dev/null
 
 lib=$build/lib/libwarpscope_cuda.so
 if [[ -f $lib ]]; then
