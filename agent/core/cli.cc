@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cstdlib>
 
+#include "agent/unwind/bpf_features.h"
 #include "base/duration.h"
 #include "base/file_util.h"
 
@@ -103,7 +104,7 @@ StatusOr<std::string> ReadTokenFile(const std::string& path) {
 }
 
 Status ValidUnwinderDriver(const std::string& name) {
-  if (name == "auto" || name == "bpf_loop" || name == "tail_call") return Status::Ok();
+  if (IsUnwinderDriverName(name)) return Status::Ok();
   return InvalidArgumentError("--unwinder-driver expects auto, bpf_loop or tail_call, got '" + name + "'");
 }
 

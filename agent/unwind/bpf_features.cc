@@ -45,6 +45,10 @@ std::string DescribeBpfFeatures(const BpfFeatures& f) {
          yes(f.prog_array) + ", perf_event programs " + yes(f.perf_event_programs);
 }
 
+bool IsUnwinderDriverName(std::string_view name) {
+  return name == "auto" || name == "bpf_loop" || name == "tail_call";
+}
+
 UnwinderDriverChoice ChooseUnwinderDriver(const BpfFeatures& f, std::string_view forced) {
   UnwinderDriverChoice c;
   if (!f.probed) {
@@ -65,7 +69,7 @@ UnwinderDriverChoice ChooseUnwinderDriver(const BpfFeatures& f, std::string_view
     return c;
   }
   const bool auto_choice = forced.empty() || forced == "auto";
-  if (!auto_choice && forced != "bpf_loop" && forced != "tail_call") {
+  if (!auto_choice && !IsUnwinderDriverName(forced)) {
     c.why = "unknown unwinder driver '" + std::string(forced) + "' (auto, bpf_loop or tail_call)";
     return c;
   }
@@ -95,7 +99,7 @@ std::string& DriverOverride() {
 }  // namespace
 
 Status SetUnwinderDriverOverride(std::string_view name) {
-  if (name != "auto" && name != "bpf_loop" && name != "tail_call" && !name.empty()) {
+  if (!name.empty() && !IsUnwinderDriverName(name)) {
     return InvalidArgumentError("unknown unwinder driver '" + std::string(name) +
                                 "' (auto, bpf_loop or tail_call)");
   }

@@ -47,6 +47,9 @@ struct UnwinderDriverChoice {
 // kernel allows it, and none otherwise.
 UnwinderDriverChoice ChooseUnwinderDriver(const BpfFeatures& f, std::string_view forced = "");
 
+// auto, bpf_loop or tail_call: the names a driver may be asked for by.
+bool IsUnwinderDriverName(std::string_view name);
+
 // The process-wide driver: the flag `--unwinder-driver` (or the environment's
 // WARPSCOPE_UNWINDER_DRIVER, for tests) forces one; InvalidArgument for a name
 // that is none of auto, bpf_loop and tail_call. Call before any BPF program

@@ -63,21 +63,25 @@ double ShareWithAll(const DecodedProfile& p, const std::vector<std::string>& fns
   return p.TotalCount() ? static_cast<double>(n) / p.TotalCount() : 0;
 }
 
-// The root share the agent reports in the pprof comments ("unwind pid=P ... root=N").
-double RootShare(const DecodedProfile& p, pid_t pid) {
+// The share of a process's samples whose walk ended as `end` (StackEndName:
+// root, too_deep, ...), from the pprof comments ("unwind pid=P ... root=N");
+// -1 without that process's line.
+double EndShare(const DecodedProfile& p, pid_t pid, const std::string& end) {
   const auto& st = p.raw.string_table();
   std::regex line("unwind pid=" + std::to_string(pid) + " comm=\\S* samples=(\\d+).*");
-  std::regex root(" root=(\\d+)");
+  std::regex count(" " + end + "=(\\d+)");
   for (int64_t c : p.raw.comment()) {
     std::smatch m;
     const std::string text = st[static_cast<int>(c)];
     if (!std::regex_match(text, m, line)) continue;
     const double samples = std::stod(m[1]);
     std::smatch r;
-    return std::regex_search(text, r, root) ? std::stod(r[1]) / samples : 0;
+    return std::regex_search(text, r, count) ? std::stod(r[1]) / samples : 0;
   }
   return -1;
 }
+
+double RootShare(const DecodedProfile& p, pid_t pid) { return EndShare(p, pid, "root"); }
 
 TEST_F(UnwindTest, CProgramWithoutFramePointersUnwindsToMain) {
   pid_t prog = StartProcess({kProgs + "/unwind_c", "6"});
@@ -148,11 +152,15 @@ TEST_F(UnwindTest, DeepStacksFillEveryFrameWithEitherDriver) {
       deepest = std::max(deepest, user);
       if (user >= 128) deep += s.count;
     }
-    printf("%s: %lld samples in the recursion, %lld with 128 frames, deepest %zu\n", driver.c_str(),
-           static_cast<long long>(in_recurse), static_cast<long long>(deep), deepest);
+    const double too_deep = EndShare(p, prog, "too_deep");
+    printf("%s: %lld samples in the recursion, %lld with 128 frames, deepest %zu; too_deep %.3f of %lld\n",
+           driver.c_str(), static_cast<long long>(in_recurse), static_cast<long long>(deep), deepest, too_deep,
+           static_cast<long long>(p.TotalCount()));
     ASSERT_GT(in_recurse, 50) << driver;
     EXPECT_GE(static_cast<double>(deep) / in_recurse, 0.95) << driver;
     EXPECT_EQ(deepest, 128u) << driver;
+    // Every stack in the recursion is cut, and said to be.
+    EXPECT_GE(too_deep, 0.95 * static_cast<double>(in_recurse) / static_cast<double>(p.TotalCount())) << driver;
   }
 }
 

@@ -61,6 +61,7 @@ share() {  # FILE REGEXP...
     { c = $NF; total += c; ok = 1; for (i = 1; i <= n; i++) if ($0 !~ p[i]) ok = 0; if (ok) hit += c }
     END { printf "%.4f %d\n", total ? hit / total : 0, total }'"'"' "$f"
 }
+ratio() { awk -v a="$1" -v b="$2" "BEGIN { printf \"%.4f\", a + b ? a / (a + b) : 0 }"; }  # A / (A + B)
 within() { awk -v v="$1" -v lo="$2" -v hi="$3" "BEGIN { exit !(v >= lo && v <= hi) }" && echo 1 || echo 0; }
 
 echo "== doctor"
@@ -101,8 +102,7 @@ check record $([[ $rc == 0 && $rc2 == 0 ]] && echo 1 || echo 0) "exit $rc and $r
 
 read -r hot n <<<"$(share /tmp/split.folded "hot_three_quarters")"
 read -r cold _ <<<"$(share /tmp/split.folded "cold_one_quarter")"
-sum=$(awk -v a="$hot" -v b="$cold" "BEGIN { print a + b }")
-r=$(awk -v a="$hot" -v s="$sum" "BEGIN { printf \"%.4f\", s ? a / s : 0 }")
+r=$(ratio "$hot" "$cold")
 check split "$([[ $n -ge 500 ]] && within "$r" 0.70 0.80 || echo 0)" "hot $r of $n samples (3:1 is 0.75)"
 
 grep "^unwind_cpp" /tmp/cpu.folded > /tmp/cpp.folded || true
@@ -118,7 +118,7 @@ grep "^python3" /tmp/cpu.folded > /tmp/py.folded || true
 read -r order n <<<"$(share /tmp/py.folded ";main;run_split;outer;(Pipeline.middle;Pipeline.hot|Pipeline.cold)[; ]")"
 read -r phot _ <<<"$(share /tmp/py.folded "Pipeline.hot")"
 read -r pcold _ <<<"$(share /tmp/py.folded "Pipeline.cold")"
-pr=$(awk -v a="$phot" -v b="$pcold" "BEGIN { printf \"%.4f\", a + b ? a / (a + b) : 0 }")
+pr=$(ratio "$phot" "$pcold")
 # (The hot:cold split itself is timed by the wall clock in workload.py, which
 # an emulated CPU shared by five busy processes skews: shown, not checked.)
 check python "$([[ $n -ge 100 ]] && within "$order" 0.90 1 || echo 0)" "caller order in $order of $n samples; hot $pr"
@@ -131,7 +131,7 @@ grep -E "samples written|reached their root" /tmp/off.log
 kill -0 "$off" 2>/dev/null || echo "off_cpu_split is gone: $(wait "$off"; echo "exit $?")"
 read -r a n <<<"$(share /tmp/off.folded "main;.*sleep_a_while")"
 read -r b _ <<<"$(share /tmp/off.folded "main;.*wait_on_pipe")"
-r=$(awk -v a="$a" -v b="$b" "BEGIN { printf \"%.4f\", a + b ? a / (a + b) : 0 }")
+r=$(ratio "$a" "$b")
 check off_cpu "$([[ $rc == 0 && $n -gt 0 ]] && within "$r" 0.70 0.80 || echo 0)" \
   "sleep_a_while $r of the time under main ($a + $b of all)"
 kill "$cpp" "$deep" "$py" "$off" 2>/dev/null

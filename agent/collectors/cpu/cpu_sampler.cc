@@ -144,13 +144,14 @@ StatusOr<std::unique_ptr<CpuSampler>> CpuSampler::Create(const CpuSamplerOptions
   // The unwinder's walk programs of the chosen driver (bpf_features.h), and
   // what the begin parts may call.
   SelectWalkProgram(skel->progs.ws_cpu_sample_walk_loop, skel->progs.ws_cpu_sample_walk_tail);
-  SelectWalkProgram(skel->progs.ws_off_cpu_walk_loop, skel->progs.ws_off_cpu_walk_tail);
-  if (!off.enabled) {
+  if (off.enabled) {
+    SelectWalkProgram(skel->progs.ws_off_cpu_walk_loop, skel->progs.ws_off_cpu_walk_tail);
+  } else {
     bpf_program__set_autoload(skel->progs.ws_off_cpu_walk_loop, false);
     bpf_program__set_autoload(skel->progs.ws_off_cpu_walk_tail, false);
   }
-  skel->rodata->have_task_pt_regs = ActiveUnwinderDriver().features.task_pt_regs &&
-                                    ActiveUnwinderDriver().features.current_task_btf;
+  const BpfFeatures& features = ActiveUnwinderDriver().features;
+  skel->rodata->have_task_pt_regs = features.task_pt_regs && features.current_task_btf;
   bpf_map__set_max_entries(skel->maps.seen_pids, sizes.seen_pids_entries);
   bpf_map__set_max_entries(skel->maps.target_pids, sizes.target_pids_entries);
   UnwindMapsOf(skel).SetSizes(options.unwind_maps);
