@@ -440,7 +440,7 @@ void AgentSession::FinalDrainAndPark() {
     s_.exit_drained = true;
   }
   s_.exit_cv.notify_all();
-  for (;;) pause();  // all signals are blocked here: the process's exit ends us
+  for (;;) pause();  // asynchronous signals are blocked here: the process's exit ends us
 }
 
 void AgentSession::QueueClock() {

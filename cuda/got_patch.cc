@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <new>
 
 namespace warpscope::cuda {
 
@@ -21,10 +22,18 @@ constexpr uint32_t kGlobDat = R_AARCH64_GLOB_DAT;
 #error "GotPatcher knows x86-64 and aarch64 relocations only"
 #endif
 
-struct VisitContext {
+struct CollectContext {
   GotPatcher* self;
   GotPatchResult* result;
-  bool first = true;  // the pass's first object: decides whether to look at all
+  bool first = true;       // the pass's first object: decides whether to look at all
+  bool unchanged = false;  // nothing loaded since the last complete pass
+  bool full = false;       // the batch filled up: another pass follows
+  unsigned long long adds = 0;
+};
+
+struct HeldContext {
+  GotPatcher* self;
+  GotPatchResult* result;
 };
 
 // The dynamic loader rewrites most address tags of the dynamic section to
@@ -48,40 +57,125 @@ uintptr_t GotPatcher::BaseOf(const void* address) noexcept {
   return reinterpret_cast<uintptr_t>(info.dli_fbase);
 }
 
+bool GotPatcher::IsDone(uintptr_t base, const void* phdr) const noexcept {
+  for (size_t i = 0; i < skip_count_; ++i) {
+    if (skip_[i] == base) return true;
+  }
+  for (size_t i = 0; i < done_count_; ++i) {
+    if (done_[i].base == base && done_[i].phdr == phdr) return true;
+  }
+  return false;
+}
+
+void GotPatcher::MarkDone(uintptr_t base, const void* phdr) noexcept {
+  if (done_count_ < kMaxDone) done_[done_count_++] = Done{base, phdr};
+}
+
 GotPatchResult GotPatcher::PatchNewObjects() noexcept {
   GotPatchResult result;
-  VisitContext context{this, &result};
-  dl_iterate_phdr(&GotPatcher::Visit, &context);
+  if (pending_ == nullptr) {
+    pending_ = new (std::nothrow) Pending[kBatch];
+    if (pending_ == nullptr) return result;
+  }
+  // Each pass: the new objects' names under the list lock; a hold on each
+  // outside it (dlopen must not be called from dl_iterate_phdr's callback,
+  // and waits there for a dlopen in progress to finish); the held objects
+  // patched; the holds dropped.
+  for (int pass = 0; pass < 256; ++pass) {
+    CollectContext collect{this, &result};
+    pending_count_ = 0;
+    dl_iterate_phdr(&GotPatcher::Collect, &collect);
+    if (collect.unchanged) break;
+    for (size_t i = 0; i < pending_count_; ++i) {
+      Pending& p = pending_[i];
+      if (p.name[0] == '\0') continue;  // the main program
+      p.handle = dlopen(p.name, RTLD_LAZY | RTLD_NOLOAD);
+      link_map* map = nullptr;
+      if (p.handle != nullptr && (dlinfo(p.handle, RTLD_DI_LINKMAP, &map) != 0 || map == nullptr ||
+                                  static_cast<uintptr_t>(map->l_addr) != p.base)) {
+        dlclose(p.handle);
+        p.handle = nullptr;
+      }
+      if (p.handle == nullptr) {
+        // Unloaded meanwhile, or its dlopen failed: nothing to patch.
+        MarkDone(p.base, p.phdr);
+        result.objects_gone++;
+      }
+    }
+    HeldContext held{this, &result};
+    dl_iterate_phdr(&GotPatcher::PatchHeld, &held);
+    for (size_t i = 0; i < pending_count_; ++i) {
+      if (pending_[i].handle != nullptr) dlclose(pending_[i].handle);
+    }
+    if (!collect.full) {
+      last_adds_ = collect.adds;  // only a complete pass may skip the next one
+      break;
+    }
+  }
+  pending_count_ = 0;
   return result;
 }
 
-int GotPatcher::Visit(dl_phdr_info* info, size_t size, void* data) noexcept {
-  auto* context = static_cast<VisitContext*>(data);
+int GotPatcher::Collect(dl_phdr_info* info, size_t size, void* data) noexcept {
+  auto* context = static_cast<CollectContext*>(data);
   GotPatcher* self = context->self;
-  if (context->first && size >= offsetof(dl_phdr_info, dlpi_adds) + sizeof(info->dlpi_adds)) {
+  if (context->first) {
     context->first = false;
-    // Nothing loaded since the last full pass: stop at the first object.
-    if (self->last_adds_ == info->dlpi_adds && self->done_count_ > 0) return 1;
-    self->last_adds_ = info->dlpi_adds;
+    if (size >= offsetof(dl_phdr_info, dlpi_adds) + sizeof(info->dlpi_adds)) {
+      // Nothing loaded since the last complete pass: stop at the first object.
+      if (self->last_adds_ == info->dlpi_adds && self->done_count_ > 0) {
+        context->unchanged = true;
+        return 1;
+      }
+      context->adds = info->dlpi_adds;
+      // An object was unloaded since: another (or the same library again)
+      // may now sit at its base with the same headers, so every object is
+      // looked at again (patched slots are recognised and left as they are).
+      if (self->last_subs_ != info->dlpi_subs) {
+        self->last_subs_ = info->dlpi_subs;
+        self->done_count_ = 0;
+      }
+    }
   }
   context->result->objects_seen++;
-  self->PatchObject(*info, context->result);
+  const uintptr_t base = info->dlpi_addr;
+  if (self->IsDone(base, info->dlpi_phdr)) return 0;
+  const char* name = info->dlpi_name != nullptr ? info->dlpi_name : "";
+  const size_t length = std::strlen(name);
+  if (std::strstr(name, "linux-vdso") != nullptr || std::strstr(name, "ld-linux") != nullptr ||
+      length >= kNameBytes) {
+    // Not ours to patch, or a name no dlopen could take: left alone.
+    self->MarkDone(base, info->dlpi_phdr);
+    return 0;
+  }
+  if (self->pending_count_ == kBatch) {
+    context->full = true;
+    return 1;
+  }
+  Pending& p = self->pending_[self->pending_count_++];
+  p.base = base;
+  p.phdr = info->dlpi_phdr;
+  p.handle = nullptr;
+  std::memcpy(p.name, name, length + 1);
+  return 0;
+}
+
+int GotPatcher::PatchHeld(dl_phdr_info* info, size_t, void* data) noexcept {
+  auto* context = static_cast<HeldContext*>(data);
+  GotPatcher* self = context->self;
+  for (size_t i = 0; i < self->pending_count_; ++i) {
+    const Pending& p = self->pending_[i];
+    if (p.base != info->dlpi_addr || p.phdr != info->dlpi_phdr) continue;
+    if (p.name[0] != '\0' && p.handle == nullptr) break;  // not held: gone or unfinished
+    self->MarkDone(p.base, p.phdr);
+    self->PatchObject(*info, context->result);
+    break;
+  }
   return 0;
 }
 
 void GotPatcher::PatchObject(const dl_phdr_info& info, GotPatchResult* result) noexcept {
   const uintptr_t base = info.dlpi_addr;
-  // The main program has an empty name and may import CUPTI too: it is patched.
-  const char* name = info.dlpi_name != nullptr ? info.dlpi_name : "";
-  for (size_t i = 0; i < skip_count_; ++i) {
-    if (skip_[i] == base) return;
-  }
-  for (size_t i = 0; i < done_count_; ++i) {
-    if (done_[i].base == base && done_[i].phdr == info.dlpi_phdr) return;
-  }
-  if (std::strstr(name, "linux-vdso") != nullptr || std::strstr(name, "ld-linux") != nullptr) {
-    return;
-  }
   const ElfW(Dyn)* dynamic = nullptr;
   uintptr_t relro_start = 0, relro_end = 0;
   uintptr_t low = UINTPTR_MAX, high = 0;
@@ -97,7 +191,6 @@ void GotPatcher::PatchObject(const dl_phdr_info& info, GotPatchResult* result) n
       if (base + ph.p_vaddr + ph.p_memsz > high) high = base + ph.p_vaddr + ph.p_memsz;
     }
   }
-  if (done_count_ < kMaxDone) done_[done_count_++] = Done{base, info.dlpi_phdr};
   if (dynamic == nullptr) return;
   const ElfW(Sym)* symtab = nullptr;
   const char* strtab = nullptr;
@@ -121,7 +214,12 @@ void GotPatcher::PatchObject(const dl_phdr_info& info, GotPatchResult* result) n
     }
   }
   if (symtab == nullptr || strtab == nullptr || !pltrel_is_rela) return;
-  const long page = sysconf(_SC_PAGESIZE);
+  // The pages the loader made read-only: RELRO's start and end rounded down
+  // to pages, as glibc's _dl_protect_relro does; the last partial page
+  // stays writable.
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  relro_start &= ~(page - 1);
+  relro_end &= ~(page - 1);
   auto visit = [&](const ElfW(Rela)* table, size_t bytes) {
     if (table == nullptr) return;
     for (size_t k = 0; k < bytes / sizeof(ElfW(Rela)); ++k) {
@@ -145,16 +243,15 @@ void GotPatcher::PatchObject(const dl_phdr_info& info, GotPatchResult* result) n
           result->slots_foreign++;
           break;
         }
-        const uintptr_t page_start = reinterpret_cast<uintptr_t>(slot) & ~static_cast<uintptr_t>(page - 1);
+        const uintptr_t page_start = reinterpret_cast<uintptr_t>(slot) & ~(page - 1);
         const bool in_relro = reinterpret_cast<uintptr_t>(slot) >= relro_start &&
                               reinterpret_cast<uintptr_t>(slot) < relro_end;
-        if (in_relro && mprotect(reinterpret_cast<void*>(page_start), static_cast<size_t>(page),
-                                 PROT_READ | PROT_WRITE) != 0) {
+        if (in_relro && mprotect(reinterpret_cast<void*>(page_start), page, PROT_READ | PROT_WRITE) != 0) {
           result->slots_failed++;
           break;
         }
         __atomic_store_n(slot, replacements_[j].replacement, __ATOMIC_RELEASE);
-        if (in_relro) mprotect(reinterpret_cast<void*>(page_start), static_cast<size_t>(page), PROT_READ);
+        if (in_relro) mprotect(reinterpret_cast<void*>(page_start), page, PROT_READ);
         result->slots_patched++;
         break;
       }

@@ -11,7 +11,16 @@
 // the given names, provided the slot holds that object's own lazy-binding
 // stub or the expected target (`original`); a slot already bound to another
 // definition (a second copy of the library) is left alone and counted.
-// RELRO pages are made writable for the store and read-only again.
+// RELRO pages the loader made read-only are made writable for the store and
+// read-only again; a slot on the RELRO segment's last partial page (which the
+// loader leaves writable, as it shares the page with .data) is written as is.
+//
+// Only objects the dynamic loader has finished are touched. dl_iterate_phdr
+// lists an object being dlopen'ed as soon as it is mapped, before its
+// relocations are applied and its RELRO made read-only: making such a page
+// read-only under the loader crashes the thread that called dlopen. So each
+// new object is first taken with dlopen(RTLD_NOLOAD), which waits for a load
+// in progress, holds the object while it is patched, and is dropped after.
 // What it cannot see: a call through a pointer from dlsym (such a client is
 // not patched; cupti_client_guard.h says what happens then).
 //
@@ -35,6 +44,7 @@ struct GotReplacement {
 
 struct GotPatchResult {
   size_t objects_seen = 0;
+  size_t objects_gone = 0;        // unloaded (or never finished loading) before they could be held
   size_t slots_patched = 0;       // newly patched by this call
   size_t slots_foreign = 0;       // bound to another definition, left alone
   size_t slots_failed = 0;        // mprotect refused
@@ -48,6 +58,8 @@ class GotPatcher {
 
   // Patches every object loaded since the last call (all of them the first
   // time). Cheap when nothing new was loaded: dl_iterate_phdr's load counter.
+  // Never call it with a lock an application thread may hold while it
+  // dlopens: it waits for loads in progress.
   GotPatchResult PatchNewObjects() noexcept;
 
   // The load base of the object containing `address`, 0 if none.
@@ -59,8 +71,9 @@ class GotPatcher {
   uintptr_t skip_[4] = {};
   size_t skip_count_ = 0;
   unsigned long long last_adds_ = 0;
-  // Objects already patched, by load base and program headers (an object
-  // unloaded and another loaded at its base has other headers).
+  unsigned long long last_subs_ = 0;
+  // Objects already patched, by load base and program headers; forgotten
+  // whenever an object was unloaded.
   static constexpr size_t kMaxDone = 1024;
   struct Done {
     uintptr_t base;
@@ -69,8 +82,24 @@ class GotPatcher {
   Done done_[kMaxDone] = {};
   size_t done_count_ = 0;
 
+  // One pass's new objects: found under the loader's list lock, held with
+  // dlopen(RTLD_NOLOAD) outside it, then patched.
+  static constexpr size_t kBatch = 16;
+  static constexpr size_t kNameBytes = 4096;
+  struct Pending {
+    uintptr_t base;
+    const void* phdr;
+    void* handle;  // null for the main program, which is never unloaded
+    char name[kNameBytes];
+  };
+  Pending* pending_ = nullptr;  // kBatch of them, allocated once
+  size_t pending_count_ = 0;
+
+  bool IsDone(uintptr_t base, const void* phdr) const noexcept;
+  void MarkDone(uintptr_t base, const void* phdr) noexcept;
   void PatchObject(const dl_phdr_info& info, GotPatchResult* result) noexcept;
-  static int Visit(dl_phdr_info* info, size_t size, void* self) noexcept;
+  static int Collect(dl_phdr_info* info, size_t size, void* context) noexcept;
+  static int PatchHeld(dl_phdr_info* info, size_t size, void* context) noexcept;
 };
 
 }  // namespace warpscope::cuda

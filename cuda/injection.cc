@@ -96,10 +96,14 @@ static int Initialize() noexcept {
   g_state.store(state, std::memory_order_release);
   pthread_atfork(nullptr, nullptr, &OnForkChild);
 
-  // The thread takes no signals: the application's handlers stay on its own
-  // threads.
+  // The thread takes no asynchronous signals: the application's handlers
+  // stay on its own threads. The synchronous ones stay open: a fault here
+  // can only be delivered here, and blocked it would kill the process
+  // without the application's crash handler (faulthandler, a crash
+  // reporter) saying where.
   sigset_t all, old;
   sigfillset(&all);
+  for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS}) sigdelset(&all, sig);
   pthread_sigmask(SIG_SETMASK, &all, &old);
   pthread_attr_t attr;
   pthread_attr_init(&attr);
