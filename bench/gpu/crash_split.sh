@@ -24,7 +24,9 @@
 #   SEGV_REPORT=PATH (segv_report.so built elsewhere; else cc builds it)
 # Writes $OUT/runs.tsv (workload, config, index, exit status, ms, log),
 # $OUT/summary.txt (runs and deaths per workload and configuration, then each
-# death's report) and $OUT/logs/ (the logs of failed runs).
+# death's report), $OUT/logs/ (the logs of failed runs), and the agent's
+# memory: $OUT/agent_rss.tsv and $OUT/metrics_at_peak.txt
+# (agent_rss_sampler.sh).
 set -u
 DIR=$(cd "${1:?usage: crash_split.sh DIR}" && pwd)
 OUT=${OUT:-/tmp/ws-crash-split}
@@ -41,7 +43,7 @@ SOCK=/tmp/ws-split-sock/cuda.sock
 T0=$(date +%s)
 say() { echo "[$(( $(date +%s) - T0 ))s] $*"; }
 
-rm -rf "$WORK" /tmp/ws-split-data /tmp/ws-split-agent
+rm -rf "$WORK" "$OUT" /tmp/ws-split-data /tmp/ws-split-agent
 mkdir -p "$OUT/logs" "$WORK/logs"
 : > "$OUT/runs.tsv"
 PRELOAD=${SEGV_REPORT:-$WORK/segv_report.so}
@@ -61,6 +63,7 @@ LD_LIBRARY_PATH=$DIR/lib "$DIR/bin/warpscope-agent" run --server "http://127.0.0
 AGENT=$!
 sleep 4
 kill -0 "$AGENT" 2>/dev/null || { say "the agent did not start:"; tail -20 "$WORK/agent.log"; exit 1; }
+"$HERE/agent_rss_sampler.sh" "$AGENT" "$METRICS" "$OUT" "$T0" &
 
 # The first torch.compile fills inductor's cache alone, not injected.
 if [[ " $WORKLOADS " == *" compile "* ]]; then
@@ -138,6 +141,11 @@ kill -0 "$AGENT" 2>/dev/null && say "agent alive at the end, $(grep VmHWM /proc/
   echo
   echo "# warpscope-cuda lines"
   grep -h 'warpscope-cuda' "$WORK"/logs/*.log 2>/dev/null | sort | uniq -c | sort -rn | head
+  echo "# the agent's memory: peak VmRSS (s, kB: VmRSS RssAnon RssFile), last sample, the largest byte gauges at the peak"
+  sort -t$'\t' -k2,2n "$OUT/agent_rss.tsv" 2>/dev/null | tail -1
+  tail -1 "$OUT/agent_rss.tsv" 2>/dev/null
+  head -1 "$OUT/metrics_at_peak.txt" 2>/dev/null
+  grep -E '^warpscope_agent_cache_bytes|event="heap_' "$OUT/metrics_at_peak.txt" 2>/dev/null | sort -k2,2gr | head -25
   echo "# agent.log, last lines"
   tail -8 "$WORK/agent.log"
 } > "$OUT/summary.txt"

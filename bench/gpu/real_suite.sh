@@ -180,26 +180,9 @@ SERVER=$!
 sleep 1
 # shellcheck disable=SC2086  # AGENT_FLAGS is a list of flags
 AGENT=$(start_agent agent "$SOCK" "$METRICS" ${AGENT_FLAGS:-})
-# The default agent's memory every 2 s (seconds since start, VmRSS, RssAnon,
-# RssFile in kB) for the memory section of the summary: peak and steady RSS.
-# At each new high its /metrics (the caches' bytes then) goes to
-# metrics_at_peak.txt: what the peak was made of.
-( high=0
-  while kill -0 "$AGENT" 2>/dev/null; do
-    line=$(awk -v t=$(( $(date +%s) - T0 )) '/^(VmRSS|RssAnon|RssFile):/ {v[$1]=$2}
-      END {if ("VmRSS:" in v) print t "\t" v["VmRSS:"] "\t" v["RssAnon:"] "\t" v["RssFile:"]}' \
-      "/proc/$AGENT/status" 2>/dev/null)
-    if [[ -n $line ]]; then
-      echo "$line" >> "$WORK/agent_rss.tsv"
-      rss=$(cut -f2 <<<"$line")
-      if (( rss > high )); then
-        high=$rss
-        curl -s -m 2 "http://$METRICS/metrics" > "$WORK/metrics_at_peak.tmp" &&
-          { echo "# at ${line%%$'\t'*} s, VmRSS $rss kB"; cat "$WORK/metrics_at_peak.tmp"; } > "$WORK/metrics_at_peak.txt"
-      fi
-    fi
-    sleep 2
-  done ) &
+# The default agent's memory every 2 s, and its /metrics at each new high,
+# for the memory section of the summary (agent_rss_sampler.sh).
+"$HERE/agent_rss_sampler.sh" "$AGENT" "$METRICS" "$WORK" "$T0" &
 RSS_SAMPLER=$!
 sleep 4
 for who in "server $SERVER" "agent $AGENT"; do

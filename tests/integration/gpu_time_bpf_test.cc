@@ -591,13 +591,15 @@ TEST_F(GpuTimeTest, GpuWaitIsExactUnderEachCallSiteWithTheKernelsItWaitedFor) {
 // backward -> THPEngine_run_backward), with the node as a frame, in
 // gpu_time and gpu_wait; the caller's own launches during the call keep
 // their whole stack (the probe's pending return address is read through).
-void ExpectAutogradGrafts(const std::string& socket, int metrics_port, bool exact,
+// `torch_python`: the stand-in's file, with THPEngine_run_backward exported
+// (older PyTorch) or static (newer PyTorch: found in .symtab).
+void ExpectAutogradGrafts(const std::string& socket, int metrics_port, bool exact, const std::string& torch_python,
                           const std::function<std::map<std::string, int64_t>(const std::string& type)>& collapsed,
                           const std::function<std::string()>& agent_log) {
   constexpr int kSteps = 400;
   const ProcessResult r = RunProcess({"/usr/bin/env", "WARPSCOPE_CUPTI_PATH=" WS_FAKE_CUPTI_PATH,
                                       "WARPSCOPE_AGENT_SOCKET=" + socket, "/usr/bin/python3", WS_AUTOGRAD_BACKWARD,
-                                      WS_CUDA_LIBRARY_PATH, WS_FAKE_TORCH_DIR, std::to_string(kSteps)},
+                                      WS_CUDA_LIBRARY_PATH, WS_FAKE_TORCH_DIR, std::to_string(kSteps), torch_python},
                                      120);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::istringstream out(r.out);
@@ -705,15 +707,16 @@ TEST_F(GpuTimeTest, AutogradThreadsGpuTimeAndWaitsLandUnderTheBackwardCaller) {
   const int metrics_port = FreePort();
   StartAgent("exact", {"--metrics-listen", "127.0.0.1:" + std::to_string(metrics_port)});
   ExpectAutogradGrafts(
-      Socket(), metrics_port, /*exact=*/true, [this](const std::string& type) { return Collapsed("", type); },
+      Socket(), metrics_port, /*exact=*/true, "libtorch_python.so", [this](const std::string& type) { return Collapsed("", type); },
       [this] { return AgentLog(); });
 }
 
-TEST_F(GpuTimeTest, AutogradGraftsInAdaptiveMode) {
+// With the entry static, as in PyTorch 2.11's libtorch_python.so.
+TEST_F(GpuTimeTest, AutogradGraftsInAdaptiveModeWithAStaticEntry) {
   const int metrics_port = FreePort();
   StartAgent("adaptive", {"--metrics-listen", "127.0.0.1:" + std::to_string(metrics_port)});
   ExpectAutogradGrafts(
-      Socket(), metrics_port, /*exact=*/false, [this](const std::string& type) { return Collapsed("", type); },
+      Socket(), metrics_port, /*exact=*/false, "libtorch_python_static.so", [this](const std::string& type) { return Collapsed("", type); },
       [this] { return AgentLog(); });
 }
 

@@ -1,5 +1,7 @@
 #include "agent/collectors/cpu/profiling_session.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 
 #include "agent/elf/elf_file.h"
@@ -276,6 +278,11 @@ void ProfilingSession::AddCounters(std::vector<ProfileCounter>* counters) const 
   SetCounter(counters, "cache_bytes_symbol_tables", sym.symbol_bytes);
   SetCounter(counters, "cache_budget_bytes_symbol_tables", options_.symbol_cache_bytes);
   SetCounter(counters, "cache_evictions_symbol_tables", sym.binaries_evicted);
+  // The agent's whole heap, against which the caches above are read: the
+  // bytes malloc has handed out, and the free bytes it keeps mapped.
+  const struct mallinfo2 heap = mallinfo2();
+  SetCounter(counters, "heap_in_use_bytes", heap.uordblks + heap.hblkhd);
+  SetCounter(counters, "heap_free_bytes", heap.fordblks);
   SetCounter(counters, "cache_bytes_demangled_names", sym.demangled_bytes);
   SetCounter(counters, "cache_budget_bytes_demangled_names", kDemangledCacheBytes);
   SetCounter(counters, "cache_evictions_demangled_names", sym.demangled_resets);

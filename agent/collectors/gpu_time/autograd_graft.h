@@ -28,10 +28,15 @@
 
 namespace warpscope::gpu {
 
-// The probed function, as libtorch_python.so exports it (C++ mangled:
-// THPEngine_run_backward(_object*, _object*, _object*)), and the library
-// file names that hold it.
-inline constexpr char kAutogradEntrySymbol[] = "_Z22THPEngine_run_backwardP7_objectS0_S0_";
+// The probed function, THPEngine_run_backward(_object*, _object*, _object*),
+// by its C++ symbols: exported up to PyTorch 2.x releases that made it static;
+// static, it is found in the library's .symtab (PyTorch's wheels keep it).
+// The probe needs this function, not a public caller of the engine's
+// execute: it catches every exception (HANDLE_TH_ERRORS), so none unwinds
+// through the return probe's trampoline (an unwinder cannot, and would end
+// the process). The library file names that hold it follow.
+inline constexpr const char* kAutogradEntrySymbols[] = {"_Z22THPEngine_run_backwardP7_objectS0_S0_",
+                                                        "_ZL22THPEngine_run_backwardP7_objectS0_S0_"};
 inline constexpr char kAutogradLibraryPrefix[] = "libtorch_python";
 
 // Node name of a demangled autograd `apply` method:

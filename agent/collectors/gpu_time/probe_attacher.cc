@@ -144,15 +144,22 @@ StatusOr<std::vector<uint64_t>> AttachThroughMapping(UprobeStackCollector& probe
     ASSIGN_OR_RETURN(uint64_t handle, probe.AttachFromAnyThread(0, path, kLaunchProbeSymbol));
     return std::vector<uint64_t>{handle};
   }
-  ASSIGN_OR_RETURN(uint64_t entry,
-                   probe.AttachFromAnyThread(0, path, kAutogradEntrySymbol, WS_UPROBE_ROLE_AUTOGRAD_ENTRY));
-  StatusOr<uint64_t> ret =
-      probe.AttachReturnFromAnyThread(0, path, kAutogradEntrySymbol, WS_UPROBE_ROLE_AUTOGRAD_RETURN);
-  if (!ret.ok()) {
-    (void)probe.DetachFromAnyThread(entry);
-    return ret.status();
+  // The first of the function's symbols the file has.
+  Status missing;
+  for (const char* symbol : kAutogradEntrySymbols) {
+    StatusOr<uint64_t> entry = probe.AttachFromAnyThread(0, path, symbol, WS_UPROBE_ROLE_AUTOGRAD_ENTRY);
+    if (!entry.ok()) {
+      if (missing.ok()) missing = entry.status();
+      continue;
+    }
+    StatusOr<uint64_t> ret = probe.AttachReturnFromAnyThread(0, path, symbol, WS_UPROBE_ROLE_AUTOGRAD_RETURN);
+    if (!ret.ok()) {
+      (void)probe.DetachFromAnyThread(*entry);
+      return ret.status();
+    }
+    return std::vector<uint64_t>{*entry, *ret};
   }
-  return std::vector<uint64_t>{entry, *ret};
+  return missing;
 }
 
 }  // namespace

@@ -20,8 +20,17 @@ torch::autograd::variable_list ws_fake_torch_execute();
 struct _object;
 using PyObject = _object;
 
-__attribute__((noinline, visibility("default"))) PyObject* THPEngine_run_backward(PyObject* self, PyObject* args,
-                                                                                  PyObject* kwargs) {
+// Built twice: as older PyTorch releases export it, and (with
+// WS_FAKE_TORCH_STATIC_ENTRY, libtorch_python_static.so) static, as newer
+// ones define it: then only .symtab names it, and ws_fake_run_backward_entry
+// hands the test its address, as the Python method table does in PyTorch.
+#ifdef WS_FAKE_TORCH_STATIC_ENTRY
+#define WS_FAKE_ENTRY_LINKAGE static
+#else
+#define WS_FAKE_ENTRY_LINKAGE __attribute__((visibility("default")))
+#endif
+__attribute__((noinline)) WS_FAKE_ENTRY_LINKAGE PyObject* THPEngine_run_backward(PyObject* self, PyObject* args,
+                                                                                PyObject* kwargs) {
   try {
     ws_fake_torch_execute();
   } catch (...) {
@@ -30,3 +39,9 @@ __attribute__((noinline, visibility("default"))) PyObject* THPEngine_run_backwar
   __asm__ volatile("" ::: "memory");
   return self;
 }
+
+#ifdef WS_FAKE_TORCH_STATIC_ENTRY
+extern "C" __attribute__((visibility("default"))) void* ws_fake_run_backward_entry() {
+  return reinterpret_cast<void*>(&THPEngine_run_backward);
+}
+#endif

@@ -6,7 +6,11 @@
 # turns their launches and waits into the injection library's callbacks and
 # records.
 #
-#   python3 autograd_backward.py LIBWARPSCOPE_CUDA FAKE_TORCH_DIR STEPS
+#   python3 autograd_backward.py LIBWARPSCOPE_CUDA FAKE_TORCH_DIR STEPS [TORCH_PYTHON]
+#
+# TORCH_PYTHON: the libtorch_python stand-in's file name in FAKE_TORCH_DIR
+# (default libtorch_python.so, which exports THPEngine_run_backward;
+# libtorch_python_static.so has it static, as newer PyTorch does).
 #
 # Each step: forward launches forward_kernel (100 us) from this thread, then
 # backward calls THPEngine_run_backward as torch.autograd.backward does; the
@@ -55,7 +59,8 @@ def main():
     library_path, torch_dir, steps = sys.argv[1], sys.argv[2], int(sys.argv[3])
     mode = os.RTLD_NOW | os.RTLD_GLOBAL
     torch_cpu = ctypes.CDLL(os.path.join(torch_dir, "libtorch_cpu.so"), mode=mode)
-    torch_python = ctypes.CDLL(os.path.join(torch_dir, "libtorch_python.so"), mode=mode)
+    torch_python_name = sys.argv[4] if len(sys.argv) > 4 else "libtorch_python.so"
+    torch_python = ctypes.CDLL(os.path.join(torch_dir, torch_python_name), mode=mode)
     attached = fake_cuda.attach(library_path)  # torch is imported before CUDA starts, as in PyTorch
     if attached is None:
         return 1
@@ -66,9 +71,12 @@ def main():
     torch_cpu.ws_fake_torch_set_cuda(ctypes.cast(fake.ws_fake_cupti_launch, ctypes.c_void_p),
                                      ctypes.cast(fake.ws_fake_cupti_synchronize, ctypes.c_void_p))
     torch_cpu.ws_fake_torch_recorded.restype = ctypes.c_int64
-    run_backward = torch_python[THP_ENGINE_RUN_BACKWARD]
-    run_backward.restype = ctypes.c_void_p
-    run_backward.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+    signature = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+    if hasattr(torch_python, "ws_fake_run_backward_entry"):  # static: reached through its address
+        torch_python.ws_fake_run_backward_entry.restype = ctypes.c_void_p
+        run_backward = signature(torch_python.ws_fake_run_backward_entry())
+    else:
+        run_backward = signature((THP_ENGINE_RUN_BACKWARD, torch_python))
     for _ in range(steps):
         train_step()
         time.sleep(0.001)
