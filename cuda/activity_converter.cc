@@ -88,7 +88,8 @@ void ConvertActivityBuffer(const CuptiFunctions& fn, uint8_t* buffer, size_t val
         case CUPTI_ACTIVITY_KIND_KERNEL:
         case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
           const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
-          if (filter.first_correlation != 0 && k->correlationId < filter.first_correlation) {
+          if ((filter.first_correlation != 0 && k->correlationId < filter.first_correlation) ||
+              (filter.bounded && k->correlationId > filter.last_correlation)) {
             before++;
             break;
           }

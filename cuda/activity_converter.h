@@ -23,13 +23,15 @@ namespace warpscope::cuda {
 struct ConversionCounters {
   std::atomic<uint64_t> kernel_records{0};
   std::atomic<uint64_t> memop_records{0};
-  std::atomic<uint64_t> kernels_before_window{0};  // left out by the window filter
+  std::atomic<uint64_t> kernels_before_window{0};  // left out by the window filter (launched outside the window)
 };
 
 // Which kernel records to keep, and the epoch to stamp on them.
 struct KernelRecordFilter {
   uint32_t attach_epoch = 0;
   uint32_t first_correlation = 0;  // 0: keep all; else drop smaller ids (launched before the window)
+  bool bounded = false;            // the window closed: drop ids above last_correlation (launched after it)
+  uint32_t last_correlation = 0;
 };
 
 void ConvertActivityBuffer(const CuptiFunctions& fn, uint8_t* buffer, size_t valid_size, WireOutbox& outbox,

@@ -154,6 +154,10 @@ class AgentSession {
   bool OpenWindow(uint64_t now);
   void CloseWindow(uint64_t now);
   void FinishDrain();
+  // Every kernel launched in the closed window has its record (a graph
+  // launch counts one kernel; a launch that ran none keeps the drain going
+  // to its most).
+  bool WindowKernelsIn() const;
   // Another client took CUPTI (the session stepped aside): the open window
   // ends there; recording resumes once the client is done.
   void OnSteppedAside();
@@ -185,6 +189,7 @@ class AgentSession {
   LinkConfig config_;
   RecordingScheduler scheduler_;
   WindowBase base_;
+  uint64_t drain_launches_ = 0;  // launches recorded in the window now draining
   std::vector<ws_cuda_launch> launches_;
   std::vector<ws_cuda_wait> waits_;
 };
@@ -287,6 +292,8 @@ bool AgentSession::OpenWindow(uint64_t now) {
       break;
   }
   s_.window_first_correlation.store(0, std::memory_order_release);
+  s_.window_last_correlation.store(0, std::memory_order_relaxed);
+  s_.window_draining.store(false, std::memory_order_release);
   s_.window_filter.store(true, std::memory_order_relaxed);
   base_.records = s_.conversion.kernel_records.load(std::memory_order_relaxed);
   base_.before = s_.conversion.kernels_before_window.load(std::memory_order_relaxed);
@@ -333,13 +340,22 @@ void AgentSession::CloseWindow(uint64_t now) {
     base_.before = s_.conversion.kernels_before_window.load(std::memory_order_relaxed);
     return;
   }
-  // PC sampling goes on until the leave disables it.
-  cupti().SetKernelActivity(false, now);
-  cupti().SetMemopActivity(false);
+  // No launch is recorded after the window; kernel activity stays on while
+  // its kernels, still queued on a GPU that runs behind the launches, run
+  // (PC sampling goes on until the leave disables it).
   s_.callbacks_live.store(false, std::memory_order_release);
+  s_.window_draining.store(true, std::memory_order_release);
+  drain_launches_ = launches;
+}
+
+bool AgentSession::WindowKernelsIn() const {
+  return s_.conversion.kernel_records.load(std::memory_order_relaxed) - base_.records >= drain_launches_;
 }
 
 void AgentSession::FinishDrain() {
+  const uint64_t now = MonotonicNs();
+  cupti().SetKernelActivity(false, now);
+  cupti().SetMemopActivity(false);
   cupti().Flush(true);
   const RecordingScheduler::Window& window = scheduler_.window();
   QueueWindow(window, window.end_ns, window.covers_until_ns);
@@ -518,6 +534,11 @@ bool AgentSession::Run() {
           CloseWindow(now);
           break;
         case RecordingScheduler::Step::kFinishDrain:
+          // Records come back as CUPTI fills or flushes its buffers.
+          if (!WindowKernelsIn() && scheduler_.DrainMore(now)) {
+            cupti().Flush(false);
+            break;
+          }
           FinishDrain();
           break;
         case RecordingScheduler::Step::kOpen:

@@ -46,6 +46,10 @@ void CUPTIAPI OnBufferCompleted(CUcontext, uint32_t, uint8_t* buffer, size_t, si
     filter.attach_epoch = s->attach_epoch.load(std::memory_order_relaxed);
     if (s->window_filter.load(std::memory_order_relaxed)) {
       filter.first_correlation = s->window_first_correlation.load(std::memory_order_acquire);
+      if (s->window_draining.load(std::memory_order_acquire)) {
+        filter.bounded = true;
+        filter.last_correlation = s->window_last_correlation.load(std::memory_order_relaxed);
+      }
     }
     ConvertActivityBuffer(s->cupti.fn, buffer, valid_size, s->outbox, s->conversion, filter, s->launch_times);
   }

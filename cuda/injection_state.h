@@ -88,6 +88,11 @@ struct InjectionState {
   // launched before the window and are left out (counted).
   std::atomic<bool> window_filter{false};
   std::atomic<uint32_t> window_first_correlation{0};
+  // The largest correlation id launched in the open window. Once the window
+  // closes (window_draining), kernel activity stays on until its kernels
+  // have run, and records of larger ids, launched after it, are left out too.
+  std::atomic<uint32_t> window_last_correlation{0};
+  std::atomic<bool> window_draining{false};
 
   // Our hold on CUPTI; process lifetime, like this object.
   CuptiSession session{*this};

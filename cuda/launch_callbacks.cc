@@ -87,11 +87,23 @@ uint64_t GraphExecId(const InjectionState& s, const CUpti_CallbackData& cb) {
   return 0;
 }
 
+// The open window's largest correlation id so far (injection_state.h).
+void NoteWindowLast(InjectionState& s, uint32_t correlation) {
+  uint32_t last = s.window_last_correlation.load(std::memory_order_relaxed);
+  while (correlation > last &&
+         !s.window_last_correlation.compare_exchange_weak(last, correlation, std::memory_order_relaxed)) {
+  }
+}
+
 void OnEnter(InjectionState& s, const LaunchApi& api, CUpti_CallbackDomain domain, const CUpti_CallbackData& cb) {
   ThreadLaunchState& t = t_launch;
   const uint32_t epoch = s.epoch.load(std::memory_order_relaxed);
   if (!t.nesting.Enter(epoch, domain)) {
-    if (t.timed && t.timed_inner_id == 0 && cb.correlationId != t.timed_id) t.timed_inner_id = cb.correlationId;
+    if (t.timed && t.timed_inner_id == 0 && cb.correlationId != t.timed_id) {
+      t.timed_inner_id = cb.correlationId;
+      // The kernel's record may carry the nested driver call's id.
+      NoteWindowLast(s, cb.correlationId);
+    }
     if (t.sampled && t.pending.inner_correlation_id == 0 && cb.correlationId != t.pending.correlation_id) {
       t.pending.inner_correlation_id = cb.correlationId;
     }
@@ -120,6 +132,8 @@ void OnEnter(InjectionState& s, const LaunchApi& api, CUpti_CallbackDomain domai
     uint32_t none = 0;
     s.window_first_correlation.compare_exchange_strong(none, cb.correlationId, std::memory_order_acq_rel);
   }
+  // And its last: records of larger ids were launched after it.
+  NoteWindowLast(s, cb.correlationId);
   if (!t.bucket.Take(CoarseMonotonicNs(), s.samples_per_sec.load(std::memory_order_relaxed),
                      s.sample_burst.load(std::memory_order_relaxed), epoch)) {
     return;

@@ -6,9 +6,12 @@ namespace warpscope::cuda {
 
 namespace {
 constexpr uint64_t kMs = 1'000'000ull;
-// The window's kernels finish before the forced flush, so their records are
-// complete.
+// After a window closes, its kernels may still be queued on a GPU that runs
+// behind the launches: kernel activity stays on, and the link looks every
+// kDrainStepNs whether their records are in, for at most kMaxDrainNs.
 constexpr uint64_t kDrainNs = 20 * kMs;
+constexpr uint64_t kDrainStepNs = 10 * kMs;
+constexpr uint64_t kMaxDrainNs = 1000 * kMs;
 }  // namespace
 
 void RecordingScheduler::Reset(const LinkConfig& config, uint64_t now) {
@@ -69,6 +72,12 @@ RecordingScheduler::Close RecordingScheduler::CloseAt(uint64_t now, uint64_t lau
   window_.covers_until_ns = window_.start_ns + c.period_ns;
   window_.drain_until_ns = now + kDrainNs;
   return c;
+}
+
+bool RecordingScheduler::DrainMore(uint64_t now) {
+  if (window_.drain_until_ns == 0 || now >= window_.end_ns + kMaxDrainNs) return false;
+  window_.drain_until_ns = std::min(now + kDrainStepNs, window_.end_ns + kMaxDrainNs);
+  return true;
 }
 
 void RecordingScheduler::Drained() {

@@ -5,9 +5,12 @@
 // on their own (recording_scheduler_test.cc).
 //
 // Windowed modes (adaptive; duty with CUPTI left between windows): a window
-// opens (enter CUPTI, kernel activity on), closes after duty_on_ms, drains
-// for 20 ms (the window's kernels finish, then a forced flush), and the
-// session leaves CUPTI until the next window. Adaptive mode plans the next
+// opens (enter CUPTI, kernel activity on), closes after duty_on_ms (no
+// launch is recorded after it), drains until the kernels launched in it
+// have run and their records are in (at least 20 ms, at most 1 s; a GPU
+// that runs behind the launches still executes them), then kernel activity
+// goes off, a forced flush, and the session leaves CUPTI until the next
+// window. Adaptive mode plans the next
 // start from the window just closed (PlanWindowPeriodNs); a period no
 // longer than the window means back-to-back windows without leaving. A
 // window interrupted by a step-aside (another CUPTI client) ends there, and
@@ -60,6 +63,10 @@ class RecordingScheduler {
     uint64_t period_ns = 0;
   };
   Close CloseAt(uint64_t now, uint64_t launches, uint64_t leave_ns);
+  // The window's kernels are not all in yet at `now`: the drain goes on
+  // (the next kFinishDrain a step later), unless it has lasted its most;
+  // false then.
+  bool DrainMore(uint64_t now);
   // The drain is done: the window's record ends here; the next opens at
   // covers_until_ns.
   void Drained();

@@ -117,7 +117,11 @@ TEST(CudaInjection, EveryLaunchingThreadIsRecordedInEveryWindow) {
   const uint64_t main_recorded = r[0], worker_recorded = r[1];
   EXPECT_GT(main_recorded, 20u);
   EXPECT_GT(worker_recorded, 2 * main_recorded) << "the worker's kernels are recorded like the main thread's";
-  ASSERT_TRUE(agent.WaitFor([&] { return agent.kernels.size() == main_recorded + worker_recorded; }));
+  // Every record reaches the agent, but those of launches made while a
+  // closed window drained (kernel activity still on), which the library
+  // leaves out and counts in the WINDOW message.
+  ASSERT_TRUE(agent.WaitFor(
+      [&] { return agent.kernels.size() + agent.KernelsOutsideWindows() == main_recorded + worker_recorded; }));
   // Both threads in the last windows too, not only in the first.
   std::lock_guard<std::mutex> lock(agent.mu_);
   ASSERT_GE(agent.windows.size(), 4u);
@@ -152,8 +156,9 @@ TEST(CudaInjection, GraphReplaysAcrossWindowsNeverCrashTheApplication) {
   EXPECT_GT(queued, 0u);
   EXPECT_EQ(queued % 8, 0u) << "all of a replay's nodes, or none";
   EXPECT_EQ(host.Command("ping"), "ok");
-  ASSERT_TRUE(agent.WaitFor([&] { return agent.windows.size() >= 4 && agent.kernels.size() == queued; }))
-      << agent.kernels.size() << " of " << queued;
+  ASSERT_TRUE(agent.WaitFor([&] {
+    return agent.windows.size() >= 4 && agent.kernels.size() + agent.KernelsOutsideWindows() == queued;
+  })) << agent.kernels.size() << " + " << agent.KernelsOutsideWindows() << " of " << queued;
   {
     std::lock_guard<std::mutex> lock(agent.mu_);
     for (const CudaKernel& k : agent.kernels) {

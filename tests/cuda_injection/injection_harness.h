@@ -203,6 +203,15 @@ class Agent {
   std::vector<CudaCubin> cubins;
   std::unique_ptr<CudaSocketServer> server_;
 
+  // Records the library left out of its windows (launched before one
+  // opened or after it closed), from the WINDOW messages. Guarded by mu_:
+  // call it inside WaitFor's predicate or with mu_ held.
+  uint64_t KernelsOutsideWindows() const {
+    uint64_t n = 0;
+    for (const ws_cuda_window& w : windows) n += w.kernels_before_window;
+    return n;
+  }
+
   ws_cuda_stats LastStats() {
     std::lock_guard<std::mutex> lock(mu_);
     return stats.empty() ? ws_cuda_stats{} : stats.back();

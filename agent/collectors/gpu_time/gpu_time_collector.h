@@ -144,7 +144,7 @@ struct GpuTimeStats {
   uint64_t estimate_error_ppm = 0;     // highest relative standard error of a scaled estimate
   uint64_t window_attach_ns_max = 0;   // longest attach (subscribe + enable) a library reported
   uint64_t window_detach_ns_max = 0;   // longest cuptiFinalize (on an application thread)
-  uint64_t kernels_before_window = 0;  // records the libraries left out: launched before their window
+  uint64_t kernels_before_window = 0;  // records the libraries left out: launched outside their window
   // The libraries' own counters, summed over connections (latest STATS each).
   uint64_t lib_cupti_dropped_records = 0;
   uint64_t lib_buffers_denied = 0;
