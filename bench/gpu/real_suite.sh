@@ -53,6 +53,8 @@
 #   BUDGET_S=510       a part that would end past this many seconds (by its estimate) is
 #                      skipped, so the whole command, collecting included, ends within ~9 min
 #   AGENT_FLAGS=       more flags for the default agent
+#   SEGV_REPORT=       bench/gpu/segv_report.so (built): preloaded into every workload,
+#                      so that a death by signal leaves a native backtrace in its log
 #   PY=/opt/torch/.venv/bin/python3
 set -u
 KNOBS=$(env | grep -E '^(PARTS|SUITE_REPEAT|REPEATS|CRASH_PAR|CRASH_SECS|COMPILE_SECS|TRAIN_SECS|TRAIN_EXACT_SECS|REF_STEPS|EXACT|JAX_STEPS|LOADER_SECS|THREADS_SECS|PROF_STEPS|STARVED_STEADY|STARVED_PERIODIC|BUSY_SECS|OH_ROUNDS|OH_SECS|BUDGET_S|AGENT_FLAGS)=' | sort | tr '\n' ' ')
@@ -109,6 +111,7 @@ run_one() {
     none) env=(WS_REAL_NOT_INJECTED=1) ;;
   esac
   t0=$(date +%s%3N)
+  [[ -n ${SEGV_REPORT:-} ]] && env+=("LD_PRELOAD=$SEGV_REPORT")
   env "${env[@]}" PYTHONFAULTHANDLER=1 timeout -k 10 "$limit" "$@" > "$log" 2>&1 < /dev/null
   rc=$?
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$part" "$name" "$config" "$rc" \
