@@ -329,13 +329,13 @@ int ws_cpu_sample(struct bpf_perf_event_data *ctx) {
   if (!(task_flags & WS_PF_KTHREAD)) {
     /* The user registers: the task's saved ones, or the sample's own when it
      * hit user mode. */
-    __u64 pc = 0, sp = 0, bp = 0;
-    if (have_task_pt_regs || !ws_arch_sample_user_regs(ctx, &pc, &sp, &bp)) {
+    struct ws_user_regs user = {};
+    if (have_task_pt_regs || !ws_arch_sample_user_regs(ctx, &user)) {
       struct pt_regs *regs = have_task_pt_regs ? (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf())
                                                : ws_arch_task_pt_regs(task);
-      if (regs) ws_arch_user_regs(regs, &pc, &sp, &bp);
+      if (regs) ws_arch_user_regs(regs, &user);
     }
-    if (pc != 0) ws_unwind_begin(st, pc, sp, bp, pid, python_frames);
+    if (user.pc != 0) ws_unwind_begin(st, &user, pid, python_frames);
   }
   return walk_then_record(ctx, st, &sample_progs, false);
 }
@@ -480,9 +480,9 @@ int BPF_PROG(ws_off_cpu_end, struct pt_regs *regs, long ret) {
   const __u64 cap = 1ULL << 50;
   st->caller[0] = blocked > cap / weight ? cap : blocked * weight;
   /* sys_exit's regs are the thread's user registers. */
-  __u64 pc, sp, bp;
-  ws_arch_user_regs(regs, &pc, &sp, &bp);
-  ws_unwind_begin(st, pc, sp, bp, pid, python_frames);
+  struct ws_user_regs user;
+  ws_arch_user_regs(regs, &user);
+  ws_unwind_begin(st, &user, pid, python_frames);
   return walk_then_record(ctx, st, &off_cpu_progs, true);
 }
 

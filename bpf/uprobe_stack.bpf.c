@@ -122,9 +122,9 @@ static __always_inline int uprobe_entry(struct pt_regs *ctx, __u64 role) {
   st->caller[WS_CALLER_ARG2] = PT_REGS_PARM3(ctx);
   st->caller[WS_CALLER_TIME] = bpf_ktime_get_ns();
   st->caller[WS_CALLER_ROLE] = role;
-  __u64 pc, sp, bp;
-  ws_arch_user_regs(ctx, &pc, &sp, &bp);
-  if (ws_unwind_begin(st, pc, sp, bp, bpf_get_current_pid_tgid() >> 32, python_frames) == 0) {
+  struct ws_user_regs user;
+  ws_arch_user_regs(ctx, &user);
+  if (ws_unwind_begin(st, &user, bpf_get_current_pid_tgid() >> 32, python_frames) == 0) {
     bpf_tail_call(ctx, &uprobe_progs, WS_UNWIND_PROG_WALK);
     uprobe_stat_inc(WS_UPROBE_NO_WALK);
     if (role == WS_UPROBE_ROLE_STACK) return 0;

@@ -17,7 +17,8 @@ function(ws_bpf_skeleton name)
   set(src ${CMAKE_CURRENT_SOURCE_DIR}/${name}.bpf.c)
   set(obj ${CMAKE_CURRENT_BINARY_DIR}/${name}.bpf.o)
   set(skel ${CMAKE_CURRENT_BINARY_DIR}/skel/${name}.skel.h)
-  file(GLOB bpf_headers ${PROJECT_SOURCE_DIR}/bpf/include/*.h ${PROJECT_SOURCE_DIR}/bpf/intf/*.h)
+  file(GLOB bpf_headers ${PROJECT_SOURCE_DIR}/bpf/include/*.h ${PROJECT_SOURCE_DIR}/bpf/include/${WS_BPF_ARCH}/*.h
+       ${PROJECT_SOURCE_DIR}/bpf/intf/*.h)
   add_custom_command(
     OUTPUT ${obj}
     COMMAND ${BPF_CLANG} -g -O2 -target bpf -D__TARGET_ARCH_${WS_BPF_ARCH}

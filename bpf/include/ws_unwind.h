@@ -139,6 +139,7 @@ struct ws_unwind_walk {
   __u64 pc;
   __u64 sp;
   __u64 bp;
+  __u64 lr;           /* the link register (arm64), where a row says the return address still is */
   __u64 py_frame; /* next interpreter frame to emit; 0: none left */
   __u32 pid;
   __u32 proc_first;   /* the process's mappings: exec_mappings[proc_first, +proc_count) */
@@ -150,6 +151,7 @@ struct ws_unwind_walk {
   __u32 steps;        /* steps taken */
   __u32 python;       /* interleave interpreter frames (the process is a described Python process) */
   __u32 started;      /* the first walk program has looked up the interpreter frames */
+  __u32 lr_valid;     /* lr holds the current frame's value: the walk's first frame, or one a signal interrupted */
 };
 
 /* One walk in progress: where it is, its caches, the stack so far, and what
@@ -326,7 +328,10 @@ static __always_inline int ws_in_eval_loop(const struct ws_unwind_cache *cache, 
 }
 
 /* Frame-pointer step (the architecture's rule). */
-static __always_inline int ws_fp_step(struct ws_unwind_walk *c) { return ws_arch_fp_step(&c->pc, &c->sp, &c->bp); }
+static __always_inline int ws_fp_step(struct ws_unwind_walk *c) {
+  c->lr_valid = 0;
+  return ws_arch_fp_step(&c->pc, &c->sp, &c->bp);
+}
 
 /* One step: a native frame (record pc, then compute the caller's registers)
  * or one interpreter frame. Returns 1 to stop. */
@@ -382,12 +387,14 @@ static __always_inline long ws_unwind_one(struct ws_unwind_state *st) {
     return ws_native_stop(c, WS_END_ANON);
   }
   __u8 type = WS_CFA_NONE;
+  __u8 ra_rule = 0;
   __u16 cfa_offset = 0;
   __s8 fp_offset = 0;
   if (table_id != WS_TABLE_NONE) {
     const struct ws_unwind_entry *e = ws_find_row(cache, table_id, lookup - cache->table_base);
     if (e) {
-      type = e->cfa_type;
+      type = e->cfa_type & WS_CFA_TYPE_MASK;
+      ra_rule = e->cfa_type >> WS_RA_RULE_SHIFT;
       cfa_offset = e->cfa_offset;
       fp_offset = e->fp_offset;
     }
@@ -398,10 +405,17 @@ static __always_inline long ws_unwind_one(struct ws_unwind_state *st) {
     case WS_CFA_FP: cfa = c->bp + cfa_offset; break;
     case WS_CFA_PLT: cfa = ws_arch_plt_cfa(c->pc, c->sp, cfa_offset); break;
     case WS_CFA_END: return ws_native_stop(c, WS_END_ROOT);
-    case WS_CFA_SIGNAL:
+    case WS_CFA_SIGNAL: {
       /* The signal frame holds the interrupted registers. */
-      if (ws_arch_sigframe(c->sp, &c->pc, &c->sp, &c->bp) != 0) return ws_native_stop(c, WS_END_READ_ERROR);
+      struct ws_user_regs r;
+      if (ws_arch_sigframe(c->sp, &r) != 0) return ws_native_stop(c, WS_END_READ_ERROR);
+      c->pc = r.pc;
+      c->sp = r.sp;
+      c->bp = r.fp;
+      c->lr = r.lr;
+      c->lr_valid = 1; /* the interrupted frame may be a leaf */
       return 0;
+    }
     case WS_CFA_NONE:
       if (ws_fp_step(c) != 0) {
         return ws_native_stop(c, WS_END_READ_ERROR);
@@ -411,9 +425,9 @@ static __always_inline long ws_unwind_one(struct ws_unwind_state *st) {
   }
   {
     __u64 ra;
-    if (bpf_probe_read_user(&ra, sizeof(ra), (void *)(cfa + WS_ARCH_RA_FROM_CFA)) != 0) {
-      return ws_native_stop(c, WS_END_READ_ERROR);
-    }
+    const int got = ws_arch_return_address(cfa, fp_offset, ra_rule, c->lr, c->lr_valid, &ra);
+    if (got != 0) return ws_native_stop(c, got == -2 ? WS_END_INVALID_RULE : WS_END_READ_ERROR);
+    c->lr_valid = 0;
     if (fp_offset != 0) {
       __u64 bp;
       if (bpf_probe_read_user(&bp, sizeof(bp), (void *)(cfa + (__s64)fp_offset * 8)) != 0) {
@@ -442,13 +456,13 @@ static long ws_unwind_loop_step(__u32 index, void *data) {
 }
 
 /* A caller's begin part: prepares the walk of the current task's user stack
- * from its user-mode pc, sp and frame pointer (ws_arch_user_regs of the
+ * from its user-mode registers (ws_user_regs: ws_arch_user_regs of the
  * task's saved registers, the uprobe's ctx or sys_exit's regs; or a perf
  * sample's own when it hit user mode). `python`: walk
  * interpreter frames of processes flagged WS_PROC_PYTHON. Returns 1 when the
  * process has no unwind description yet (st->described is 0: the caller then
  * uses the kernel's frame-pointer walk instead of the walk program), else 0. */
-static __always_inline int ws_unwind_begin(struct ws_unwind_state *st, __u64 pc, __u64 sp, __u64 bp, __u32 pid,
+static __always_inline int ws_unwind_begin(struct ws_unwind_state *st, const struct ws_user_regs *regs, __u32 pid,
                                            bool python) {
   st->described = 0;
   st->stack.len = 0;
@@ -456,9 +470,11 @@ static __always_inline int ws_unwind_begin(struct ws_unwind_state *st, __u64 pc,
   const struct ws_proc_info *proc = bpf_map_lookup_elem(&proc_info, &pid);
   if (!proc) return 1;
   struct ws_unwind_walk *c = &st->w;
-  c->pc = pc;
-  c->sp = sp;
-  c->bp = bp;
+  c->pc = regs->pc;
+  c->sp = regs->sp;
+  c->bp = regs->fp;
+  c->lr = regs->lr;
+  c->lr_valid = 1;
   c->py_frame = 0;
   c->pid = pid;
   c->proc_first = proc->first;

@@ -25,10 +25,25 @@ enum ws_cfa_type {
   WS_CFA_INVALID = 6, /* CFI we cannot express (DWARF expressions, huge offsets): stop here */
 };
 
+/* cfa_type's low four bits are the enum above; its high four bits are the
+ * return address's rule where the architecture needs one (arm64; x86-64's
+ * return address is always at CFA - 8 and these bits are 0):
+ *   0      still in the link register (x30): a leaf, or a prologue before it
+ *          saved x30; only the walk's first frame (or one a signal
+ *          interrupted) has it;
+ *   1      saved right above the caller's frame pointer (x29 at
+ *          CFA + 8*fp_offset, x30 at CFA + 8*fp_offset + 8: the AArch64 frame
+ *          record, `stp x29, x30`);
+ *   2..15  saved at CFA - 8*(rule - 1). */
+#define WS_CFA_TYPE_MASK 0x0f
+#define WS_RA_RULE_SHIFT 4
+#define WS_RA_IN_LR 0
+#define WS_RA_FRAME_RECORD 1
+
 struct ws_unwind_entry {
   __u32 pc;         /* offset of the first pc of this row from the table's base vaddr */
   __u16 cfa_offset; /* bytes added to the CFA register (WS_CFA_SP / WS_CFA_FP) */
-  __u8 cfa_type;    /* enum ws_cfa_type */
+  __u8 cfa_type;    /* enum ws_cfa_type, and the return address's rule (above) */
   __s8 fp_offset;   /* 0: rbp unchanged; else the caller's rbp is saved at CFA + 8 * fp_offset */
 };
 
