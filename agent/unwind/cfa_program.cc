@@ -36,6 +36,7 @@ enum : uint8_t {
   kCfaValOffsetSf = 0x15,
   kCfaValExpression = 0x16,
   kCfaMipsAdvanceLoc8 = 0x1d,
+  kCfaGnuWindowSave = 0x2d,
   kCfaGnuArgsSize = 0x2e,
   kCfaGnuNegativeOffsetExtended = 0x2f,
 };
@@ -73,7 +74,7 @@ class Interpreter {
  private:
   RegisterRule* RuleFor(uint64_t reg) {
     if (reg == ctx_.ra_column) return &rules_->ra;
-    if (reg == kDwarfRegRbp) return &rules_->rbp;
+    if (reg == ctx_.arch->fp) return &rules_->rbp;
     return nullptr;
   }
   void SetRule(uint64_t reg, RegisterRule::Kind kind, int64_t value) {
@@ -226,7 +227,12 @@ class Interpreter {
       case kCfaDefCfaOffsetSf: rules_->cfa.offset = Factored(r->Sleb(), ctx_.data_align); return kOk;
       case kCfaDefCfaExpression: DefineCfaExpression(r); return kOk;
       case kCfaGnuArgsSize: r->Uleb(); return kOk;
-      default: return CfaProgramStatus::kUnsupported;  // includes DW_CFA_GNU_window_save (SPARC/AArch64 only)
+      case kCfaGnuWindowSave:
+        // AArch64's DW_CFA_AARCH64_negate_ra_state: the saved return address
+        // is signed from here on, which the BPF side strips anyway.
+        if (ctx_.arch->machine == kCfiAarch64.machine) return kOk;
+        return CfaProgramStatus::kUnsupported;  // SPARC's register window
+      default: return CfaProgramStatus::kUnsupported;
     }
   }
 
@@ -267,11 +273,32 @@ UnwindRow ClassifyRules(const FrameRules& rules, const CfaProgramContext& ctx, c
     row.cfa_type = WS_CFA_SIGNAL;
     return row;
   }
-  if (rules.ra.kind == RegisterRule::kUnset || rules.ra.kind == RegisterRule::kUndefined) {
-    row.cfa_type = WS_CFA_END;
-    return row;
+  uint8_t ra_rule = 0;  // x86-64: always at CFA-8 (below)
+  if (ctx.arch->ra_in_register) {
+    switch (rules.ra.kind) {
+      case RegisterRule::kUndefined: row.cfa_type = WS_CFA_END; return row;
+      case RegisterRule::kUnset:
+      case RegisterRule::kSameValue: ra_rule = WS_RA_IN_LR; break;
+      case RegisterRule::kOffset: {
+        const int64_t v = rules.ra.value;
+        if (rules.rbp.kind == RegisterRule::kOffset && v == rules.rbp.value + 8) {
+          ra_rule = WS_RA_FRAME_RECORD;
+        } else if (v < 0 && v % 8 == 0 && -v / 8 <= 14) {
+          ra_rule = static_cast<uint8_t>(-v / 8 + 1);
+        } else {
+          return row;
+        }
+        break;
+      }
+      default: return row;
+    }
+  } else {
+    if (rules.ra.kind == RegisterRule::kUnset || rules.ra.kind == RegisterRule::kUndefined) {
+      row.cfa_type = WS_CFA_END;
+      return row;
+    }
+    if (rules.ra.kind != RegisterRule::kOffset || rules.ra.value != -8) return row;
   }
-  if (rules.ra.kind != RegisterRule::kOffset || rules.ra.value != -8) return row;
 
   int8_t fp_offset = 0;
   switch (rules.rbp.kind) {
@@ -289,9 +316,9 @@ UnwindRow ClassifyRules(const FrameRules& rules, const CfaProgramContext& ctx, c
 
   switch (rules.cfa.kind) {
     case CfaRule::kRegisterOffset:
-      if (rules.cfa.reg != kDwarfRegRsp && rules.cfa.reg != kDwarfRegRbp) return row;
+      if (rules.cfa.reg != ctx.arch->sp && rules.cfa.reg != ctx.arch->fp) return row;
       if (rules.cfa.offset < 0 || rules.cfa.offset > std::numeric_limits<uint16_t>::max()) return row;
-      row.cfa_type = rules.cfa.reg == kDwarfRegRsp ? WS_CFA_SP : WS_CFA_FP;
+      row.cfa_type = rules.cfa.reg == ctx.arch->sp ? WS_CFA_SP : WS_CFA_FP;
       row.cfa_offset = static_cast<uint16_t>(rules.cfa.offset);
       break;
     case CfaRule::kExpression: {
@@ -303,8 +330,15 @@ UnwindRow ClassifyRules(const FrameRules& rules, const CfaProgramContext& ctx, c
     }
     case CfaRule::kUnset: return row;
   }
+  row.cfa_type = static_cast<uint8_t>(row.cfa_type | (ra_rule << WS_RA_RULE_SHIFT));
   row.fp_offset = fp_offset;
   return row;
+}
+
+const CfiArch* CfiArchOf(uint16_t machine) {
+  if (machine == kCfiX86_64.machine) return &kCfiX86_64;
+  if (machine == kCfiAarch64.machine) return &kCfiAarch64;
+  return nullptr;
 }
 
 int PltExpressionThreshold(const uint8_t* expr, uint64_t size) {

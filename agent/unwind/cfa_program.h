@@ -1,7 +1,8 @@
-// The DWARF CFA program interpreter for x86-64, reduced to what the BPF
-// unwinder of bpf/intf/unwind.h can use: the CFA rule, the rule for rbp
-// (DWARF register 6) and the rule for the return-address column. Other
-// registers' rules are decoded (to stay in step) and dropped.
+// The DWARF CFA program interpreter for x86-64 and AArch64, reduced to what
+// the BPF unwinder of bpf/intf/unwind.h can use: the CFA rule, the rule for
+// the frame pointer (rbp, DWARF register 6; x29) and the rule for the
+// return-address column (16; x30). Other registers' rules are decoded (to
+// stay in step) and dropped.
 //
 // Each row the program produces is classified straight into a
 // ws_unwind_entry (ClassifyRules): the interpreter keeps one fixed-size rule
@@ -22,6 +23,20 @@ namespace warpscope {
 inline constexpr uint64_t kDwarfRegRbp = 6;
 inline constexpr uint64_t kDwarfRegRsp = 7;
 inline constexpr uint64_t kDwarfRegRip = 16;  // the return-address column of every x86-64 CIE
+
+// The registers an architecture's rows are made of, by DWARF number, and how
+// its return address is found when no rule saves it.
+struct CfiArch {
+  uint16_t machine;     // ELF e_machine
+  uint64_t sp;
+  uint64_t fp;
+  uint64_t ra;          // the return-address column
+  bool ra_in_register;  // no rule for it: still in the link register (AArch64); else the outermost frame
+};
+inline constexpr CfiArch kCfiX86_64{62 /* EM_X86_64 */, kDwarfRegRsp, kDwarfRegRbp, kDwarfRegRip, false};
+inline constexpr CfiArch kCfiAarch64{183 /* EM_AARCH64 */, 31, 29, 30, true};
+// The rules of an ELF machine, or nullptr for one the unwinder does not know.
+const CfiArch* CfiArchOf(uint16_t machine);
 // DW_CFA_remember_state nesting allowed per FDE; deeper programs are rejected.
 inline constexpr int kMaxRememberDepth = 16;
 
@@ -41,7 +56,7 @@ struct CfaRule {
 
 struct FrameRules {
   CfaRule cfa;
-  RegisterRule rbp;
+  RegisterRule rbp;  // the frame pointer's (x29 on AArch64)
   RegisterRule ra;
 };
 
@@ -71,6 +86,7 @@ struct UnwindRow {
 
 // What a program needs from its CIE.
 struct CfaProgramContext {
+  const CfiArch* arch = &kCfiX86_64;
   uint64_t code_align = 1;
   int64_t data_align = -8;
   uint64_t ra_column = kDwarfRegRip;
@@ -106,10 +122,15 @@ CfaProgramStatus RunFdeProgram(dwarf::ByteReader program, const CfaProgramContex
 //    any other rbp rule (register, expression, val_offset, odd offsets): the
 //    caller's rbp is unrecoverable, so WS_CFA_INVALID rather than a walk that
 //    continues with a wrong rbp;
-//  - return address anything but "saved at CFA-8": WS_CFA_INVALID; undefined
-//    (or never set): WS_CFA_END;
-//  - CFA register other than rsp/rbp, offset outside [0, 65535], any
-//    expression except the PLT one: WS_CFA_INVALID.
+//  - x86-64: return address anything but "saved at CFA-8": WS_CFA_INVALID;
+//    undefined (or never set): WS_CFA_END;
+//  - AArch64 (the return-address rule in cfa_type's high nibble,
+//    intf/unwind.h): never set or same value: still in x30 (WS_RA_IN_LR);
+//    saved right above a saved x29: WS_RA_FRAME_RECORD; saved at CFA-8k
+//    with k in 1..14: rule k+1; undefined: WS_CFA_END; anything else:
+//    WS_CFA_INVALID;
+//  - CFA register other than sp/fp, offset outside [0, 65535], any
+//    expression except x86-64's PLT one: WS_CFA_INVALID.
 UnwindRow ClassifyRules(const FrameRules& rules, const CfaProgramContext& ctx, const RowEncodingOptions& options,
                         uint64_t pc);
 

@@ -172,6 +172,48 @@ TEST(CfaProgram, ReturnAddressRules) {
             (std::vector<Row>{{0, kEnd}, {1, kSp, 8}, {2, kInvalid}, {4, kSp, 8}, kTail}));
 }
 
+// AArch64: code alignment 4, the return address in x30 (column 30) until a
+// prologue saves it, x29 the frame pointer; the rule rides in the row's
+// cfa_type high nibble (bpf/intf/unwind.h).
+CieSpec Aarch64Cie() {
+  CieSpec cie;
+  cie.arch = &kCfiAarch64;
+  cie.code_align = 4;
+  cie.ra_column = 30;
+  cie.program = Bytes{0x0c, 31, 0x00};  // def_cfa sp+0
+  return cie;
+}
+constexpr uint8_t Ra(uint8_t type, uint8_t rule) { return static_cast<uint8_t>(type | (rule << WS_RA_RULE_SHIFT)); }
+
+TEST(CfaProgram, Aarch64FrameRecordLeafAndSavedReturnAddress) {
+  Bytes p;
+  p.U8(AdvanceLoc(1)).U8(0x0e).Uleb(32);                             // stp x29, x30, [sp, #-32]!
+  p.U8(Offset(29)).Uleb(4).U8(Offset(30)).Uleb(3);                   // x29 at cfa-32, x30 at cfa-24
+  p.U8(AdvanceLoc(1)).U8(0x0d).Uleb(29);                             // mov x29, sp: cfa = x29+32
+  p.U8(AdvanceLoc(2)).U8(Restore(29)).U8(0x0c).Uleb(31).Uleb(48);    // x29 restored; cfa sp+48
+  p.U8(AdvanceLoc(1)).U8(0x0e).Uleb(0).U8(Restore(30));              // back to the entry state
+  p.U8(AdvanceLoc(1)).U8(Offset(30)).Uleb(2);                        // x30 alone at cfa-16
+  p.U8(AdvanceLoc(1)).U8(0x2d);                                      // negate_ra_state (PAC): accepted
+  p.U8(AdvanceLoc(1)).U8(0x07).Uleb(30);                             // x30 undefined: outermost
+  EXPECT_EQ(RowsOf(SingleFdeTable(p, Aarch64Cie())),
+            (std::vector<Row>{{0, Ra(kSp, WS_RA_IN_LR)},
+                              {4, Ra(kSp, WS_RA_FRAME_RECORD), 32, -4},
+                              {8, Ra(kFp, WS_RA_FRAME_RECORD), 32, -4},
+                              {16, Ra(kSp, 4), 48},
+                              {20, Ra(kSp, WS_RA_IN_LR)},
+                              {24, Ra(kSp, 3)},
+                              {32, kEnd},
+                              kTail}));
+}
+
+TEST(CfaProgram, Aarch64ReturnAddressesTheRowCannotHoldAreInvalid) {
+  Bytes p;
+  p.U8(Offset(30)).Uleb(16);                                   // cfa-128: past the nibble's reach
+  p.U8(AdvanceLoc(1)).U8(0x14).Uleb(30).Uleb(1);               // val_offset: not a saved slot
+  p.U8(AdvanceLoc(1)).U8(0x09).Uleb(30).Uleb(19);              // in x19
+  EXPECT_EQ(RowsOf(SingleFdeTable(p, Aarch64Cie())), (std::vector<Row>{{0, kInvalid}, kTail}));
+}
+
 TEST(CfaProgram, CieWithUndefinedReturnAddressGivesEndRows) {
   CieSpec cie;
   cie.program = Bytes{0x0c, 0x07, 0x08, 0x07, 0x10};  // def_cfa rsp+8; undefined rip (glibc's _start)

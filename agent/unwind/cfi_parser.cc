@@ -139,6 +139,8 @@ CfiParser::Cie CfiParser::ParseCie(const CfiSection& s, uint64_t offset) {
 
 void CfiParser::ParseCieBody(const CfiSection& s, ByteReader* r, Cie* cie) {
   CfaProgramContext& ctx = cie->context;
+  ctx.arch = s.arch;
+  ctx.ra_column = s.arch->ra;
   ctx.eh_frame = s.kind == CfiSectionKind::kEhFrame;
   ctx.pointer_base = dwarf::PointerBase{Bytes(s), s.vaddr, s.text_vaddr};
 
@@ -157,7 +159,7 @@ void CfiParser::ParseCieBody(const CfiSection& s, ByteReader* r, Cie* cie) {
   ctx.code_align = r->Uleb();
   ctx.data_align = r->Sleb();
   ctx.ra_column = version == 1 ? r->U8() : r->Uleb();
-  if (!r->ok() || ctx.code_align == 0 || ctx.ra_column == kDwarfRegRbp) return;
+  if (!r->ok() || ctx.code_align == 0 || ctx.ra_column == ctx.arch->fp) return;
 
   if (!augmentation.empty()) {
     // Without 'z' the data of an unknown augmentation cannot be skipped.

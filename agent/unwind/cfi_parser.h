@@ -34,6 +34,7 @@ struct CfiSection {
   std::string_view data;
   uint64_t vaddr = 0;       // sh_addr: the base of DW_EH_PE_pcrel
   uint64_t text_vaddr = 0;  // .text's sh_addr: the base of DW_EH_PE_textrel (0: unsupported)
+  const CfiArch* arch = &kCfiX86_64;  // the file's machine
 };
 
 // An FDE whose header parsed, with a usable CIE. 32 bytes: libtorch-sized

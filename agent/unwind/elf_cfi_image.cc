@@ -35,8 +35,9 @@ StatusOr<ElfCfiImage> ElfCfiImage::FromFile(std::shared_ptr<ElfFile> file) {
 Status ElfCfiImage::Begin(const std::string& what) {
   GElf_Ehdr ehdr;
   if (gelf_getehdr(elf_, &ehdr) == nullptr) return DataLossError("ELF header of " + what + ": " + elf_errmsg(-1));
-  if (ehdr.e_ident[EI_CLASS] != ELFCLASS64 || ehdr.e_ident[EI_DATA] != ELFDATA2LSB || ehdr.e_machine != EM_X86_64) {
-    return InvalidArgumentError(what + " is not a little-endian x86-64 ELF64 file");
+  arch_ = CfiArchOf(ehdr.e_machine);
+  if (ehdr.e_ident[EI_CLASS] != ELFCLASS64 || ehdr.e_ident[EI_DATA] != ELFDATA2LSB || arch_ == nullptr) {
+    return InvalidArgumentError(what + " is not a little-endian x86-64 or AArch64 ELF64 file");
   }
   if (ehdr.e_type != ET_EXEC && ehdr.e_type != ET_DYN) {
     // Relocatable objects hold unrelocated FDE addresses; core files hold no CFI.
@@ -87,7 +88,7 @@ void ElfCfiImage::CollectSections() {
     }
     if (data->d_size == 0) continue;
     sections_.push_back(CfiSection{f.kind, std::string_view(static_cast<const char*>(data->d_buf), data->d_size),
-                                   shdr.sh_addr, text_vaddr});
+                                   shdr.sh_addr, text_vaddr, arch_});
   }
 }
 

@@ -59,6 +59,7 @@ class ElfCfiImage {
   void CollectCodeRanges();
 
   std::shared_ptr<ElfFile> file_;
+  const CfiArch* arch_ = &kCfiX86_64;  // by the ELF header's machine
   Elf* elf_ = nullptr;  // file_'s
   std::vector<CfiSection> sections_;
   std::vector<CodeRange> code_ranges_;

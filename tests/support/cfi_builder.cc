@@ -128,7 +128,8 @@ UnwindTable SingleFdeTable(const Bytes& fde_program, const CieSpec& cie, const R
   FdeSpec fde;
   fde.program = fde_program;
   builder.AddFde(cie_offset, cie, fde);
-  const CfiSection section = builder.section();
+  CfiSection section = builder.section();
+  section.arch = cie.arch;
   UnwindTableOptions table_options;
   table_options.rows = options;
   StatusOr<UnwindTable> table = BuildUnwindTableFromSections({&section, 1}, {}, table_options);

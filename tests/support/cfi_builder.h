@@ -73,6 +73,7 @@ struct CieSpec {
   // def_cfa rsp+8; rip at cfa-8: what every x86-64 CIE says.
   Bytes program{0x0c, 0x07, 0x08, 0x90, 0x01};
   bool dwarf64 = false;
+  const CfiArch* arch = &kCfiX86_64;  // the machine of the file the section would be in
 };
 
 struct FdeSpec {
