@@ -65,14 +65,9 @@ static __always_inline int ws_arch_sample_user_regs(struct bpf_perf_event_data *
 static __always_inline __u64 ws_arch_user_pc(struct pt_regs *regs) { return BPF_CORE_READ(regs, pc); }
 
 /* Frame-record step: the caller's x29 at [fp], the return address at
- * [fp+8], the caller's sp just above. 0, or -1 when it cannot be read. */
+ * [fp+8]. */
 static __always_inline int ws_arch_fp_step(__u64 *pc, __u64 *sp, __u64 *fp) {
-  __u64 saved[2];
-  if (*fp == 0 || bpf_probe_read_user(saved, sizeof(saved), (void *)*fp) != 0) return -1;
-  *sp = *fp + 16;
-  *fp = saved[0];
-  *pc = saved[1] & WS_ARCH_PC_MASK;
-  return 0;
+  return ws_frame_record_step(pc, sp, fp, WS_ARCH_PC_MASK);
 }
 
 /* The caller's pc by the row's return-address rule (intf/unwind.h). 0; -1

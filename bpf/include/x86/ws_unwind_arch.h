@@ -49,12 +49,7 @@ static __always_inline __u64 ws_arch_user_pc(struct pt_regs *regs) { return BPF_
 /* Frame-pointer step: the caller's rbp at [fp], the return address at
  * [fp+8], the caller's sp just above. 0, or -1 when it cannot be read. */
 static __always_inline int ws_arch_fp_step(__u64 *pc, __u64 *sp, __u64 *fp) {
-  __u64 saved[2];
-  if (*fp == 0 || bpf_probe_read_user(saved, sizeof(saved), (void *)*fp) != 0) return -1;
-  *sp = *fp + 16;
-  *fp = saved[0];
-  *pc = saved[1];
-  return 0;
+  return ws_frame_record_step(pc, sp, fp, ~0ULL);
 }
 
 /* The caller's pc: the return address sits just below the CFA, whatever
