@@ -35,7 +35,7 @@ if [[ $what == build ]]; then
   mkdir -p "$build/testprogs"
   aarch64-linux-gnu-gcc -O2 -fomit-frame-pointer -o "$build/testprogs/split_3_1" "$src/tests/vm/split_3_1.c"
   "$src/tests/vm/arm64_root.sh" "$build/root" "$build"
-  echo "PASS build: $build/bin/warpscope-agent ($(file -b "$build/bin/warpscope-agent" | cut -d, -f1-2))"
+  echo "PASS build: $build/bin/warpscope-agent ($(readelf -h "$build/bin/warpscope-agent" | awk -F: '/Machine/ {gsub(/^ +/, "", $2); print $2}'))"
   exit 0
 fi
 
