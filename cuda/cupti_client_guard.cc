@@ -117,11 +117,7 @@ bool InstallClientGuard(InjectionState& s) noexcept {
 
 void PatchNewClients() noexcept {
   if (g_patcher == nullptr) return;
-  const GotPatchResult r = g_patcher->PatchNewObjects();
-  g_totals.objects_seen += r.objects_seen;
-  g_totals.slots_patched += r.slots_patched;
-  g_totals.slots_foreign += r.slots_foreign;
-  g_totals.slots_failed += r.slots_failed;
+  g_totals += g_patcher->PatchNewObjects();
 }
 
 ClientGuardCounters ClientGuardTotals() noexcept { return g_totals; }

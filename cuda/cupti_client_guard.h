@@ -29,16 +29,14 @@
 
 #include <cstddef>
 
+#include "cuda/got_patch.h"
+
 namespace warpscope::cuda {
 
 struct InjectionState;
 
-struct ClientGuardCounters {
-  size_t objects_seen = 0;
-  size_t slots_patched = 0;
-  size_t slots_foreign = 0;
-  size_t slots_failed = 0;
-};
+// The patcher's results summed over every pass.
+using ClientGuardCounters = GotPatchResult;
 
 // Link thread, once CUPTI is loaded: patches the objects loaded so far.
 // False where the guard cannot work (a CUPTI without the functions).

@@ -48,6 +48,15 @@ struct GotPatchResult {
   size_t slots_patched = 0;       // newly patched by this call
   size_t slots_foreign = 0;       // bound to another definition, left alone
   size_t slots_failed = 0;        // mprotect refused
+
+  GotPatchResult& operator+=(const GotPatchResult& o) noexcept {
+    objects_seen += o.objects_seen;
+    objects_gone += o.objects_gone;
+    slots_patched += o.slots_patched;
+    slots_foreign += o.slots_foreign;
+    slots_failed += o.slots_failed;
+    return *this;
+  }
 };
 
 class GotPatcher {

@@ -102,7 +102,7 @@ void OnEnter(InjectionState& s, const LaunchApi& api, CUpti_CallbackDomain domai
     if (t.timed && t.timed_inner_id == 0 && cb.correlationId != t.timed_id) {
       t.timed_inner_id = cb.correlationId;
       // The kernel's record may carry the nested driver call's id.
-      NoteWindowLast(s, cb.correlationId);
+      if (s.window_filter.load(std::memory_order_relaxed)) NoteWindowLast(s, cb.correlationId);
     }
     if (t.sampled && t.pending.inner_correlation_id == 0 && cb.correlationId != t.pending.correlation_id) {
       t.pending.inner_correlation_id = cb.correlationId;
@@ -132,8 +132,9 @@ void OnEnter(InjectionState& s, const LaunchApi& api, CUpti_CallbackDomain domai
     uint32_t none = 0;
     s.window_first_correlation.compare_exchange_strong(none, cb.correlationId, std::memory_order_acq_rel);
   }
-  // And its last: records of larger ids were launched after it.
-  NoteWindowLast(s, cb.correlationId);
+  // And its last: records of larger ids were launched after it (windowed
+  // modes only: nothing reads it otherwise).
+  if (s.window_filter.load(std::memory_order_relaxed)) NoteWindowLast(s, cb.correlationId);
   if (!t.bucket.Take(CoarseMonotonicNs(), s.samples_per_sec.load(std::memory_order_relaxed),
                      s.sample_burst.load(std::memory_order_relaxed), epoch)) {
     return;
