@@ -96,6 +96,11 @@ run_one() {
     say "  $w/$config #$i: exit $rc"
   fi
 }
+repeats_of() {  # WORKLOAD: its count in REPEATS (1 when not named)
+  local n
+  n=$(tr ' ' '\n' <<<"$REPEATS" | awk -F= -v w="$1" '$1 == w {print $2}')
+  echo "${n:-1}"
+}
 lib_path() { local e; for e in $LIBS; do [[ ${e%%=*} == "$1" ]] && { echo "${e#*=}"; return; }; done; }
 
 CONFIGS=(none)
@@ -107,13 +112,12 @@ done
 JOBS=()
 max=0
 for w in $WORKLOADS; do
-  n=$(tr ' ' '\n' <<<"$REPEATS" | awk -F= -v w="$w" '$1 == w {print $2}')
-  (( ${n:-1} > max )) && max=${n:-1}
+  n=$(repeats_of "$w")
+  (( n > max )) && max=$n
 done
 for ((i = 1; i <= max; i++)); do
   for w in $WORKLOADS; do
-    n=$(tr ' ' '\n' <<<"$REPEATS" | awk -F= -v w="$w" '$1 == w {print $2}')
-    (( i <= ${n:-1} )) || continue
+    (( i <= $(repeats_of "$w") )) || continue
     for c in "${CONFIGS[@]}"; do JOBS+=("$w $c $i"); done
   done
 done

@@ -14,7 +14,8 @@
 #   split   hot's share of hot+cold within 0.70-0.80 (3:1 is 0.75)
 #   main    at least 95 % of the program's stacks reach main
 #   driver  the unwinder driver the probes chose (bpf_loop on 6.1, tail_call on 5.10)
-# Prints one "PASS|FAIL check: detail" line each; exits 1 on any FAIL.
+# Prints one "== check NAME ok|FAIL: detail" line each (tests/vm/folded_checks.sh,
+# as check_kernel.sh does); exits 1 on any FAIL.
 # Root (the VM's kernel cache, the agent as root); without it, SKIPPED.
 set -uo pipefail
 what=$1 src=$(cd "$2" && pwd) build=$3
@@ -45,10 +46,7 @@ case $what in
   *) echo "FAIL: no checks for $what" >&2; exit 2 ;;
 esac
 [[ -x $build/root/ws/bin/warpscope-agent ]] || { echo "FAIL: no cross build in $build (run: $0 build SRC $build)"; exit 1; }
-fails=0
-check() {  # NAME OK DETAIL
-  if [[ $2 == 1 ]]; then echo "PASS $1: $3"; else echo "FAIL $1: $3"; fails=$((fails + 1)); fi
-}
+. "$src/tests/vm/folded_checks.sh"  # check, share, ratio, within
 # No apostrophes in this script: it goes to the guest single-quoted.
 guest_script='
 /ws/testprogs/split_3_1 12 >/dev/null & p=$!
@@ -63,16 +61,19 @@ rc=$?
 if [[ $rc != 0 ]]; then
   echo "FAIL boot: vm.sh exited $rc"; echo "$out" | tail -20; exit 1
 fi
-folded=$(sed -n '/^== folded/,$p' <<<"$out" | tail -n +2)
+folded=$(mktemp) && trap 'rm -f "$folded"' EXIT
+sed -n '/^== folded/,$p' <<<"$out" | tail -n +2 >"$folded"
 record=$(sed -n '/^== record/,/^== folded/p' <<<"$out")
-grep -Eq "unwinder driver $expect_driver" <<<"$record" && ok=1 || ok=0
-check driver $ok "$(grep -Eo 'unwinder driver [a-z_]+' <<<"$record" | head -1), want $expect_driver"
-read -r hot cold total main < <(awk '{n = $NF; t += n; if ($0 ~ /;hot /) h += n; if ($0 ~ /;cold /) c += n;
-  if ($0 ~ /;main;/ || $0 ~ /;main /) m += n} END {print h + 0, c + 0, t + 0, m + 0}' <<<"$folded")
-share=$(awk -v h="$hot" -v c="$cold" 'BEGIN {printf "%.3f", (h + c) ? h / (h + c) : 0}')
-awk -v s="$share" 'BEGIN {exit !(s >= 0.70 && s <= 0.80)}' && ok=1 || ok=0
-check split $ok "hot $hot, cold $cold: share $share (3:1 is 0.75)"
-pct=$(awk -v m="$main" -v t="$total" 'BEGIN {printf "%.1f", t ? 100 * m / t : 0}')
-awk -v p="$pct" -v t="$total" 'BEGIN {exit !(t >= 500 && p >= 95)}' && ok=1 || ok=0
-check main $ok "$main of $total stacks reach main ($pct %)"
-(( fails == 0 )) || { echo "$record" | tail -8; exit 1; }
+results=$(
+  grep -Eq "unwinder driver $expect_driver" <<<"$record" && ok=1 || ok=0
+  check driver $ok "$(grep -Eo 'unwinder driver [a-z_]+' <<<"$record" | head -1), want $expect_driver"
+  read -r hot n < <(share "$folded" ";hot ")
+  read -r cold _ < <(share "$folded" ";cold ")
+  r=$(ratio "$hot" "$cold")
+  check split "$([[ $n -ge 500 ]] && within "$r" 0.70 0.80 || echo 0)" "hot $r of $n samples (3:1 is 0.75)"
+  read -r m n < <(share "$folded" "(^|;)main(;| )")
+  check main "$([[ $n -ge 500 ]] && within "$m" 0.95 1 || echo 0)" "main in $m of $n samples"
+)
+printf '%s\n' "$results"
+grep -q "^== check [a-z_]* FAIL" <<<"$results" && { echo "$record" | tail -8; exit 1; }
+exit 0

@@ -49,20 +49,7 @@ build=$1 src=$2 driver=$3 expect_driver=$4
 agent=$build/bin/warpscope-agent
 flags=()
 [[ -n $driver ]] && flags=(--unwinder-driver "$driver")
-check() {  # NAME OK(0/1) DETAILS
-  if [[ $2 == 1 ]]; then echo "== check $1 ok: $3"; else echo "== check $1 FAIL: $3"; fi
-}
-# awk over folded stacks ("frame;frame;... count", root first): the share of
-# samples whose line matches every regexp given.
-share() {  # FILE REGEXP...
-  local f=$1; shift
-  awk -v pats="$(printf "%s\x1f" "$@")" '"'"'
-    BEGIN { n = split(pats, p, "\x1f") - 1 }
-    { c = $NF; total += c; ok = 1; for (i = 1; i <= n; i++) if ($0 !~ p[i]) ok = 0; if (ok) hit += c }
-    END { printf "%.4f %d\n", total ? hit / total : 0, total }'"'"' "$f"
-}
-ratio() { awk -v a="$1" -v b="$2" "BEGIN { printf \"%.4f\", a + b ? a / (a + b) : 0 }"; }  # A / (A + B)
-within() { awk -v v="$1" -v lo="$2" -v hi="$3" "BEGIN { exit !(v >= lo && v <= hi) }" && echo 1 || echo 0; }
+. "$src/tests/vm/folded_checks.sh"  # check, share, ratio, within
 
 echo "== doctor"
 doctor=$("$agent" doctor --no-gpu-metrics --no-gpu-time 2>&1)
